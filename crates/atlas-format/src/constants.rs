@@ -1,0 +1,24 @@
+//! Fixed numbers of format v8: magics, versions, sizes and reserved names.
+
+/// Magic bytes at both ends of a container.
+pub const CONTAINER_MAGIC: [u8; 4] = *b"ATLS";
+/// The container version this crate reads and writes.
+pub const FORMAT_VERSION: u32 = 8;
+/// Magic bytes at the start of a deletion mask.
+pub const MASK_MAGIC: [u8; 4] = *b"ATLM";
+/// The deletion mask version this crate reads and writes.
+pub const MASK_VERSION: u32 = 1;
+/// Bytes before the first segment: magic + version.
+pub const HEADER_LEN: u64 = 8;
+/// Bytes after the footer: footer size (u64) + version (u32) + magic.
+pub const TRAILER_LEN: u64 = 16;
+/// How many bytes from the end of a container the first read asks for.
+pub const TAIL_PROBE_LEN: u64 = 64 * 1024;
+/// Bytes of the mask header before its ordinals: magic + version + count.
+pub const MASK_HEADER_LEN: usize = 12;
+/// Object name of the container under a collection prefix.
+pub const CONTAINER_FILE: &str = "data.atlas";
+/// Object name of the deletion mask under a collection prefix.
+pub const MASK_FILE: &str = "deleted.mask";
+/// Segment that holds dataset-level attributes, one rank-0 array per dataset.
+pub const DATASETS_SEGMENT: &str = "_datasets";

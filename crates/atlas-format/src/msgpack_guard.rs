@@ -1,0 +1,102 @@
+//! A structural pre-pass over MessagePack bytes, run before serde sees them.
+//!
+//! serde's sequence visitors reserve capacity from the length a container
+//! declares. Walking the bytes first and refusing any array, map, string or
+//! binary that claims more items than bytes remain bounds every such
+//! reservation by what was actually read. The walk is iterative, so hostile
+//! nesting cannot exhaust the stack.
+
+use crate::error::{FormatError, Result};
+
+/// Checks that `bytes` hold exactly one well-formed MessagePack value whose
+/// declared lengths are all backed by bytes.
+pub fn check(bytes: &[u8]) -> Result<()> {
+    let mut pos: usize = 0;
+    // Values still to read; starts at the one top-level value.
+    let mut pending: u64 = 1;
+    while pending > 0 {
+        pending -= 1;
+        let marker = *bytes.get(pos).ok_or_else(|| truncated(pos))?;
+        pos = pos.checked_add(1).ok_or_else(|| truncated(pos))?;
+        let (skip, items): (u64, u64) = match marker {
+            0x00..=0x7f | 0xe0..=0xff | 0xc0 | 0xc2 | 0xc3 => (0, 0),
+            0x80..=0x8f => (0, u64::from(marker & 0x0f) * 2),
+            0x90..=0x9f => (0, u64::from(marker & 0x0f)),
+            0xa0..=0xbf => (u64::from(marker & 0x1f), 0),
+            0xc4 | 0xd9 => (read_len(bytes, &mut pos, 1)?, 0),
+            0xc5 | 0xda => (read_len(bytes, &mut pos, 2)?, 0),
+            0xc6 | 0xdb => (read_len(bytes, &mut pos, 4)?, 0),
+            0xc7 => (read_len(bytes, &mut pos, 1)? + 1, 0),
+            0xc8 => (read_len(bytes, &mut pos, 2)? + 1, 0),
+            0xc9 => (read_len(bytes, &mut pos, 4)? + 1, 0),
+            0xca | 0xce | 0xd2 => (4, 0),
+            0xcb | 0xcf | 0xd3 => (8, 0),
+            0xcc | 0xd0 => (1, 0),
+            0xcd | 0xd1 => (2, 0),
+            0xd4 => (2, 0),
+            0xd5 => (3, 0),
+            0xd6 => (5, 0),
+            0xd7 => (9, 0),
+            0xd8 => (17, 0),
+            0xdc => (0, read_len(bytes, &mut pos, 2)?),
+            0xdd => (0, read_len(bytes, &mut pos, 4)?),
+            0xde => (0, read_len(bytes, &mut pos, 2)? * 2),
+            0xdf => (0, read_len(bytes, &mut pos, 4)? * 2),
+            0xc1 => {
+                return Err(FormatError::corrupt(format!(
+                    "footer MessagePack: reserved marker 0xc1 at byte {}",
+                    pos - 1
+                )));
+            }
+        };
+        let remaining = (bytes.len() - pos) as u64;
+        if skip > remaining || items > remaining {
+            return Err(FormatError::corrupt(format!(
+                "footer MessagePack: a value at byte {} claims more than the {remaining} bytes left",
+                pos - 1
+            )));
+        }
+        // Bounded by `remaining` just above, so both fit.
+        pos += skip as usize;
+        pending = pending.saturating_add(items);
+    }
+    if pos != bytes.len() {
+        return Err(FormatError::corrupt(format!(
+            "footer MessagePack: {} trailing bytes after the footer",
+            bytes.len() - pos
+        )));
+    }
+    Ok(())
+}
+
+fn read_len(bytes: &[u8], pos: &mut usize, width: usize) -> Result<u64> {
+    let end = pos.checked_add(width).ok_or_else(|| truncated(*pos))?;
+    let raw = bytes.get(*pos..end).ok_or_else(|| truncated(*pos))?;
+    *pos = end;
+    Ok(raw.iter().fold(0u64, |acc, &b| (acc << 8) | u64::from(b)))
+}
+
+fn truncated(pos: usize) -> FormatError {
+    FormatError::corrupt(format!("footer MessagePack ends early at byte {pos}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_huge_declared_array_is_refused_before_allocation() {
+        assert!(check(&[0xdd, 0xff, 0xff, 0xff, 0xff, 0x01]).is_err());
+    }
+
+    #[test]
+    fn well_formed_values_pass() {
+        let v = rmp_serde::to_vec(&(1u8, "abc", vec![1u64 << 40, 2], Some(-3i64))).unwrap();
+        check(&v).unwrap();
+    }
+
+    #[test]
+    fn trailing_bytes_are_refused() {
+        assert!(check(&[0x01, 0x02]).is_err());
+    }
+}

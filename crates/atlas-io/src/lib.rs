@@ -1,0 +1,1 @@
+//! Transport for Atlas collections over OpenDAL (in progress).
