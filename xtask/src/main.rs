@@ -1,1 +1,399 @@
-fn main() {}
+//! Project helpers, run as `cargo xtask <command>`:
+//!
+//! - `bench [iterations]`: the footer-decode benchmark in release, then the
+//!   write benchmark (`atlas`'s `bench_write` example) when it exists.
+//! - `bench-footer [iterations] [datasets]`: the footer-decode benchmark in
+//!   this process (run it in release; `bench` does).
+//! - `fuzz [seconds]`: seeds every fuzz corpus from `testdata/v8` and runs
+//!   every target for `seconds` (default 60). Needs `cargo install cargo-fuzz`.
+//! - `seed-fuzz`: only the seeding.
+//! - `ci`: `.ci/run`.
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode, Stdio};
+use std::time::{Duration, Instant};
+
+use atlas_format::{
+    ArrayDecl, Codec, CollectionFooter, DType, DatasetSchema, DecodeLimits, DeletionMask,
+    FooterBuilder, TRAILER_LEN, decompress_bounded, open_bytes,
+};
+use smol_str::SmolStr;
+
+type Result<T = (), E = String> = std::result::Result<T, E>;
+
+/// The fuzz targets, in the order `fuzz` runs them.
+const FUZZ_TARGETS: [&str; 3] = ["open", "footer", "mask"];
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let arg = |i: usize| args.get(i).map(String::as_str);
+    let result = match arg(0) {
+        Some("bench") => bench(arg(1)),
+        Some("bench-footer") => bench_footer(
+            parse_or(arg(1), 15, "iterations"),
+            parse_or(arg(2), 100_000, "datasets"),
+        ),
+        Some("fuzz") => fuzz(parse_or(arg(1), 60, "seconds")),
+        Some("seed-fuzz") => seed_fuzz().map(|_| ()),
+        Some("ci") => run(Command::new("bash").arg(root().join(".ci/run"))),
+        _ => {
+            eprintln!(
+                "usage: cargo xtask <bench [iterations] | bench-footer [iterations] [datasets] | \
+                 fuzz [seconds] | seed-fuzz | ci>"
+            );
+            return ExitCode::from(2);
+        }
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("xtask: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn parse_or<T: std::str::FromStr>(arg: Option<&str>, default: T, what: &str) -> T {
+    match arg.map(str::parse) {
+        None => default,
+        Some(Ok(v)) => v,
+        Some(Err(_)) => {
+            eprintln!("xtask: {what} must be a number");
+            std::process::exit(2);
+        }
+    }
+}
+
+/// The workspace root (xtask sits one level below it).
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| PathBuf::from("."))
+}
+
+fn cargo() -> Command {
+    let mut cmd = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
+    cmd.current_dir(root());
+    cmd
+}
+
+fn run(cmd: &mut Command) -> Result {
+    let status = cmd
+        .status()
+        .map_err(|e| format!("cannot run {cmd:?}: {e}"))?;
+    if status.success() {
+        Ok(())
+    } else {
+        Err(format!("{cmd:?} failed: {status}"))
+    }
+}
+
+// ---------------------------------------------------------------------------
+// bench
+
+fn bench(iterations: Option<&str>) -> Result {
+    let mut footer = cargo();
+    footer.args([
+        "run",
+        "--release",
+        "--quiet",
+        "-p",
+        "xtask",
+        "--",
+        "bench-footer",
+    ]);
+    if let Some(n) = iterations {
+        footer.arg(n);
+    }
+    run(&mut footer)?;
+
+    let example = root().join("crates/atlas/examples/bench_write.rs");
+    let example_dir = root().join("crates/atlas/examples/bench_write");
+    if example.exists() || example_dir.is_dir() {
+        println!();
+        run(cargo().args([
+            "run",
+            "--release",
+            "-p",
+            "atlas",
+            "--example",
+            "bench_write",
+            "--",
+            "--quick",
+        ]))
+    } else {
+        println!(
+            "\nbench_write: skipped (crates/atlas/examples/bench_write.rs does not exist yet)"
+        );
+        Ok(())
+    }
+}
+
+/// A footer shaped like a large Argo-style collection: `datasets` profiles
+/// named like `R6901234_123.nc`, one schema of eight arrays with unit and
+/// long-name attributes and two dataset attributes, and one segment per
+/// array plus `_datasets`, at about 330 bytes per array per dataset.
+fn realistic_footer(datasets: usize) -> Result<CollectionFooter> {
+    let mut b = FooterBuilder::new(Codec::Zstd, 1_717_000_000_000);
+    let described = |name: &str, dtype: DType, units: Option<&str>| ArrayDecl {
+        name: SmolStr::new(name),
+        dtype,
+        attributes: units
+            .map(|_| {
+                vec![
+                    (SmolStr::new("units"), DType::String),
+                    (SmolStr::new("long_name"), DType::String),
+                ]
+            })
+            .unwrap_or_default(),
+    };
+    let schema = DatasetSchema {
+        arrays: vec![
+            described("PRES", DType::Float32, Some("decibar")),
+            described("TEMP", DType::Float32, Some("degree_Celsius")),
+            described("PSAL", DType::Float32, Some("psu")),
+            described("PRES_QC", DType::UInt8, None),
+            described("TEMP_QC", DType::UInt8, None),
+            described("PSAL_QC", DType::UInt8, None),
+            described("JULD", DType::TimestampNs, Some("ns")),
+            described("POSITION", DType::Float64, Some("degree")),
+        ],
+        attributes: vec![
+            (SmolStr::new("platform_number"), DType::String),
+            (SmolStr::new("cycle_number"), DType::Int32),
+        ],
+    };
+    let index = b.intern_schema(&schema);
+    let mut float = 6_901_234u32;
+    let mut cycle = 0u32;
+    for _ in 0..datasets {
+        b.push_dataset(&format!("R{float}_{cycle:03}.nc"), index)
+            .map_err(|e| e.to_string())?;
+        cycle += 1;
+        if cycle == 150 {
+            cycle = 0;
+            float += 7;
+        }
+    }
+    let n = datasets as u64;
+    for (name, per_dataset) in [
+        ("PRES", 1_400u64),
+        ("TEMP", 1_650),
+        ("PSAL", 1_610),
+        ("PRES_QC", 420),
+        ("TEMP_QC", 425),
+        ("PSAL_QC", 430),
+        ("JULD", 340),
+        ("POSITION", 350),
+        ("_datasets", 300),
+    ] {
+        b.push_variable(name, per_dataset * n.max(1))
+            .map_err(|e| e.to_string())?;
+    }
+    Ok(b.finish())
+}
+
+fn bench_footer(iterations: usize, datasets: usize) -> Result {
+    if cfg!(debug_assertions) {
+        eprintln!(
+            "bench-footer: this is a debug build; numbers mean little (use `cargo xtask bench`)"
+        );
+    }
+    let footer = realistic_footer(datasets)?;
+    let encoded = footer.encode().map_err(|e| e.to_string())?;
+    let msgpack = footer.to_msgpack().map_err(|e| e.to_string())?;
+    let limits = DecodeLimits::default();
+    println!(
+        "footer: {datasets} datasets, {} schema(s), {} segments",
+        footer.schema_pool.len(),
+        footer.variables.len()
+    );
+    println!(
+        "  encoded (zstd) {} bytes ({:.1} per dataset), decompressed (MessagePack) {} bytes",
+        encoded.len(),
+        encoded.len() as f64 / datasets.max(1) as f64,
+        msgpack.len()
+    );
+
+    // Warm up, and check the decode is right before timing it.
+    let decoded = CollectionFooter::decode(&encoded, &limits).map_err(|e| e.to_string())?;
+    if decoded != footer {
+        return Err("the decoded footer differs from the encoded one".into());
+    }
+
+    let mut total = Vec::with_capacity(iterations);
+    let mut zstd = Vec::with_capacity(iterations);
+    let mut serde = Vec::with_capacity(iterations);
+    let mut validate = Vec::with_capacity(iterations);
+    for _ in 0..iterations.max(1) {
+        let start = Instant::now();
+        let f = CollectionFooter::decode(&encoded, &limits).map_err(|e| e.to_string())?;
+        total.push(start.elapsed());
+        drop(std::hint::black_box(f));
+
+        // The same three steps, one at a time.
+        let start = Instant::now();
+        let raw = decompress_bounded(&encoded, limits.max_decompressed_bytes)
+            .map_err(|e| e.to_string())?;
+        zstd.push(start.elapsed());
+        let start = Instant::now();
+        let f = CollectionFooter::from_msgpack(&raw).map_err(|e| e.to_string())?;
+        serde.push(start.elapsed());
+        let start = Instant::now();
+        f.validate().map_err(|e| e.to_string())?;
+        validate.push(start.elapsed());
+        drop(std::hint::black_box(f));
+    }
+    println!(
+        "CollectionFooter::decode x{}: {}",
+        total.len(),
+        summary(&mut total)
+    );
+    println!("  of which zstd:                 {}", summary(&mut zstd));
+    println!("  of which MessagePack + serde:  {}", summary(&mut serde));
+    println!(
+        "  of which validation:           {}",
+        summary(&mut validate)
+    );
+    Ok(())
+}
+
+fn summary(times: &mut [Duration]) -> String {
+    times.sort();
+    let ms = |d: Duration| d.as_secs_f64() * 1e3;
+    let median = match times.len() {
+        0 => Duration::ZERO,
+        n if n % 2 == 1 => times[n / 2],
+        n => (times[n / 2 - 1] + times[n / 2]) / 2,
+    };
+    format!(
+        "median {:.2} ms, min {:.2} ms, max {:.2} ms",
+        ms(median),
+        ms(times.first().copied().unwrap_or_default()),
+        ms(times.last().copied().unwrap_or_default())
+    )
+}
+
+// ---------------------------------------------------------------------------
+// fuzz
+
+/// Copies the fixtures into `fuzz/corpus/<target>/`: containers for `open`,
+/// compressed footers and their MessagePack for `footer`, masks (behind the
+/// 4-byte dataset count the target reads first) for `mask`. Returns the
+/// number of files written.
+fn seed_fuzz() -> Result<usize> {
+    let fixtures = root().join("testdata/v8");
+    let corpus = root().join("fuzz/corpus");
+    let mut written = 0;
+    let mut write = |target: &str, name: String, bytes: &[u8]| -> Result {
+        let dir = corpus.join(target);
+        std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        let path = dir.join(name);
+        std::fs::write(&path, bytes).map_err(|e| format!("{}: {e}", path.display()))?;
+        written += 1;
+        Ok(())
+    };
+    let mut dirs: Vec<PathBuf> = std::fs::read_dir(&fixtures)
+        .map_err(|e| format!("{}: {e}", fixtures.display()))?
+        .filter_map(|entry| entry.ok().map(|e| e.path()))
+        .filter(|p| p.is_dir())
+        .collect();
+    dirs.sort();
+    for dir in dirs {
+        let name = dir
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let container =
+            std::fs::read(dir.join("data.atlas")).map_err(|e| format!("{}: {e}", dir.display()))?;
+        write("open", format!("{name}.atlas"), &container)?;
+        let opened =
+            open_bytes(&container, DecodeLimits::default()).map_err(|e| format!("{name}: {e}"))?;
+        let end = container.len() - TRAILER_LEN as usize;
+        let footer = &container[end - opened.footer_len as usize..end];
+        write("footer", format!("{name}.zst"), footer)?;
+        let msgpack = decompress_bounded(footer, 1 << 30).map_err(|e| e.to_string())?;
+        write("footer", format!("{name}.msgpack"), &msgpack)?;
+        let count = opened.footer.datasets.len() as u32;
+        if let Ok(mask) = std::fs::read(dir.join("deleted.mask")) {
+            let mut seed = count.to_le_bytes().to_vec();
+            seed.extend_from_slice(&mask);
+            write("mask", format!("{name}.mask"), &seed)?;
+        }
+        // Every fixture gets a mask target seed too: its count and a small mask.
+        let mut seed = count.to_le_bytes().to_vec();
+        seed.extend_from_slice(&DeletionMask::from_ordinals([0, count / 2, count]).encode());
+        write("mask", format!("{name}-synthetic.mask"), &seed)?;
+    }
+    Ok(written)
+}
+
+fn fuzz(seconds: u64) -> Result {
+    let have_cargo_fuzz = cargo()
+        .args(["fuzz", "--version"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !have_cargo_fuzz {
+        return Err("cargo-fuzz is not installed: run `cargo install cargo-fuzz` first".into());
+    }
+    let seeds = seed_fuzz()?;
+    println!("seeded fuzz/corpus with {seeds} files from testdata/v8");
+    let dict = root().join("fuzz/atlas.dict");
+    let mut report = Vec::new();
+    let mut failed = Vec::new();
+    for target in FUZZ_TARGETS {
+        println!("== fuzz {target} for {seconds} s");
+        let mut cmd = cargo();
+        // The sanitizer flags cargo-fuzz passes are nightly-only; RUSTC_BOOTSTRAP
+        // lets the pinned stable toolchain accept them.
+        cmd.current_dir(root().join("fuzz"))
+            .env("RUSTC_BOOTSTRAP", "1")
+            .args(["fuzz", "run", target, "--"])
+            .arg(format!("-max_total_time={seconds}"))
+            .arg("-print_final_stats=1")
+            .stdout(Stdio::inherit())
+            .stderr(Stdio::piped());
+        if dict.exists() {
+            cmd.arg(format!("-dict={}", dict.display()));
+        }
+        let mut child = cmd
+            .spawn()
+            .map_err(|e| format!("cannot run cargo fuzz: {e}"))?;
+        let mut executions = None;
+        if let Some(stderr) = child.stderr.take() {
+            for line in BufReader::new(stderr).lines().map_while(|l| l.ok()) {
+                if let Some(n) = line.strip_prefix("stat::number_of_executed_units:") {
+                    executions = n.trim().parse::<u64>().ok();
+                }
+                // Keep what matters: not libFuzzer's progress ('#…') or coverage lines.
+                if !line.starts_with('#') && !line.trim_start().starts_with("NEW_FUNC") {
+                    eprintln!("{line}");
+                }
+            }
+        }
+        let status = child.wait().map_err(|e| e.to_string())?;
+        if !status.success() {
+            failed.push(target);
+        }
+        report.push((target, executions, status.success()));
+    }
+    println!("\n== fuzz summary ({seconds} s per target)");
+    for (target, executions, ok) in &report {
+        let runs = executions.map_or_else(|| "?".into(), |n| n.to_string());
+        let verdict = if *ok {
+            "no crash"
+        } else {
+            "FAILED (see fuzz/artifacts)"
+        };
+        println!("  {target:<8} {runs:>12} executions  {verdict}");
+    }
+    if failed.is_empty() {
+        Ok(())
+    } else {
+        Err(format!("fuzz targets failed: {failed:?}"))
+    }
+}

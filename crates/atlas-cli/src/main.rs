@@ -1,1 +1,3 @@
+//! The `atlas` command (being built).
+
 fn main() {}

@@ -223,7 +223,9 @@ impl CollectionFooter {
                         "{kind} {resolved:?} has dtype {dtype}, out of the pool"
                     )));
                 }
-                if !names.insert(name) {
+                // By content, not index: a pool holding one string twice must not
+                // let a schema declare the same name twice.
+                if !names.insert(resolved) {
                     return Err(bad(format!("{kind} {resolved:?} is declared twice")));
                 }
             }
@@ -346,6 +348,7 @@ mod dataset_sequence {
     use std::fmt;
 
     use indexmap::IndexMap;
+    use indexmap::map::Entry;
     use serde::de::{Error, SeqAccess, Visitor};
     use serde::ser::SerializeSeq;
     use serde::{Deserializer, Serializer};
@@ -379,12 +382,18 @@ mod dataset_sequence {
             let capacity = seq.size_hint().unwrap_or(0).min(1 << 16);
             let mut map = IndexMap::with_capacity(capacity);
             while let Some((name, schema)) = seq.next_element::<(SmolStr, u32)>()? {
-                if map.contains_key(&name) {
-                    return Err(A::Error::custom(format_args!(
-                        "dataset name {name:?} appears twice"
-                    )));
+                // One hash per dataset: the entry both detects a repeat and inserts.
+                match map.entry(name) {
+                    Entry::Occupied(repeat) => {
+                        return Err(A::Error::custom(format_args!(
+                            "dataset name {:?} appears twice",
+                            repeat.key()
+                        )));
+                    }
+                    Entry::Vacant(slot) => {
+                        slot.insert(schema);
+                    }
                 }
-                map.insert(name, schema);
             }
             Ok(map)
         }

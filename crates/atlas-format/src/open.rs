@@ -362,6 +362,16 @@ impl OpenDecoder {
                 )));
             }
             Some(len) => len,
+            // A suffix answered in full proves the object is at least that long,
+            // so a footer describing a shorter container sits behind other bytes:
+            // every segment offset would point into them. Known-length opens
+            // refuse this case above.
+            None if derived_len < tail_len => {
+                return Err(FormatError::corrupt(format!(
+                    "the footer describes a container of {derived_len} bytes, \
+                     but the object holds at least {tail_len}"
+                )));
+            }
             None => derived_len,
         };
         // The leading magic is checked only when this read already covered it.

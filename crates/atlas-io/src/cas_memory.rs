@@ -1,0 +1,296 @@
+//! `CasMemory`: an in-memory OpenDAL service with ETags and compare-and-swap writes, for tests.
+//!
+//! OpenDAL's own `memory` service has no ETags and no if-match, and `fs` has
+//! neither, so neither can show that a conditional read-modify-write never
+//! loses a concurrent change. This service behaves like an object store in the
+//! ways that matter for that: every write gets a fresh ETag, returned on stat
+//! and on every read response, and a write's `if_match` / `if_not_exists`
+//! condition is checked and applied under one lock at close (the commit point),
+//! failing with `ConditionNotMatch` when it does not hold.
+//!
+//! It supports stat, read (ranges and suffixes), write and delete; listing,
+//! copying and renaming are unsupported.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use bytes::Bytes;
+use opendal::raw::{
+    OpCopy, OpCreateDir, OpDelete, OpList, OpPresign, OpRead, OpRename, OpStat, OpWrite,
+    RpCreateDir, RpPresign, RpRead, RpRename, RpStat, Service, ServiceInfo, Servicer, oio,
+};
+use opendal::{
+    Buffer, BytesRange, Capability, Error, ErrorKind, Metadata, MetadataBuilder, OperationContext,
+    Operator,
+};
+
+#[derive(Debug, Clone)]
+struct Entry {
+    content: Bytes,
+    etag: String,
+}
+
+#[derive(Debug, Default)]
+struct Store {
+    objects: Mutex<BTreeMap<String, Entry>>,
+    next_etag: AtomicU64,
+}
+
+impl Store {
+    fn lock(&self) -> MutexGuard<'_, BTreeMap<String, Entry>> {
+        self.objects.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn new_etag(&self) -> String {
+        format!("\"{}\"", self.next_etag.fetch_add(1, Ordering::Relaxed))
+    }
+}
+
+fn metadata_of(e: &Entry) -> Metadata {
+    let mut m = MetadataBuilder::file(e.content.len() as u64);
+    m.etag(e.etag.clone());
+    m.build()
+}
+
+fn not_found(path: &str) -> Error {
+    Error::new(ErrorKind::NotFound, "cas-memory has no object here").with_context("path", path)
+}
+
+fn unsupported() -> Error {
+    Error::new(
+        ErrorKind::Unsupported,
+        "operation is not supported by cas-memory",
+    )
+}
+
+/// The service; build an operator over it with [`CasMemory::operator`].
+#[derive(Clone, Default)]
+pub struct CasMemory {
+    store: Arc<Store>,
+}
+
+impl fmt::Debug for CasMemory {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CasMemory").finish_non_exhaustive()
+    }
+}
+
+impl CasMemory {
+    /// An empty store.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// An operator over this store (clones share the same objects).
+    pub fn operator(&self) -> Operator {
+        Operator::from_parts(
+            OperationContext::default(),
+            Arc::new(self.clone()) as Servicer,
+        )
+    }
+}
+
+impl Service for CasMemory {
+    type Reader = CasReader;
+    type Writer = CasWriter;
+    type Lister = ();
+    type Deleter = CasDeleter;
+    type Copier = ();
+    type Composer = ();
+
+    fn info(&self) -> ServiceInfo {
+        ServiceInfo::new("cas-memory", "/", "cas-memory")
+    }
+
+    fn capability(&self) -> Capability {
+        Capability {
+            stat: true,
+            read: true,
+            read_with_suffix: true,
+            write: true,
+            write_can_empty: true,
+            write_with_if_match: true,
+            write_with_if_not_exists: true,
+            delete: true,
+            ..Default::default()
+        }
+    }
+
+    async fn create_dir(
+        &self,
+        _: &OperationContext,
+        _: &str,
+        _: OpCreateDir,
+    ) -> opendal::Result<RpCreateDir> {
+        Err(unsupported())
+    }
+
+    async fn stat(&self, _: &OperationContext, path: &str, _: OpStat) -> opendal::Result<RpStat> {
+        match self.store.lock().get(path) {
+            Some(e) => Ok(RpStat::new(metadata_of(e))),
+            None => Err(not_found(path)),
+        }
+    }
+
+    fn read(&self, _: &OperationContext, path: &str, _: OpRead) -> opendal::Result<CasReader> {
+        Ok(CasReader {
+            store: self.store.clone(),
+            path: path.to_string(),
+        })
+    }
+
+    fn write(&self, _: &OperationContext, path: &str, args: OpWrite) -> opendal::Result<CasWriter> {
+        Ok(CasWriter {
+            store: self.store.clone(),
+            path: path.to_string(),
+            args,
+            parts: Vec::new(),
+        })
+    }
+
+    fn delete(&self, _: &OperationContext) -> opendal::Result<CasDeleter> {
+        Ok(CasDeleter {
+            store: self.store.clone(),
+        })
+    }
+
+    fn list(&self, _: &OperationContext, _: &str, _: OpList) -> opendal::Result<()> {
+        Err(unsupported())
+    }
+
+    fn copy(&self, _: &OperationContext, _: &str, _: &str, _: OpCopy) -> opendal::Result<()> {
+        Err(unsupported())
+    }
+
+    async fn rename(
+        &self,
+        _: &OperationContext,
+        _: &str,
+        _: &str,
+        _: OpRename,
+    ) -> opendal::Result<RpRename> {
+        Err(unsupported())
+    }
+
+    async fn presign(
+        &self,
+        _: &OperationContext,
+        _: &str,
+        _: OpPresign,
+    ) -> opendal::Result<RpPresign> {
+        Err(unsupported())
+    }
+}
+
+/// Reader of [`CasMemory`]: each read returns the object's ETag with the bytes.
+pub struct CasReader {
+    store: Arc<Store>,
+    path: String,
+}
+
+impl CasReader {
+    fn get(&self, range: BytesRange) -> opendal::Result<(RpRead, Buffer)> {
+        let entry = self
+            .store
+            .lock()
+            .get(&self.path)
+            .cloned()
+            .ok_or_else(|| not_found(&self.path))?;
+        let r = range.to_content_range(entry.content.len())?;
+        let bytes = entry
+            .content
+            .get(r)
+            .map(Bytes::copy_from_slice)
+            .ok_or_else(|| {
+                Error::new(ErrorKind::RangeNotSatisfied, "range exceeds content length")
+            })?;
+        Ok((RpRead::new(metadata_of(&entry)), Buffer::from(bytes)))
+    }
+}
+
+impl oio::Read for CasReader {
+    async fn open(
+        &self,
+        range: BytesRange,
+    ) -> opendal::Result<(RpRead, Box<dyn oio::ReadStreamDyn>)> {
+        let (rp, buf) = self.get(range)?;
+        Ok((rp, Box::new(buf) as Box<dyn oio::ReadStreamDyn>))
+    }
+
+    async fn read(&self, range: BytesRange) -> opendal::Result<(RpRead, Buffer)> {
+        self.get(range)
+    }
+}
+
+/// Writer of [`CasMemory`]: buffers, then checks the condition and commits at close.
+pub struct CasWriter {
+    store: Arc<Store>,
+    path: String,
+    args: OpWrite,
+    parts: Vec<Buffer>,
+}
+
+impl oio::Write for CasWriter {
+    async fn write(&mut self, bs: Buffer) -> opendal::Result<()> {
+        self.parts.push(bs);
+        Ok(())
+    }
+
+    async fn close(&mut self) -> opendal::Result<Metadata> {
+        let content: Bytes = self
+            .parts
+            .drain(..)
+            .flatten()
+            .fold(bytes::BytesMut::new(), |mut acc, b| {
+                acc.extend_from_slice(&b);
+                acc
+            })
+            .freeze();
+        let mut objects = self.store.lock();
+        let current = objects.get(&self.path);
+        if self.args.if_not_exists() && current.is_some() {
+            return Err(Error::new(
+                ErrorKind::ConditionNotMatch,
+                "object exists (if_not_exists)",
+            ));
+        }
+        if let Some(want) = self.args.if_match()
+            && current.map(|e| e.etag.as_str()) != Some(want)
+        {
+            return Err(Error::new(
+                ErrorKind::ConditionNotMatch,
+                "etag does not match (if_match)",
+            ));
+        }
+        let entry = Entry {
+            content,
+            etag: self.store.new_etag(),
+        };
+        let meta = metadata_of(&entry);
+        objects.insert(self.path.clone(), entry);
+        Ok(meta)
+    }
+
+    async fn abort(&mut self) -> opendal::Result<()> {
+        self.parts.clear();
+        Ok(())
+    }
+}
+
+/// Deleter of [`CasMemory`].
+pub struct CasDeleter {
+    store: Arc<Store>,
+}
+
+impl oio::Delete for CasDeleter {
+    async fn delete(&mut self, path: &str, _: OpDelete) -> opendal::Result<()> {
+        self.store.lock().remove(path);
+        Ok(())
+    }
+
+    async fn close(&mut self) -> opendal::Result<()> {
+        Ok(())
+    }
+}

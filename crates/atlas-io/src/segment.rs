@@ -1,0 +1,627 @@
+//! `SegmentStore`: byte ranges of one OpenDAL object, shown to array-format as whole files.
+//!
+//! An Atlas container holds many array-format files ("segments") back to back.
+//! array-format 0.15 reads only through an `object_store::ObjectStore`, asking
+//! for `head` (the size), the 12-byte trailer, the footer, then data blocks.
+//! This store answers those requests for each registered segment under its own
+//! virtual path (array-format's block cache keys on the path string, so two
+//! segments must never share one; [`segment_path`] gives `seg/<index>`):
+//!
+//! - `head` is answered from the registered length, with no request;
+//! - ranged gets become ranged reads of the container at `offset + start`;
+//!   an end past the segment is clamped, a start at or past it is an error;
+//! - reads that fall inside a prefetched tail are served from memory, so a
+//!   trailer + footer lookup costs nothing after [`SegmentStore::prefetch_tail`];
+//! - any other path is `NotFound`; writes, deletes, copies and lists are `NotSupported`.
+//!
+//! array-format panics (arithmetic underflow) on a trailer whose footer size
+//! exceeds the file, so the trailer is screened before array-format sees it:
+//! at prefetch time (typed [`SegmentError`]) and on any read that returns the
+//! last 12 bytes of a segment without a validated tail.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::ops::Range;
+use std::sync::RwLock;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use async_trait::async_trait;
+use bytes::Bytes;
+use futures::StreamExt;
+use object_store::path::Path;
+use object_store::{
+    Attributes, GetOptions, GetResult, GetResultPayload, MultipartUpload, ObjectMeta, ObjectStore,
+    PutMultipartOptions, PutOptions, PutPayload, PutResult,
+};
+use opendal::Operator;
+
+use crate::error::{IoError, IoErrorKind};
+use crate::read::{DEFAULT_PIECE_SIZE, concat, read_ranges_in_pieces, split_into_pieces};
+
+/// Size of array-format's trailer: `footer_size: u64 LE` then `b"ARRF"`.
+pub const TRAILER_LEN: u64 = 12;
+/// The magic bytes that end every array-format file.
+pub const ARRF_MAGIC: [u8; 4] = *b"ARRF";
+/// Default tail prefetch: 256 KiB, enough for the trailer and a typical footer.
+pub const DEFAULT_PREFETCH: u64 = 256 * 1024;
+/// Default number of concurrent piece reads for one big read.
+pub const DEFAULT_READ_CONCURRENCY: usize = 8;
+const STORE_NAME: &str = "SegmentStore";
+
+/// The virtual path of segment `index`: `seg/<index>`.
+pub fn segment_path(index: u64) -> Path {
+    Path::from(format!("seg/{index}"))
+}
+
+/// Why a segment cannot be registered, prefetched or read.
+#[derive(Debug, thiserror::Error)]
+pub enum SegmentError {
+    /// No segment is registered under this path.
+    #[error("no segment is registered at {path:?}")]
+    Unknown {
+        /// The virtual path asked for.
+        path: String,
+    },
+    /// A segment is already registered under this path.
+    #[error("a segment is already registered at {path:?}")]
+    AlreadyRegistered {
+        /// The virtual path.
+        path: String,
+    },
+    /// `offset + len` does not fit in a u64.
+    #[error("segment {path:?} at offset {offset} with length {len} overflows u64")]
+    OutOfRange {
+        /// The virtual path.
+        path: String,
+        /// Registered offset in the container.
+        offset: u64,
+        /// Registered length.
+        len: u64,
+    },
+    /// The segment (or the tail supplied for it) is too short to hold a trailer.
+    #[error("segment {path:?} has {len} bytes, fewer than the 12-byte array-format trailer")]
+    TooShort {
+        /// The virtual path.
+        path: String,
+        /// Bytes available.
+        len: u64,
+    },
+    /// The segment does not end with `b"ARRF"`.
+    #[error("segment {path:?} is not an array-format file: it ends with {found:?}, not b\"ARRF\"")]
+    NotAnArrayFile {
+        /// The virtual path.
+        path: String,
+        /// The last four bytes found.
+        found: [u8; 4],
+    },
+    /// The trailer's footer size plus the trailer does not fit in the segment.
+    #[error(
+        "segment {path:?}: footer of {footer_size} bytes plus the 12-byte trailer does not fit in {segment_len} bytes"
+    )]
+    FooterOutOfBounds {
+        /// The virtual path.
+        path: String,
+        /// Footer size the trailer claims.
+        footer_size: u64,
+        /// The segment's length.
+        segment_len: u64,
+    },
+    /// A supplied tail is longer than the segment.
+    #[error("tail of {tail_len} bytes supplied for segment {path:?} of {segment_len} bytes")]
+    TailTooLong {
+        /// The virtual path.
+        path: String,
+        /// Tail length supplied.
+        tail_len: u64,
+        /// The segment's length.
+        segment_len: u64,
+    },
+    /// A read starts at or past the end of the segment.
+    #[error("read starting at {start} is past the end of segment {path:?} ({len} bytes)")]
+    StartPastEnd {
+        /// The virtual path.
+        path: String,
+        /// Requested start, relative to the segment.
+        start: u64,
+        /// The segment's length.
+        len: u64,
+    },
+    /// The range itself is malformed (for example end before start).
+    #[error("invalid range for segment {path:?}: {message}")]
+    InvalidRange {
+        /// The virtual path.
+        path: String,
+        /// What was wrong.
+        message: String,
+    },
+    /// The container read failed.
+    #[error(transparent)]
+    Io(#[from] IoError),
+}
+
+/// Checks an array-format trailer at the end of `tail` against the segment length.
+///
+/// Returns the footer length including the trailer (`footer_size + 12`), which
+/// is guaranteed to be at most `segment_len`.
+pub fn validate_trailer(path: &str, tail: &[u8], segment_len: u64) -> Result<u64, SegmentError> {
+    let trailer = tail
+        .len()
+        .checked_sub(TRAILER_LEN as usize)
+        .and_then(|start| tail.get(start..))
+        .ok_or_else(|| SegmentError::TooShort {
+            path: path.to_string(),
+            len: tail.len() as u64,
+        })?;
+    let (size_bytes, magic) =
+        trailer
+            .split_first_chunk::<8>()
+            .ok_or_else(|| SegmentError::TooShort {
+                path: path.to_string(),
+                len: tail.len() as u64,
+            })?;
+    let found: [u8; 4] = magic.try_into().unwrap_or_default();
+    if found != ARRF_MAGIC {
+        return Err(SegmentError::NotAnArrayFile {
+            path: path.to_string(),
+            found,
+        });
+    }
+    let footer_size = u64::from_le_bytes(*size_bytes);
+    match footer_size.checked_add(TRAILER_LEN) {
+        Some(total) if total <= segment_len => Ok(total),
+        _ => Err(SegmentError::FooterOutOfBounds {
+            path: path.to_string(),
+            footer_size,
+            segment_len,
+        }),
+    }
+}
+
+#[derive(Debug, Clone)]
+struct Segment {
+    offset: u64,
+    len: u64,
+    /// The last `tail.len()` bytes of the segment, trailer validated; empty if none.
+    tail: Bytes,
+}
+
+impl Segment {
+    fn tail_start(&self) -> u64 {
+        self.len.saturating_sub(self.tail.len() as u64)
+    }
+}
+
+/// An `ObjectStore` over byte ranges of one OpenDAL object; see the module docs.
+pub struct SegmentStore {
+    op: Operator,
+    container: String,
+    segments: RwLock<HashMap<String, Segment>>,
+    requests: AtomicU64,
+    read_concurrency: usize,
+    piece_size: u64,
+}
+
+impl fmt::Debug for SegmentStore {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SegmentStore")
+            .field("container", &self.container)
+            .field("segments", &self.segment_count())
+            .field("requests", &self.requests())
+            .finish_non_exhaustive()
+    }
+}
+
+impl fmt::Display for SegmentStore {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "SegmentStore({})", self.container)
+    }
+}
+
+impl SegmentStore {
+    /// A store over the object `container` of `op`, with no segments yet.
+    pub fn new(op: Operator, container: impl Into<String>) -> Self {
+        Self {
+            op,
+            container: container.into(),
+            segments: RwLock::new(HashMap::new()),
+            requests: AtomicU64::new(0),
+            read_concurrency: DEFAULT_READ_CONCURRENCY,
+            piece_size: DEFAULT_PIECE_SIZE,
+        }
+    }
+
+    /// Sets how many pieces of one big read are fetched at once (default 8).
+    pub fn with_read_concurrency(mut self, n: usize) -> Self {
+        self.read_concurrency = n.max(1);
+        self
+    }
+
+    /// Sets the piece size big reads are split into (default 8 MiB).
+    pub fn with_piece_size(mut self, bytes: u64) -> Self {
+        self.piece_size = bytes.max(1);
+        self
+    }
+
+    /// The container object's path.
+    pub fn container(&self) -> &str {
+        &self.container
+    }
+
+    /// Requests this store has sent to the backend so far (one per ranged read).
+    pub fn requests(&self) -> u64 {
+        self.requests.load(Ordering::Relaxed)
+    }
+
+    /// Number of registered segments.
+    pub fn segment_count(&self) -> usize {
+        self.read_map().len()
+    }
+
+    fn read_map(&self) -> std::sync::RwLockReadGuard<'_, HashMap<String, Segment>> {
+        self.segments.read().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn write_map(&self) -> std::sync::RwLockWriteGuard<'_, HashMap<String, Segment>> {
+        self.segments.write().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn lookup(&self, path: &str) -> Result<Segment, SegmentError> {
+        self.read_map()
+            .get(path)
+            .cloned()
+            .ok_or_else(|| SegmentError::Unknown {
+                path: path.to_string(),
+            })
+    }
+
+    /// Registers `[offset, offset + len)` of the container under `path`; no request.
+    ///
+    /// The trailer is then screened on the read that fetches it.
+    pub fn register(&self, path: &Path, offset: u64, len: u64) -> Result<(), SegmentError> {
+        self.insert(path.as_ref(), offset, len, Bytes::new())
+    }
+
+    /// Registers a segment with its last `tail.len()` bytes already in hand; no request.
+    ///
+    /// The trailer in `tail` is validated now. Reads inside the tail are served
+    /// from it; a footer larger than the tail is read from the backend.
+    pub fn register_with_tail(
+        &self,
+        path: &Path,
+        offset: u64,
+        len: u64,
+        tail: Bytes,
+    ) -> Result<(), SegmentError> {
+        let p = path.as_ref();
+        if tail.len() as u64 > len {
+            return Err(SegmentError::TailTooLong {
+                path: p.to_string(),
+                tail_len: tail.len() as u64,
+                segment_len: len,
+            });
+        }
+        validate_trailer(p, &tail, len)?;
+        self.insert(p, offset, len, tail)
+    }
+
+    /// Registers a segment and prefetches its tail: see [`SegmentStore::prefetch_tail`].
+    pub async fn register_prefetched(
+        &self,
+        path: &Path,
+        offset: u64,
+        len: u64,
+        prefetch: u64,
+    ) -> Result<(), SegmentError> {
+        self.register(path, offset, len)?;
+        if let Err(e) = self.prefetch_tail(path, prefetch).await {
+            self.remove(path);
+            return Err(e);
+        }
+        Ok(())
+    }
+
+    fn insert(&self, path: &str, offset: u64, len: u64, tail: Bytes) -> Result<(), SegmentError> {
+        if offset.checked_add(len).is_none() {
+            return Err(SegmentError::OutOfRange {
+                path: path.to_string(),
+                offset,
+                len,
+            });
+        }
+        let mut map = self.write_map();
+        if map.contains_key(path) {
+            return Err(SegmentError::AlreadyRegistered {
+                path: path.to_string(),
+            });
+        }
+        map.insert(path.to_string(), Segment { offset, len, tail });
+        Ok(())
+    }
+
+    /// Forgets the segment at `path`; true if there was one.
+    pub fn remove(&self, path: &Path) -> bool {
+        self.write_map().remove(path.as_ref()).is_some()
+    }
+
+    /// Drops the prefetched tail of `path` (e.g. once array-format has opened it).
+    pub fn release_tail(&self, path: &Path) {
+        if let Some(seg) = self.write_map().get_mut(path.as_ref()) {
+            seg.tail = Bytes::new();
+        }
+    }
+
+    /// Reads the last `min(len, n)` bytes of the segment (at least the trailer) in
+    /// one read, validates the trailer, and if the footer is longer than that,
+    /// reads the missing front part with exactly one more (possibly split) read.
+    ///
+    /// Afterwards array-format's trailer and footer requests cost no request.
+    pub async fn prefetch_tail(&self, path: &Path, n: u64) -> Result<(), SegmentError> {
+        let p = path.as_ref();
+        let seg = self.lookup(p)?;
+        if seg.len < TRAILER_LEN {
+            return Err(SegmentError::TooShort {
+                path: p.to_string(),
+                len: seg.len,
+            });
+        }
+        let want = n.max(TRAILER_LEN).min(seg.len);
+        let tail_start = seg.len - want;
+        let tail = self.fetch(p, &seg, tail_start..seg.len).await?;
+        let footer_total = validate_trailer(p, &tail, seg.len)?;
+        let tail = if footer_total > want {
+            let front = self
+                .fetch(p, &seg, seg.len - footer_total..tail_start)
+                .await?;
+            concat(vec![front, tail])
+        } else {
+            tail
+        };
+        if let Some(s) = self.write_map().get_mut(p) {
+            s.tail = tail;
+        }
+        Ok(())
+    }
+
+    /// Reads `rel` (relative to the segment, within it) from the container.
+    async fn fetch(
+        &self,
+        path: &str,
+        seg: &Segment,
+        rel: Range<u64>,
+    ) -> Result<Bytes, SegmentError> {
+        if rel.start >= rel.end {
+            return Ok(Bytes::new());
+        }
+        let abs = match (
+            seg.offset.checked_add(rel.start),
+            seg.offset.checked_add(rel.end),
+        ) {
+            (Some(s), Some(e)) => s..e,
+            _ => {
+                return Err(SegmentError::OutOfRange {
+                    path: path.to_string(),
+                    offset: seg.offset,
+                    len: seg.len,
+                });
+            }
+        };
+        let pieces = split_into_pieces(abs.clone(), self.piece_size).len() as u64;
+        self.requests.fetch_add(pieces, Ordering::Relaxed);
+        let mut parts = read_ranges_in_pieces(
+            &self.op,
+            &self.container,
+            std::slice::from_ref(&abs),
+            self.piece_size,
+            self.read_concurrency,
+        )
+        .await?;
+        Ok(parts.pop().unwrap_or_default())
+    }
+
+    /// Reads `rel` of the segment, from the tail where it covers it.
+    async fn read_segment(
+        &self,
+        path: &str,
+        seg: &Segment,
+        rel: Range<u64>,
+    ) -> Result<Bytes, SegmentError> {
+        let tail_start = seg.tail_start();
+        let tail_part = |from: u64, to: u64| -> Bytes {
+            let a = usize::try_from(from.saturating_sub(tail_start)).unwrap_or(usize::MAX);
+            let b = usize::try_from(to.saturating_sub(tail_start)).unwrap_or(usize::MAX);
+            if a <= b && b <= seg.tail.len() {
+                seg.tail.slice(a..b)
+            } else {
+                Bytes::new()
+            }
+        };
+        if seg.tail.is_empty() || rel.end <= tail_start {
+            let bytes = self.fetch(path, seg, rel.clone()).await?;
+            if seg.tail.is_empty() && rel.end == seg.len && bytes.len() as u64 >= TRAILER_LEN {
+                validate_trailer(path, &bytes, seg.len)?;
+            }
+            return Ok(bytes);
+        }
+        if rel.start >= tail_start {
+            return Ok(tail_part(rel.start, rel.end));
+        }
+        let front = self.fetch(path, seg, rel.start..tail_start).await?;
+        Ok(concat(vec![front, tail_part(tail_start, rel.end)]))
+    }
+
+    async fn get_segment(
+        &self,
+        location: &Path,
+        options: GetOptions,
+    ) -> Result<GetResult, SegmentError> {
+        let p = location.as_ref();
+        let seg = self.lookup(p)?;
+        let meta = ObjectMeta {
+            location: location.clone(),
+            last_modified: Default::default(),
+            size: seg.len,
+            e_tag: None,
+            version: None,
+        };
+        if options.head {
+            return Ok(one_shot(meta, 0..0, Bytes::new()));
+        }
+        let rel = match &options.range {
+            None => 0..seg.len,
+            Some(r) => {
+                r.is_valid().map_err(|e| SegmentError::InvalidRange {
+                    path: p.to_string(),
+                    message: e.to_string(),
+                })?;
+                r.as_range(seg.len).map_err(|_| {
+                    let start = match r {
+                        object_store::GetRange::Bounded(b) => b.start,
+                        object_store::GetRange::Offset(o) => *o,
+                        object_store::GetRange::Suffix(_) => 0,
+                    };
+                    SegmentError::StartPastEnd {
+                        path: p.to_string(),
+                        start,
+                        len: seg.len,
+                    }
+                })?
+            }
+        };
+        let bytes = self.read_segment(p, &seg, rel.clone()).await?;
+        Ok(one_shot(meta, rel, bytes))
+    }
+}
+
+fn one_shot(meta: ObjectMeta, range: Range<u64>, bytes: Bytes) -> GetResult {
+    GetResult {
+        payload: GetResultPayload::Stream(futures::stream::once(async move { Ok(bytes) }).boxed()),
+        meta,
+        range,
+        attributes: Attributes::new(),
+    }
+}
+
+fn not_supported(what: &str) -> object_store::Error {
+    object_store::Error::NotSupported {
+        source: format!("{STORE_NAME} is read-only and has no listing: {what} is not supported")
+            .into(),
+    }
+}
+
+fn to_object_store_error(err: SegmentError) -> object_store::Error {
+    match err {
+        SegmentError::Unknown { ref path } => object_store::Error::NotFound {
+            path: path.clone(),
+            source: Box::new(err),
+        },
+        SegmentError::Io(ref io) if io.kind() == IoErrorKind::NotFound => {
+            object_store::Error::NotFound {
+                path: io.path().to_string(),
+                source: Box::new(err),
+            }
+        }
+        SegmentError::Io(ref io) if io.kind() == IoErrorKind::PermissionDenied => {
+            object_store::Error::PermissionDenied {
+                path: io.path().to_string(),
+                source: Box::new(err),
+            }
+        }
+        other => object_store::Error::Generic {
+            store: STORE_NAME,
+            source: Box::new(other),
+        },
+    }
+}
+
+#[async_trait]
+impl ObjectStore for SegmentStore {
+    async fn put_opts(
+        &self,
+        _location: &Path,
+        _payload: PutPayload,
+        _opts: PutOptions,
+    ) -> object_store::Result<PutResult> {
+        Err(not_supported("put"))
+    }
+
+    async fn put_multipart_opts(
+        &self,
+        _location: &Path,
+        _opts: PutMultipartOptions,
+    ) -> object_store::Result<Box<dyn MultipartUpload>> {
+        Err(not_supported("put_multipart"))
+    }
+
+    async fn get_opts(
+        &self,
+        location: &Path,
+        options: GetOptions,
+    ) -> object_store::Result<GetResult> {
+        if options.version.is_some() {
+            return Err(not_supported("get with a version"));
+        }
+        if options.if_match.is_some()
+            || options.if_none_match.is_some()
+            || options.if_modified_since.is_some()
+            || options.if_unmodified_since.is_some()
+        {
+            let seg = self
+                .lookup(location.as_ref())
+                .map_err(to_object_store_error)?;
+            options.check_preconditions(&ObjectMeta {
+                location: location.clone(),
+                last_modified: Default::default(),
+                size: seg.len,
+                e_tag: None,
+                version: None,
+            })?;
+        }
+        self.get_segment(location, options)
+            .await
+            .map_err(to_object_store_error)
+    }
+
+    refuse_delete_list_copy!();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn trailer(footer_size: u64) -> Vec<u8> {
+        let mut t = footer_size.to_le_bytes().to_vec();
+        t.extend_from_slice(b"ARRF");
+        t
+    }
+
+    #[test]
+    fn a_valid_trailer_gives_the_footer_length() {
+        assert_eq!(validate_trailer("s", &trailer(100), 112).ok(), Some(112));
+    }
+
+    #[test]
+    fn a_footer_larger_than_the_segment_is_rejected() {
+        assert!(matches!(
+            validate_trailer("s", &trailer(101), 112),
+            Err(SegmentError::FooterOutOfBounds { .. })
+        ));
+        assert!(matches!(
+            validate_trailer("s", &trailer(u64::MAX), u64::MAX),
+            Err(SegmentError::FooterOutOfBounds { .. })
+        ));
+    }
+
+    #[test]
+    fn wrong_magic_and_short_tails_are_rejected() {
+        let mut t = trailer(0);
+        t[11] = b'X';
+        assert!(matches!(
+            validate_trailer("s", &t, 12),
+            Err(SegmentError::NotAnArrayFile { .. })
+        ));
+        assert!(matches!(
+            validate_trailer("s", b"ARRF", 12),
+            Err(SegmentError::TooShort { .. })
+        ));
+    }
+}

@@ -1,0 +1,376 @@
+//! Claims about `SegmentStore`: array-format reading segments of one container object.
+
+mod common;
+
+use std::sync::Arc;
+
+use array_format::{ArrayFile, BlockCache, ReadConfig};
+use atlas_io::{DEFAULT_PREFETCH, SegmentError, SegmentStore, segment_path};
+use bytes::Bytes;
+use common::{array_file_bytes, counted_memory, embed, values};
+use futures::StreamExt;
+use object_store::path::Path;
+use object_store::{GetOptions, GetRange, ObjectStore, ObjectStoreExt, PutPayload};
+
+/// A container with `body` at offset 1000, and a store over it with segment 0 registered.
+async fn store_with(body: &[u8]) -> (SegmentStore, atlas_io::CountingLayer) {
+    let (op, layer) = counted_memory();
+    let (container, offset) = embed(body, 1000, 777);
+    op.write("data.atlas", container).await.unwrap();
+    let store = SegmentStore::new(op, "data.atlas");
+    store
+        .register(&segment_path(0), offset, body.len() as u64)
+        .unwrap();
+    layer.stats().reset();
+    (store, layer)
+}
+
+fn body(n: usize) -> Vec<u8> {
+    (0..n).map(|i| (i % 199) as u8).collect()
+}
+
+#[tokio::test]
+async fn a_segment_head_costs_no_request() {
+    let (store, layer) = store_with(&body(5000)).await;
+    let meta = store.head(&segment_path(0)).await.unwrap();
+    assert_eq!(meta.size, 5000);
+    assert_eq!(layer.stats().snapshot().requests(), 0);
+    assert_eq!(store.requests(), 0);
+}
+
+#[tokio::test]
+async fn a_range_maps_to_the_containers_absolute_range() {
+    let (store, layer) = store_with(&body(5000)).await;
+    let got = store.get_range(&segment_path(0), 10..20).await.unwrap();
+    assert_eq!(&got[..], &body(5000)[10..20]);
+    let log = layer.stats().read_log();
+    assert_eq!(log.len(), 1);
+    assert_eq!(log[0].range, opendal::BytesRange::new(1010, Some(10)));
+    assert_eq!(store.requests(), 1);
+}
+
+#[tokio::test]
+async fn a_range_past_the_segment_end_is_clamped() {
+    let (store, _layer) = store_with(&body(5000)).await;
+    let got = store.get_range(&segment_path(0), 4990..9000).await.unwrap();
+    assert_eq!(&got[..], &body(5000)[4990..]);
+    // Suffix and offset ranges resolve against the segment, not the container.
+    let r = store
+        .get_opts(
+            &segment_path(0),
+            GetOptions::new().with_range(Some(GetRange::Suffix(7))),
+        )
+        .await
+        .unwrap();
+    assert_eq!(r.range, 4993..5000);
+    assert_eq!(&r.bytes().await.unwrap()[..], &body(5000)[4993..]);
+}
+
+#[tokio::test]
+async fn a_start_past_the_segment_is_an_error() {
+    let (store, layer) = store_with(&body(5000)).await;
+    for range in [5000..5001, 6000..7000] {
+        let err = store.get_range(&segment_path(0), range).await.unwrap_err();
+        assert!(matches!(err, object_store::Error::Generic { .. }), "{err}");
+        assert!(err.to_string().contains("past the end"), "{err}");
+    }
+    assert_eq!(layer.stats().snapshot().reads, 0);
+}
+
+#[tokio::test]
+async fn another_path_is_not_found() {
+    let (store, _layer) = store_with(&body(100)).await;
+    for p in [
+        segment_path(1),
+        Path::from("data.atlas"),
+        Path::from("seg/0/x"),
+    ] {
+        let err = store.head(&p).await.unwrap_err();
+        assert!(matches!(err, object_store::Error::NotFound { .. }), "{err}");
+        let err = store.get_range(&p, 0..1).await.unwrap_err();
+        assert!(matches!(err, object_store::Error::NotFound { .. }), "{err}");
+    }
+}
+
+#[tokio::test]
+async fn writes_to_a_segment_are_not_supported() {
+    let (store, _layer) = store_with(&body(100)).await;
+    let p = segment_path(0);
+    let not_supported =
+        |e: object_store::Error| matches!(e, object_store::Error::NotSupported { .. });
+    assert!(not_supported(
+        store
+            .put(&p, PutPayload::from_static(b"x"))
+            .await
+            .unwrap_err()
+    ));
+    assert!(not_supported(store.put_multipart(&p).await.unwrap_err()));
+    assert!(not_supported(store.delete(&p).await.unwrap_err()));
+    assert!(not_supported(
+        store.copy(&p, &segment_path(9)).await.unwrap_err()
+    ));
+    assert!(not_supported(
+        store.list_with_delimiter(None).await.unwrap_err()
+    ));
+    let listed: Vec<_> = store.list(None).collect().await;
+    assert!(matches!(
+        listed.as_slice(),
+        [Err(object_store::Error::NotSupported { .. })]
+    ));
+}
+
+#[tokio::test]
+async fn a_short_read_from_the_backend_is_an_error() {
+    let (store, layer) = store_with(&body(5000)).await;
+    layer.faults().truncate_reads_by(1);
+    let err = store.get_range(&segment_path(0), 0..100).await.unwrap_err();
+    assert!(err.to_string().contains("short read"), "{err}");
+}
+
+#[tokio::test]
+async fn one_store_serves_several_segments_under_distinct_paths() {
+    let (op, _layer) = counted_memory();
+    op.write("c", Bytes::from_static(b"aaaabbbbbbcc"))
+        .await
+        .unwrap();
+    let store = SegmentStore::new(op, "c");
+    store.register(&segment_path(0), 0, 4).unwrap();
+    store.register(&segment_path(1), 4, 6).unwrap();
+    store.register(&segment_path(2), 10, 2).unwrap();
+    assert_eq!(
+        &store
+            .get(&segment_path(1))
+            .await
+            .unwrap()
+            .bytes()
+            .await
+            .unwrap()[..],
+        b"bbbbbb"
+    );
+    assert_eq!(
+        &store
+            .get(&segment_path(2))
+            .await
+            .unwrap()
+            .bytes()
+            .await
+            .unwrap()[..],
+        b"cc"
+    );
+    assert!(matches!(
+        store.register(&segment_path(1), 0, 1),
+        Err(SegmentError::AlreadyRegistered { .. })
+    ));
+    assert!(matches!(
+        store.register(&segment_path(7), u64::MAX, 2),
+        Err(SegmentError::OutOfRange { .. })
+    ));
+}
+
+#[tokio::test]
+async fn the_trailer_and_footer_of_a_segment_are_served_from_one_prefetch() {
+    let data = values(2000, 1.0);
+    let file = array_file_bytes("temperature", &data).await;
+    let (op, layer) = counted_memory();
+    let (container, offset) = embed(&file, 4096, 1234);
+    op.write("data.atlas", container).await.unwrap();
+    layer.stats().reset();
+
+    let store = Arc::new(SegmentStore::new(op, "data.atlas"));
+    store
+        .register_prefetched(
+            &segment_path(0),
+            offset,
+            file.len() as u64,
+            DEFAULT_PREFETCH,
+        )
+        .await
+        .unwrap();
+    let counts = layer.stats().snapshot();
+    assert_eq!((counts.reads, counts.stats), (1, 0), "one read of the tail");
+    let tail_start = offset + (file.len() as u64).saturating_sub(DEFAULT_PREFETCH);
+    let end = offset + file.len() as u64;
+    assert_eq!(
+        layer.stats().read_log()[0].range,
+        opendal::BytesRange::new(tail_start, Some(end - tail_start))
+    );
+    layer.stats().reset();
+
+    let af = ArrayFile::open(
+        store.clone() as Arc<dyn ObjectStore>,
+        segment_path(0),
+        ReadConfig::default(),
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        layer.stats().snapshot().requests(),
+        0,
+        "head, trailer and footer come from the prefetch"
+    );
+
+    let out = af
+        .read_array::<f32>("temperature", vec![], vec![])
+        .await
+        .unwrap();
+    assert_eq!(out.iter().copied().collect::<Vec<_>>(), data);
+    // The file is smaller than the prefetch, so even the data block is in memory.
+    assert!(file.len() as u64 <= DEFAULT_PREFETCH);
+    assert_eq!(layer.stats().snapshot().requests(), 0);
+}
+
+#[tokio::test]
+async fn without_a_prefetch_array_format_still_reads_the_segment() {
+    let data = values(50_000, 3.0);
+    let file = array_file_bytes("v", &data).await;
+    let (store, layer) = store_with(&file).await;
+    let af = ArrayFile::open(
+        Arc::new(store) as Arc<dyn ObjectStore>,
+        segment_path(0),
+        ReadConfig::default(),
+    )
+    .await
+    .unwrap();
+    assert_eq!(layer.stats().snapshot().reads, 2, "trailer, then footer");
+    let out = af.read_array::<f32>("v", vec![], vec![]).await.unwrap();
+    assert_eq!(out.iter().copied().collect::<Vec<_>>(), data);
+}
+
+#[tokio::test]
+async fn a_footer_bigger_than_the_prefetch_costs_exactly_one_more_read() {
+    let data = values(100, 0.0);
+    let file = array_file_bytes("x", &data).await;
+    let (store, layer) = store_with(&file).await;
+    let store = Arc::new(store);
+
+    store.prefetch_tail(&segment_path(0), 16).await.unwrap();
+
+    let log = layer.stats().read_log();
+    assert_eq!(
+        log.len(),
+        2,
+        "the 16-byte tail, then the rest of the footer"
+    );
+    assert_eq!(log[0].range.size(), Some(16));
+    layer.stats().reset();
+    let af = ArrayFile::open(
+        store.clone() as Arc<dyn ObjectStore>,
+        segment_path(0),
+        ReadConfig::default(),
+    )
+    .await
+    .unwrap();
+    assert_eq!(layer.stats().snapshot().requests(), 0);
+    let out = af.read_array::<f32>("x", vec![], vec![]).await.unwrap();
+    assert_eq!(out.iter().copied().collect::<Vec<_>>(), data);
+}
+
+#[tokio::test]
+async fn two_segments_never_answer_each_others_reads() {
+    let a = values(300, 1.0);
+    let b = values(300, 1000.0);
+    let fa = array_file_bytes("v", &a).await;
+    let fb = array_file_bytes("v", &b).await;
+    let mut container = fa.to_vec();
+    container.extend_from_slice(&fb);
+    let (op, _layer) = counted_memory();
+    op.write("data.atlas", container).await.unwrap();
+    let store = Arc::new(SegmentStore::new(op, "data.atlas"));
+    store
+        .register(&segment_path(0), 0, fa.len() as u64)
+        .unwrap();
+    store
+        .register(&segment_path(1), fa.len() as u64, fb.len() as u64)
+        .unwrap();
+
+    // One shared block cache keyed by path: distinct paths keep them apart.
+    let cache = Arc::new(BlockCache::new(1 << 20, 1 << 20));
+    let open = |p: Path| {
+        let store = store.clone() as Arc<dyn ObjectStore>;
+        let cache = cache.clone();
+        async move {
+            ArrayFile::open(
+                store,
+                p,
+                ReadConfig {
+                    cache: Some(cache),
+                    ..ReadConfig::default()
+                },
+            )
+            .await
+            .unwrap()
+        }
+    };
+    let file_a = open(segment_path(0)).await;
+    let file_b = open(segment_path(1)).await;
+    let ra = file_a.read_array::<f32>("v", vec![], vec![]).await.unwrap();
+    let rb = file_b.read_array::<f32>("v", vec![], vec![]).await.unwrap();
+    assert_eq!(ra.iter().copied().collect::<Vec<_>>(), a);
+    assert_eq!(rb.iter().copied().collect::<Vec<_>>(), b);
+}
+
+type Expect = fn(&SegmentError) -> bool;
+
+fn with_trailer(mut file: Vec<u8>, footer_size: u64, magic: &[u8; 4]) -> Vec<u8> {
+    let n = file.len();
+    file[n - 12..n - 4].copy_from_slice(&footer_size.to_le_bytes());
+    file[n - 4..].copy_from_slice(magic);
+    file
+}
+
+#[tokio::test]
+async fn a_corrupt_segment_trailer_is_rejected_before_array_format_sees_it() {
+    let file = array_file_bytes("x", &values(10, 0.0)).await.to_vec();
+    let len = file.len() as u64;
+    let cases: [(Vec<u8>, Expect); 3] = [
+        (
+            with_trailer(file.clone(), 10, b"ARRX"),
+            |e| matches!(e, SegmentError::NotAnArrayFile { found, .. } if found == b"ARRX"),
+        ),
+        (with_trailer(file.clone(), len, b"ARRF"), |e| {
+            matches!(e, SegmentError::FooterOutOfBounds { .. })
+        }),
+        (with_trailer(file.clone(), u64::MAX - 4, b"ARRF"), |e| {
+            matches!(e, SegmentError::FooterOutOfBounds { .. })
+        }),
+    ];
+    for (bad, expected) in cases {
+        // Prefetching screens it with a typed error...
+        let (store, _layer) = store_with(&bad).await;
+        let err = store
+            .prefetch_tail(&segment_path(0), DEFAULT_PREFETCH)
+            .await
+            .unwrap_err();
+        assert!(expected(&err), "{err:?}");
+        // ...and so does a tail supplied by the caller...
+        let (store2, _layer) = store_with(&bad).await;
+        let tail = Bytes::copy_from_slice(&bad[bad.len() - 64..]);
+        let err = store2
+            .register_with_tail(&segment_path(1), 1000, len, tail)
+            .unwrap_err();
+        assert!(expected(&err), "{err:?}");
+        // ...and without any prefetch array-format gets an error, not a panic.
+        let (store3, _layer) = store_with(&bad).await;
+        let err = ArrayFile::open(
+            Arc::new(store3) as Arc<dyn ObjectStore>,
+            segment_path(0),
+            ReadConfig::default(),
+        )
+        .await
+        .unwrap_err();
+        let msg = err.to_string();
+        assert!(
+            msg.contains("ARRF") || msg.contains("footer"),
+            "unexpected error: {msg}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_segment_shorter_than_a_trailer_is_rejected() {
+    let (store, _layer) = store_with(b"ARRF").await;
+    assert!(matches!(
+        store.prefetch_tail(&segment_path(0), 1024).await,
+        Err(SegmentError::TooShort { len: 4, .. })
+    ));
+}
