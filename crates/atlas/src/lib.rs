@@ -1,1 +1,54 @@
-//! placeholder
+//! # atlas
+//!
+//! Thousands of N-dimensional datasets in one write-once object, read back with a
+//! handful of range requests. [`Atlas`] opens a collection (one read of the
+//! container's tail) and answers catalogue questions from memory; array data,
+//! attributes and statistics come from the per-variable segments on demand.
+//! [`AtlasWriter`] builds a collection in one streaming pass.
+//!
+//! ```no_run
+//! use atlas::{Atlas, AtlasWriter, WriterConfig};
+//!
+//! # async fn example() -> atlas::Result<()> {
+//! // Write: one DatasetWriter per dataset, on as many tasks as you like.
+//! let writer = AtlasWriter::create_path("/data/argo", WriterConfig::default()).await?;
+//! let mut ds = writer.add_dataset("R6901234_001.nc")?; // ordinal = order of add_dataset
+//! ds.define_array::<f32>("TEMP", &["N_LEVELS"], &[3], None, Some(99999.0))?;
+//! ds.write_array("TEMP", &[0], ndarray::arr1(&[11.2f32, 11.1, 10.9]).into_dyn().view())?;
+//! ds.set_attribute("platform_number", "6901234")?;
+//! ds.finish().await?;
+//! writer.finish().await?; // the only commit point
+//!
+//! // Read: one request to open, none for the catalogue.
+//! let atlas = Atlas::open_path("/data/argo").await?;
+//! assert!(atlas.list_datasets().contains(&"R6901234_001.nc"));
+//! let temp = atlas
+//!     .dataset("R6901234_001.nc")?
+//!     .read_array::<f32>("TEMP", &[], &[])
+//!     .await?;
+//! assert_eq!(temp.len(), 3);
+//! let stats = atlas.array_stats("TEMP").await?; // one segment open for all datasets
+//! assert!(stats.is_some());
+//! atlas.delete_datasets(&["R6901234_001.nc"]).await?; // one GET + one PUT of the mask
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! Layering: `atlas-format` (bytes) → `atlas-io` (transport) → this crate
+//! (meaning) → `atlas-cli` (people).
+
+pub mod attr;
+pub mod element;
+pub mod error;
+mod guard;
+pub mod read;
+pub mod write;
+
+pub use array_format::TimestampNs;
+pub use atlas_format::{Codec, DType, DatasetSchema, validate_name};
+pub use atlas_io::{IoError, IoErrorKind, install_http_transport};
+pub use attr::Attr;
+pub use element::Element;
+pub use error::{AtlasError, Result};
+pub use read::*;
+pub use write::*;

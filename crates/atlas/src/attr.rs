@@ -1,0 +1,116 @@
+//! Attribute values: what a user sets on a dataset or an array and reads back.
+
+use array_format::{AttributeValue, EcoString};
+use atlas_format::DType;
+
+/// An attribute value. Every variant reads back as itself (a `UInt16` stays a
+/// `UInt16`). There is no timestamp variant: array-format stores none, so store
+/// nanoseconds as [`Attr::Int64`] and name the unit in a second attribute.
+#[derive(Debug, Clone, PartialEq)]
+#[allow(missing_docs)]
+pub enum Attr {
+    Bool(bool),
+    Int8(i8),
+    Int16(i16),
+    Int32(i32),
+    Int64(i64),
+    UInt8(u8),
+    UInt16(u16),
+    UInt32(u32),
+    UInt64(u64),
+    Float32(f32),
+    Float64(f64),
+    String(String),
+    Binary(Vec<u8>),
+    BoolList(Vec<bool>),
+    Int8List(Vec<i8>),
+    Int16List(Vec<i16>),
+    Int32List(Vec<i32>),
+    Int64List(Vec<i64>),
+    UInt8List(Vec<u8>),
+    UInt16List(Vec<u16>),
+    UInt32List(Vec<u32>),
+    UInt64List(Vec<u64>),
+    Float32List(Vec<f32>),
+    Float64List(Vec<f64>),
+    StringList(Vec<String>),
+    BinaryList(Vec<Vec<u8>>),
+}
+
+macro_rules! attr_mapping {
+    (scalars: $($s:ident),*; lists: $($l:ident => $child:ident),*) => {
+        impl Attr {
+            /// Rebuilds a value from what a segment stores; the stored tag alone decides the variant.
+            pub fn from_stored(value: &AttributeValue) -> Self {
+                match value {
+                    $(AttributeValue::$s(v) => Attr::$s(*v),)*
+                    AttributeValue::String(v) => Attr::String(v.to_string()),
+                    AttributeValue::Binary(v) => Attr::Binary(v.to_vec()),
+                    $(AttributeValue::$l(v) => Attr::$l(v.to_vec()),)*
+                    AttributeValue::StringList(v) => Attr::StringList(v.iter().map(|s| s.to_string()).collect()),
+                    AttributeValue::BinaryList(v) => Attr::BinaryList(v.iter().map(|b| b.to_vec()).collect()),
+                }
+            }
+
+            /// The value as a segment stores it.
+            pub fn to_stored(&self) -> AttributeValue {
+                match self {
+                    $(Attr::$s(v) => AttributeValue::$s(*v),)*
+                    Attr::String(v) => AttributeValue::String(EcoString::from(v.as_str())),
+                    Attr::Binary(v) => AttributeValue::Binary(v.clone().into_boxed_slice()),
+                    $(Attr::$l(v) => AttributeValue::$l(v.clone().into_boxed_slice()),)*
+                    Attr::StringList(v) => AttributeValue::StringList(v.iter().map(|s| EcoString::from(s.as_str())).collect()),
+                    Attr::BinaryList(v) => AttributeValue::BinaryList(v.iter().map(|b| b.clone().into_boxed_slice()).collect()),
+                }
+            }
+
+            /// The type the footer's schema records for this value (`list<T>` for lists).
+            pub fn dtype(&self) -> DType {
+                match self {
+                    $(Attr::$s(_) => DType::$s,)*
+                    Attr::String(_) => DType::String,
+                    Attr::Binary(_) => DType::Binary,
+                    $(Attr::$l(_) => DType::List { child: Box::new(DType::$child) },)*
+                    Attr::StringList(_) => DType::List { child: Box::new(DType::String) },
+                    Attr::BinaryList(_) => DType::List { child: Box::new(DType::Binary) },
+                }
+            }
+        }
+    };
+}
+
+attr_mapping!(
+    scalars: Bool, Int8, Int16, Int32, Int64, UInt8, UInt16, UInt32, UInt64, Float32, Float64;
+    lists: BoolList => Bool, Int8List => Int8, Int16List => Int16, Int32List => Int32,
+        Int64List => Int64, UInt8List => UInt8, UInt16List => UInt16, UInt32List => UInt32,
+        UInt64List => UInt64, Float32List => Float32, Float64List => Float64
+);
+
+impl From<&str> for Attr {
+    fn from(v: &str) -> Self {
+        Attr::String(v.to_owned())
+    }
+}
+
+impl From<String> for Attr {
+    fn from(v: String) -> Self {
+        Attr::String(v)
+    }
+}
+
+macro_rules! scalar_from {
+    ($($ty:ty => $variant:ident),* $(,)?) => {
+        $(
+            impl From<$ty> for Attr {
+                fn from(v: $ty) -> Self {
+                    Attr::$variant(v)
+                }
+            }
+        )*
+    };
+}
+
+scalar_from!(
+    bool => Bool, i8 => Int8, i16 => Int16, i32 => Int32, i64 => Int64,
+    u8 => UInt8, u16 => UInt16, u32 => UInt32, u64 => UInt64, f32 => Float32, f64 => Float64,
+);

@@ -1,0 +1,133 @@
+//! The one error type of the facade.
+
+use atlas_format::FormatError;
+use atlas_io::IoError;
+
+/// Everything that can go wrong reading or writing a collection.
+#[derive(Debug, thiserror::Error)]
+pub enum AtlasError {
+    /// The object at the path is not an Atlas container; `found` says what it is.
+    #[error("not an Atlas collection: found {found}")]
+    NotAnAtlasCollection {
+        /// What was found instead.
+        found: String,
+    },
+    /// An Atlas container of a version this library does not read.
+    #[error("unsupported Atlas format version {found} (this library reads {expected})")]
+    UnsupportedVersion {
+        /// Version in the file.
+        found: u32,
+        /// Version this library implements.
+        expected: u32,
+    },
+    /// The container's structure is damaged or inconsistent.
+    #[error("corrupt Atlas collection: {what}")]
+    CorruptCollection {
+        /// What is inconsistent.
+        what: String,
+    },
+    /// The deletion mask exists but is not a mask.
+    #[error("corrupt deletion mask: {what}")]
+    CorruptMask {
+        /// What is wrong.
+        what: String,
+    },
+    /// No live dataset has this name.
+    #[error("dataset {name:?} not found")]
+    DatasetNotFound {
+        /// The name asked for.
+        name: String,
+    },
+    /// The dataset (or collection) declares no array of this name.
+    #[error("array {array:?} not found{}", dataset.as_ref().map(|d| format!(" in dataset {d:?}")).unwrap_or_default())]
+    ArrayNotFound {
+        /// The dataset asked about, if any.
+        dataset: Option<String>,
+        /// The array asked for.
+        array: String,
+    },
+    /// The element type asked for is not the array's.
+    #[error("array {array:?} holds {stored}, not {requested}")]
+    DTypeMismatch {
+        /// The array.
+        array: String,
+        /// Its declared element type.
+        stored: String,
+        /// The type the caller asked for.
+        requested: String,
+    },
+    /// A dataset or array name the format cannot hold.
+    #[error("invalid name {name:?}: {reason}")]
+    InvalidName {
+        /// The refused name.
+        name: String,
+        /// Why.
+        reason: String,
+    },
+    /// A dataset of this name was already added to the writer.
+    #[error("dataset {name:?} already exists")]
+    DatasetAlreadyExists {
+        /// The repeated name.
+        name: String,
+    },
+    /// An array of this name was already defined in the dataset.
+    #[error("array {array:?} already exists in dataset {dataset:?}")]
+    ArrayAlreadyExists {
+        /// The dataset.
+        dataset: String,
+        /// The repeated array name.
+        array: String,
+    },
+    /// A region, shape or argument the array cannot take.
+    #[error("invalid request for array {array:?}: {what}")]
+    InvalidRegion {
+        /// The array.
+        array: String,
+        /// What is wrong with the request.
+        what: String,
+    },
+    /// The API was used out of order (e.g. a write after `finish`).
+    #[error("invalid use: {what}")]
+    InvalidUse {
+        /// What was done wrong.
+        what: String,
+    },
+    /// The storage backend failed; the kind says whether retrying can help.
+    #[error(transparent)]
+    Io(#[from] IoError),
+}
+
+impl AtlasError {
+    /// Shorthand for [`AtlasError::CorruptCollection`].
+    pub fn corrupt(what: impl Into<String>) -> Self {
+        Self::CorruptCollection { what: what.into() }
+    }
+
+    /// Shorthand for [`AtlasError::InvalidUse`].
+    pub fn invalid_use(what: impl Into<String>) -> Self {
+        Self::InvalidUse { what: what.into() }
+    }
+}
+
+impl From<FormatError> for AtlasError {
+    fn from(e: FormatError) -> Self {
+        match e {
+            FormatError::NotAnAtlasCollection { found } => Self::NotAnAtlasCollection { found },
+            FormatError::UnsupportedVersion { found, expected } => {
+                Self::UnsupportedVersion { found, expected }
+            }
+            FormatError::CorruptCollection { what } => Self::CorruptCollection { what },
+            FormatError::CorruptMask { what } => Self::CorruptMask { what },
+            FormatError::InvalidName { name, reason } => Self::InvalidName {
+                name,
+                reason: reason.to_owned(),
+            },
+            FormatError::Misuse { what } => Self::InvalidUse {
+                what: what.to_owned(),
+            },
+        }
+    }
+}
+
+/// Result alias of the facade.
+pub type Result<T, E = AtlasError> = std::result::Result<T, E>;

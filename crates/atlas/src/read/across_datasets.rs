@@ -1,0 +1,234 @@
+//! Questions about one array name (or one attribute key) across every live
+//! dataset: one segment open and one pass over what array-format holds in
+//! memory, never a lookup per dataset.
+
+use atlas_format::{CollectionFooter, DATASETS_SEGMENT, DType, SchemaView};
+
+use super::collection::Atlas;
+use super::dataset::{check_attr_type, check_dtype};
+use super::stats::{ArrayStats, DatasetStats};
+use crate::attr::Attr;
+use crate::error::{AtlasError, Result};
+
+/// Per schema (by pool index), the type it declares for what is asked about, if any.
+fn declared_per_schema<'f>(
+    footer: &'f CollectionFooter,
+    pick: impl Fn(SchemaView<'f>) -> Option<&'f DType>,
+) -> Vec<Option<&'f DType>> {
+    (0..footer.schema_pool.len())
+        .map(|i| {
+            u32::try_from(i)
+                .ok()
+                .and_then(|i| footer.schema_view(i))
+                .and_then(&pick)
+        })
+        .collect()
+}
+
+impl Atlas {
+    /// The declared types of the live datasets whose schema declares something
+    /// (per `declared`), in ordinal order.
+    fn live_declaring<'f>(&'f self, declared: &[Option<&'f DType>]) -> Vec<&'f DType> {
+        let state = self.mask();
+        self.footer()
+            .datasets
+            .iter()
+            .enumerate()
+            .filter_map(|(i, (_, &schema))| {
+                let ordinal = u32::try_from(i).ok()?;
+                if state.mask.contains(ordinal) {
+                    return None;
+                }
+                *declared.get(schema as usize)?
+            })
+            .collect()
+    }
+
+    /// `ArrayNotFound` unless some dataset declares `array` or the container has a segment for it.
+    fn known_array(&self, array: &str, declared: &[Option<&DType>]) -> Result<()> {
+        let declared_anywhere = declared.iter().any(Option::is_some);
+        if array == DATASETS_SEGMENT || !(declared_anywhere || self.has_variable(array)) {
+            return Err(AtlasError::ArrayNotFound {
+                dataset: None,
+                array: array.to_owned(),
+            });
+        }
+        Ok(())
+    }
+
+    /// Every live dataset's statistics of `array`, in ordinal order, with the declared type.
+    async fn stats_rows(&self, array: &str) -> Result<Vec<(DatasetStats, DType)>> {
+        let footer = self.footer();
+        let declared = declared_per_schema(footer, |s| s.array(array).map(|m| m.dtype()));
+        self.known_array(array, &declared)?;
+        let wanted = self.live_declaring(&declared);
+        if wanted.is_empty() {
+            return Ok(Vec::new());
+        }
+        let segment = self.segment(array).await?.ok_or_else(|| {
+            AtlasError::corrupt(format!(
+                "datasets declare array {array:?}, but the container has no segment for it"
+            ))
+        })?;
+        let mut rows = Vec::with_capacity(wanted.len());
+        let mut seen = 0usize;
+        // One pass over the segment's arrays; a hash lookup finds each one's dataset.
+        for info in segment.file.arrays() {
+            let Some((index, _, &schema)) = footer.datasets.get_full(info.name.as_str()) else {
+                continue;
+            };
+            let Ok(ordinal) = u32::try_from(index) else {
+                continue;
+            };
+            let Some(dtype) = declared.get(schema as usize).copied().flatten() else {
+                continue;
+            };
+            if !self.is_live(ordinal) {
+                continue;
+            }
+            seen = seen.saturating_add(1);
+            if let Some(problem) = segment.problem(info.name.as_str()) {
+                return Err(AtlasError::corrupt(format!(
+                    "segment {array:?}, array {:?}: {problem}",
+                    info.name
+                )));
+            }
+            let meta = footer
+                .schema_view(schema)
+                .and_then(|s| s.array(array))
+                .ok_or_else(|| AtlasError::corrupt("a schema lost its array"))?;
+            check_dtype(&meta, info, info.name.as_str())?;
+            if let Some(stats) = &info.stats {
+                rows.push((
+                    DatasetStats {
+                        dataset: info.name.to_string(),
+                        ordinal,
+                        stats: ArrayStats::from(stats),
+                    },
+                    dtype.clone(),
+                ));
+            }
+        }
+        if seen != wanted.len() {
+            return Err(AtlasError::corrupt(format!(
+                "{} live datasets declare array {array:?}, its segment holds {seen} of them",
+                wanted.len()
+            )));
+        }
+        rows.sort_by_key(|(row, _)| row.ordinal);
+        Ok(rows)
+    }
+
+    /// Statistics of `array` folded over every live dataset: counts add, min of
+    /// mins, max of maxes. Datasets whose declared type for `array` differs from
+    /// the first live declaring dataset's cannot be compared and stay out of the
+    /// fold. `None` when no live dataset records statistics for it.
+    ///
+    /// One open of the array's segment (none if already open), one pass.
+    pub async fn array_stats(&self, array: &str) -> Result<Option<ArrayStats>> {
+        let declared = declared_per_schema(self.footer(), |s| s.array(array).map(|m| m.dtype()));
+        let reference = self.live_declaring(&declared).first().map(|d| (*d).clone());
+        let rows = self.stats_rows(array).await?;
+        let mut folded: Option<ArrayStats> = None;
+        for (row, dtype) in &rows {
+            if reference.as_ref() != Some(dtype) {
+                continue;
+            }
+            match folded.as_mut() {
+                Some(acc) => acc.merge(&row.stats),
+                None => folded = Some(row.stats.clone()),
+            }
+        }
+        Ok(folded)
+    }
+
+    /// Each live dataset's statistics of `array`, in ordinal order (datasets of
+    /// any declared type; one without recorded statistics is left out).
+    pub async fn array_stats_by_dataset(&self, array: &str) -> Result<Vec<DatasetStats>> {
+        Ok(self
+            .stats_rows(array)
+            .await?
+            .into_iter()
+            .map(|(row, _)| row)
+            .collect())
+    }
+
+    /// Attribute `key` of every live dataset that declares it, in ordinal (write)
+    /// order: dataset-level when `array` is `None`, else on that array.
+    ///
+    /// No request when no live dataset declares it; otherwise one open of the
+    /// segment and one pass over its attribute column.
+    pub async fn attributes_by_dataset(
+        &self,
+        array: Option<&str>,
+        key: &str,
+    ) -> Result<Vec<(String, Attr)>> {
+        let footer = self.footer();
+        let (segment_name, declared) = match array {
+            None => (
+                DATASETS_SEGMENT,
+                declared_per_schema(footer, |s| s.attribute_dtype(key)),
+            ),
+            Some(array) => {
+                let arrays = declared_per_schema(footer, |s| s.array(array).map(|m| m.dtype()));
+                self.known_array(array, &arrays)?;
+                (
+                    array,
+                    declared_per_schema(footer, |s| {
+                        s.array(array).and_then(|m| m.attribute_dtype(key))
+                    }),
+                )
+            }
+        };
+        let wanted = self.live_declaring(&declared);
+        if wanted.is_empty() {
+            return Ok(Vec::new());
+        }
+        let segment = self.segment(segment_name).await?.ok_or_else(|| {
+            AtlasError::corrupt(format!(
+                "datasets declare attribute {key:?}, but the container has no {segment_name:?} segment"
+            ))
+        })?;
+        let column = segment.file.attribute_column(key).ok_or_else(|| {
+            AtlasError::corrupt(format!(
+                "datasets declare attribute {key:?}, but segment {segment_name:?} stores it nowhere"
+            ))
+        })?;
+        let mut rows: Vec<(u32, String, Attr)> = Vec::with_capacity(wanted.len());
+        for (i, info) in segment.file.arrays().iter().enumerate() {
+            let Some((index, _, &schema)) = footer.datasets.get_full(info.name.as_str()) else {
+                continue;
+            };
+            let Ok(ordinal) = u32::try_from(index) else {
+                continue;
+            };
+            let Some(dtype) = declared.get(schema as usize).copied().flatten() else {
+                continue;
+            };
+            if !self.is_live(ordinal) {
+                continue;
+            }
+            let value = column.get(i).and_then(Option::as_ref).ok_or_else(|| {
+                AtlasError::corrupt(format!(
+                    "segment {segment_name:?}: dataset {:?} declares attribute {key:?}, but none is stored",
+                    info.name
+                ))
+            })?;
+            let attr = Attr::from_stored(value);
+            check_attr_type(&attr, dtype, segment_name, info.name.as_str(), key)?;
+            rows.push((ordinal, info.name.to_string(), attr));
+        }
+        if rows.len() != wanted.len() {
+            return Err(AtlasError::corrupt(format!(
+                "{} live datasets declare attribute {key:?}, segment {segment_name:?} holds {} of them",
+                wanted.len(),
+                rows.len()
+            )));
+        }
+        rows.sort_by_key(|(ordinal, _, _)| *ordinal);
+        Ok(rows
+            .into_iter()
+            .map(|(_, name, attr)| (name, attr))
+            .collect())
+    }
+}

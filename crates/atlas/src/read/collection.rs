@@ -1,0 +1,428 @@
+//! [`Atlas`]: an opened collection. Opening reads the container's tail and the
+//! deletion mask; every catalogue question afterwards is answered from memory.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
+
+use atlas_format::{
+    CONTAINER_FILE, Codec, CollectionFooter, DATASETS_SEGMENT, DecodeLimits, DeletionMask,
+    MASK_FILE, OpenedContainer,
+};
+use atlas_io::open::{OpenError, open_collection};
+use atlas_io::{IoError, IoErrorKind};
+use opendal::Operator;
+
+use super::dataset::DatasetView;
+use super::segments::{OpenSegment, Segments};
+use crate::error::{AtlasError, Result};
+
+/// How [`Atlas::open_with`] reads a collection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OpenOptions {
+    /// Bytes of decompressed blocks kept in memory: one bounded
+    /// `array_format::BlockCache` shared by every segment (0 disables it).
+    pub block_cache_bytes: u64,
+    /// Least bytes read from the end of a segment when it is first used; the
+    /// read grows to cover the footer expected from the number of datasets.
+    pub segment_prefetch_bytes: u64,
+    /// Limits on the container footer a hostile file could otherwise inflate.
+    pub limits: DecodeLimits,
+}
+
+impl Default for OpenOptions {
+    /// 256 MiB of block cache, 256 KiB segment prefetch, default decode limits.
+    fn default() -> Self {
+        Self {
+            block_cache_bytes: array_format::DEFAULT_CACHE_CAPACITY as u64,
+            segment_prefetch_bytes: atlas_io::DEFAULT_PREFETCH,
+            limits: DecodeLimits::default(),
+        }
+    }
+}
+
+/// Where one segment lies in the container.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct VariableInfo {
+    /// The variable (array name), or `_datasets` for dataset-level attributes.
+    pub name: String,
+    /// Offset of the segment's first byte in `data.atlas`.
+    pub offset: u64,
+    /// Length of the segment in bytes.
+    pub len: u64,
+}
+
+/// The deletion state: which ordinals are hidden, and what the mask file had wrong.
+#[derive(Debug, Default)]
+pub(crate) struct MaskState {
+    pub mask: DeletionMask,
+    pub warnings: Vec<String>,
+}
+
+/// An opened collection, shareable across tasks (`Send + Sync`).
+///
+/// Catalogue calls (counts, names, schemas) cost no request. Array data,
+/// statistics and attribute values come from the per-variable segments, each
+/// opened once on first use and then shared by every dataset.
+pub struct Atlas {
+    pub(crate) op: Operator,
+    /// Set when opened from a local directory: deletes write through an fs
+    /// operator with an atomic write directory built at that time.
+    pub(crate) fs_root: Option<PathBuf>,
+    pub(crate) container_path: String,
+    pub(crate) mask_path: String,
+    pub(crate) opened: OpenedContainer,
+    pub(crate) state: RwLock<MaskState>,
+    /// Deletes through one handle run one at a time, so they never race each other.
+    pub(crate) delete_lock: tokio::sync::Mutex<()>,
+    pub(crate) segments: Segments,
+    /// Variable name to its position in the footer's variables.
+    variable_index: HashMap<String, usize>,
+    /// Per variable, how many arrays its segment should hold (sizes the first read).
+    expected_arrays: Vec<u64>,
+}
+
+impl std::fmt::Debug for Atlas {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Atlas")
+            .field("container", &self.container_path)
+            .field("datasets", &self.dataset_count_total())
+            .field("live", &self.dataset_count())
+            .field("variables", &self.opened.footer.variables.len())
+            .finish_non_exhaustive()
+    }
+}
+
+/// `prefix/name`, with no leading or doubled slash.
+fn join(prefix: &str, name: &str) -> String {
+    let prefix = prefix.trim_matches('/');
+    if prefix.is_empty() {
+        name.to_owned()
+    } else {
+        format!("{prefix}/{name}")
+    }
+}
+
+impl Atlas {
+    /// Opens the collection under `prefix` of `op` with default [`OpenOptions`].
+    ///
+    /// One read of `data.atlas` (two when its footer exceeds 64 KiB; a stat first
+    /// where the service has no suffix reads), and one of `deleted.mask`, concurrently.
+    pub async fn open(op: Operator, prefix: &str) -> Result<Atlas> {
+        Self::open_with(op, prefix, OpenOptions::default()).await
+    }
+
+    /// Opens the collection under `prefix` of `op`.
+    pub async fn open_with(op: Operator, prefix: &str, options: OpenOptions) -> Result<Atlas> {
+        atlas_io::install_http_transport();
+        let container_path = join(prefix, CONTAINER_FILE);
+        let mask_path = join(prefix, MASK_FILE);
+        let opened = open_collection(&op, &container_path, &mask_path, options.limits)
+            .await
+            .map_err(|e| match e {
+                OpenError::Io(io) => AtlasError::Io(io),
+                OpenError::Format(f) => AtlasError::from(f),
+            })?;
+        let container = opened.tail.container;
+        let total = u32::try_from(container.footer.datasets.len())
+            .map_err(|_| AtlasError::corrupt("more than u32::MAX datasets"))?;
+        let state = match opened.mask {
+            None => MaskState::default(),
+            Some(bytes) => {
+                let (mask, warnings) = DeletionMask::decode(&bytes, total)?;
+                let warnings: Vec<String> = warnings.iter().map(ToString::to_string).collect();
+                for w in &warnings {
+                    tracing::warn!(mask = %mask_path, "{w}");
+                }
+                MaskState { mask, warnings }
+            }
+        };
+        let footer = &container.footer;
+        let variable_index: HashMap<String, usize> = footer
+            .variables
+            .iter()
+            .enumerate()
+            .filter_map(|(i, v)| Some((footer.string(v.name)?.to_owned(), i)))
+            .collect();
+        let expected_arrays = expected_arrays(footer, &variable_index);
+        // Keep only the probe's bytes in front of the footer: segment bytes.
+        let segment_bytes_end = container.footer_offset();
+        let probe_start = container
+            .container_len
+            .saturating_sub(opened.tail.tail.len() as u64);
+        let keep = usize::try_from(segment_bytes_end.saturating_sub(probe_start)).unwrap_or(0);
+        let probe = opened.tail.tail.slice(..keep.min(opened.tail.tail.len()));
+        let segments = Segments::new(
+            op.clone(),
+            container_path.clone(),
+            footer.variables.len(),
+            options.block_cache_bytes,
+            options.segment_prefetch_bytes,
+            probe,
+            segment_bytes_end,
+        );
+        tracing::debug!(
+            container = %container_path,
+            bytes = container.container_len,
+            datasets = total,
+            "opened collection"
+        );
+        Ok(Atlas {
+            op,
+            fs_root: None,
+            container_path,
+            mask_path,
+            opened: container,
+            state: RwLock::new(state),
+            delete_lock: tokio::sync::Mutex::new(()),
+            segments,
+            variable_index,
+            expected_arrays,
+        })
+    }
+
+    /// Opens the collection in local directory `path`.
+    ///
+    /// Reads through a plain fs operator, so opening creates nothing on disk;
+    /// deletes write the mask through an fs operator with an atomic write
+    /// directory (`.atlas-tmp`), created then.
+    pub async fn open_path(path: impl AsRef<Path>) -> Result<Atlas> {
+        let path = path.as_ref();
+        let shown = path.to_string_lossy().into_owned();
+        let meta = std::fs::metadata(path).map_err(|e| {
+            let kind = match e.kind() {
+                std::io::ErrorKind::NotFound => IoErrorKind::NotFound,
+                std::io::ErrorKind::PermissionDenied => IoErrorKind::PermissionDenied,
+                _ => IoErrorKind::Other,
+            };
+            AtlasError::Io(IoError::new(kind, "open", shown.clone(), e.to_string()))
+        })?;
+        if !meta.is_dir() {
+            return Err(AtlasError::invalid_use(format!(
+                "{shown} is not a directory; a collection is a directory holding {CONTAINER_FILE}"
+            )));
+        }
+        let builder = opendal::services::Fs::default().root(&shown);
+        let op = Operator::new(builder).map_err(|e| IoError::from_opendal(e, "open", &shown))?;
+        let mut atlas = Self::open(op, "").await?;
+        atlas.fs_root = Some(path.to_path_buf());
+        Ok(atlas)
+    }
+
+    pub(crate) fn footer(&self) -> &CollectionFooter {
+        &self.opened.footer
+    }
+
+    pub(crate) fn mask(&self) -> RwLockReadGuard<'_, MaskState> {
+        self.state.read().unwrap_or_else(|e| e.into_inner())
+    }
+
+    pub(crate) fn mask_mut(&self) -> RwLockWriteGuard<'_, MaskState> {
+        self.state.write().unwrap_or_else(|e| e.into_inner())
+    }
+
+    pub(crate) fn is_live(&self, ordinal: u32) -> bool {
+        !self.mask().mask.contains(ordinal)
+    }
+
+    /// The format version of the container (8).
+    pub fn format_version(&self) -> u32 {
+        self.footer().version
+    }
+
+    /// The codec the writer chose (informational: every block names its own).
+    pub fn codec(&self) -> Codec {
+        self.footer().codec
+    }
+
+    /// When the writer created the container, in milliseconds since the Unix epoch.
+    pub fn created_unix_ms(&self) -> i64 {
+        self.footer().created_unix_ms
+    }
+
+    /// Size of `data.atlas` in bytes.
+    pub fn container_bytes(&self) -> u64 {
+        self.opened.container_len
+    }
+
+    /// Size of the compressed container footer in bytes.
+    pub fn footer_bytes(&self) -> u64 {
+        self.opened.footer_len
+    }
+
+    /// Datasets not hidden by the deletion mask.
+    pub fn dataset_count(&self) -> usize {
+        self.dataset_count_total()
+            .saturating_sub(self.mask().mask.len())
+    }
+
+    /// Datasets in the container, hidden ones included.
+    pub fn dataset_count_total(&self) -> usize {
+        self.footer().datasets.len()
+    }
+
+    /// Names of the hidden datasets, in ordinal order.
+    pub fn deleted_datasets(&self) -> Vec<String> {
+        let footer = self.footer();
+        self.mask()
+            .mask
+            .iter()
+            .filter_map(|o| footer.datasets.get_index(o as usize))
+            .map(|(name, _)| name.to_string())
+            .collect()
+    }
+
+    /// Distinct dataset schemas in the container.
+    pub fn interned_schemas(&self) -> usize {
+        self.footer().schema_pool.len()
+    }
+
+    /// Names of the live datasets, in ordinal order.
+    pub fn list_datasets(&self) -> Vec<&str> {
+        let state = self.mask();
+        self.footer()
+            .datasets
+            .keys()
+            .enumerate()
+            .filter(|(i, _)| u32::try_from(*i).is_ok_and(|o| !state.mask.contains(o)))
+            .map(|(_, name)| name.as_str())
+            .collect()
+    }
+
+    /// Views of the live datasets, in ordinal order (a snapshot of the mask at the call).
+    pub fn datasets(&self) -> impl Iterator<Item = DatasetView<'_>> {
+        let live: Vec<usize> = {
+            let state = self.mask();
+            (0..self.dataset_count_total())
+                .filter(|i| u32::try_from(*i).is_ok_and(|o| !state.mask.contains(o)))
+                .collect()
+        };
+        live.into_iter().filter_map(|i| self.view_at(i))
+    }
+
+    fn view_at(&self, index: usize) -> Option<DatasetView<'_>> {
+        let footer = self.footer();
+        let (name, &schema) = footer.datasets.get_index(index)?;
+        let ordinal = u32::try_from(index).ok()?;
+        Some(DatasetView::new(
+            self,
+            name.as_str(),
+            ordinal,
+            footer.schema_view(schema)?,
+        ))
+    }
+
+    /// Whether a live dataset has this name.
+    pub fn dataset_exists(&self, name: &str) -> bool {
+        self.footer()
+            .datasets
+            .get_index_of(name)
+            .and_then(|i| u32::try_from(i).ok())
+            .is_some_and(|o| self.is_live(o))
+    }
+
+    /// The live dataset called `name`; `DatasetNotFound` if there is none or it is deleted.
+    pub fn dataset(&self, name: &str) -> Result<DatasetView<'_>> {
+        let not_found = || AtlasError::DatasetNotFound {
+            name: name.to_owned(),
+        };
+        let index = self
+            .footer()
+            .datasets
+            .get_index_of(name)
+            .ok_or_else(not_found)?;
+        let ordinal = u32::try_from(index).map_err(|_| not_found())?;
+        if !self.is_live(ordinal) {
+            return Err(not_found());
+        }
+        self.view_at(index)
+            .ok_or_else(|| AtlasError::corrupt(format!("dataset {name:?} has no schema")))
+    }
+
+    /// Distinct array names, in segment order, without the reserved `_datasets`.
+    pub fn list_arrays(&self) -> Vec<&str> {
+        let footer = self.footer();
+        footer
+            .variables
+            .iter()
+            .filter_map(|v| footer.string(v.name))
+            .filter(|name| *name != DATASETS_SEGMENT)
+            .collect()
+    }
+
+    /// Every segment with its byte range, `_datasets` included, in container order.
+    pub fn variables(&self) -> Vec<VariableInfo> {
+        let footer = self.footer();
+        footer
+            .variables
+            .iter()
+            .map(|v| VariableInfo {
+                name: footer.string(v.name).unwrap_or_default().to_owned(),
+                offset: v.seg_offset,
+                len: v.seg_len,
+            })
+            .collect()
+    }
+
+    /// What was wrong with the deletion mask (ordinals out of range, a truncated
+    /// body): tolerated, logged, and listed here.
+    pub fn mask_warnings(&self) -> Vec<String> {
+        self.mask().warnings.clone()
+    }
+
+    /// Segments opened so far: each is opened once, on first use, and kept.
+    pub fn segments_opened(&self) -> usize {
+        self.segments.opened()
+    }
+
+    /// The segment of variable `name`, opened on first use; `None` if the container has none.
+    pub(crate) async fn segment(&self, name: &str) -> Result<Option<Arc<OpenSegment>>> {
+        let Some(&index) = self.variable_index.get(name) else {
+            return Ok(None);
+        };
+        let entry = *self
+            .footer()
+            .variables
+            .get(index)
+            .ok_or_else(|| AtlasError::corrupt(format!("variable {name:?} vanished")))?;
+        let hint = self.expected_arrays.get(index).copied().unwrap_or(0);
+        self.segments.get(index, entry, name, hint).await.map(Some)
+    }
+
+    /// Whether the container has a segment for `name`.
+    pub(crate) fn has_variable(&self, name: &str) -> bool {
+        self.variable_index.contains_key(name)
+    }
+}
+
+/// For each variable, the number of datasets whose schema puts an array in its
+/// segment (for `_datasets`: those declaring a dataset-level attribute).
+fn expected_arrays(footer: &CollectionFooter, index: &HashMap<String, usize>) -> Vec<u64> {
+    let mut per_schema = vec![0u64; footer.schema_pool.len()];
+    for &schema in footer.datasets.values() {
+        if let Some(n) = per_schema.get_mut(schema as usize) {
+            *n = n.saturating_add(1);
+        }
+    }
+    let mut out = vec![0u64; footer.variables.len()];
+    let mut add = |name: &str, n: u64| {
+        if let Some(slot) = index.get(name).and_then(|&i| out.get_mut(i)) {
+            *slot = slot.saturating_add(n);
+        }
+    };
+    for (schema, &n) in per_schema.iter().enumerate() {
+        let Some(view) = u32::try_from(schema)
+            .ok()
+            .and_then(|s| footer.schema_view(s))
+        else {
+            continue;
+        };
+        for array in view.arrays() {
+            add(array.name(), n);
+        }
+        if view.has_attributes() {
+            add(DATASETS_SEGMENT, n);
+        }
+    }
+    out
+}

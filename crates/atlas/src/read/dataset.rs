@@ -1,0 +1,426 @@
+//! [`DatasetView`]: one dataset of an opened collection. Its schema comes from
+//! the container footer (no request); layouts, statistics, attribute values and
+//! data come from the segments.
+
+use std::sync::Arc;
+
+use array_format::{ArrayInfo, FillValue};
+use atlas_format::{ArrayMeta, DATASETS_SEGMENT, DType, DatasetSchema, SchemaView};
+
+use super::collection::Atlas;
+use super::segments::{OpenSegment, track_io};
+use super::stats::ArrayStats;
+use crate::attr::Attr;
+use crate::element::{Element, from_array_dtype};
+use crate::error::{AtlasError, Result};
+use crate::guard::guarded;
+
+/// A single read may materialize this many bytes whatever the segment's size...
+const READ_FLOOR_BYTES: u64 = 1 << 30;
+/// ...or this many times the segment's bytes, whichever is larger. Past that a
+/// shape is more likely damaged than meant; read such an array in parts.
+const READ_EXPANSION: u64 = 64;
+
+/// What a segment records about one array: type, shape, chunking, dimension
+/// names and fill value.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ArrayLayout {
+    /// Element type.
+    pub dtype: DType,
+    /// Length of each axis.
+    pub shape: Vec<u64>,
+    /// Extent of one chunk along each axis.
+    pub chunk_shape: Vec<u64>,
+    /// Name of each axis.
+    pub dimension_names: Vec<String>,
+    /// Value of unwritten elements; `None` means zero (or empty).
+    pub fill_value: Option<FillValue>,
+    /// Elements in the whole array (the product of `shape`).
+    pub element_count: u64,
+}
+
+/// One live dataset of an [`Atlas`]: cheap to copy, `Send + Sync`.
+#[derive(Clone, Copy)]
+pub struct DatasetView<'a> {
+    atlas: &'a Atlas,
+    name: &'a str,
+    ordinal: u32,
+    schema: SchemaView<'a>,
+}
+
+impl std::fmt::Debug for DatasetView<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DatasetView")
+            .field("name", &self.name)
+            .field("ordinal", &self.ordinal)
+            .field("schema", &self.schema.index())
+            .finish()
+    }
+}
+
+impl<'a> DatasetView<'a> {
+    pub(crate) fn new(
+        atlas: &'a Atlas,
+        name: &'a str,
+        ordinal: u32,
+        schema: SchemaView<'a>,
+    ) -> Self {
+        Self {
+            atlas,
+            name,
+            ordinal,
+            schema,
+        }
+    }
+
+    /// The dataset's name.
+    pub fn name(&self) -> &str {
+        self.name
+    }
+
+    /// The dataset's ordinal: its position in the container, which never changes.
+    pub fn ordinal(&self) -> u32 {
+        self.ordinal
+    }
+
+    /// The dataset's declaration (array names and types, attribute keys), from memory.
+    pub fn schema(&self) -> SchemaView<'_> {
+        self.schema
+    }
+
+    /// The declaration of array `array`, if the dataset has one.
+    pub fn array_meta(&self, array: &str) -> Option<ArrayMeta<'_>> {
+        self.schema.array(array)
+    }
+
+    /// An owned copy of the declaration.
+    pub fn to_owned_schema(&self) -> DatasetSchema {
+        self.schema.to_owned_schema()
+    }
+
+    /// `DatasetNotFound` if the dataset was deleted since this view was taken.
+    fn ensure_live(&self) -> Result<()> {
+        if self.atlas.is_live(self.ordinal) {
+            Ok(())
+        } else {
+            Err(AtlasError::DatasetNotFound {
+                name: self.name.to_owned(),
+            })
+        }
+    }
+
+    fn declared(&self, array: &str) -> Result<ArrayMeta<'a>> {
+        self.schema
+            .array(array)
+            .ok_or_else(|| AtlasError::ArrayNotFound {
+                dataset: Some(self.name.to_owned()),
+                array: array.to_owned(),
+            })
+    }
+
+    /// The segment of `array`, which the dataset declares.
+    async fn segment_of(&self, array: &str) -> Result<Arc<OpenSegment>> {
+        self.atlas.segment(array).await?.ok_or_else(|| {
+            AtlasError::corrupt(format!(
+                "dataset {:?} declares array {array:?}, but the container has no segment for it",
+                self.name
+            ))
+        })
+    }
+
+    /// The segment's record of this dataset's `array`, checked against the footer.
+    fn info<'s>(&self, meta: &ArrayMeta<'_>, segment: &'s OpenSegment) -> Result<&'s ArrayInfo> {
+        let info = segment.array(self.name)?;
+        check_dtype(meta, info, self.name)?;
+        Ok(info)
+    }
+
+    /// Type, shape, chunking, dimension names and fill value of `array` (one segment open on first use).
+    pub async fn array_layout(&self, array: &str) -> Result<ArrayLayout> {
+        self.ensure_live()?;
+        let meta = self.declared(array)?;
+        let segment = self.segment_of(array).await?;
+        let info = self.info(&meta, &segment)?;
+        layout_of(meta.dtype(), info)
+    }
+
+    /// Statistics of `array` as its segment records them; `None` if it records none.
+    pub async fn array_stats(&self, array: &str) -> Result<Option<ArrayStats>> {
+        self.ensure_live()?;
+        let meta = self.declared(array)?;
+        let segment = self.segment_of(array).await?;
+        let info = self.info(&meta, &segment)?;
+        Ok(info.stats.as_ref().map(ArrayStats::from))
+    }
+
+    /// Dataset-level attributes in the order they were set. No request when the
+    /// schema declares none; else one open of the `_datasets` segment.
+    pub async fn attributes(&self) -> Result<Vec<(String, Attr)>> {
+        self.ensure_live()?;
+        if !self.schema.has_attributes() {
+            return Ok(Vec::new());
+        }
+        let segment = self.datasets_segment().await?;
+        self.schema
+            .attributes()
+            .map(|(key, dtype)| {
+                let value = stored_attr(&segment, self.name, key, dtype)?;
+                Ok((key.to_owned(), value))
+            })
+            .collect()
+    }
+
+    /// Dataset-level attribute `key`; `None` without any request if the schema does not declare it.
+    pub async fn get_attribute(&self, key: &str) -> Result<Option<Attr>> {
+        self.ensure_live()?;
+        let Some(dtype) = self.schema.attribute_dtype(key) else {
+            return Ok(None);
+        };
+        let segment = self.datasets_segment().await?;
+        stored_attr(&segment, self.name, key, dtype).map(Some)
+    }
+
+    /// Attributes of `array` in the order they were set. No request when it declares none.
+    pub async fn array_attributes(&self, array: &str) -> Result<Vec<(String, Attr)>> {
+        self.ensure_live()?;
+        let meta = self.declared(array)?;
+        if meta.attributes().next().is_none() {
+            return Ok(Vec::new());
+        }
+        let segment = self.segment_of(array).await?;
+        meta.attributes()
+            .map(|(key, dtype)| {
+                let value = stored_attr(&segment, self.name, key, dtype)?;
+                Ok((key.to_owned(), value))
+            })
+            .collect()
+    }
+
+    /// Attribute `key` of `array`; `None` without any request if the schema does not declare it.
+    pub async fn get_array_attribute(&self, array: &str, key: &str) -> Result<Option<Attr>> {
+        self.ensure_live()?;
+        let meta = self.declared(array)?;
+        let Some(dtype) = meta.attribute_dtype(key) else {
+            return Ok(None);
+        };
+        let segment = self.segment_of(array).await?;
+        stored_attr(&segment, self.name, key, dtype).map(Some)
+    }
+
+    /// Reads the region of `array` starting at `start` with extent `shape`
+    /// (both empty: the whole array), row-major.
+    ///
+    /// `T` must be the declared element type (`DTypeMismatch` otherwise; nothing
+    /// is reinterpreted). The region must have the array's rank and lie inside
+    /// it (`InvalidRegion`). Unwritten elements read as the fill value and cost
+    /// no request; written chunks cost one read per block not already cached.
+    pub async fn read_array<T: Element>(
+        &self,
+        array: &str,
+        start: &[u64],
+        shape: &[u64],
+    ) -> Result<ndarray::ArrayD<T>> {
+        self.ensure_live()?;
+        let meta = self.declared(array)?;
+        if T::ATLAS_DTYPE != *meta.dtype() {
+            return Err(AtlasError::DTypeMismatch {
+                array: array.to_owned(),
+                stored: meta.dtype().display_name(),
+                requested: T::ATLAS_DTYPE.display_name(),
+            });
+        }
+        let segment = self.segment_of(array).await?;
+        let info = self.info(&meta, &segment)?;
+        let (origin, extent) = region(array, &info.shape, start, shape)?;
+        let elements = extent
+            .iter()
+            .try_fold(1u64, |acc, &n| acc.checked_mul(n as u64))
+            .ok_or_else(|| invalid(array, "the region's element count overflows"))?;
+        let bytes = elements.saturating_mul(std::mem::size_of::<T>() as u64);
+        let budget = segment
+            .len
+            .saturating_mul(READ_EXPANSION)
+            .max(READ_FLOOR_BYTES);
+        if bytes > budget {
+            return Err(invalid(
+                array,
+                &format!(
+                    "a region of {elements} elements ({bytes} bytes) exceeds the {budget}-byte limit for one read from a segment of {} bytes; read it in parts",
+                    segment.len
+                ),
+            ));
+        }
+        let what = format!("reading {array:?} of dataset {:?}", self.name);
+        let (outcome, failure) = track_io(guarded(
+            &what,
+            segment.file.read_array::<T>(self.name, origin, extent),
+        ))
+        .await;
+        match outcome? {
+            Ok(data) => Ok(data.into_owned()),
+            Err(e) => Err(match failure {
+                Some(failure) => failure.into_error(),
+                None => AtlasError::corrupt(format!("{what}: {e}")),
+            }),
+        }
+    }
+
+    async fn datasets_segment(&self) -> Result<Arc<OpenSegment>> {
+        self.atlas.segment(DATASETS_SEGMENT).await?.ok_or_else(|| {
+            AtlasError::corrupt(format!(
+                "dataset {:?} declares attributes, but the container has no {DATASETS_SEGMENT} segment",
+                self.name
+            ))
+        })
+    }
+}
+
+fn invalid(array: &str, what: &str) -> AtlasError {
+    AtlasError::InvalidRegion {
+        array: array.to_owned(),
+        what: what.to_owned(),
+    }
+}
+
+/// `CorruptCollection` unless the segment's element type is the footer's.
+pub(crate) fn check_dtype(meta: &ArrayMeta<'_>, info: &ArrayInfo, dataset: &str) -> Result<()> {
+    let stored = from_array_dtype(&info.dtype);
+    if stored != *meta.dtype() {
+        return Err(AtlasError::corrupt(format!(
+            "dataset {dataset:?}, array {:?}: the footer declares {}, the segment holds {}",
+            meta.name(),
+            meta.dtype(),
+            stored
+        )));
+    }
+    Ok(())
+}
+
+/// The layout the segment records, with the footer's dtype (already checked equal).
+pub(crate) fn layout_of(dtype: &DType, info: &ArrayInfo) -> Result<ArrayLayout> {
+    let shape: Vec<u64> = info.shape.iter().map(|&d| u64::from(d)).collect();
+    let element_count = shape
+        .iter()
+        .try_fold(1u64, |acc, &d| acc.checked_mul(d))
+        .ok_or_else(|| {
+            AtlasError::corrupt(format!("array {:?}: element count overflows", info.name))
+        })?;
+    Ok(ArrayLayout {
+        dtype: dtype.clone(),
+        shape,
+        chunk_shape: info.chunk_shape.iter().map(|&c| u64::from(c)).collect(),
+        dimension_names: info.dimension_names.clone(),
+        fill_value: info.fill_value.clone(),
+        element_count,
+    })
+}
+
+/// The value of `key` on array `array_name` of `segment`, checked against the declared type.
+pub(crate) fn stored_attr(
+    segment: &OpenSegment,
+    array_name: &str,
+    key: &str,
+    declared: &DType,
+) -> Result<Attr> {
+    let value = segment.file.get_attribute(array_name, key).ok_or_else(|| {
+        AtlasError::corrupt(format!(
+            "segment {:?}: dataset {array_name:?} declares attribute {key:?}, but none is stored",
+            segment.name
+        ))
+    })?;
+    let attr = Attr::from_stored(value);
+    check_attr_type(&attr, declared, &segment.name, array_name, key)?;
+    Ok(attr)
+}
+
+/// `CorruptCollection` unless a stored value has the type the schema declares.
+pub(crate) fn check_attr_type(
+    attr: &Attr,
+    declared: &DType,
+    segment: &str,
+    array_name: &str,
+    key: &str,
+) -> Result<()> {
+    let stored = attr.dtype();
+    if stored != *declared {
+        return Err(AtlasError::corrupt(format!(
+            "segment {segment:?}: attribute {key:?} of {array_name:?} is declared {declared} but stored as {stored}"
+        )));
+    }
+    Ok(())
+}
+
+/// Checks a requested region against the array's shape; returns origin and extent.
+fn region(
+    array: &str,
+    dims: &[u32],
+    start: &[u64],
+    shape: &[u64],
+) -> Result<(Vec<usize>, Vec<usize>)> {
+    let rank = dims.len();
+    if start.is_empty() && shape.is_empty() {
+        return Ok((vec![0; rank], dims.iter().map(|&d| d as usize).collect()));
+    }
+    if start.len() != rank || shape.len() != rank {
+        return Err(invalid(
+            array,
+            &format!(
+                "start has {} axes and shape {}, but the array has {rank}",
+                start.len(),
+                shape.len()
+            ),
+        ));
+    }
+    let mut origin = Vec::with_capacity(rank);
+    let mut extent = Vec::with_capacity(rank);
+    for (axis, ((&s, &n), &d)) in start.iter().zip(shape).zip(dims).enumerate() {
+        let end = s
+            .checked_add(n)
+            .ok_or_else(|| invalid(array, &format!("axis {axis}: {s} + {n} overflows")))?;
+        if end > u64::from(d) {
+            return Err(invalid(
+                array,
+                &format!("axis {axis}: region {s}..{end} is outside 0..{d}"),
+            ));
+        }
+        let (Ok(s), Ok(n)) = (usize::try_from(s), usize::try_from(n)) else {
+            return Err(invalid(array, &format!("axis {axis}: region too large")));
+        };
+        origin.push(s);
+        extent.push(n);
+    }
+    Ok((origin, extent))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::region;
+
+    #[test]
+    fn regions_must_have_the_rank_and_fit() {
+        assert_eq!(
+            region("a", &[4, 8], &[], &[]).ok(),
+            Some((vec![0, 0], vec![4, 8]))
+        );
+        assert_eq!(
+            region("a", &[4, 8], &[1, 2], &[3, 6]).ok(),
+            Some((vec![1, 2], vec![3, 6]))
+        );
+        assert!(region("a", &[4, 8], &[1], &[3]).is_err(), "wrong rank");
+        assert!(region("a", &[4, 8], &[], &[4, 8]).is_err(), "start missing");
+        assert!(
+            region("a", &[4, 8], &[2, 0], &[3, 8]).is_err(),
+            "out of bounds"
+        );
+        assert!(
+            region("a", &[4, 8], &[u64::MAX, 0], &[1, 8]).is_err(),
+            "overflow"
+        );
+        assert_eq!(region("a", &[], &[], &[]).ok(), Some((vec![], vec![])));
+        assert_eq!(
+            region("a", &[5], &[5], &[0]).ok(),
+            Some((vec![5], vec![0])),
+            "an empty region at the end is fine"
+        );
+    }
+}

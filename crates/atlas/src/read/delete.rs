@@ -1,0 +1,114 @@
+//! Deleting datasets: ordinals added to the `deleted.mask` sidecar in one
+//! read-modify-write, and to the in-memory mask so the deletion shows at once.
+
+use std::collections::BTreeSet;
+
+use atlas_format::{DeletionMask, FormatError};
+use atlas_io::{UpdateError, WriteGuarantee, update_conditionally};
+use bytes::Bytes;
+
+use super::collection::Atlas;
+use crate::error::{AtlasError, Result};
+
+/// Conditional writes that lose a race are retried this many more times.
+const MAX_RETRIES: u32 = 12;
+
+/// What [`Atlas::delete_datasets`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DeleteOutcome {
+    /// Datasets hidden by this call (names already deleted do not count).
+    pub deleted: usize,
+    /// Whether a concurrent delete on another handle could have been lost:
+    /// `Conditional` where the backend checked the mask was unchanged since read.
+    pub guarantee: WriteGuarantee,
+}
+
+impl Atlas {
+    /// Hides the named datasets: one GET and one PUT of `deleted.mask` whatever
+    /// the count, merged with what the mask on storage holds.
+    ///
+    /// All or nothing: an unknown name is `DatasetNotFound` and nothing is
+    /// written; a name already deleted is accepted. Afterwards the datasets
+    /// appear in no list, lookup, statistic or attribute column of this handle.
+    /// The container itself is never modified.
+    pub async fn delete_datasets(&self, names: &[&str]) -> Result<DeleteOutcome> {
+        let footer = self.footer();
+        let mut ordinals = BTreeSet::new();
+        for name in names {
+            let ordinal = footer
+                .datasets
+                .get_index_of(*name)
+                .and_then(|i| u32::try_from(i).ok())
+                .ok_or_else(|| AtlasError::DatasetNotFound {
+                    name: (*name).to_owned(),
+                })?;
+            ordinals.insert(ordinal);
+        }
+        if ordinals.is_empty() {
+            // Nothing asked, nothing written: no concurrent change can be lost.
+            return Ok(DeleteOutcome {
+                deleted: 0,
+                guarantee: WriteGuarantee::Conditional,
+            });
+        }
+        let _one_at_a_time = self.delete_lock.lock().await;
+        let total = u32::try_from(footer.datasets.len())
+            .map_err(|_| AtlasError::corrupt("more than u32::MAX datasets"))?;
+        let mut merged: Option<DeletionMask> = None;
+        let mut warnings: Vec<String> = Vec::new();
+        let update = |existing: Option<&[u8]>| -> std::result::Result<Option<Bytes>, FormatError> {
+            let (mut mask, found) = match existing {
+                None => (DeletionMask::new(), Vec::new()),
+                Some(bytes) => DeletionMask::decode(bytes, total)?,
+            };
+            warnings = found.iter().map(ToString::to_string).collect();
+            let before = mask.len();
+            for &o in &ordinals {
+                mask.insert(o);
+            }
+            let unchanged = existing.is_some() && mask.len() == before && warnings.is_empty();
+            let bytes = (!unchanged).then(|| Bytes::from(mask.encode()));
+            merged = Some(mask);
+            Ok(bytes)
+        };
+        let writer_op;
+        let op = match &self.fs_root {
+            Some(root) => {
+                writer_op = atlas_io::fs_operator(root)?;
+                &writer_op
+            }
+            None => &self.op,
+        };
+        let outcome = update_conditionally(op, &self.mask_path, MAX_RETRIES, update)
+            .await
+            .map_err(|e| match e {
+                UpdateError::Io(io) => AtlasError::Io(io),
+                UpdateError::Compute(format) => AtlasError::from(format),
+                UpdateError::Contended { last, .. } => AtlasError::Io(last),
+            })?;
+        for w in &warnings {
+            tracing::warn!(mask = %self.mask_path, "{w}");
+        }
+        let mut state = self.mask_mut();
+        let deleted = ordinals
+            .iter()
+            .filter(|&&o| !state.mask.contains(o))
+            .count();
+        if let Some(merged) = merged {
+            state.mask.merge(&merged);
+        }
+        for &o in &ordinals {
+            state.mask.insert(o);
+        }
+        tracing::debug!(deleted, attempts = outcome.attempts, "deleted datasets");
+        Ok(DeleteOutcome {
+            deleted,
+            guarantee: outcome.guarantee,
+        })
+    }
+
+    /// Hides one dataset; see [`Atlas::delete_datasets`].
+    pub async fn delete_dataset(&self, name: &str) -> Result<DeleteOutcome> {
+        self.delete_datasets(&[name]).await
+    }
+}

@@ -1,0 +1,38 @@
+//! The read path: opening a collection and reading from it.
+//!
+//! - [`Atlas`] (`collection`): the open (one tail read of `data.atlas` plus the
+//!   mask, concurrently) and every catalogue question, answered from memory;
+//! - [`DatasetView`] (`dataset`): one dataset's schema, layouts, statistics,
+//!   attributes and data;
+//! - `across_datasets`: statistics and attribute columns over every live
+//!   dataset, one segment open and one pass each;
+//! - `delete`: the deletion mask, one GET and one PUT per batch;
+//! - `segments` and `segment_footer`: each variable's segment opened once,
+//!   screened, and handed to array-format;
+//! - [`json`]: the manifest-shaped JSON renderings the `dump` example and the CLI print.
+
+#![cfg_attr(
+    not(test),
+    deny(
+        clippy::unwrap_used,
+        clippy::expect_used,
+        clippy::panic,
+        clippy::indexing_slicing
+    )
+)]
+
+mod across_datasets;
+mod collection;
+mod dataset;
+mod delete;
+pub mod json;
+mod segment_footer;
+mod segments;
+mod stats;
+
+pub use array_format::{FillValue, StatValue};
+pub use atlas_io::WriteGuarantee;
+pub use collection::{Atlas, OpenOptions, VariableInfo};
+pub use dataset::{ArrayLayout, DatasetView};
+pub use delete::DeleteOutcome;
+pub use stats::{ArrayStats, DatasetStats};

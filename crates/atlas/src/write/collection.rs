@@ -1,0 +1,585 @@
+//! [`AtlasWriter`]: builds one collection and commits it in a single streaming pass.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use atlas_format::{
+    ArrayDecl, CONTAINER_FILE, DATASETS_SEGMENT, DType, DatasetSchema, FooterBuilder, MASK_FILE,
+    Trailer, encode_header, validate_name,
+};
+use atlas_io::{IoError, IoErrorKind, SinkError, SinkStore};
+use bytes::Bytes;
+use indexmap::IndexSet;
+use opendal::Operator;
+use smol_str::SmolStr;
+
+use super::config::WriterConfig;
+use super::dataset::DatasetWriter;
+use super::variables::Variables;
+use crate::error::{AtlasError, Result};
+use crate::guard::guarded;
+
+/// Part size of the container upload on object stores (multipart).
+const UPLOAD_CHUNK: usize = 8 << 20;
+/// Parts of the container upload in flight at once on object stores.
+const UPLOAD_CONCURRENCY: usize = 4;
+
+/// What [`AtlasWriter::finish`] wrote.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WriteSummary {
+    /// Datasets in the collection (finished ones; abandoned ones are not counted).
+    pub datasets: usize,
+    /// Bytes of `data.atlas`.
+    pub container_bytes: u64,
+    /// Each segment's variable name and length, in container order.
+    pub segments: Vec<(String, u64)>,
+}
+
+/// Keys and value types of attributes, in set order.
+pub(crate) type AttrKeys = Vec<(SmolStr, DType)>;
+
+/// A dataset's declaration without shapes: what the footer's schema pool holds.
+/// Hashable, so datasets of one declaration share one entry while writing.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub(crate) struct SchemaKey {
+    /// `(array, dtype, array attribute keys and types)` in definition order.
+    pub arrays: Vec<(SmolStr, DType, AttrKeys)>,
+    /// Dataset-level attribute keys and types, in set order.
+    pub attrs: AttrKeys,
+}
+
+impl SchemaKey {
+    fn to_schema(&self) -> DatasetSchema {
+        DatasetSchema {
+            arrays: self
+                .arrays
+                .iter()
+                .map(|(name, dtype, attributes)| ArrayDecl {
+                    name: name.clone(),
+                    dtype: dtype.clone(),
+                    attributes: attributes.clone(),
+                })
+                .collect(),
+            attributes: self.attrs.clone(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum SlotStatus {
+    /// A `DatasetWriter` holds it.
+    Open,
+    /// Its `finish` is pushing arrays into the variables.
+    Finishing,
+    /// Finished: in the collection with this (local) schema.
+    Done(u32),
+    /// Aborted, dropped or failed: not in the collection; later ordinals close up.
+    Gone,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    Open,
+    Committing,
+    Committed,
+    Failed,
+    Dropped,
+}
+
+pub(crate) struct State {
+    phase: Phase,
+    /// Set when a push failed half-way: some segment holds an array that must not exist.
+    poisoned: Option<String>,
+    /// Every name handed out, including abandoned ones.
+    names: HashSet<SmolStr>,
+    /// One per `add_dataset`, in call order.
+    slots: Vec<(SmolStr, SlotStatus)>,
+    /// Distinct declarations of finished datasets.
+    schemas: IndexSet<SchemaKey>,
+}
+
+/// What every writer of one collection shares.
+pub(crate) struct Shared {
+    pub(crate) config: WriterConfig,
+    op: Operator,
+    container_path: String,
+    state: Mutex<State>,
+    pub(crate) variables: Variables,
+}
+
+impl Shared {
+    pub(crate) fn state(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Moves slot `slot` from `Open` to `Finishing`; refuses if the collection
+    /// is no longer accepting datasets.
+    pub(crate) fn begin_finish(&self, slot: usize) -> Result<()> {
+        let mut st = self.state();
+        st.check_accepting()?;
+        match st.slots.get_mut(slot) {
+            Some((_, status @ SlotStatus::Open)) => {
+                *status = SlotStatus::Finishing;
+                Ok(())
+            }
+            _ => Err(AtlasError::invalid_use(
+                "this dataset writer is no longer open",
+            )),
+        }
+    }
+
+    /// Records the outcome of a dataset's finish.
+    pub(crate) fn end_finish(&self, slot: usize, outcome: std::result::Result<SchemaKey, String>) {
+        let mut st = self.state();
+        let status = match outcome {
+            Ok(key) => {
+                let (id, _) = st.schemas.insert_full(key);
+                SlotStatus::Done(u32::try_from(id).unwrap_or(u32::MAX))
+            }
+            Err(reason) => {
+                if st.poisoned.is_none() {
+                    tracing::warn!(%reason, "collection writer poisoned");
+                    st.poisoned = Some(reason);
+                }
+                SlotStatus::Gone
+            }
+        };
+        if let Some((_, s)) = st.slots.get_mut(slot) {
+            *s = status;
+        }
+    }
+
+    /// Marks an open slot as abandoned (drop or abort of its writer).
+    pub(crate) fn abandon(&self, slot: usize) {
+        let mut st = self.state();
+        if let Some((_, s @ SlotStatus::Open)) = st.slots.get_mut(slot) {
+            *s = SlotStatus::Gone;
+        }
+    }
+}
+
+impl State {
+    fn check_accepting(&self) -> Result<()> {
+        match self.phase {
+            Phase::Open => {}
+            Phase::Committing | Phase::Committed => {
+                return Err(AtlasError::invalid_use(
+                    "the collection writer has already been finished",
+                ));
+            }
+            Phase::Failed => {
+                return Err(AtlasError::invalid_use("the collection writer failed"));
+            }
+            Phase::Dropped => {
+                return Err(AtlasError::invalid_use(
+                    "the collection writer was dropped; nothing will be committed",
+                ));
+            }
+        }
+        if let Some(reason) = &self.poisoned {
+            return Err(AtlasError::invalid_use(format!(
+                "the collection writer is unusable after an earlier failure: {reason}"
+            )));
+        }
+        Ok(())
+    }
+}
+
+/// Builds one collection. Cheap to share (`Send + Sync`): call
+/// [`add_dataset`](Self::add_dataset) from any task, then [`finish`](Self::finish) once.
+///
+/// Nothing is written to storage before `finish`; see `docs/write-path.md`.
+pub struct AtlasWriter {
+    shared: Arc<Shared>,
+}
+
+impl std::fmt::Debug for AtlasWriter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AtlasWriter")
+            .field("container", &self.shared.container_path)
+            .field("config", &self.shared.config)
+            .finish_non_exhaustive()
+    }
+}
+
+fn join(prefix: &str, file: &str) -> String {
+    let prefix = prefix.trim_matches('/');
+    if prefix.is_empty() {
+        file.to_owned()
+    } else {
+        format!("{prefix}/{file}")
+    }
+}
+
+async fn exists(op: &Operator, path: &str) -> Result<bool> {
+    match op.stat(path).await {
+        Ok(_) => Ok(true),
+        Err(e) if e.kind() == opendal::ErrorKind::NotFound => Ok(false),
+        Err(e) => Err(IoError::from_opendal(e, "stat", path).into()),
+    }
+}
+
+fn sink_error(e: SinkError) -> AtlasError {
+    match e {
+        SinkError::Io(io) => AtlasError::Io(io),
+        other => AtlasError::Io(IoError::new(
+            IoErrorKind::Other,
+            "write",
+            CONTAINER_FILE,
+            other.to_string(),
+        )),
+    }
+}
+
+fn now_unix_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+}
+
+impl AtlasWriter {
+    /// Starts a collection at `prefix` in `op` (`<prefix>/data.atlas`).
+    ///
+    /// Refuses a prefix that already holds a container or a deletion mask (a
+    /// container is write-once, and a stale mask would hide the new datasets).
+    pub async fn create(op: Operator, prefix: &str, config: WriterConfig) -> Result<AtlasWriter> {
+        atlas_io::install_http_transport();
+        config.validate()?;
+        let container_path = join(prefix, CONTAINER_FILE);
+        let mask_path = join(prefix, MASK_FILE);
+        for path in [&container_path, &mask_path] {
+            if exists(&op, path).await? {
+                return Err(AtlasError::invalid_use(format!(
+                    "{path:?} already exists: a collection is written once, into an empty prefix"
+                )));
+            }
+        }
+        Ok(AtlasWriter {
+            shared: Arc::new(Shared {
+                config,
+                op,
+                container_path,
+                state: Mutex::new(State {
+                    phase: Phase::Open,
+                    poisoned: None,
+                    names: HashSet::new(),
+                    slots: Vec::new(),
+                    schemas: IndexSet::new(),
+                }),
+                variables: Variables::default(),
+            }),
+        })
+    }
+
+    /// Starts a collection in directory `path` on the local file system (created if
+    /// missing). The container is written through a temp file and renamed into
+    /// place, so a failed or dropped writer leaves no `data.atlas`.
+    pub async fn create_path(
+        path: impl AsRef<std::path::Path>,
+        config: WriterConfig,
+    ) -> Result<AtlasWriter> {
+        let op = atlas_io::fs_operator(path.as_ref())?;
+        Self::create(op, "", config).await
+    }
+
+    /// The configuration this writer uses.
+    pub fn config(&self) -> &WriterConfig {
+        &self.shared.config
+    }
+
+    /// Adds a dataset; its ordinal is its position among the `add_dataset` calls
+    /// whose writers finish (abandoned ones leave no gap).
+    ///
+    /// Errors: [`AtlasError::InvalidName`], [`AtlasError::DatasetAlreadyExists`]
+    /// (also for the name of an abandoned dataset: names are never reused), or
+    /// [`AtlasError::InvalidUse`] once the writer is finished.
+    pub fn add_dataset(&self, name: &str) -> Result<DatasetWriter> {
+        validate_name(name)?;
+        let mut st = self.shared.state();
+        st.check_accepting()?;
+        let name = SmolStr::new(name);
+        if !st.names.insert(name.clone()) {
+            return Err(AtlasError::DatasetAlreadyExists {
+                name: name.to_string(),
+            });
+        }
+        let slot = st.slots.len();
+        st.slots.push((name.clone(), SlotStatus::Open));
+        drop(st);
+        Ok(DatasetWriter::new(name, slot, self.shared.clone()))
+    }
+
+    /// Commits the collection: streams header, segments, footer and trailer to
+    /// `data.atlas` and closes it. The only point at which anything becomes visible.
+    ///
+    /// Every [`DatasetWriter`] must be finished, aborted or dropped first
+    /// ([`AtlasError::InvalidUse`] otherwise). On any failure the upload is
+    /// aborted and nothing that opens is left at the prefix.
+    pub async fn finish(self) -> Result<WriteSummary> {
+        let result = commit(&self.shared).await;
+        self.shared.state().phase = if result.is_ok() {
+            Phase::Committed
+        } else {
+            Phase::Failed
+        };
+        result
+    }
+}
+
+impl Drop for AtlasWriter {
+    fn drop(&mut self) {
+        let mut st = self.shared.state();
+        st.phase = match st.phase {
+            Phase::Open => Phase::Dropped,
+            // A commit cancelled half-way: its upload is aborted by `AbortOnDrop`.
+            Phase::Committing => Phase::Failed,
+            other => other,
+        };
+        drop(st);
+        // The segment writers (and their block temp files) are not needed any more.
+        self.shared.variables.clear();
+    }
+}
+
+/// The plan of a commit, taken under the state lock.
+struct Plan {
+    /// Finished datasets in ordinal order with their local schema ids.
+    datasets: Vec<(SmolStr, u32)>,
+    schemas: Vec<SchemaKey>,
+}
+
+fn take_plan(shared: &Shared) -> Result<Plan> {
+    let mut st = shared.state();
+    st.check_accepting()?;
+    let busy: Vec<&str> = st
+        .slots
+        .iter()
+        .filter(|(_, s)| matches!(s, SlotStatus::Open | SlotStatus::Finishing))
+        .map(|(n, _)| n.as_str())
+        .collect();
+    if !busy.is_empty() {
+        let shown: Vec<&str> = busy.iter().take(5).copied().collect();
+        return Err(AtlasError::invalid_use(format!(
+            "{} dataset writer(s) still open ({}{}): finish, abort or drop them before \
+             AtlasWriter::finish",
+            busy.len(),
+            shown.join(", "),
+            if busy.len() > shown.len() {
+                ", …"
+            } else {
+                ""
+            }
+        )));
+    }
+    st.phase = Phase::Committing;
+    let datasets = st
+        .slots
+        .iter()
+        .filter_map(|(name, s)| match s {
+            SlotStatus::Done(id) => Some((name.clone(), *id)),
+            _ => None,
+        })
+        .collect();
+    let schemas = std::mem::take(&mut st.schemas).into_iter().collect();
+    st.slots = Vec::new();
+    Ok(Plan { datasets, schemas })
+}
+
+/// Aborts the container upload if the commit is dropped half-way (a cancelled future).
+struct AbortOnDrop(Option<SinkStore>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        if let Some(sink) = self.0.take()
+            && let Ok(handle) = tokio::runtime::Handle::try_current()
+        {
+            handle.spawn(async move {
+                let _ = sink.abort().await;
+            });
+        }
+    }
+}
+
+async fn commit(shared: &Shared) -> Result<WriteSummary> {
+    let plan = take_plan(shared)?;
+
+    // Footer pools, in ordinal order, so equal input gives an equal footer.
+    let mut builder = FooterBuilder::new(shared.config.codec, now_unix_ms());
+    let mut pool_ids: HashMap<u32, u32> = HashMap::new();
+    let mut order: IndexSet<SmolStr> = IndexSet::new();
+    let mut dataset_attrs = false;
+    for (name, local) in &plan.datasets {
+        let pool = match pool_ids.get(local) {
+            Some(&p) => p,
+            None => {
+                let key = plan
+                    .schemas
+                    .get(*local as usize)
+                    .ok_or_else(|| AtlasError::corrupt("a dataset names an unknown schema"))?;
+                // A schema's first use is the first time the writer sees its arrays.
+                for (array, _, _) in &key.arrays {
+                    order.insert(array.clone());
+                }
+                dataset_attrs |= !key.attrs.is_empty();
+                pre_intern(&mut builder, key);
+                let p = builder.intern_schema(&key.to_schema());
+                pool_ids.insert(*local, p);
+                p
+            }
+        };
+        builder.push_dataset(name, pool)?;
+    }
+    if dataset_attrs {
+        order.insert(SmolStr::new(DATASETS_SEGMENT));
+    }
+
+    let path = shared.container_path.as_str();
+    let cap = shared.op.info().capability();
+    let mut request = shared.op.writer_with(path);
+    if cap.write_with_if_not_exists {
+        request = request.if_not_exists(true);
+    }
+    if cap.write_can_multi && cap.write_multi_min_size.is_some() {
+        request = request.chunk(UPLOAD_CHUNK).concurrent(UPLOAD_CONCURRENCY);
+    }
+    let writer = request
+        .await
+        .map_err(|e| IoError::from_opendal(e, "write", path))?;
+    let sink = SinkStore::new(writer, path);
+    let mut guard = AbortOnDrop(Some(sink.clone()));
+
+    let result = match stream(shared, &sink, builder, &order).await {
+        Ok(summary) => sink.close().await.map(|_| summary).map_err(sink_error),
+        Err(e) => Err(e),
+    };
+    guard.0 = None;
+    match result {
+        Ok(mut summary) => {
+            summary.datasets = plan.datasets.len();
+            Ok(summary)
+        }
+        Err(e) => {
+            discard(&shared.op, &sink, path, cap.write_with_if_not_exists).await;
+            Err(e)
+        }
+    }
+}
+
+/// Leaves nothing that opens after a failed commit: aborts the upload, and
+/// where the backend cannot abort (fs without an atomic write dir writes in
+/// place) deletes the partial object, which `if_not_exists` made ours.
+async fn discard(op: &Operator, sink: &SinkStore, path: &str, ours: bool) {
+    match sink.abort().await {
+        Ok(()) => {}
+        Err(abort) if ours => {
+            tracing::warn!(error = %abort, "aborting the container upload failed; deleting it");
+            if let Err(e) = op.delete(path).await {
+                tracing::warn!(error = %e, path, "deleting the partial container failed");
+            }
+        }
+        Err(abort) => {
+            tracing::warn!(error = %abort, path, "aborting the container upload failed");
+        }
+    }
+}
+
+/// Interns a schema's strings and dtypes in the order the v8 fixtures show:
+/// array names and element types, then dataset attribute keys and types,
+/// then array attribute keys and types by array position.
+fn pre_intern(builder: &mut FooterBuilder, key: &SchemaKey) {
+    for (name, dtype, _) in &key.arrays {
+        builder.intern_string(name);
+        builder.intern_dtype(dtype);
+    }
+    for (k, dtype) in &key.attrs {
+        builder.intern_string(k);
+        builder.intern_dtype(dtype);
+    }
+    for (_, _, attrs) in &key.arrays {
+        for (k, dtype) in attrs {
+            builder.intern_string(k);
+            builder.intern_dtype(dtype);
+        }
+    }
+}
+
+async fn stream(
+    shared: &Shared,
+    sink: &SinkStore,
+    mut builder: FooterBuilder,
+    order: &IndexSet<SmolStr>,
+) -> Result<WriteSummary> {
+    sink.write_raw(Bytes::copy_from_slice(&encode_header()))
+        .await
+        .map_err(sink_error)?;
+    let store: Arc<dyn object_store::ObjectStore> = Arc::new(sink.clone());
+    let mut segments = Vec::with_capacity(order.len());
+    for (i, name) in order.iter().enumerate() {
+        let writer = shared
+            .variables
+            .get(name)
+            .and_then(|v| v.take())
+            .ok_or_else(|| {
+                AtlasError::corrupt(format!("variable {name:?} has no segment writer"))
+            })?;
+        let seg_path = object_store::path::Path::from(format!("segment-{i}"));
+        let what = format!("writing segment {name:?}");
+        let finished = guarded(&what, writer.finish(store.clone(), seg_path.clone())).await?;
+        // The returned reader is built from the footer in memory; nothing is read back.
+        drop(finished.map_err(|e| segment_error(name, e))?);
+        let written = sink.segment(&seg_path).ok_or_else(|| {
+            AtlasError::corrupt(format!("segment {name:?} was not recorded by the sink"))
+        })?;
+        let entry = builder.push_variable(name, written.len)?;
+        if entry.seg_offset != written.offset {
+            return Err(AtlasError::corrupt(format!(
+                "segment {name:?} landed at byte {}, the footer expects {}",
+                written.offset, entry.seg_offset
+            )));
+        }
+        segments.push((name.to_string(), written.len));
+    }
+    let footer_start = builder.next_offset();
+    let footer = builder.finish().encode()?;
+    let footer_len = footer.len() as u64;
+    let at = sink
+        .write_raw(Bytes::from(footer))
+        .await
+        .map_err(sink_error)?;
+    if at != footer_start {
+        return Err(AtlasError::corrupt(format!(
+            "footer landed at byte {at}, expected {footer_start}"
+        )));
+    }
+    let trailer = Trailer {
+        footer_size: footer_len,
+    }
+    .encode();
+    let end = sink
+        .write_raw(Bytes::copy_from_slice(&trailer))
+        .await
+        .map_err(sink_error)?
+        + trailer.len() as u64;
+    Ok(WriteSummary {
+        datasets: 0,
+        container_bytes: end,
+        segments,
+    })
+}
+
+/// An array-format failure while finishing a segment: storage errors keep their text.
+fn segment_error(name: &str, e: array_format::Error) -> AtlasError {
+    let io = |msg: String| {
+        AtlasError::Io(IoError::new(
+            IoErrorKind::Other,
+            "write",
+            CONTAINER_FILE,
+            format!("segment {name:?}: {msg}"),
+        ))
+    };
+    match e {
+        array_format::Error::Storage(msg) => io(msg),
+        array_format::Error::Io(err) => io(err.to_string()),
+        other => AtlasError::corrupt(format!("segment {name:?}: {other}")),
+    }
+}

@@ -1,0 +1,55 @@
+//! How a collection is written: block codec, zstd level, block size.
+
+use atlas_format::Codec;
+
+use crate::error::{AtlasError, Result};
+
+/// Options for an [`AtlasWriter`](crate::AtlasWriter).
+///
+/// The footer records `codec` for information; each block names its own codec,
+/// so readers need none of this.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct WriterConfig {
+    /// Block compression: [`Codec::Zstd`] (default), [`Codec::Lz4`] or [`Codec::Uncompressed`].
+    pub codec: Codec,
+    /// zstd level (ignored for other codecs); default 3.
+    pub zstd_level: i32,
+    /// Raw bytes packed into one block before it is compressed; default 8 MiB.
+    pub block_target_size: usize,
+}
+
+/// Default zstd level of [`WriterConfig`].
+pub const DEFAULT_ZSTD_LEVEL: i32 = 3;
+
+impl Default for WriterConfig {
+    fn default() -> Self {
+        Self {
+            codec: Codec::Zstd,
+            zstd_level: DEFAULT_ZSTD_LEVEL,
+            block_target_size: array_format::DEFAULT_BLOCK_TARGET_SIZE,
+        }
+    }
+}
+
+impl WriterConfig {
+    /// Checks the options before anything is written.
+    pub(crate) fn validate(&self) -> Result<()> {
+        if self.block_target_size == 0 {
+            return Err(AtlasError::invalid_use(
+                "block_target_size must be at least 1 byte",
+            ));
+        }
+        if self.codec == Codec::Zstd {
+            let range = zstd::compression_level_range();
+            if !range.contains(&self.zstd_level) {
+                return Err(AtlasError::invalid_use(format!(
+                    "zstd level {} is outside {}..={}",
+                    self.zstd_level,
+                    range.start(),
+                    range.end()
+                )));
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,206 @@
+//! [`rewrite`]: copy every live dataset of a collection into a new one.
+//!
+//! Everything goes through the public API: the [`Atlas`] reader on one side,
+//! an [`AtlasWriter`] on the other. Deleted datasets are left behind (that is
+//! how a rewrite reclaims their bytes) and the survivors get dense ordinals in
+//! their old order. Arrays keep their element type, shape, chunk shape,
+//! dimension names, fill value, values and attributes; datasets keep their
+//! attributes. The destination's codec and block size are its own.
+
+use futures::StreamExt;
+use ndarray::{ArrayD, Slice};
+
+use super::collection::{AtlasWriter, WriteSummary};
+use super::dataset::DatasetWriter;
+use crate::element::Element;
+use crate::error::{AtlasError, Result};
+use crate::read::{ArrayLayout, ArrayStats, Atlas, DatasetView};
+use crate::{DType, TimestampNs};
+
+/// Datasets copied at once (reads of one overlap compression of another).
+const DATASETS_IN_FLIGHT: usize = 4;
+/// Arrays up to this many bytes are read in one request, larger ones chunk by chunk.
+const WHOLE_ARRAY_READ: u64 = 64 << 20;
+
+/// Copies every live dataset of `src` into `dst`, in ordinal order, and
+/// finishes `dst`. `progress(done, total)` is called after each dataset.
+///
+/// Which chunks were written is not visible through the reader, so a chunk is
+/// written to `dst` when it holds a value other than the fill value (for an
+/// array without one: every chunk, unless the statistics say nothing was
+/// written). Values, fill values and statistics therefore come out equal.
+/// On error nothing is committed: `dst` is dropped, leaving nothing that opens.
+pub async fn rewrite(
+    src: &Atlas,
+    dst: AtlasWriter,
+    mut progress: impl FnMut(usize, usize),
+) -> Result<WriteSummary> {
+    let total = src.dataset_count();
+    let dst_ref = &dst;
+    // `add_dataset` runs in order as the stream is polled, so ordinals follow
+    // the source's order whichever copy finishes first.
+    let mut copies = futures::stream::iter(src.datasets())
+        .map(|view| {
+            let added = dst_ref.add_dataset(view.name());
+            async move {
+                let mut writer = added?;
+                copy_dataset(&view, &mut writer).await?;
+                writer.finish().await
+            }
+        })
+        .buffered(DATASETS_IN_FLIGHT);
+    let mut done = 0;
+    while let Some(result) = copies.next().await {
+        result?;
+        done += 1;
+        progress(done, total);
+    }
+    drop(copies);
+    dst.finish().await
+}
+
+async fn copy_dataset(view: &DatasetView<'_>, dst: &mut DatasetWriter) -> Result<()> {
+    let arrays: Vec<String> = view
+        .schema()
+        .arrays()
+        .map(|a| a.name().to_owned())
+        .collect();
+    for array in &arrays {
+        let layout = view.array_layout(array).await?;
+        let stats = view.array_stats(array).await?;
+        copy_array_any(view, dst, array, &layout, stats.as_ref()).await?;
+        for (key, value) in view.array_attributes(array).await? {
+            dst.set_array_attribute(array, &key, value)?;
+        }
+    }
+    for (key, value) in view.attributes().await? {
+        dst.set_attribute(&key, value)?;
+    }
+    Ok(())
+}
+
+async fn copy_array_any(
+    view: &DatasetView<'_>,
+    dst: &mut DatasetWriter,
+    array: &str,
+    layout: &ArrayLayout,
+    stats: Option<&ArrayStats>,
+) -> Result<()> {
+    macro_rules! copy {
+        ($t:ty) => {
+            copy_array::<$t>(view, dst, array, layout, stats).await
+        };
+    }
+    match &layout.dtype {
+        DType::Int8 => copy!(i8),
+        DType::Int16 => copy!(i16),
+        DType::Int32 => copy!(i32),
+        DType::Int64 => copy!(i64),
+        DType::UInt8 => copy!(u8),
+        DType::UInt16 => copy!(u16),
+        DType::UInt32 => copy!(u32),
+        DType::UInt64 => copy!(u64),
+        DType::Float32 => copy!(f32),
+        DType::Float64 => copy!(f64),
+        DType::String => copy!(String),
+        DType::Binary => copy!(Vec<u8>),
+        DType::TimestampNs => copy!(TimestampNs),
+        other @ (DType::Bool | DType::FixedSizeList { .. } | DType::List { .. }) => {
+            Err(AtlasError::invalid_use(format!(
+                "array {array:?} of dataset {:?} holds {other}, which this library cannot copy",
+                view.name()
+            )))
+        }
+    }
+}
+
+/// Row-major coordinates of every chunk of the grid.
+fn chunk_grid(shape: &[u64], chunks: &[u64]) -> Vec<Vec<u64>> {
+    let counts: Vec<u64> = shape
+        .iter()
+        .zip(chunks)
+        .map(|(&s, &c)| s.div_ceil(c.max(1)))
+        .collect();
+    let total: u64 = counts.iter().product();
+    (0..total)
+        .map(|mut i| {
+            let mut coord = vec![0; counts.len()];
+            for axis in (0..counts.len()).rev() {
+                coord[axis] = i % counts[axis];
+                i /= counts[axis];
+            }
+            coord
+        })
+        .collect()
+}
+
+async fn copy_array<T: Element + PartialEq>(
+    view: &DatasetView<'_>,
+    dst: &mut DatasetWriter,
+    array: &str,
+    layout: &ArrayLayout,
+    stats: Option<&ArrayStats>,
+) -> Result<()> {
+    let dims: Vec<&str> = layout.dimension_names.iter().map(String::as_str).collect();
+    dst.define_array_with_fill::<T>(
+        array,
+        &dims,
+        &layout.shape,
+        Some(&layout.chunk_shape),
+        layout.fill_value.clone(),
+    )?;
+    if layout.element_count == 0 {
+        return Ok(());
+    }
+    let fill = T::fill_element(layout.fill_value.as_ref());
+    // Without a fill value only unwritten chunks count as nulls.
+    let no_fill = layout.fill_value.is_none();
+    if no_fill && stats.is_some_and(|s| s.null_count == s.row_count) {
+        return Ok(());
+    }
+    let skip_fill_chunks = !no_fill || stats.is_some_and(|s| s.null_count > 0);
+    let whole = layout
+        .element_count
+        .saturating_mul(std::mem::size_of::<T>() as u64)
+        <= WHOLE_ARRAY_READ;
+    let all: Option<ArrayD<T>> = if whole {
+        let a = view.read_array::<T>(array, &[], &[]).await?;
+        let shape: Vec<u64> = a.shape().iter().map(|&n| n as u64).collect();
+        if shape != layout.shape {
+            return Err(AtlasError::corrupt(format!(
+                "array {array:?} of dataset {:?} read back with shape {shape:?}, its layout says {:?}",
+                view.name(),
+                layout.shape
+            )));
+        }
+        Some(a)
+    } else {
+        None
+    };
+    for coord in chunk_grid(&layout.shape, &layout.chunk_shape) {
+        let start: Vec<u64> = coord
+            .iter()
+            .zip(&layout.chunk_shape)
+            .map(|(c, s)| c * s)
+            .collect();
+        let extent: Vec<u64> = start
+            .iter()
+            .zip(layout.chunk_shape.iter().zip(&layout.shape))
+            .map(|(&s, (&c, &len))| c.min(len - s))
+            .collect();
+        let chunk: ArrayD<T> = match &all {
+            Some(a) => a
+                .slice_each_axis(|ax| {
+                    let i = ax.axis.index();
+                    Slice::from(start[i] as usize..(start[i] + extent[i]) as usize)
+                })
+                .to_owned(),
+            None => view.read_array::<T>(array, &start, &extent).await?,
+        };
+        if skip_fill_chunks && chunk.iter().all(|v| *v == fill) {
+            continue;
+        }
+        dst.write_array(array, &start, chunk.view())?;
+    }
+    Ok(())
+}

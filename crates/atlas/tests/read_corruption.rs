@@ -1,0 +1,249 @@
+//! Damaged and foreign input: every case is an error (or a warning) and never a
+//! panic; storage failures keep the backend's kind.
+
+mod read_support;
+
+use atlas::{Atlas, AtlasError};
+use atlas_io::IoErrorKind;
+use read_support::{
+    counted_memory, fixture_dir, load_fixture, memory, uniform_collection, uniform_name,
+};
+
+fn small_bytes() -> Vec<u8> {
+    std::fs::read(fixture_dir("small").join("data.atlas")).unwrap()
+}
+
+async fn open_bytes(container: Vec<u8>, mask: Option<Vec<u8>>) -> Result<Atlas, AtlasError> {
+    let op = memory();
+    op.write("data.atlas", container).await.unwrap();
+    if let Some(mask) = mask {
+        op.write("deleted.mask", mask).await.unwrap();
+    }
+    Atlas::open(op, "").await
+}
+
+#[tokio::test]
+async fn a_missing_container_is_a_not_found_io_error() {
+    let err = Atlas::open(memory(), "nowhere").await.unwrap_err();
+    match err {
+        AtlasError::Io(io) => {
+            assert_eq!(io.kind(), IoErrorKind::NotFound);
+            assert!(io.path().contains("nowhere/data.atlas"), "{io}");
+        }
+        other => panic!("expected a not-found IoError, got {other}"),
+    }
+    let err = Atlas::open_path("/definitely/not/here").await.unwrap_err();
+    assert!(
+        matches!(&err, AtlasError::Io(io) if io.kind() == IoErrorKind::NotFound),
+        "{err}"
+    );
+    assert!(
+        !std::path::Path::new("/definitely").exists(),
+        "nothing was created"
+    );
+}
+
+#[tokio::test]
+async fn a_truncated_container_is_refused() {
+    let bytes = small_bytes();
+    for keep in [
+        0,
+        1,
+        7,
+        8,
+        15,
+        16,
+        100,
+        bytes.len() / 2,
+        bytes.len() - 17,
+        bytes.len() - 1,
+    ] {
+        let err = open_bytes(bytes[..keep].to_vec(), None).await.unwrap_err();
+        assert!(
+            matches!(
+                err,
+                AtlasError::NotAnAtlasCollection { .. } | AtlasError::CorruptCollection { .. }
+            ),
+            "{keep} bytes: {err}"
+        );
+    }
+    // Cut from the front: the trailer is intact but the layout no longer adds up.
+    let err = open_bytes(bytes[100..].to_vec(), None).await.unwrap_err();
+    assert!(matches!(err, AtlasError::CorruptCollection { .. }), "{err}");
+}
+
+#[tokio::test]
+async fn a_future_version_is_unsupported() {
+    let mut bytes = small_bytes();
+    let n = bytes.len();
+    bytes[n - 8..n - 4].copy_from_slice(&9u32.to_le_bytes());
+    let err = open_bytes(bytes, None).await.unwrap_err();
+    assert!(
+        matches!(
+            err,
+            AtlasError::UnsupportedVersion {
+                found: 9,
+                expected: 8
+            }
+        ),
+        "{err}"
+    );
+}
+
+#[tokio::test]
+async fn a_wrong_magic_is_not_an_atlas_collection() {
+    let mut bytes = small_bytes();
+    let n = bytes.len();
+    bytes[n - 4..].copy_from_slice(b"PAR1");
+    let err = open_bytes(bytes, None).await.unwrap_err();
+    assert!(
+        matches!(err, AtlasError::NotAnAtlasCollection { .. }),
+        "{err}"
+    );
+    let err = open_bytes(
+        b"PAR1 not atlas at all, just some parquet-ish bytes PAR1".to_vec(),
+        None,
+    )
+    .await
+    .unwrap_err();
+    assert!(
+        matches!(err, AtlasError::NotAnAtlasCollection { .. }),
+        "{err}"
+    );
+}
+
+#[tokio::test]
+async fn a_foreign_file_at_the_mask_path_is_an_error() {
+    let err = open_bytes(small_bytes(), Some(b"PAR1....not a mask".to_vec()))
+        .await
+        .unwrap_err();
+    assert!(matches!(err, AtlasError::CorruptMask { .. }), "{err}");
+    let err = open_bytes(small_bytes(), Some(b"ATL".to_vec()))
+        .await
+        .unwrap_err();
+    assert!(matches!(err, AtlasError::CorruptMask { .. }), "{err}");
+}
+
+#[tokio::test]
+async fn mask_ordinals_past_the_count_are_warnings_and_ignored() {
+    let mask = atlas_format::DeletionMask::from_ordinals([1, 50, 99]).encode();
+    let atlas = open_bytes(small_bytes(), Some(mask)).await.unwrap();
+    assert_eq!(atlas.deleted_datasets(), vec!["feb_2024".to_owned()]);
+    assert_eq!(atlas.dataset_count(), 2);
+    let warnings = atlas.mask_warnings();
+    assert_eq!(warnings.len(), 2, "{warnings:?}");
+    assert!(warnings[0].contains("50"), "{warnings:?}");
+    // A truncated body keeps what survived, with a warning.
+    let mut cut = atlas_format::DeletionMask::from_ordinals([0, 2]).encode();
+    cut.truncate(cut.len() - 2);
+    let atlas = open_bytes(small_bytes(), Some(cut)).await.unwrap();
+    assert_eq!(atlas.deleted_datasets(), vec!["jan_2024".to_owned()]);
+    assert_eq!(atlas.mask_warnings().len(), 1);
+}
+
+/// Zeroes `len` bytes ending `back` bytes before the end of segment `name`.
+fn damage_segment(atlas_bytes: &mut [u8], offset: u64, seg_len: u64, back: u64, len: u64) {
+    let end = (offset + seg_len - back) as usize;
+    for b in &mut atlas_bytes[end - len as usize..end] {
+        *b = 0xA5;
+    }
+}
+
+#[tokio::test]
+async fn a_corrupt_segment_is_an_error_and_the_rest_still_reads() {
+    let bytes = small_bytes();
+    let atlas = open_bytes(bytes.clone(), None).await.unwrap();
+    let temperature = atlas
+        .variables()
+        .into_iter()
+        .find(|v| v.name == "temperature")
+        .unwrap();
+    drop(atlas);
+    let mut damaged = bytes.clone();
+    // Inside the segment's footer, just before its 12-byte ARRF trailer.
+    damage_segment(&mut damaged, temperature.offset, temperature.len, 12, 48);
+    let atlas = open_bytes(damaged, None).await.unwrap();
+    let jan = atlas.dataset("jan_2024").unwrap();
+    let err = jan
+        .read_array::<f32>("temperature", &[], &[])
+        .await
+        .unwrap_err();
+    assert!(matches!(err, AtlasError::CorruptCollection { .. }), "{err}");
+    let err = atlas.array_stats("temperature").await.unwrap_err();
+    assert!(matches!(err, AtlasError::CorruptCollection { .. }), "{err}");
+    // Other segments are untouched.
+    let lat = jan.read_array::<f64>("lat", &[], &[]).await.unwrap();
+    assert_eq!(lat.len(), 4);
+    assert_eq!(jan.attributes().await.unwrap().len(), 8);
+
+    // A trailer claiming a footer larger than the segment is refused before array-format parses it.
+    let mut damaged = bytes.clone();
+    let end = (temperature.offset + temperature.len) as usize;
+    damaged[end - 12..end - 4].copy_from_slice(&u64::MAX.to_le_bytes());
+    let atlas = open_bytes(damaged, None).await.unwrap();
+    let err = atlas
+        .dataset("jan_2024")
+        .unwrap()
+        .array_layout("temperature")
+        .await
+        .unwrap_err();
+    assert!(matches!(err, AtlasError::CorruptCollection { .. }), "{err}");
+}
+
+#[tokio::test]
+async fn a_failed_segment_read_keeps_the_backend_kind() {
+    let (op, _stats, faults) = counted_memory();
+    op.write("data.atlas", uniform_collection(2_000).await)
+        .await
+        .unwrap();
+    let atlas = Atlas::open(op, "").await.unwrap();
+    let view = atlas.dataset(&uniform_name(5)).unwrap();
+
+    // The segment open itself fails: an Io error, and a later call retries it.
+    faults.fail_reads_matching("data.atlas");
+    let err = view.array_layout("v").await.unwrap_err();
+    assert!(
+        matches!(&err, AtlasError::Io(io) if io.kind() == IoErrorKind::Other),
+        "{err}"
+    );
+    faults.clear();
+    view.array_layout("v").await.unwrap();
+
+    // A block read inside array-format fails: still an Io error, not "corrupt".
+    faults.fail_reads_matching("data.atlas");
+    let err = view.read_array::<f32>("v", &[], &[]).await.unwrap_err();
+    assert!(
+        matches!(&err, AtlasError::Io(io) if io.kind() == IoErrorKind::Other),
+        "{err}"
+    );
+    faults.clear();
+    let data = view.read_array::<f32>("v", &[], &[]).await.unwrap();
+    assert_eq!(data.len(), 4);
+}
+
+#[tokio::test]
+async fn a_short_read_is_an_error_not_a_misparse() {
+    // Ranged reads check their length: a short response is an Io error.
+    let (op, _stats, faults) = read_support::counted_memory_without_suffix();
+    load_fixture(&op, "small", "").await;
+    faults.truncate_reads_by(5);
+    let err = Atlas::open(op, "").await.unwrap_err();
+    assert!(
+        matches!(&err, AtlasError::Io(io) if io.short_read().is_some()),
+        "{err}"
+    );
+    // A suffix response cannot be told from a short object; the trailer check catches it.
+    let (op, _stats, faults) = counted_memory();
+    op.write("data.atlas", uniform_collection(2_000).await)
+        .await
+        .unwrap();
+    faults.truncate_reads_by(5);
+    let err = Atlas::open(op, "").await.unwrap_err();
+    assert!(
+        matches!(
+            err,
+            AtlasError::NotAnAtlasCollection { .. } | AtlasError::CorruptCollection { .. }
+        ),
+        "{err}"
+    );
+}

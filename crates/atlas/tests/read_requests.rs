@@ -1,0 +1,363 @@
+//! What each call costs in requests and bytes, counted by atlas-io's
+//! `CountingLayer` standing in for an object store.
+
+mod read_support;
+
+use atlas::{Atlas, Attr, OpenOptions};
+use opendal::BytesRange;
+use read_support::{
+    big_footer_container, counted_memory, counted_memory_without_suffix, load_fixture, reads_of,
+    uniform_collection, uniform_name,
+};
+
+const PROBE: u64 = 64 * 1024;
+
+#[tokio::test]
+async fn opening_a_small_collection_is_one_suffix_read_plus_the_mask_read() {
+    let (op, stats, _) = counted_memory();
+    assert!(
+        atlas_io::supports_suffix_reads(&op),
+        "memory reads suffixes natively"
+    );
+    load_fixture(&op, "deleted", "c").await;
+    stats.reset();
+    let atlas = Atlas::open(op, "c").await.unwrap();
+    let counts = stats.snapshot();
+    println!("open of `deleted` (suffix): {counts:?}");
+    assert_eq!(reads_of(&stats, "c/data.atlas"), 1);
+    assert_eq!(reads_of(&stats, "c/deleted.mask"), 1);
+    assert_eq!(counts.reads, 2);
+    assert_eq!(counts.stats, 0);
+    let log = stats.read_log();
+    let tail = log.iter().find(|r| r.path == "c/data.atlas").unwrap();
+    assert_eq!(tail.range, BytesRange::suffix(PROBE));
+    assert_eq!(atlas.dataset_count(), 7);
+}
+
+#[tokio::test]
+async fn opening_without_suffix_reads_is_a_stat_and_one_ranged_read() {
+    let (op, stats, _) = counted_memory_without_suffix();
+    assert!(!atlas_io::supports_suffix_reads(&op));
+    load_fixture(&op, "small", "").await;
+    stats.reset();
+    let atlas = Atlas::open(op, "").await.unwrap();
+    let counts = stats.snapshot();
+    println!("open of `small` (stat + range): {counts:?}");
+    assert_eq!(counts.stats, 1);
+    assert_eq!(reads_of(&stats, "data.atlas"), 1);
+    // The absent mask costs its one read attempt.
+    assert_eq!(reads_of(&stats, "deleted.mask"), 1);
+    let len = atlas.container_bytes();
+    let tail = stats
+        .read_log()
+        .into_iter()
+        .find(|r| r.path == "data.atlas")
+        .unwrap();
+    assert_eq!(
+        tail.range,
+        BytesRange::from(0..len),
+        "the whole small container in one read"
+    );
+}
+
+#[tokio::test]
+async fn a_footer_over_64_kib_costs_exactly_two_reads() {
+    let container = big_footer_container(30_000);
+    for suffix in [true, false] {
+        let (op, stats, _) = if suffix {
+            counted_memory()
+        } else {
+            counted_memory_without_suffix()
+        };
+        op.write("data.atlas", container.clone()).await.unwrap();
+        stats.reset();
+        let atlas = Atlas::open(op, "").await.unwrap();
+        let footer = atlas.footer_bytes();
+        assert!(
+            footer > PROBE,
+            "footer of {footer} bytes must exceed the probe"
+        );
+        let counts = stats.snapshot();
+        let container_reads = reads_of(&stats, "data.atlas");
+        let bytes = counts.bytes_read;
+        println!(
+            "open with a {footer}-byte footer (suffix {suffix}): {container_reads} reads, {bytes} bytes, {} stats",
+            counts.stats
+        );
+        assert_eq!(container_reads, 2);
+        assert!(bytes <= PROBE + footer + 16, "{bytes} bytes read");
+        assert_eq!(counts.stats, u64::from(!suffix));
+        assert_eq!(atlas.dataset_count(), 30_000);
+    }
+}
+
+#[tokio::test]
+async fn every_catalogue_call_after_open_costs_nothing() {
+    let (op, stats, _) = counted_memory();
+    load_fixture(&op, "small", "").await;
+    let atlas = Atlas::open(op, "").await.unwrap();
+    stats.reset();
+    let _ = (
+        atlas.format_version(),
+        atlas.codec(),
+        atlas.created_unix_ms(),
+        atlas.container_bytes(),
+        atlas.footer_bytes(),
+        atlas.dataset_count(),
+        atlas.dataset_count_total(),
+        atlas.deleted_datasets(),
+        atlas.interned_schemas(),
+        atlas.list_datasets(),
+        atlas.list_arrays(),
+        atlas.variables(),
+        atlas.mask_warnings(),
+        atlas.dataset_exists("jan_2024"),
+    );
+    for view in atlas.datasets() {
+        let _ = (view.name(), view.ordinal(), view.to_owned_schema());
+        for meta in view.schema().arrays() {
+            let _ = (meta.name(), meta.dtype(), meta.attributes().count());
+            let _ = view.array_meta(meta.name());
+        }
+    }
+    let jan = atlas.dataset("jan_2024").unwrap();
+    // Keys the schema does not declare are settled without a request.
+    assert_eq!(jan.get_attribute("not_declared").await.unwrap(), None);
+    assert_eq!(
+        jan.get_array_attribute("lat", "not_declared")
+            .await
+            .unwrap(),
+        None
+    );
+    assert!(jan.array_attributes("station").await.unwrap().is_empty());
+    assert!(
+        atlas
+            .attributes_by_dataset(None, "not_declared")
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    assert_eq!(stats.snapshot().requests(), 0, "{:?}", stats.snapshot());
+}
+
+#[tokio::test]
+async fn a_dataset_without_attributes_costs_nothing_to_ask() {
+    let (op, stats, _) = counted_memory();
+    load_fixture(&op, "mixed", "").await;
+    let atlas = Atlas::open(op, "").await.unwrap();
+    stats.reset();
+    for view in atlas.datasets() {
+        assert!(view.attributes().await.unwrap().is_empty());
+        assert!(view.array_attributes("value").await.unwrap().is_empty());
+    }
+    assert_eq!(stats.snapshot().requests(), 0);
+}
+
+#[tokio::test]
+async fn segments_inside_the_open_probe_cost_no_request() {
+    let (op, stats, _) = counted_memory();
+    load_fixture(&op, "small", "").await;
+    let atlas = Atlas::open(op, "").await.unwrap();
+    stats.reset();
+    let doc = atlas::json::collection_json(&atlas, true).await.unwrap();
+    assert_eq!(doc["datasets"].as_array().unwrap().len(), 3);
+    assert_eq!(
+        stats.snapshot().requests(),
+        0,
+        "the whole 8 KiB container arrived with the open"
+    );
+}
+
+#[tokio::test]
+async fn the_first_use_of_a_segment_is_one_read_and_later_uses_are_free() {
+    let (op, stats, _) = counted_memory();
+    op.write("data.atlas", uniform_collection(2_000).await)
+        .await
+        .unwrap();
+    let atlas = Atlas::open(op, "").await.unwrap();
+    let segment = atlas
+        .variables()
+        .into_iter()
+        .find(|v| v.name == "v")
+        .unwrap();
+    assert!(
+        segment.offset + segment.len + PROBE < atlas.container_bytes(),
+        "segment v must lie outside the open's probe for this test"
+    );
+    stats.reset();
+    let view = atlas.dataset(&uniform_name(7)).unwrap();
+    let layout = view.array_layout("v").await.unwrap();
+    assert_eq!(layout.shape, vec![4]);
+    let first = stats.snapshot();
+    println!("first use of segment v ({} bytes): {first:?}", segment.len);
+    assert_eq!(first.reads, 1);
+    let data = view.read_array::<f32>("v", &[], &[]).await.unwrap();
+    assert_eq!(
+        data.iter().copied().collect::<Vec<_>>(),
+        vec![70.0, 71.0, 72.0, 73.0]
+    );
+    let _ = view.array_stats("v").await.unwrap();
+    let _ = view.array_attributes("v").await.unwrap();
+    let after = stats.snapshot();
+    println!("after a data read too: {after:?}");
+    assert!(
+        after.reads <= 2,
+        "at most one block read beyond the open: {after:?}"
+    );
+    let again = atlas.dataset(&uniform_name(8)).unwrap();
+    let _ = again.read_array::<f32>("v", &[], &[]).await.unwrap();
+    assert_eq!(stats.snapshot().reads, after.reads, "the block is cached");
+}
+
+#[tokio::test]
+async fn statistics_layouts_and_attributes_across_10_000_datasets_open_one_segment() {
+    let n = 10_000;
+    let (op, stats, _) = counted_memory();
+    op.write("data.atlas", uniform_collection(n).await)
+        .await
+        .unwrap();
+    let atlas = Atlas::open(op, "").await.unwrap();
+    let v = atlas
+        .variables()
+        .into_iter()
+        .find(|v| v.name == "v")
+        .unwrap();
+    stats.reset();
+
+    let folded = atlas.array_stats("v").await.unwrap().unwrap();
+    assert_eq!(folded.row_count, 4 * n as u64);
+    assert_eq!(
+        folded.max,
+        Some(atlas::StatValue::Float((n as f64 - 1.0) * 10.0 + 3.0))
+    );
+    let rows = atlas.array_stats_by_dataset("v").await.unwrap();
+    assert_eq!(rows.len(), n);
+    let units = atlas
+        .attributes_by_dataset(Some("v"), "units")
+        .await
+        .unwrap();
+    assert_eq!(units.len(), n);
+    for view in atlas.datasets() {
+        assert_eq!(view.array_layout("v").await.unwrap().element_count, 4);
+        assert!(view.array_stats("v").await.unwrap().is_some());
+        assert_eq!(
+            view.get_array_attribute("v", "units").await.unwrap(),
+            Some(Attr::String("K".into()))
+        );
+    }
+    let after_v = stats.snapshot();
+    println!(
+        "10 000 datasets, segment v of {} bytes: stats + by-dataset + layouts + array attributes = {after_v:?}",
+        v.len
+    );
+    assert_eq!(atlas.segments_opened(), 1);
+    assert_eq!(after_v.reads, 1, "one segment open, one read");
+
+    let idx = atlas.attributes_by_dataset(None, "idx").await.unwrap();
+    assert_eq!(idx.len(), n);
+    assert_eq!(idx[1234], (uniform_name(1234), Attr::Int64(1234)));
+    for view in atlas.datasets().take(100) {
+        assert!(view.get_attribute("idx").await.unwrap().is_some());
+    }
+    let after_d = stats.snapshot();
+    println!("then dataset attributes of all of them: {after_d:?}");
+    assert_eq!(atlas.segments_opened(), 2);
+    assert_eq!(after_d.reads, 2, "the _datasets segment: one more read");
+}
+
+#[tokio::test]
+async fn deleting_1000_datasets_is_one_get_and_one_put() {
+    let (op, stats, _) = counted_memory();
+    op.write("data.atlas", uniform_collection(2_000).await)
+        .await
+        .unwrap();
+    let atlas = Atlas::open(op, "").await.unwrap();
+    let names: Vec<String> = (0..2_000).step_by(2).map(uniform_name).collect();
+    let refs: Vec<&str> = names.iter().map(String::as_str).collect();
+    stats.reset();
+    let outcome = atlas.delete_datasets(&refs).await.unwrap();
+    let counts = stats.snapshot();
+    println!("delete of 1 000 names: {counts:?}, {outcome:?}");
+    assert_eq!(outcome.deleted, 1_000);
+    assert_eq!(counts.reads, 1);
+    assert_eq!(counts.writes, 1);
+    assert_eq!(counts.requests(), 2);
+    assert_eq!(counts.bytes_written, 12 + 4 * 1_000);
+    assert_eq!(atlas.dataset_count(), 1_000);
+}
+
+#[tokio::test]
+async fn options_bound_the_segment_prefetch_and_cache() {
+    let (op, stats, _) = counted_memory();
+    op.write("data.atlas", uniform_collection(200).await)
+        .await
+        .unwrap();
+    let options = OpenOptions {
+        block_cache_bytes: 0,
+        segment_prefetch_bytes: 4096,
+        ..OpenOptions::default()
+    };
+    let atlas = Atlas::open_with(op, "", options).await.unwrap();
+    stats.reset();
+    let view = atlas.dataset(&uniform_name(3)).unwrap();
+    let data = view.read_array::<f32>("v", &[1], &[2]).await.unwrap();
+    assert_eq!(data.iter().copied().collect::<Vec<_>>(), vec![31.0, 32.0]);
+    assert!(stats.snapshot().reads >= 1);
+}
+
+#[tokio::test]
+async fn unwritten_elements_read_as_fill_without_a_request() {
+    use atlas_format::{ArrayDecl, DatasetSchema, FooterBuilder, assemble};
+    let mut footer = FooterBuilder::new(atlas::Codec::Zstd, 0);
+    let schema = footer.intern_schema(&DatasetSchema {
+        arrays: vec![ArrayDecl {
+            name: "v".into(),
+            dtype: atlas::DType::Float64,
+            attributes: vec![],
+        }],
+        attributes: vec![],
+    });
+    let mut writer = read_support::segment_writer();
+    for i in 0..2_000 {
+        let name = uniform_name(i);
+        footer.push_dataset(&name, schema).unwrap();
+        writer
+            .define_array::<f64>(
+                &name,
+                vec!["t".into()],
+                vec![1_000],
+                Some(vec![100]),
+                Some(atlas::FillValue::Float(f64::NAN)),
+            )
+            .unwrap();
+        let head = ndarray::Array::from_vec((0..100).map(f64::from).collect()).into_dyn();
+        writer.write_array(&name, vec![0], head.view()).unwrap();
+    }
+    let segment = read_support::finish_segment(writer).await;
+    footer.push_variable("v", segment.len() as u64).unwrap();
+    let container = assemble(&footer.finish(), &[&segment]).unwrap();
+
+    let (op, stats, _) = counted_memory();
+    op.write("data.atlas", container).await.unwrap();
+    let atlas = Atlas::open_with(
+        op,
+        "",
+        OpenOptions {
+            segment_prefetch_bytes: 4096,
+            ..OpenOptions::default()
+        },
+    )
+    .await
+    .unwrap();
+    let view = atlas.dataset(&uniform_name(42)).unwrap();
+    view.array_layout("v").await.unwrap();
+    stats.reset();
+    let hole = view.read_array::<f64>("v", &[500], &[300]).await.unwrap();
+    assert_eq!(hole.len(), 300);
+    assert!(hole.iter().all(|x| x.is_nan()));
+    assert_eq!(stats.snapshot().requests(), 0, "no written chunk overlaps");
+    let head = view.read_array::<f64>("v", &[90], &[20]).await.unwrap();
+    assert_eq!(head[[0]], 90.0);
+    assert!(head[[10]].is_nan());
+    assert_eq!(stats.snapshot().reads, 1, "one block for the written chunk");
+}

@@ -1,0 +1,113 @@
+//! The whole path over a real S3 protocol: a local moto server that
+//! `scripts/s3-server.sh` installs and starts on 127.0.0.1 (no credentials,
+//! no network beyond PyPI on first use).
+
+mod s3_support;
+
+use atlas::{Atlas, AtlasWriter, WriteGuarantee, WriterConfig};
+use ndarray::ArrayD;
+use opendal::Operator;
+use s3_support::s3;
+
+async fn write_profiles(op: &Operator, count: usize) {
+    let writer = AtlasWriter::create(op.clone(), "argo", WriterConfig::default())
+        .await
+        .unwrap();
+    for i in 0..count {
+        let mut ds = writer.add_dataset(&format!("R690{i:04}_001.nc")).unwrap();
+        let levels = 10 + (i % 7) as u64;
+        ds.define_array::<f32>("TEMP", &["N_LEVELS"], &[levels], None, Some(99999.0))
+            .unwrap();
+        let values: Vec<f32> = (0..levels).map(|l| i as f32 + l as f32 / 100.0).collect();
+        let data = ArrayD::from_shape_vec(vec![levels as usize], values).unwrap();
+        ds.write_array("TEMP", &[0], data.view()).unwrap();
+        ds.set_attribute("cycle_number", i as i32).unwrap();
+        ds.finish().await.unwrap();
+    }
+    writer.finish().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_collection_on_s3_opens_with_one_suffix_read_and_reads_back() {
+    let (op, counting) = s3("open");
+    write_profiles(&op, 40).await;
+    counting.stats().reset();
+
+    let atlas = Atlas::open(op.clone(), "argo").await.unwrap();
+    let container_reads: Vec<_> = counting
+        .stats()
+        .read_log()
+        .into_iter()
+        .filter(|r| r.path.ends_with("data.atlas"))
+        .collect();
+    assert_eq!(
+        container_reads.len(),
+        1,
+        "open reads the container once: {container_reads:?}"
+    );
+    assert!(
+        container_reads[0].range.is_suffix(),
+        "S3 reads the tail with a suffix range: {:?}",
+        container_reads[0].range
+    );
+    assert_eq!(
+        counting.stats().snapshot().stats,
+        0,
+        "no HEAD before the tail read"
+    );
+
+    counting.stats().reset();
+    assert_eq!(atlas.dataset_count(), 40);
+    assert!(atlas.dataset_exists("R6900007_001.nc"));
+    assert_eq!(atlas.list_arrays(), vec!["TEMP"]);
+    assert_eq!(
+        counting.stats().snapshot().requests(),
+        0,
+        "the catalogue costs no request"
+    );
+
+    let ds = atlas.dataset("R6900012_001.nc").unwrap();
+    let temp = ds.read_array::<f32>("TEMP", &[], &[]).await.unwrap();
+    let expected: Vec<f32> = (0..(10 + 12 % 7))
+        .map(|l| 12.0 + l as f32 / 100.0)
+        .collect();
+    assert_eq!(temp.iter().copied().collect::<Vec<_>>(), expected);
+    assert_eq!(
+        ds.get_attribute("cycle_number").await.unwrap(),
+        Some(atlas::Attr::Int32(12))
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_deletes_on_s3_are_conditional_and_never_lose_one() {
+    let (op, _) = s3("deletes");
+    write_profiles(&op, 24).await;
+
+    // Six independent handles, as six processes would have, each deleting its own four.
+    let mut tasks = Vec::new();
+    for t in 0..6 {
+        let op = op.clone();
+        tasks.push(tokio::spawn(async move {
+            let atlas = Atlas::open(op, "argo").await.unwrap();
+            let names: Vec<String> = (0..4)
+                .map(|k| format!("R690{:04}_001.nc", t * 4 + k))
+                .collect();
+            let refs: Vec<&str> = names.iter().map(String::as_str).collect();
+            atlas.delete_datasets(&refs).await.unwrap()
+        }));
+    }
+    for task in tasks {
+        let outcome = task.await.unwrap();
+        assert_eq!(outcome.deleted, 4);
+        assert_eq!(outcome.guarantee, WriteGuarantee::Conditional);
+    }
+
+    let atlas = Atlas::open(op, "argo").await.unwrap();
+    assert_eq!(
+        atlas.dataset_count(),
+        0,
+        "every delete survived: {:?}",
+        atlas.list_datasets()
+    );
+    assert_eq!(atlas.deleted_datasets().len(), 24);
+}
