@@ -1,0 +1,204 @@
+//! `atlas info`: what a collection is and holds, from the footer plus one
+//! statistics read per variable.
+
+use atlas::{ArrayStats, Atlas, DType};
+use futures::future::join_all;
+use serde_json::json;
+
+use super::Ctx;
+use crate::cli::CollectionArg;
+use crate::exit::{CliError, CliResult};
+use crate::location::{Access, Location};
+use crate::render::{self, Table};
+use crate::{json, output};
+
+/// The reserved segment of dataset-level attributes: it holds no data, so no statistics.
+const DATASETS_SEGMENT: &str = "_datasets";
+
+/// Runs `atlas info`.
+pub async fn run(ctx: &Ctx, args: &CollectionArg) -> CliResult {
+    let (loc, atlas) = ctx.open(&args.collection, Access::Read).await?;
+    print(ctx, &loc, &atlas).await
+}
+
+/// One variable: its segment, and its statistics folded over the live datasets.
+struct Variable {
+    name: String,
+    /// Element types the live datasets declare for it, in first-seen order.
+    dtypes: Vec<String>,
+    offset: u64,
+    len: u64,
+    stats: Result<Option<ArrayStats>, String>,
+}
+
+async fn variables(atlas: &Atlas) -> Vec<Variable> {
+    let entries = atlas.variables();
+    let stats = join_all(entries.iter().map(|v| async move {
+        if v.name == DATASETS_SEGMENT {
+            return Ok(None);
+        }
+        atlas.array_stats(&v.name).await.map_err(|e| e.to_string())
+    }))
+    .await;
+    let mut declared: Vec<(String, Vec<String>)> = Vec::new();
+    for view in atlas.datasets() {
+        for meta in view.schema().arrays() {
+            let dtype = meta.dtype().display_name();
+            match declared.iter_mut().find(|(n, _)| n == meta.name()) {
+                Some((_, types)) if !types.contains(&dtype) => types.push(dtype),
+                Some(_) => {}
+                None => declared.push((meta.name().to_owned(), vec![dtype])),
+            }
+        }
+    }
+    entries
+        .into_iter()
+        .zip(stats)
+        .map(|(v, stats)| Variable {
+            dtypes: declared
+                .iter()
+                .find(|(n, _)| *n == v.name)
+                .map(|(_, t)| t.clone())
+                .unwrap_or_default(),
+            name: v.name.to_string(),
+            offset: v.offset,
+            len: v.len,
+            stats,
+        })
+        .collect()
+}
+
+/// Prints what `info` prints for an open collection (also the end of `demo`).
+pub async fn print(ctx: &Ctx, loc: &Location, atlas: &Atlas) -> CliResult {
+    let vars = variables(atlas).await;
+    // Everything readable is printed; a variable whose statistics cannot be read
+    // then fails the command (exit 1), naming the first such variable.
+    let failure = vars.iter().find_map(|v| {
+        v.stats.as_ref().err().map(|e| {
+            CliError::msg(format!(
+                "{}: statistics of variable {:?}: {e}",
+                loc.display, v.name
+            ))
+        })
+    });
+    let deleted = atlas.deleted_datasets();
+    if ctx.json {
+        let variables: Vec<_> = vars
+            .iter()
+            .map(|v| {
+                json!({
+                    "name": v.name,
+                    "offset": v.offset,
+                    "len": v.len,
+                    "stats": json::stats(v.stats.as_ref().ok().and_then(Option::as_ref)),
+                })
+            })
+            .collect();
+        output::json(&json!({
+            "format_version": atlas.format_version(),
+            "codec": atlas.codec().to_string(),
+            "created_unix_ms": atlas.created_unix_ms(),
+            "container_bytes": atlas.container_bytes(),
+            "footer_bytes": atlas.footer_bytes(),
+            "datasets_total": atlas.dataset_count_total(),
+            "datasets_live": atlas.dataset_count(),
+            "deleted": deleted,
+            "interned_schemas": atlas.interned_schemas(),
+            "variables": variables,
+        }));
+        return failure.map_or(Ok(()), Err);
+    }
+
+    let mut out = String::new();
+    let mut head = Table::new(&["", ""]);
+    let mut field = |k: &str, v: String| head.row(vec![k.to_owned(), v]);
+    field("collection", loc.display.clone());
+    field("format", format!("Atlas v{}", atlas.format_version()));
+    field("created", render::unix_ms(atlas.created_unix_ms()));
+    field("codec", atlas.codec().to_string());
+    field(
+        "size",
+        format!(
+            "{} ({} bytes; footer {} bytes)",
+            render::bytes(atlas.container_bytes()),
+            atlas.container_bytes(),
+            atlas.footer_bytes()
+        ),
+    );
+    field(
+        "datasets",
+        format!(
+            "{} live / {} total / {} deleted",
+            atlas.dataset_count(),
+            atlas.dataset_count_total(),
+            deleted.len()
+        ),
+    );
+    field("schemas", format!("{} interned", atlas.interned_schemas()));
+    if !deleted.is_empty() {
+        field("deleted", abbreviate(&deleted, 8));
+    }
+    // The header row of this two-column table is blank; skip it.
+    let rendered = head.render(0);
+    out.push_str(rendered.split_once('\n').map_or("", |(_, rest)| rest));
+
+    out.push_str(&format!("\nvariables ({}):\n", vars.len()));
+    let mut table = Table::new(&[
+        "name", "dtype", ">segment", ">count", ">nulls", "min", "max",
+    ]);
+    let mut mixed = false;
+    for v in &vars {
+        let dtype = match v.dtypes.as_slice() {
+            [] => "-".to_owned(),
+            [one] => one.clone(),
+            many => {
+                mixed = true;
+                format!("{}*", many.join("|"))
+            }
+        };
+        let mut row = vec![v.name.clone(), dtype, render::bytes(v.len)];
+        let first: Option<DType> = atlas
+            .datasets()
+            .find_map(|d| d.schema().array(&v.name).map(|m| m.dtype().clone()));
+        match &v.stats {
+            Ok(Some(s)) => row.extend([
+                s.row_count.to_string(),
+                s.null_count.to_string(),
+                render::stat(s.min.as_ref(), first.as_ref()),
+                render::stat(s.max.as_ref(), first.as_ref()),
+            ]),
+            Ok(None) if v.name == DATASETS_SEGMENT => {
+                row.extend(["-".into(), "-".into(), "(dataset attributes)".into()]);
+            }
+            Ok(None) => row.extend(["-".into(), "-".into(), "(no statistics)".into()]),
+            Err(e) => row.extend(["-".into(), "-".into(), format!("(unavailable: {e})")]),
+        }
+        table.row(row);
+    }
+    out.push_str(&table.render(2));
+    if mixed {
+        out.push_str(
+            "  * declared with several dtypes: the statistics cover the datasets of the first\n",
+        );
+    }
+    for w in atlas.mask_warnings() {
+        out.push_str(&format!("warning: deletion mask: {w}\n"));
+    }
+    output::text(&out);
+    failure.map_or(Ok(()), Err)
+}
+
+/// `a, b, c and 7 more`.
+fn abbreviate(names: &[String], max: usize) -> String {
+    let shown = names
+        .iter()
+        .take(max)
+        .cloned()
+        .collect::<Vec<_>>()
+        .join(", ");
+    if names.len() > max {
+        format!("{shown} and {} more", names.len() - max)
+    } else {
+        shown
+    }
+}

@@ -1,0 +1,90 @@
+//! One module per command; [`run`] dispatches.
+
+pub mod attrs;
+pub mod cat;
+pub mod demo;
+pub mod info;
+pub mod ls;
+pub mod rewrite;
+pub mod rm;
+pub mod show;
+pub mod stats;
+pub mod verify;
+
+use atlas::Atlas;
+
+use crate::cli::{Cli, Command, Global};
+use crate::exit::{CliResult, Context as _};
+use crate::location::{Access, Location, StoreOptions};
+
+/// What every command needs besides its own arguments.
+#[derive(Debug, Clone)]
+pub struct Ctx {
+    /// `--json`.
+    pub json: bool,
+    /// `-q`.
+    pub quiet: bool,
+    /// Backend options for every location.
+    pub store: StoreOptions,
+}
+
+impl Ctx {
+    fn new(global: &Global) -> Self {
+        Self {
+            json: global.json,
+            quiet: global.quiet,
+            store: StoreOptions {
+                endpoint: global.endpoint.clone(),
+                region: global.region.clone(),
+                anonymous: global.anonymous,
+            },
+        }
+    }
+
+    /// Resolves a location.
+    pub async fn locate(&self, spec: &str, access: Access) -> CliResult<Location> {
+        Location::resolve(spec, &self.store, access).await
+    }
+
+    /// Resolves and opens a collection.
+    pub async fn open(&self, spec: &str, access: Access) -> CliResult<(Location, Atlas)> {
+        let loc = self.locate(spec, access).await?;
+        let atlas = open_at(&loc).await?;
+        Ok((loc, atlas))
+    }
+}
+
+/// Opens the collection at a resolved location.
+pub async fn open_at(loc: &Location) -> CliResult<Atlas> {
+    tracing::debug!(collection = %loc.display, "opening");
+    let started = std::time::Instant::now();
+    let atlas = Atlas::open(loc.op.clone(), &loc.prefix)
+        .await
+        .at(&loc.display)?;
+    tracing::debug!(
+        collection = %loc.display,
+        datasets = atlas.dataset_count_total(),
+        live = atlas.dataset_count(),
+        variables = atlas.variables().len(),
+        elapsed = ?started.elapsed(),
+        "opened"
+    );
+    Ok(atlas)
+}
+
+/// Runs the command the user asked for.
+pub async fn run(cli: Cli) -> CliResult {
+    let ctx = Ctx::new(&cli.global);
+    match cli.command {
+        Command::Info(a) => info::run(&ctx, &a).await,
+        Command::Ls(a) => ls::run(&ctx, &a).await,
+        Command::Show(a) => show::run(&ctx, &a).await,
+        Command::Cat(a) => cat::run(&ctx, &a).await,
+        Command::Stats(a) => stats::run(&ctx, &a).await,
+        Command::Attrs(a) => attrs::run(&ctx, &a).await,
+        Command::Rm(a) => rm::run(&ctx, &a).await,
+        Command::Verify(a) => verify::run(&ctx, &a).await,
+        Command::Rewrite(a) => rewrite::run(&ctx, &a).await,
+        Command::Demo(a) => demo::run(&ctx, &a).await,
+    }
+}

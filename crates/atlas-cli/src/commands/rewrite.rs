@@ -1,0 +1,90 @@
+//! `atlas rewrite`: copy the live datasets into a new collection.
+
+use atlas::{AtlasWriter, Codec, WriterConfig};
+use serde_json::json;
+
+use super::Ctx;
+use crate::cli::{CodecArg, RewriteArgs};
+use crate::exit::{CliError, CliResult, Context as _};
+use crate::location::{Access, Location};
+use crate::{output, progress, render};
+
+/// Runs `atlas rewrite`.
+pub async fn run(ctx: &Ctx, args: &RewriteArgs) -> CliResult {
+    let (src_loc, src) = ctx.open(&args.src, Access::Read).await?;
+    let dst = ctx.locate(&args.dst, Access::Write).await?;
+    if let (Some(a), Some(b)) = (&src_loc.local_dir, &dst.local_dir)
+        && a == b
+    {
+        return Err(CliError::msg(format!(
+            "{}: the destination is the source; rewrite into a new location",
+            dst.display
+        )));
+    }
+    refuse_existing(&dst).await?;
+
+    let mut config = WriterConfig {
+        codec: match args.codec {
+            CodecArg::Zstd => Codec::Zstd,
+            CodecArg::Lz4 => Codec::Lz4,
+            CodecArg::None => Codec::Uncompressed,
+        },
+        ..WriterConfig::default()
+    };
+    if let Some(bytes) = args.block_size {
+        config.block_target_size = bytes;
+    }
+    if let Some(level) = args.zstd_level {
+        config.zstd_level = level;
+    }
+    let writer = AtlasWriter::create(dst.op.clone(), &dst.prefix, config)
+        .await
+        .at(&dst.display)?;
+
+    let bar = progress::bar(src.dataset_count() as u64, "rewrite", ctx.quiet);
+    let summary = atlas::rewrite(&src, writer, |done, total| {
+        bar.set_length(total as u64);
+        bar.set_position(done as u64);
+    })
+    .await
+    .at(&dst.display)?;
+    bar.finish_and_clear();
+
+    if ctx.json {
+        output::json(&json!({
+            "source": src_loc.display,
+            "destination": dst.display,
+            "datasets": summary.datasets,
+            "container_bytes": summary.container_bytes,
+            "source_container_bytes": src.container_bytes(),
+            "codec": config.codec.to_string(),
+        }));
+    } else if !ctx.quiet {
+        output::text(&format!(
+            "rewrote {} datasets from {} into {}: {} (was {}), {} blocks\n",
+            summary.datasets,
+            src_loc.display,
+            dst.display,
+            render::bytes(summary.container_bytes),
+            render::bytes(src.container_bytes()),
+            config.codec
+        ));
+    }
+    Ok(())
+}
+
+/// A collection is write-once: never write over one.
+pub async fn refuse_existing(dst: &Location) -> CliResult {
+    let exists = dst
+        .op
+        .exists(&dst.object("data.atlas"))
+        .await
+        .at(&dst.display)?;
+    if exists {
+        return Err(CliError::msg(format!(
+            "{}: already holds a collection (data.atlas); collections are write-once, choose a new location",
+            dst.display
+        )));
+    }
+    Ok(())
+}

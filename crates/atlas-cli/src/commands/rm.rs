@@ -1,0 +1,72 @@
+//! `atlas rm`: hide datasets with one write of the deletion mask.
+
+use std::io::Read as _;
+
+use atlas::WriteGuarantee;
+use serde_json::json;
+
+use super::Ctx;
+use crate::cli::RmArgs;
+use crate::exit::{CliError, CliResult, Context as _};
+use crate::location::Access;
+use crate::{output, render};
+
+/// Runs `atlas rm`.
+pub async fn run(ctx: &Ctx, args: &RmArgs) -> CliResult {
+    let mut names = args.datasets.clone();
+    if let Some(path) = &args.from_file {
+        names.extend(read_names(path)?);
+    }
+    let mut seen = std::collections::HashSet::new();
+    names.retain(|n| seen.insert(n.clone()));
+    if names.is_empty() {
+        return Err(CliError::msg("no dataset names given"));
+    }
+
+    let (loc, atlas) = ctx.open(&args.collection, Access::Write).await?;
+    let refs: Vec<&str> = names.iter().map(String::as_str).collect();
+    let outcome = atlas.delete_datasets(&refs).await.at(&loc.display)?;
+    let (guarantee, meaning) = match outcome.guarantee {
+        WriteGuarantee::Conditional => (
+            "conditional",
+            "conditional write: a concurrent delete is merged in, never lost",
+        ),
+        WriteGuarantee::LastWriterWins => (
+            "last_writer_wins",
+            "last writer wins: a delete racing this one may have been lost",
+        ),
+    };
+    if ctx.json {
+        output::json(&json!({
+            "deleted": outcome.deleted,
+            "guarantee": guarantee,
+        }));
+    } else if !ctx.quiet {
+        output::text(&format!(
+            "hid {} in {} with one mask write ({meaning})\n",
+            render::count(outcome.deleted, "dataset", "datasets"),
+            loc.display
+        ));
+    }
+    Ok(())
+}
+
+/// Names one per line; blank lines and `#` comments skipped; `-` reads stdin.
+fn read_names(path: &std::path::Path) -> CliResult<Vec<String>> {
+    let text = if path.as_os_str() == "-" {
+        let mut s = String::new();
+        std::io::stdin()
+            .read_to_string(&mut s)
+            .map_err(|e| CliError::msg(format!("cannot read names from stdin: {e}")))?;
+        s
+    } else {
+        std::fs::read_to_string(path)
+            .map_err(|e| CliError::msg(format!("cannot read {}: {e}", path.display())))?
+    };
+    Ok(text
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+        .map(str::to_owned)
+        .collect())
+}

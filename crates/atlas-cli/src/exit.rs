@@ -1,0 +1,199 @@
+//! Errors as the user sees them: one line on stderr and an exit code.
+//!
+//! Exit codes: 0 success; 1 a problem with the collection or the request
+//! (not found, corrupt, wrong dtype, unknown dataset, a failed `verify`...);
+//! 2 a usage error (clap reports those itself, before anything runs).
+
+use std::process::ExitCode;
+
+use atlas::AtlasError;
+use atlas_io::error::IoErrorKind;
+
+/// Everything a command can fail with.
+#[derive(Debug)]
+pub enum CliError {
+    /// The library refused; `context` names what we were doing (usually the collection).
+    Atlas {
+        /// What the command was working on, e.g. the collection location.
+        context: String,
+        /// The library's error.
+        error: AtlasError,
+    },
+    /// A storage backend failed outside the library (building an operator, a probe).
+    Storage {
+        /// What the command was working on.
+        context: String,
+        /// The backend's error.
+        error: opendal::Error,
+    },
+    /// A problem the command itself found (bad region syntax, read-only location...).
+    Message(String),
+}
+
+/// Result alias of the commands.
+pub type CliResult<T = ()> = Result<T, CliError>;
+
+impl CliError {
+    /// A problem described by the command itself.
+    pub fn msg(text: impl Into<String>) -> Self {
+        CliError::Message(text.into())
+    }
+
+    /// The process exit code for this error: always 1 (2 is clap's).
+    pub fn exit_code(&self) -> ExitCode {
+        ExitCode::from(1)
+    }
+
+    /// The one line printed on stderr (without the `error: ` prefix).
+    pub fn line(&self) -> String {
+        let text = match self {
+            CliError::Atlas { context, error } => describe_atlas(context, error),
+            CliError::Storage { context, error } => describe_storage(context, error),
+            CliError::Message(m) => m.clone(),
+        };
+        one_line(&text)
+    }
+}
+
+/// Adds the location (or other context) to a library error.
+pub trait Context<T> {
+    /// Wraps the error with `context`.
+    fn at(self, context: &str) -> CliResult<T>;
+}
+
+impl<T> Context<T> for Result<T, AtlasError> {
+    fn at(self, context: &str) -> CliResult<T> {
+        self.map_err(|error| CliError::Atlas {
+            context: context.to_owned(),
+            error,
+        })
+    }
+}
+
+impl<T> Context<T> for Result<T, opendal::Error> {
+    fn at(self, context: &str) -> CliResult<T> {
+        self.map_err(|error| CliError::Storage {
+            context: context.to_owned(),
+            error,
+        })
+    }
+}
+
+fn describe_atlas(context: &str, error: &AtlasError) -> String {
+    let AtlasError::Io(io) = error else {
+        return format!("{context}: {error}");
+    };
+    let message = backend_message(io, context);
+    match io.kind() {
+        IoErrorKind::NotFound => format!(
+            "no Atlas collection at {context}: {} not found",
+            if io.path().is_empty() {
+                "data.atlas"
+            } else {
+                io.path()
+            }
+        ),
+        IoErrorKind::PermissionDenied => {
+            format!("{context}: permission denied ({message}); check the credentials")
+        }
+        IoErrorKind::Transient => {
+            format!("{context}: storage unreachable or busy: {message}")
+        }
+        _ => {
+            let kind =
+                backend(io).map_or_else(|| io.kind().to_string(), |e| format!("{:?}", e.kind()));
+            format!(
+                "{context}: {} {:?} failed ({kind}): {message}",
+                io.operation(),
+                io.path()
+            )
+        }
+    }
+}
+
+/// The OpenDAL error behind a transport error, if there is one.
+fn backend(io: &atlas_io::IoError) -> Option<&opendal::Error> {
+    std::error::Error::source(io).and_then(|s| s.downcast_ref::<opendal::Error>())
+}
+
+/// The backend's own message and its cause, without OpenDAL's context dump
+/// (request headers and such; `--log-level debug` shows the whole error).
+fn backend_message(io: &atlas_io::IoError, context: &str) -> String {
+    let Some(e) = backend(io) else {
+        return io.message().to_owned();
+    };
+    let mut parts = vec![e.message().to_owned()];
+    let mut cause = std::error::Error::source(e);
+    while let Some(c) = cause {
+        let text = c.to_string();
+        if !parts.iter().any(|p| p.contains(&text)) {
+            parts.push(text);
+        }
+        cause = c.source();
+    }
+    parts.retain(|p| !p.trim().is_empty());
+    let mut message = if parts.is_empty() {
+        "the backend gave no reason".to_owned()
+    } else {
+        parts.join(": ")
+    };
+    if message.contains("credential") {
+        message.push_str(credential_hint(context));
+    }
+    message
+}
+
+/// Where the backend of `location` looks for credentials.
+fn credential_hint(location: &str) -> &'static str {
+    let scheme = location.split_once("://").map_or("", |(s, _)| s);
+    match scheme {
+        "s3" | "s3a" => {
+            "; set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (or AWS_PROFILE), or pass --anonymous"
+        }
+        "gs" | "gcs" => "; set GOOGLE_APPLICATION_CREDENTIALS, or pass --anonymous",
+        "az" | "azure" | "azblob" => {
+            "; set AZURE_STORAGE_KEY or AZURE_STORAGE_SAS_TOKEN, or pass --anonymous"
+        }
+        _ => "",
+    }
+}
+
+fn describe_storage(context: &str, error: &opendal::Error) -> String {
+    use opendal::ErrorKind as K;
+    match error.kind() {
+        K::NotFound => format!("no Atlas collection at {context}: {error}"),
+        K::PermissionDenied => {
+            format!("{context}: permission denied; check the credentials: {error}")
+        }
+        K::ConfigInvalid => format!("{context}: invalid storage configuration: {error}"),
+        _ => format!("{context}: {error}"),
+    }
+}
+
+/// Collapses any line breaks so an error is always exactly one line.
+pub fn one_line(text: &str) -> String {
+    text.split(['\n', '\r'])
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_error_is_always_one_line() {
+        assert_eq!(one_line("a\nb\r\n  c\n"), "a b c");
+    }
+
+    #[test]
+    fn a_missing_dataset_names_the_collection_and_the_dataset() {
+        let e = CliError::Atlas {
+            context: "dir".into(),
+            error: AtlasError::DatasetNotFound { name: "x".into() },
+        };
+        assert_eq!(e.line(), "dir: dataset \"x\" not found");
+    }
+}

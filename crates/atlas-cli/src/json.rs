@@ -1,0 +1,27 @@
+//! The `--json` shapes. Statistics, attributes and datasets are rendered by
+//! `atlas::json`, the manifest's encodings; this module only adapts them to
+//! what each command prints.
+
+use atlas::{ArrayStats, AtlasError, Attr, DatasetView, StatValue};
+use serde_json::Value as Json;
+
+/// A min or max: `{"float": x}`, `{"int": n}`, ... or `null`.
+pub fn stat_value(v: Option<&StatValue>) -> Json {
+    v.map_or(Json::Null, atlas::json::stat_json)
+}
+
+/// `{"min", "max", "null_count", "row_count"}`, or `null` without statistics.
+pub fn stats(s: Option<&ArrayStats>) -> Json {
+    atlas::json::stats_json(s)
+}
+
+/// `{"type": ..., "value": ...}`.
+pub fn attr(a: &Attr) -> Json {
+    atlas::json::attr_json(a)
+}
+
+/// One dataset in the manifest's per-dataset shape, without `values` (and without
+/// `deleted`: only live datasets are shown).
+pub async fn dataset(view: &DatasetView<'_>) -> Result<Json, AtlasError> {
+    atlas::json::dataset_json(view, false).await
+}

@@ -1,0 +1,288 @@
+//! Reading an array whose element type is known only at run time: one
+//! dispatch on the dtype, then values as JSON or as text cells.
+
+use atlas::{AtlasError, DType, DatasetView, FillValue, TimestampNs};
+use ndarray::ArrayD;
+use serde_json::Value as Json;
+
+use crate::render;
+
+/// An array of any element type atlas reads.
+#[derive(Debug)]
+#[allow(missing_docs)]
+pub enum Values {
+    Int8(ArrayD<i8>),
+    Int16(ArrayD<i16>),
+    Int32(ArrayD<i32>),
+    Int64(ArrayD<i64>),
+    UInt8(ArrayD<u8>),
+    UInt16(ArrayD<u16>),
+    UInt32(ArrayD<u32>),
+    UInt64(ArrayD<u64>),
+    Float32(ArrayD<f32>),
+    Float64(ArrayD<f64>),
+    String(ArrayD<String>),
+    Binary(ArrayD<Vec<u8>>),
+    Timestamp(ArrayD<TimestampNs>),
+}
+
+macro_rules! each {
+    ($self:expr, $a:ident => $body:expr) => {
+        match $self {
+            Values::Int8($a) => $body,
+            Values::Int16($a) => $body,
+            Values::Int32($a) => $body,
+            Values::Int64($a) => $body,
+            Values::UInt8($a) => $body,
+            Values::UInt16($a) => $body,
+            Values::UInt32($a) => $body,
+            Values::UInt64($a) => $body,
+            Values::Float32($a) => $body,
+            Values::Float64($a) => $body,
+            Values::String($a) => $body,
+            Values::Binary($a) => $body,
+            Values::Timestamp($a) => $body,
+        }
+    };
+}
+
+/// Reads `shape` elements of `array` from `start`, as the element type `dtype`.
+pub async fn read(
+    view: &DatasetView<'_>,
+    array: &str,
+    dtype: &DType,
+    start: &[u64],
+    shape: &[u64],
+) -> Result<Values, AtlasError> {
+    Ok(match dtype {
+        DType::Int8 => Values::Int8(view.read_array(array, start, shape).await?),
+        DType::Int16 => Values::Int16(view.read_array(array, start, shape).await?),
+        DType::Int32 => Values::Int32(view.read_array(array, start, shape).await?),
+        DType::Int64 => Values::Int64(view.read_array(array, start, shape).await?),
+        DType::UInt8 => Values::UInt8(view.read_array(array, start, shape).await?),
+        DType::UInt16 => Values::UInt16(view.read_array(array, start, shape).await?),
+        DType::UInt32 => Values::UInt32(view.read_array(array, start, shape).await?),
+        DType::UInt64 => Values::UInt64(view.read_array(array, start, shape).await?),
+        DType::Float32 => Values::Float32(view.read_array(array, start, shape).await?),
+        DType::Float64 => Values::Float64(view.read_array(array, start, shape).await?),
+        DType::String => Values::String(view.read_array(array, start, shape).await?),
+        DType::Binary => Values::Binary(view.read_array(array, start, shape).await?),
+        DType::TimestampNs => Values::Timestamp(view.read_array(array, start, shape).await?),
+        other => {
+            return Err(AtlasError::DTypeMismatch {
+                array: array.to_owned(),
+                stored: other.display_name(),
+                requested: "an element type atlas can read".to_owned(),
+            });
+        }
+    })
+}
+
+/// One element as JSON and as text.
+trait Cell {
+    fn json(&self) -> Json;
+    fn text(&self) -> String;
+    fn is_fill(&self, fill: &FillValue) -> bool;
+}
+
+macro_rules! int_cell {
+    ($($t:ty),*) => {$(
+        impl Cell for $t {
+            fn json(&self) -> Json { Json::from(*self) }
+            fn text(&self) -> String { self.to_string() }
+            fn is_fill(&self, fill: &FillValue) -> bool {
+                match fill {
+                    FillValue::Int(f) => i128::from(*self) == i128::from(*f),
+                    FillValue::UInt(f) => i128::from(*self) == i128::from(*f),
+                    _ => false,
+                }
+            }
+        }
+    )*};
+}
+int_cell!(i8, i16, i32, i64, u8, u16, u32, u64);
+
+impl Cell for f32 {
+    fn json(&self) -> Json {
+        atlas::json::f32_json(*self)
+    }
+    fn text(&self) -> String {
+        render::float(*self)
+    }
+    fn is_fill(&self, fill: &FillValue) -> bool {
+        // As array-format compares: the fill narrowed to the element type, bit for bit.
+        matches!(fill, FillValue::Float(f) if (*f as f32).to_bits() == self.to_bits())
+    }
+}
+
+impl Cell for f64 {
+    fn json(&self) -> Json {
+        atlas::json::float_json(*self)
+    }
+    fn text(&self) -> String {
+        render::float(*self)
+    }
+    fn is_fill(&self, fill: &FillValue) -> bool {
+        matches!(fill, FillValue::Float(f) if f.to_bits() == self.to_bits())
+    }
+}
+
+impl Cell for String {
+    fn json(&self) -> Json {
+        Json::from(self.as_str())
+    }
+    fn text(&self) -> String {
+        format!("{self:?}")
+    }
+    fn is_fill(&self, fill: &FillValue) -> bool {
+        matches!(fill, FillValue::String(f) if f == self)
+    }
+}
+
+impl Cell for Vec<u8> {
+    fn json(&self) -> Json {
+        Json::Array(self.iter().map(|b| Json::from(*b)).collect())
+    }
+    fn text(&self) -> String {
+        render::hex(self)
+    }
+    fn is_fill(&self, _fill: &FillValue) -> bool {
+        false
+    }
+}
+
+impl Cell for TimestampNs {
+    fn json(&self) -> Json {
+        Json::from(self.0)
+    }
+    fn text(&self) -> String {
+        render::timestamp_ns(self.0)
+    }
+    fn is_fill(&self, fill: &FillValue) -> bool {
+        matches!(fill, FillValue::TimestampNs(f) | FillValue::Int(f) if *f == self.0)
+    }
+}
+
+impl Values {
+    /// The array's shape.
+    pub fn shape(&self) -> Vec<u64> {
+        each!(self, a => a.shape().iter().map(|&d| d as u64).collect())
+    }
+
+    /// Number of elements.
+    pub fn len(&self) -> usize {
+        each!(self, a => a.len())
+    }
+
+    /// The elements in row-major order as a JSON list.
+    pub fn to_json(&self) -> Json {
+        each!(self, a => Json::Array(a.iter().map(Cell::json).collect()))
+    }
+
+    /// The elements in row-major order as text; an element equal to the fill value is `_`
+    /// (as `ncdump` prints it).
+    pub fn cells(&self, fill: Option<&FillValue>) -> Vec<String> {
+        each!(self, a => a
+            .iter()
+            .map(|v| match fill {
+                Some(f) if v.is_fill(f) => "_".to_owned(),
+                _ => v.text(),
+            })
+            .collect())
+    }
+}
+
+/// Lays out row-major `cells` of `shape` for reading: one value per line for
+/// 1-D, aligned rows for 2-D, and for more dimensions a `[i, j, :, :]` header
+/// before each 2-D slice.
+pub fn layout_text(cells: &[String], shape: &[u64]) -> String {
+    let mut out = String::new();
+    match shape.len() {
+        0 | 1 => {
+            for c in cells {
+                out.push_str(c);
+                out.push('\n');
+            }
+        }
+        rank => {
+            let cols = shape[rank - 1] as usize;
+            let rows = shape[rank - 2] as usize;
+            let slice = rows * cols;
+            if slice == 0 {
+                return out;
+            }
+            let width = cells.iter().map(|c| c.chars().count()).max().unwrap_or(0);
+            for (s, block) in cells.chunks(slice).enumerate() {
+                if rank > 2 {
+                    if s > 0 {
+                        out.push('\n');
+                    }
+                    let mut index = Vec::with_capacity(rank);
+                    let mut rem = s;
+                    for &d in shape[..rank - 2].iter().rev() {
+                        index.push((rem % d as usize).to_string());
+                        rem /= d as usize;
+                    }
+                    index.reverse();
+                    index.push(":".into());
+                    index.push(":".into());
+                    out.push_str(&format!("[{}]\n", index.join(", ")));
+                }
+                for row in block.chunks(cols) {
+                    let line = row
+                        .iter()
+                        .map(|c| format!("{c:>width$}"))
+                        .collect::<Vec<_>>()
+                        .join("  ");
+                    out.push_str(&line);
+                    out.push('\n');
+                }
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn values_are_row_major_with_non_finite_floats_as_strings() {
+        let v = Values::Float32(
+            ArrayD::from_shape_vec(vec![2, 2], vec![0.1, f32::NAN, f32::INFINITY, -2.0]).unwrap(),
+        );
+        assert_eq!(v.to_json(), serde_json::json!([0.1, "NaN", "inf", -2.0]));
+        let t = Values::Timestamp(ArrayD::from_shape_vec(vec![1], vec![TimestampNs(7)]).unwrap());
+        assert_eq!(t.to_json(), serde_json::json!([7]));
+        let b = Values::Binary(ArrayD::from_shape_vec(vec![1], vec![vec![222, 173]]).unwrap());
+        assert_eq!(b.to_json(), serde_json::json!([[222, 173]]));
+    }
+
+    #[test]
+    fn two_dimensions_print_as_aligned_rows() {
+        let cells: Vec<String> = ["1", "22", "3", "4"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        assert_eq!(layout_text(&cells, &[2, 2]), " 1  22\n 3   4\n");
+    }
+
+    #[test]
+    fn three_dimensions_print_one_slice_after_another() {
+        let cells: Vec<String> = (0..8).map(|i| i.to_string()).collect();
+        assert_eq!(
+            layout_text(&cells, &[2, 2, 2]),
+            "[0, :, :]\n0  1\n2  3\n\n[1, :, :]\n4  5\n6  7\n"
+        );
+    }
+
+    #[test]
+    fn the_fill_value_prints_as_an_underscore() {
+        let v = Values::Float32(ArrayD::from_shape_vec(vec![3], vec![1.0, -999.0, 2.5]).unwrap());
+        assert_eq!(
+            v.cells(Some(&FillValue::Float(-999.0))),
+            ["1.0", "_", "2.5"]
+        );
+    }
+}

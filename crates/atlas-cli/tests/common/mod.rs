@@ -1,0 +1,100 @@
+//! Helpers of the end-to-end tests: the built `atlas` binary, the fixtures and
+//! their manifests.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+
+use assert_cmd::Command;
+use serde_json::Value as Json;
+
+/// Fixture names under testdata/v8.
+pub const FIXTURES: [&str; 4] = ["small", "deleted", "mixed", "empty"];
+
+/// The `atlas` binary, with no logging configured from outside.
+pub fn atlas() -> Command {
+    let mut cmd = Command::cargo_bin("atlas").expect("the atlas binary is built");
+    cmd.env_remove("RUST_LOG");
+    cmd
+}
+
+/// testdata/v8/<name>.
+pub fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../testdata/v8")
+        .join(name)
+}
+
+/// testdata/v8/<name>/manifest.json.
+pub fn manifest(name: &str) -> Json {
+    let text = std::fs::read_to_string(fixture(name).join("manifest.json")).expect("manifest");
+    serde_json::from_str(&text).expect("manifest is JSON")
+}
+
+/// The manifest's live datasets.
+pub fn live(manifest: &Json) -> Vec<Json> {
+    manifest["datasets"]
+        .as_array()
+        .expect("datasets")
+        .iter()
+        .filter(|d| d["deleted"] == Json::Bool(false))
+        .cloned()
+        .collect()
+}
+
+/// A copy of the fixture's collection (data.atlas and deleted.mask) in a fresh tempdir.
+pub fn copy_fixture(name: &str) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().expect("tempdir");
+    for file in ["data.atlas", "deleted.mask"] {
+        let src = fixture(name).join(file);
+        if src.exists() {
+            std::fs::copy(&src, dir.path().join(file)).expect("copy");
+        }
+    }
+    dir
+}
+
+/// Runs `atlas <args>`, expects success, returns stdout.
+pub fn stdout_of(args: &[&str]) -> String {
+    let out = atlas().args(args).output().expect("runs");
+    assert!(
+        out.status.success(),
+        "atlas {args:?} failed ({:?}): {}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).expect("utf-8 stdout")
+}
+
+/// Runs `atlas --json <args>`, expects success, returns the parsed stdout.
+pub fn json_of(args: &[&str]) -> Json {
+    let mut all = vec!["--json"];
+    all.extend_from_slice(args);
+    let text = stdout_of(&all);
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("atlas {all:?}: not JSON ({e}): {text}"))
+}
+
+/// Runs `atlas <args>`, expects exit status `code`, and returns stderr, which must be exactly one line.
+pub fn fails_with_one_line(args: &[&str], code: i32) -> String {
+    let out = atlas().args(args).output().expect("runs");
+    assert_eq!(
+        out.status.code(),
+        Some(code),
+        "atlas {args:?}: stdout {} stderr {}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stderr = String::from_utf8(out.stderr).expect("utf-8 stderr");
+    assert_eq!(
+        stderr.lines().count(),
+        1,
+        "atlas {args:?}: stderr is not one line: {stderr:?}"
+    );
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert!(!stderr.contains("RUST_BACKTRACE"), "{stderr}");
+    stderr
+}
+
+/// The path as a &str.
+pub fn s(p: &Path) -> &str {
+    p.to_str().expect("utf-8 path")
+}

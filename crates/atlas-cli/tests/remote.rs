@@ -1,0 +1,207 @@
+//! Collections behind a URL: `http://` through a tiny range-capable server
+//! in the test itself, and `s3://` against a local S3-compatible server
+//! (moto, started by `scripts/s3-server.sh`). Everything stays on 127.0.0.1.
+
+mod common;
+
+use std::io::{BufRead, BufReader, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::PathBuf;
+use std::process::Command as Process;
+
+use common::*;
+use serde_json::json;
+
+/// Serves the files under `root` over HTTP/1.1 on 127.0.0.1 (GET with `Range`,
+/// HEAD); one request per connection. Lives as long as the test process.
+fn serve(root: PathBuf) -> String {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    std::thread::spawn(move || {
+        for stream in listener.incoming().flatten() {
+            let root = root.clone();
+            std::thread::spawn(move || {
+                let _ = answer(stream, &root);
+            });
+        }
+    });
+    format!("http://{addr}")
+}
+
+fn answer(mut stream: TcpStream, root: &std::path::Path) -> std::io::Result<()> {
+    let mut reader = BufReader::new(stream.try_clone()?);
+    let mut request = String::new();
+    reader.read_line(&mut request)?;
+    let mut range = None;
+    loop {
+        let mut line = String::new();
+        if reader.read_line(&mut line)? == 0 || line.trim().is_empty() {
+            break;
+        }
+        if let Some((k, v)) = line.split_once(':')
+            && k.eq_ignore_ascii_case("range")
+        {
+            range = Some(v.trim().to_owned());
+        }
+    }
+    let mut parts = request.split_whitespace();
+    let (method, path) = (parts.next().unwrap_or(""), parts.next().unwrap_or("/"));
+    let file = root.join(path.trim_start_matches('/'));
+    let Ok(data) = std::fs::read(&file) else {
+        return stream.write_all(
+            b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+        );
+    };
+    let n = data.len();
+    let (status, body, extra) = match range.as_deref().and_then(|r| r.strip_prefix("bytes=")) {
+        Some(spec) => {
+            let (a, b) = spec.split_once('-').unwrap_or((spec, ""));
+            let (start, end) = if a.is_empty() {
+                (
+                    n.saturating_sub(b.parse().unwrap_or(0)),
+                    n.saturating_sub(1),
+                )
+            } else {
+                let end = b
+                    .parse()
+                    .unwrap_or(n.saturating_sub(1))
+                    .min(n.saturating_sub(1));
+                (a.parse().unwrap_or(0), end)
+            };
+            let body = data.get(start..=end).unwrap_or_default().to_vec();
+            (
+                "206 Partial Content",
+                body,
+                format!("Content-Range: bytes {start}-{end}/{n}\r\n"),
+            )
+        }
+        None => ("200 OK", data, String::new()),
+    };
+    let head = format!(
+        "HTTP/1.1 {status}\r\nContent-Length: {}\r\n{extra}Connection: close\r\n\r\n",
+        body.len()
+    );
+    stream.write_all(head.as_bytes())?;
+    if method != "HEAD" {
+        stream.write_all(&body)?;
+    }
+    stream.flush()
+}
+
+#[test]
+fn an_http_location_reads_like_the_local_path() {
+    let base = serve(fixture(".."));
+    for f in ["small", "deleted", "mixed"] {
+        let url = format!("{base}/v8/{f}");
+        let local = fixture(f);
+        assert_eq!(json_of(&["ls", &url]), json_of(&["ls", s(&local)]), "{f}");
+        let first = json_of(&["ls", s(&local)])[0]["name"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        assert_eq!(
+            json_of(&["show", &url, &first]),
+            json_of(&["show", s(&local), &first]),
+            "{f}"
+        );
+        let info = json_of(&["info", &url]);
+        assert_eq!(
+            info["deleted"],
+            json_of(&["info", s(&local)])["deleted"],
+            "{f}"
+        );
+        assert!(stdout_of(&["verify", &url]).contains("sound"), "{f}");
+    }
+    let cat = json_of(&["cat", &format!("{base}/v8/small"), "mar_2024", "station"]);
+    assert_eq!(cat["values"], json!(["st-2-a", "", "station é 2"]));
+}
+
+#[test]
+fn an_http_location_without_a_collection_is_not_found() {
+    let base = serve(fixture(".."));
+    let err = fails_with_one_line(&["ls", &format!("{base}/v8/nothing")], 1);
+    assert!(err.contains("no Atlas collection"), "{err}");
+    let err = fails_with_one_line(&["rm", &format!("{base}/v8/small"), "jan_2024"], 1);
+    assert!(err.contains("read-only"), "{err}");
+}
+
+/// The endpoint of the project's local S3 server (moto on 127.0.0.1), which
+/// `scripts/s3-server.sh` installs on first use, starts, and reuses after.
+fn s3_endpoint() -> String {
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../../scripts/s3-server.sh");
+    let out = Process::new("bash").arg(script).output().unwrap();
+    assert!(
+        out.status.success(),
+        "the local S3 server did not start: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap().trim().to_owned()
+}
+
+#[test]
+fn an_s3_compatible_server_takes_demo_rm_verify_and_rewrite() {
+    let endpoint = s3_endpoint();
+    let home = tempfile::tempdir().unwrap();
+    let run = |args: &[&str]| {
+        let out = atlas()
+            .env("AWS_ACCESS_KEY_ID", "test")
+            .env("AWS_SECRET_ACCESS_KEY", "test")
+            .env("AWS_EC2_METADATA_DISABLED", "true")
+            .env("HOME", home.path())
+            .env_remove("AWS_PROFILE")
+            .env_remove("AWS_ENDPOINT_URL")
+            .args(["--json", "--endpoint", &endpoint, "--region", "us-east-1"])
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "atlas {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice::<serde_json::Value>(&out.stdout).unwrap()
+    };
+    // The server outlives this test: a fresh prefix per run.
+    let url = format!(
+        "s3://atlas-test/argo-{}-{}",
+        std::process::id(),
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_nanos()
+    );
+    let url = url.as_str();
+    let info = run(&["demo", url, "--count", "40"]);
+    assert_eq!(info["datasets_live"], json!(40));
+    assert_eq!(run(&["verify", url])["ok"], json!(true));
+    let rm = run(&["rm", url, "R6901234_002.nc", "R6901234_010.nc"]);
+    assert_eq!(rm["deleted"], json!(2));
+    assert_eq!(
+        rm["guarantee"],
+        json!("conditional"),
+        "S3 deletes are conditional: {rm}"
+    );
+    assert_eq!(run(&["ls", url]).as_array().unwrap().len(), 38);
+
+    let local = tempfile::tempdir().unwrap();
+    let copy = local.path().join("copy");
+    run(&["rewrite", url, s(&copy)]);
+    assert_eq!(json_of(&["ls", s(&copy)]).as_array().unwrap().len(), 38);
+    assert_eq!(
+        json_of(&["cat", s(&copy), "R6901234_001.nc", "TEMP"]),
+        run(&["cat", url, "R6901234_001.nc", "TEMP"])
+    );
+
+    let missing = atlas()
+        .env("AWS_ACCESS_KEY_ID", "test")
+        .env("AWS_SECRET_ACCESS_KEY", "test")
+        .env("AWS_EC2_METADATA_DISABLED", "true")
+        .args(["--endpoint", &endpoint, "--region", "us-east-1"])
+        .args(["ls", "s3://atlas-test/nothing"])
+        .output()
+        .unwrap();
+    assert_eq!(missing.status.code(), Some(1));
+    let stderr = String::from_utf8(missing.stderr).unwrap();
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(stderr.contains("no Atlas collection"), "{stderr}");
+}
