@@ -2,6 +2,7 @@
 //! dataset: one segment open and one pass over what array-format holds in
 //! memory, never a lookup per dataset.
 
+use array_format::ArrayInfo;
 use atlas_format::{CollectionFooter, DATASETS_SEGMENT, DType, SchemaView};
 
 use super::collection::Atlas;
@@ -25,7 +26,46 @@ fn declared_per_schema<'f>(
         .collect()
 }
 
+/// One array of a segment that belongs to a live dataset declaring what is asked about.
+struct LiveArray<'a, 'f> {
+    /// Position of the array in the segment (and in its attribute columns).
+    position: usize,
+    /// What array-format holds for it.
+    info: &'a ArrayInfo,
+    /// The dataset's ordinal.
+    ordinal: u32,
+    /// The dataset's schema index.
+    schema: u32,
+    /// The type that schema declares.
+    dtype: &'f DType,
+}
+
 impl Atlas {
+    /// The arrays of a segment that are live datasets declaring something (per
+    /// `declared`), in segment order: one hash lookup per array, no lookup per dataset.
+    fn live_arrays<'a, 'f>(
+        &'a self,
+        arrays: &'a [ArrayInfo],
+        declared: &'a [Option<&'f DType>],
+    ) -> impl Iterator<Item = LiveArray<'a, 'f>> + 'a {
+        let footer = self.footer();
+        arrays
+            .iter()
+            .enumerate()
+            .filter_map(move |(position, info)| {
+                let (index, _, &schema) = footer.datasets.get_full(info.name.as_str())?;
+                let ordinal = u32::try_from(index).ok()?;
+                let dtype = declared.get(schema as usize).copied().flatten()?;
+                self.is_live(ordinal).then_some(LiveArray {
+                    position,
+                    info,
+                    ordinal,
+                    schema,
+                    dtype,
+                })
+            })
+    }
+
     /// The declared types of the live datasets whose schema declares something
     /// (per `declared`), in ordinal order.
     fn live_declaring<'f>(&'f self, declared: &[Option<&'f DType>]) -> Vec<&'f DType> {
@@ -73,19 +113,14 @@ impl Atlas {
         let mut rows = Vec::with_capacity(wanted.len());
         let mut seen = 0usize;
         // One pass over the segment's arrays; a hash lookup finds each one's dataset.
-        for info in segment.file.arrays() {
-            let Some((index, _, &schema)) = footer.datasets.get_full(info.name.as_str()) else {
-                continue;
-            };
-            let Ok(ordinal) = u32::try_from(index) else {
-                continue;
-            };
-            let Some(dtype) = declared.get(schema as usize).copied().flatten() else {
-                continue;
-            };
-            if !self.is_live(ordinal) {
-                continue;
-            }
+        for LiveArray {
+            info,
+            ordinal,
+            schema,
+            dtype,
+            ..
+        } in self.live_arrays(segment.file.arrays(), &declared)
+        {
             seen = seen.saturating_add(1);
             if let Some(problem) = segment.problem(info.name.as_str()) {
                 return Err(AtlasError::corrupt(format!(
@@ -195,20 +230,15 @@ impl Atlas {
             ))
         })?;
         let mut rows: Vec<(u32, String, Attr)> = Vec::with_capacity(wanted.len());
-        for (i, info) in segment.file.arrays().iter().enumerate() {
-            let Some((index, _, &schema)) = footer.datasets.get_full(info.name.as_str()) else {
-                continue;
-            };
-            let Ok(ordinal) = u32::try_from(index) else {
-                continue;
-            };
-            let Some(dtype) = declared.get(schema as usize).copied().flatten() else {
-                continue;
-            };
-            if !self.is_live(ordinal) {
-                continue;
-            }
-            let value = column.get(i).and_then(Option::as_ref).ok_or_else(|| {
+        for LiveArray {
+            position,
+            info,
+            ordinal,
+            dtype,
+            ..
+        } in self.live_arrays(segment.file.arrays(), &declared)
+        {
+            let value = column.get(position).and_then(Option::as_ref).ok_or_else(|| {
                 AtlasError::corrupt(format!(
                     "segment {segment_name:?}: dataset {:?} declares attribute {key:?}, but none is stored",
                     info.name
