@@ -88,7 +88,7 @@ fn describe_atlas(context: &str, error: &AtlasError) -> String {
         IoErrorKind::NotFound => format!(
             "no Atlas collection at {context}: {} not found",
             if io.path().is_empty() {
-                "data.atlas"
+                atlas::CONTAINER_FILE
             } else {
                 io.path()
             }

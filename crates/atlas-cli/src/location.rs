@@ -138,7 +138,7 @@ fn local_dir(path: &str, access: Access, spec: &str) -> CliResult<PathBuf> {
         return Err(CliError::msg("empty collection path"));
     }
     let mut dir = PathBuf::from(path);
-    if dir.file_name().is_some_and(|n| n == "data.atlas") && !dir.is_dir() {
+    if dir.file_name().is_some_and(|n| n == atlas::CONTAINER_FILE) && !dir.is_dir() {
         dir = dir
             .parent()
             .filter(|p| !p.as_os_str().is_empty())

@@ -22,8 +22,8 @@ use opendal::Operator;
 
 use crate::error::{IoError, IoErrorKind};
 use crate::read::{
-    concat, read_optional, read_ranges_concurrently, read_suffix_once, stat_len,
-    supports_suffix_reads,
+    DEFAULT_PIECE_SIZE, concat, piece_count, read_optional, read_ranges_concurrently,
+    read_suffix_once, stat_len, supports_suffix_reads,
 };
 
 /// How many pieces of one big footer read are in flight at once.
@@ -132,9 +132,8 @@ async fn drive(
                     FOOTER_READ_CONCURRENCY,
                 )
                 .await?;
-                let piece_count =
-                    crate::read::split_into_pieces(range, crate::read::DEFAULT_PIECE_SIZE).len();
-                requests = requests.saturating_add(u32::try_from(piece_count).unwrap_or(u32::MAX));
+                let pieces = piece_count(&range, DEFAULT_PIECE_SIZE);
+                requests = requests.saturating_add(u32::try_from(pieces).unwrap_or(u32::MAX));
                 let bytes = parts.pop().unwrap_or_default();
                 decoder.push(&bytes)?;
                 // Requests walk backwards from the end: each one sits in front of the last.

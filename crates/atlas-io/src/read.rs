@@ -137,6 +137,15 @@ pub fn split_into_pieces(range: Range<u64>, piece_size: u64) -> Vec<Range<u64>> 
     out
 }
 
+/// How many pieces [`split_into_pieces`] cuts `range` into, without building them:
+/// the requests [`read_ranges_in_pieces`] sends for it.
+pub(crate) fn piece_count(range: &Range<u64>, piece_size: u64) -> u64 {
+    range
+        .end
+        .saturating_sub(range.start)
+        .div_ceil(piece_size.max(1))
+}
+
 /// Reads each of `ranges` of `path`, splitting ranges over 8 MiB into 8 MiB pieces
 /// read concurrently (at most `max_concurrency` in flight), reassembled in order.
 ///

@@ -36,7 +36,7 @@ use object_store::{
 use opendal::Operator;
 
 use crate::error::{IoError, IoErrorKind};
-use crate::read::{DEFAULT_PIECE_SIZE, concat, read_ranges_in_pieces, split_into_pieces};
+use crate::read::{DEFAULT_PIECE_SIZE, concat, piece_count, read_ranges_in_pieces};
 
 /// Size of array-format's trailer: `footer_size: u64 LE` then `b"ARRF"`.
 pub const TRAILER_LEN: u64 = 12;
@@ -145,28 +145,20 @@ pub enum SegmentError {
 /// is guaranteed to be at most `segment_len`.
 pub fn validate_trailer(path: &str, tail: &[u8], segment_len: u64) -> Result<u64, SegmentError> {
     let trailer = tail
-        .len()
-        .checked_sub(TRAILER_LEN as usize)
-        .and_then(|start| tail.get(start..))
+        .last_chunk::<{ TRAILER_LEN as usize }>()
         .ok_or_else(|| SegmentError::TooShort {
             path: path.to_string(),
             len: tail.len() as u64,
         })?;
-    let (size_bytes, magic) =
-        trailer
-            .split_first_chunk::<8>()
-            .ok_or_else(|| SegmentError::TooShort {
-                path: path.to_string(),
-                len: tail.len() as u64,
-            })?;
-    let found: [u8; 4] = magic.try_into().unwrap_or_default();
+    let [size_bytes @ .., m0, m1, m2, m3] = *trailer;
+    let found = [m0, m1, m2, m3];
     if found != ARRF_MAGIC {
         return Err(SegmentError::NotAnArrayFile {
             path: path.to_string(),
             found,
         });
     }
-    let footer_size = u64::from_le_bytes(*size_bytes);
+    let footer_size = u64::from_le_bytes(size_bytes);
     match footer_size.checked_add(TRAILER_LEN) {
         Some(total) if total <= segment_len => Ok(total),
         _ => Err(SegmentError::FooterOutOfBounds {
@@ -405,7 +397,7 @@ impl SegmentStore {
                 });
             }
         };
-        let pieces = split_into_pieces(abs.clone(), self.piece_size).len() as u64;
+        let pieces = piece_count(&abs, self.piece_size);
         self.requests.fetch_add(pieces, Ordering::Relaxed);
         let mut parts = read_ranges_in_pieces(
             &self.op,
@@ -456,13 +448,7 @@ impl SegmentStore {
     ) -> Result<GetResult, SegmentError> {
         let p = location.as_ref();
         let seg = self.lookup(p)?;
-        let meta = ObjectMeta {
-            location: location.clone(),
-            last_modified: Default::default(),
-            size: seg.len,
-            e_tag: None,
-            version: None,
-        };
+        let meta = object_meta(location, seg.len);
         if options.head {
             return Ok(one_shot(meta, 0..0, Bytes::new()));
         }
@@ -489,6 +475,17 @@ impl SegmentStore {
         };
         let bytes = self.read_segment(p, &seg, rel.clone()).await?;
         Ok(one_shot(meta, rel, bytes))
+    }
+}
+
+/// What `head` says about a segment: its length, no time, no ETag, no version.
+fn object_meta(location: &Path, size: u64) -> ObjectMeta {
+    ObjectMeta {
+        location: location.clone(),
+        last_modified: Default::default(),
+        size,
+        e_tag: None,
+        version: None,
     }
 }
 
@@ -568,13 +565,7 @@ impl ObjectStore for SegmentStore {
             let seg = self
                 .lookup(location.as_ref())
                 .map_err(to_object_store_error)?;
-            options.check_preconditions(&ObjectMeta {
-                location: location.clone(),
-                last_modified: Default::default(),
-                size: seg.len,
-                e_tag: None,
-                version: None,
-            })?;
+            options.check_preconditions(&object_meta(location, seg.len))?;
         }
         self.get_segment(location, options)
             .await

@@ -11,9 +11,7 @@ use crate::exit::{CliError, CliResult};
 use crate::location::{Access, Location};
 use crate::render::{self, Table};
 use crate::{json, output};
-
-/// The reserved segment of dataset-level attributes: it holds no data, so no statistics.
-const DATASETS_SEGMENT: &str = "_datasets";
+use atlas::DATASETS_SEGMENT;
 
 /// Runs `atlas info`.
 pub async fn run(ctx: &Ctx, args: &CollectionArg) -> CliResult {
@@ -26,6 +24,8 @@ struct Variable {
     name: String,
     /// Element types the live datasets declare for it, in first-seen order.
     dtypes: Vec<String>,
+    /// The element type of the first live dataset that declares it.
+    first: Option<DType>,
     offset: u64,
     len: u64,
     stats: Result<Option<ArrayStats>, String>,
@@ -40,30 +40,31 @@ async fn variables(atlas: &Atlas) -> Vec<Variable> {
         atlas.array_stats(&v.name).await.map_err(|e| e.to_string())
     }))
     .await;
-    let mut declared: Vec<(String, Vec<String>)> = Vec::new();
+    // Per array name: the first declared dtype, then every distinct one by display name.
+    let mut declared: Vec<(String, DType, Vec<String>)> = Vec::new();
     for view in atlas.datasets() {
         for meta in view.schema().arrays() {
             let dtype = meta.dtype().display_name();
-            match declared.iter_mut().find(|(n, _)| n == meta.name()) {
-                Some((_, types)) if !types.contains(&dtype) => types.push(dtype),
+            match declared.iter_mut().find(|(n, _, _)| n == meta.name()) {
+                Some((_, _, types)) if !types.contains(&dtype) => types.push(dtype),
                 Some(_) => {}
-                None => declared.push((meta.name().to_owned(), vec![dtype])),
+                None => declared.push((meta.name().to_owned(), meta.dtype().clone(), vec![dtype])),
             }
         }
     }
     entries
         .into_iter()
         .zip(stats)
-        .map(|(v, stats)| Variable {
-            dtypes: declared
-                .iter()
-                .find(|(n, _)| *n == v.name)
-                .map(|(_, t)| t.clone())
-                .unwrap_or_default(),
-            name: v.name.to_string(),
-            offset: v.offset,
-            len: v.len,
-            stats,
+        .map(|(v, stats)| {
+            let declared = declared.iter().find(|(n, _, _)| *n == v.name);
+            Variable {
+                dtypes: declared.map(|(_, _, t)| t.clone()).unwrap_or_default(),
+                first: declared.map(|(_, d, _)| d.clone()),
+                name: v.name.to_string(),
+                offset: v.offset,
+                len: v.len,
+                stats,
+            }
         })
         .collect()
 }
@@ -157,15 +158,13 @@ pub async fn print(ctx: &Ctx, loc: &Location, atlas: &Atlas) -> CliResult {
             }
         };
         let mut row = vec![v.name.clone(), dtype, render::bytes(v.len)];
-        let first: Option<DType> = atlas
-            .datasets()
-            .find_map(|d| d.schema().array(&v.name).map(|m| m.dtype().clone()));
+        let first = v.first.as_ref();
         match &v.stats {
             Ok(Some(s)) => row.extend([
                 s.row_count.to_string(),
                 s.null_count.to_string(),
-                render::stat(s.min.as_ref(), first.as_ref()),
-                render::stat(s.max.as_ref(), first.as_ref()),
+                render::stat(s.min.as_ref(), first),
+                render::stat(s.max.as_ref(), first),
             ]),
             Ok(None) if v.name == DATASETS_SEGMENT => {
                 row.extend(["-".into(), "-".into(), "(dataset attributes)".into()]);

@@ -77,7 +77,7 @@ pub async fn run(ctx: &Ctx, args: &RewriteArgs) -> CliResult {
 pub async fn refuse_existing(dst: &Location) -> CliResult {
     let exists = dst
         .op
-        .exists(&dst.object("data.atlas"))
+        .exists(&dst.object(atlas::CONTAINER_FILE))
         .await
         .at(&dst.display)?;
     if exists {

@@ -16,9 +16,7 @@ use crate::cli::CollectionArg;
 use crate::exit::{CliError, CliResult};
 use crate::location::Access;
 use crate::{output, progress, render, values};
-
-/// The reserved segment of dataset-level attributes; checked through the attribute reads.
-const DATASETS_SEGMENT: &str = "_datasets";
+use atlas::DATASETS_SEGMENT;
 
 /// Datasets checked at the same time.
 const CONCURRENCY: usize = 8;

@@ -34,9 +34,7 @@ struct LiveArray<'a, 'f> {
     info: &'a ArrayInfo,
     /// The dataset's ordinal.
     ordinal: u32,
-    /// The dataset's schema index.
-    schema: u32,
-    /// The type that schema declares.
+    /// The type the dataset's schema declares.
     dtype: &'f DType,
 }
 
@@ -60,7 +58,6 @@ impl Atlas {
                     position,
                     info,
                     ordinal,
-                    schema,
                     dtype,
                 })
             })
@@ -96,15 +93,16 @@ impl Atlas {
         Ok(())
     }
 
-    /// Every live dataset's statistics of `array`, in ordinal order, with the declared type.
-    async fn stats_rows(&self, array: &str) -> Result<Vec<(DatasetStats, DType)>> {
+    /// Every live dataset's statistics of `array`, in ordinal order, with the
+    /// declared type; beside them, the type the first live declaring dataset declares.
+    async fn stats_rows(&self, array: &str) -> Result<(Vec<(DatasetStats, DType)>, Option<DType>)> {
         let footer = self.footer();
         let declared = declared_per_schema(footer, |s| s.array(array).map(|m| m.dtype()));
         self.known_array(array, &declared)?;
         let wanted = self.live_declaring(&declared);
-        if wanted.is_empty() {
-            return Ok(Vec::new());
-        }
+        let Some(&first) = wanted.first() else {
+            return Ok((Vec::new(), None));
+        };
         let segment = self.segment(array).await?.ok_or_else(|| {
             AtlasError::corrupt(format!(
                 "datasets declare array {array:?}, but the container has no segment for it"
@@ -116,7 +114,6 @@ impl Atlas {
         for LiveArray {
             info,
             ordinal,
-            schema,
             dtype,
             ..
         } in self.live_arrays(segment.file.arrays(), &declared)
@@ -128,11 +125,7 @@ impl Atlas {
                     info.name
                 )));
             }
-            let meta = footer
-                .schema_view(schema)
-                .and_then(|s| s.array(array))
-                .ok_or_else(|| AtlasError::corrupt("a schema lost its array"))?;
-            check_dtype(&meta, info, info.name.as_str())?;
+            check_dtype(array, dtype, info, info.name.as_str())?;
             if let Some(stats) = &info.stats {
                 rows.push((
                     DatasetStats {
@@ -151,7 +144,7 @@ impl Atlas {
             )));
         }
         rows.sort_by_key(|(row, _)| row.ordinal);
-        Ok(rows)
+        Ok((rows, Some(first.clone())))
     }
 
     /// Statistics of `array` folded over every live dataset: counts add, min of
@@ -161,9 +154,7 @@ impl Atlas {
     ///
     /// One open of the array's segment (none if already open), one pass.
     pub async fn array_stats(&self, array: &str) -> Result<Option<ArrayStats>> {
-        let declared = declared_per_schema(self.footer(), |s| s.array(array).map(|m| m.dtype()));
-        let reference = self.live_declaring(&declared).first().map(|d| (*d).clone());
-        let rows = self.stats_rows(array).await?;
+        let (rows, reference) = self.stats_rows(array).await?;
         let mut folded: Option<ArrayStats> = None;
         for (row, dtype) in &rows {
             if reference.as_ref() != Some(dtype) {
@@ -183,6 +174,7 @@ impl Atlas {
         Ok(self
             .stats_rows(array)
             .await?
+            .0
             .into_iter()
             .map(|(row, _)| row)
             .collect())

@@ -131,7 +131,7 @@ impl<'a> DatasetView<'a> {
     /// The segment's record of this dataset's `array`, checked against the footer.
     fn info<'s>(&self, meta: &ArrayMeta<'_>, segment: &'s OpenSegment) -> Result<&'s ArrayInfo> {
         let info = segment.array(self.name)?;
-        check_dtype(meta, info, self.name)?;
+        check_dtype(meta.name(), meta.dtype(), info, self.name)?;
         Ok(info)
     }
 
@@ -161,13 +161,7 @@ impl<'a> DatasetView<'a> {
             return Ok(Vec::new());
         }
         let segment = self.datasets_segment().await?;
-        self.schema
-            .attributes()
-            .map(|(key, dtype)| {
-                let value = stored_attr(&segment, self.name, key, dtype)?;
-                Ok((key.to_owned(), value))
-            })
-            .collect()
+        stored_attrs(&segment, self.name, self.schema.attributes())
     }
 
     /// Dataset-level attribute `key`; `None` without any request if the schema does not declare it.
@@ -188,12 +182,7 @@ impl<'a> DatasetView<'a> {
             return Ok(Vec::new());
         }
         let segment = self.segment_of(array).await?;
-        meta.attributes()
-            .map(|(key, dtype)| {
-                let value = stored_attr(&segment, self.name, key, dtype)?;
-                Ok((key.to_owned(), value))
-            })
-            .collect()
+        stored_attrs(&segment, self.name, meta.attributes())
     }
 
     /// Attribute `key` of `array`; `None` without any request if the schema does not declare it.
@@ -282,15 +271,18 @@ fn invalid(array: &str, what: &str) -> AtlasError {
     }
 }
 
-/// `CorruptCollection` unless the segment's element type is the footer's.
-pub(crate) fn check_dtype(meta: &ArrayMeta<'_>, info: &ArrayInfo, dataset: &str) -> Result<()> {
+/// `CorruptCollection` unless the segment's element type is `declared`, the
+/// footer's type for `array` of `dataset`.
+pub(crate) fn check_dtype(
+    array: &str,
+    declared: &DType,
+    info: &ArrayInfo,
+    dataset: &str,
+) -> Result<()> {
     let stored = from_array_dtype(&info.dtype);
-    if stored != *meta.dtype() {
+    if stored != *declared {
         return Err(AtlasError::corrupt(format!(
-            "dataset {dataset:?}, array {:?}: the footer declares {}, the segment holds {}",
-            meta.name(),
-            meta.dtype(),
-            stored
+            "dataset {dataset:?}, array {array:?}: the footer declares {declared}, the segment holds {stored}"
         )));
     }
     Ok(())
@@ -331,6 +323,23 @@ pub(crate) fn stored_attr(
     let attr = Attr::from_stored(value);
     check_attr_type(&attr, declared, &segment.name, array_name, key)?;
     Ok(attr)
+}
+
+/// The values of the `declared` keys on array `array_name` of `segment`, in
+/// the order given, each checked against its declared type.
+fn stored_attrs<'k>(
+    segment: &OpenSegment,
+    array_name: &str,
+    declared: impl Iterator<Item = (&'k str, &'k DType)>,
+) -> Result<Vec<(String, Attr)>> {
+    declared
+        .map(|(key, dtype)| {
+            Ok((
+                key.to_owned(),
+                stored_attr(segment, array_name, key, dtype)?,
+            ))
+        })
+        .collect()
 }
 
 /// `CorruptCollection` unless a stored value has the type the schema declares.

@@ -35,7 +35,7 @@ use rkyv::{Archive, Serialize};
 pub(crate) const FOOTER_VERSION: u32 = 6;
 
 /// Bytes of array-format's trailer: `footer_size: u64 LE` then `ARRF`.
-const ARRF_TRAILER_LEN: usize = 12;
+const ARRF_TRAILER_LEN: usize = atlas_io::TRAILER_LEN as usize;
 
 /// The most a zstd frame can expand: one 128 KiB RLE block costs 4 bytes.
 const ZSTD_MAX_EXPANSION: u64 = 32 * 1024;

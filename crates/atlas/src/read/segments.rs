@@ -83,14 +83,14 @@ pub(crate) struct Segments {
     tracked: Arc<dyn ObjectStore>,
     cache: Option<Arc<BlockCache>>,
     prefetch: u64,
-    /// The container's last bytes, read by the open; segments inside are served from here.
+    /// Segment bytes the open's tail read already fetched; reads inside are served from here.
     probe: Bytes,
     probe_start: u64,
     cells: Vec<OnceCell<Arc<OpenSegment>>>,
 }
 
 impl Segments {
-    /// The segments of a container of `container_len` bytes whose last bytes are `probe`.
+    /// The segments of `container`; `probe` holds the container's bytes that end at `probe_end`.
     pub fn new(
         op: Operator,
         container: String,
@@ -98,7 +98,7 @@ impl Segments {
         block_cache_bytes: u64,
         prefetch: u64,
         probe: Bytes,
-        container_len: u64,
+        probe_end: u64,
     ) -> Self {
         let store = Arc::new(SegmentStore::new(op.clone(), container.clone()));
         let tracked: Arc<dyn ObjectStore> = Arc::new(KindTrackingStore {
@@ -106,7 +106,7 @@ impl Segments {
         });
         let cache =
             (block_cache_bytes > 0).then(|| Arc::new(BlockCache::new(block_cache_bytes, 0)));
-        let probe_start = container_len.saturating_sub(probe.len() as u64);
+        let probe_start = probe_end.saturating_sub(probe.len() as u64);
         Self {
             op,
             container,
@@ -167,10 +167,7 @@ impl Segments {
             let front = self
                 .read(entry, len.saturating_sub(footer_total)..tail_start)
                 .await?;
-            let mut joined = Vec::with_capacity(front.len().saturating_add(tail.len()));
-            joined.extend_from_slice(&front);
-            joined.extend_from_slice(&tail);
-            tail = Bytes::from(joined);
+            tail = Bytes::from([&front[..], &tail[..]].concat());
         }
         let screened = segment_footer::screen(&tail, len).map_err(corrupt)?;
         // A tail no larger than the prefetch stays: a small segment's reads then cost nothing.

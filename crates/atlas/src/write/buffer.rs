@@ -265,7 +265,7 @@ impl<T: Element> TypedBuffer<T> {
 }
 
 /// Every coordinate of a grid region, row-major.
-fn grid_coords(ranges: &[Range<u64>]) -> impl Iterator<Item = Vec<u64>> + '_ {
+pub(super) fn grid_coords(ranges: &[Range<u64>]) -> impl Iterator<Item = Vec<u64>> + '_ {
     let total: u64 = ranges
         .iter()
         .map(|r| r.end.saturating_sub(r.start))

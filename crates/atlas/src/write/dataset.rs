@@ -241,12 +241,11 @@ impl DatasetWriter {
             return Err(e);
         }
         let mut push = Push::new(name, inner);
-        let runtime = tokio::runtime::Handle::try_current();
-        if runtime.is_err() {
+        let Ok(handle) = tokio::runtime::Handle::try_current() else {
             // No runtime to hand blocking work to: do it all here.
             let result = push.run_blocking();
             return push.complete(result);
-        }
+        };
         if let Err(e) = push.run_ready() {
             return push.complete(Err(e));
         }
@@ -260,13 +259,10 @@ impl DatasetWriter {
             let result = push.run_blocking();
             push.complete(result)
         };
-        match runtime {
-            Ok(handle) => handle
-                .spawn_blocking(task)
-                .await
-                .map_err(|e| AtlasError::corrupt(format!("dataset push task failed: {e}")))?,
-            Err(_) => task(),
-        }
+        handle
+            .spawn_blocking(task)
+            .await
+            .map_err(|e| AtlasError::corrupt(format!("dataset push task failed: {e}")))?
     }
 
     /// Abandons the dataset: it will not appear, and later ordinals close up.

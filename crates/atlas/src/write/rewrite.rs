@@ -7,9 +7,12 @@
 //! dimension names, fill value, values and attributes; datasets keep their
 //! attributes. The destination's codec and block size are its own.
 
+use std::ops::Range;
+
 use futures::StreamExt;
 use ndarray::{ArrayD, Slice};
 
+use super::buffer::grid_coords;
 use super::collection::{AtlasWriter, WriteSummary};
 use super::dataset::DatasetWriter;
 use crate::element::Element;
@@ -114,26 +117,6 @@ async fn copy_array_any(
     }
 }
 
-/// Row-major coordinates of every chunk of the grid.
-fn chunk_grid(shape: &[u64], chunks: &[u64]) -> Vec<Vec<u64>> {
-    let counts: Vec<u64> = shape
-        .iter()
-        .zip(chunks)
-        .map(|(&s, &c)| s.div_ceil(c.max(1)))
-        .collect();
-    let total: u64 = counts.iter().product();
-    (0..total)
-        .map(|mut i| {
-            let mut coord = vec![0; counts.len()];
-            for axis in (0..counts.len()).rev() {
-                coord[axis] = i % counts[axis];
-                i /= counts[axis];
-            }
-            coord
-        })
-        .collect()
-}
-
 async fn copy_array<T: Element + PartialEq>(
     view: &DatasetView<'_>,
     dst: &mut DatasetWriter,
@@ -177,7 +160,13 @@ async fn copy_array<T: Element + PartialEq>(
     } else {
         None
     };
-    for coord in chunk_grid(&layout.shape, &layout.chunk_shape) {
+    let grid: Vec<Range<u64>> = layout
+        .shape
+        .iter()
+        .zip(&layout.chunk_shape)
+        .map(|(&s, &c)| 0..s.div_ceil(c.max(1)))
+        .collect();
+    for coord in grid_coords(&grid) {
         let start: Vec<u64> = coord
             .iter()
             .zip(&layout.chunk_shape)
