@@ -59,10 +59,9 @@ async fn rebuild_and_check(name: &str) -> (Written, Written, atlas::WriteSummary
     (ours, fixture, summary)
 }
 
-#[tokio::test]
-async fn the_small_fixture_rebuilt_from_its_manifest_has_byte_identical_segments_and_equal_pools() {
-    // Same array-format, same order of writes: the segments come out byte for byte.
-    let (ours, fixture, _) = rebuild_and_check("small").await;
+/// Rebuilds fixture `name` and asserts every segment equals the fixture's, byte for byte.
+async fn assert_segments_identical(name: &str) {
+    let (ours, fixture, _) = rebuild_and_check(name).await;
     assert_eq!(sizes(&ours).0, sizes(&fixture).0, "segment lengths");
     for seg in fixture.segment_names() {
         assert_eq!(
@@ -71,33 +70,23 @@ async fn the_small_fixture_rebuilt_from_its_manifest_has_byte_identical_segments
             "segment {seg}"
         );
     }
+}
+
+#[tokio::test]
+async fn the_small_fixture_rebuilt_from_its_manifest_has_byte_identical_segments_and_equal_pools() {
+    // Same array-format, same order of writes: the segments come out byte for byte.
+    assert_segments_identical("small").await;
 }
 
 #[tokio::test]
 async fn the_deleted_fixture_rebuilt_from_its_manifest_has_byte_identical_segments_and_equal_pools()
 {
-    let (ours, fixture, _) = rebuild_and_check("deleted").await;
-    assert_eq!(sizes(&ours).0, sizes(&fixture).0, "segment lengths");
-    for seg in fixture.segment_names() {
-        assert_eq!(
-            ours.segment_bytes(&seg),
-            fixture.segment_bytes(&seg),
-            "segment {seg}"
-        );
-    }
+    assert_segments_identical("deleted").await;
 }
 
 #[tokio::test]
 async fn the_mixed_fixture_rebuilt_from_its_manifest_has_byte_identical_segments_and_equal_pools() {
-    let (ours, fixture, _) = rebuild_and_check("mixed").await;
-    assert_eq!(sizes(&ours).0, sizes(&fixture).0, "segment lengths");
-    for seg in fixture.segment_names() {
-        assert_eq!(
-            ours.segment_bytes(&seg),
-            fixture.segment_bytes(&seg),
-            "segment {seg}"
-        );
-    }
+    assert_segments_identical("mixed").await;
 }
 
 #[tokio::test]
