@@ -41,6 +41,7 @@ pub mod attr;
 pub mod element;
 pub mod error;
 mod guard;
+pub mod query;
 pub mod read;
 pub mod write;
 
@@ -52,5 +53,6 @@ pub use atlas_io::{IoError, IoErrorKind, install_http_transport};
 pub use attr::Attr;
 pub use element::Element;
 pub use error::{AtlasError, Result};
+pub use query::{CatalogueOptions, Predicate, QueryError};
 pub use read::*;
 pub use write::*;

@@ -1,0 +1,79 @@
+//! What can go wrong building a catalogue or running a predicate.
+
+use crate::error::AtlasError;
+
+/// An error of [`Atlas::select`](crate::Atlas::select),
+/// [`Atlas::catalogue`](crate::Atlas::catalogue), [`parse`](super::parse) or an export.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum QueryError {
+    /// The expression text is not a predicate; the error points at the token.
+    #[error(transparent)]
+    Parse(#[from] ParseError),
+    /// No schema declares a dataset attribute or an array of this name.
+    #[error("no dataset attribute or array is called {name:?}")]
+    UnknownName {
+        /// The name in the predicate.
+        name: String,
+    },
+    /// The name is both a dataset attribute and an array; say which.
+    #[error(
+        "{name:?} is both a dataset attribute and an array: write @{name} for the attribute or {name}.min/.max/.nulls/.count for the array"
+    )]
+    AmbiguousName {
+        /// The name in the predicate.
+        name: String,
+    },
+    /// A predicate needs statistics the collection does not record: the
+    /// array's type has no order, or a dataset's segment holds none for it.
+    #[error("array {array:?} has no statistics to decide this{}", dataset.as_ref().map(|d| format!(" (dataset {d:?})")).unwrap_or_default())]
+    NoStatistics {
+        /// The array.
+        array: String,
+        /// The dataset lacking them, when it is one dataset rather than the type.
+        dataset: Option<String>,
+    },
+    /// The literal cannot be compared with what is stored (a date against a float,
+    /// a string against a number, a list attribute).
+    #[error("{field}: cannot compare stored {stored} with {value}")]
+    TypeMismatch {
+        /// The field as written in the predicate.
+        field: String,
+        /// The stored type.
+        stored: String,
+        /// The literal.
+        value: String,
+    },
+    /// The catalogue table could not be built or written (Arrow, Parquet or I/O).
+    #[error("catalogue table: {what}")]
+    Table {
+        /// What failed.
+        what: String,
+    },
+    /// Reading the collection failed.
+    #[error(transparent)]
+    Atlas(#[from] AtlasError),
+}
+
+/// An expression that does not parse: where, and why.
+///
+/// Its display shows the expression with a caret under the offending token.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{message}\n  {expr}\n  {caret}^", caret = " ".repeat(self.column()))]
+pub struct ParseError {
+    /// The whole expression.
+    pub expr: String,
+    /// Byte offset of the offending token in `expr`.
+    pub offset: usize,
+    /// What was expected or found.
+    pub message: String,
+}
+
+impl ParseError {
+    /// The offending token's column in characters (where the caret goes).
+    pub fn column(&self) -> usize {
+        self.expr
+            .get(..self.offset)
+            .map_or(self.offset, |s| s.chars().count())
+    }
+}

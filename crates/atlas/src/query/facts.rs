@@ -1,0 +1,44 @@
+//! What a query needs to know, fetched once: attribute columns and per-dataset
+//! statistics, one segment-footer read per variable, all at once.
+
+use std::collections::{BTreeSet, HashMap};
+
+use futures::future::try_join_all;
+
+use super::error::QueryError;
+use crate::attr::Attr;
+use crate::read::{ArrayStats, Atlas};
+
+/// Attribute values and array statistics of the live datasets, by dataset name.
+#[derive(Debug, Default)]
+pub(crate) struct Facts {
+    /// Attribute key, then dataset name.
+    pub attrs: HashMap<String, HashMap<String, Attr>>,
+    /// Array name, then dataset name.
+    pub arrays: HashMap<String, HashMap<String, ArrayStats>>,
+}
+
+impl Facts {
+    /// Reads the attribute columns `attrs` (all from `_datasets`) and the
+    /// statistics of `arrays` (one segment each) concurrently.
+    pub async fn gather(
+        atlas: &Atlas,
+        attrs: &BTreeSet<String>,
+        arrays: &BTreeSet<String>,
+    ) -> Result<Facts, QueryError> {
+        let attr_reads = try_join_all(attrs.iter().map(|key| async move {
+            let rows = atlas.attributes_by_dataset(None, key).await?;
+            Ok::<_, QueryError>((key.clone(), rows.into_iter().collect()))
+        }));
+        let stat_reads = try_join_all(arrays.iter().map(|array| async move {
+            let rows = atlas.array_stats_by_dataset(array).await?;
+            let by_name = rows.into_iter().map(|r| (r.dataset, r.stats)).collect();
+            Ok::<_, QueryError>((array.clone(), by_name))
+        }));
+        let (attrs, arrays) = futures::try_join!(attr_reads, stat_reads)?;
+        Ok(Facts {
+            attrs: attrs.into_iter().collect(),
+            arrays: arrays.into_iter().collect(),
+        })
+    }
+}

@@ -1,0 +1,52 @@
+//! Finding datasets by what they hold, from segment footers alone.
+//!
+//! Every segment records, per dataset, the count, nulls, minimum and maximum of
+//! each array, and the `_datasets` segment holds dataset attributes. This module
+//! turns those into:
+//!
+//! - [`Atlas::catalogue`](crate::Atlas::catalogue): one Arrow row per live
+//!   dataset with its attributes and array statistics;
+//! - [`Atlas::select`](crate::Atlas::select): the names of the live datasets a
+//!   [`Predicate`] accepts;
+//! - [`parse`]: the text form of a predicate (`LATITUDE between -10 10 and
+//!   JULD >= 2020-01-01`), kept here so every front end shares one language;
+//! - `export`: the catalogue as CSV, NDJSON or (feature `parquet`) Parquet.
+//!
+//! Cost: one segment-footer read per variable involved (all attributes share
+//! `_datasets`), issued concurrently; never an array block. The exact meaning
+//! of each operator, and which ones statistics decide exactly, is on
+//! [`Predicate`].
+
+#![cfg_attr(
+    not(test),
+    deny(
+        clippy::unwrap_used,
+        clippy::expect_used,
+        clippy::panic,
+        clippy::indexing_slicing
+    )
+)]
+
+mod catalogue;
+mod error;
+mod eval;
+mod export;
+mod facts;
+mod parse;
+mod predicate;
+mod time;
+mod value;
+
+pub use catalogue::CatalogueOptions;
+pub use error::{ParseError, QueryError};
+#[cfg(feature = "parquet")]
+pub use export::write_parquet;
+pub use export::{cell_json, write_csv, write_ndjson};
+pub use parse::parse;
+pub use predicate::{CmpOp, Field, Predicate, Stat};
+pub use value::Value;
+
+/// The Arrow types a catalogue is made of, re-exported so callers need no
+/// direct dependency on arrow-rs to hold one.
+pub use arrow_array::RecordBatch;
+pub use arrow_schema::{DataType, Schema as ArrowSchema};

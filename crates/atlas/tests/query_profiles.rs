@@ -1,0 +1,258 @@
+//! `Atlas::select` on a generated Argo-like collection: random boxes and time
+//! windows against a brute-force evaluation over every element, and the
+//! requests a query costs.
+
+mod query_support;
+
+use std::collections::BTreeSet;
+use std::sync::OnceLock;
+
+use atlas::query::{Field, Value};
+use atlas::{Atlas, Predicate};
+use atlas_io::{CountingLayer, RequestStats};
+use opendal::Operator;
+use proptest::prelude::*;
+use proptest::test_runner::{Config, TestRunner};
+use query_support::{DAY, Row, T0, argo_profiles, brute, contains_some};
+
+/// Profiles in the shared collection (the benchmark uses 30 000).
+const PROFILES: usize = 1500;
+
+struct Shared {
+    op: Operator,
+    rows: Vec<Row>,
+}
+
+/// The shared collection seen through a counting layer of its own (tests run in parallel).
+fn counted(shared: &Shared) -> (Operator, RequestStats) {
+    let layer = CountingLayer::new();
+    let stats = layer.stats();
+    (shared.op.clone().layer(layer), stats)
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+/// The collection, generated once per test binary.
+fn shared() -> &'static Shared {
+    static SHARED: OnceLock<Shared> = OnceLock::new();
+    SHARED.get_or_init(|| {
+        let op = Operator::new(opendal::services::Memory::default()).unwrap();
+        let rows = runtime().block_on(argo_profiles(&op, "argo", PROFILES, 7));
+        Shared { op, rows }
+    })
+}
+
+/// The datasets the model accepts (bare names resolved as the collection does).
+fn brute_names(p: &Predicate, rows: &[Row]) -> Vec<String> {
+    let p = resolve_for_model(p);
+    rows.iter()
+        .filter(|r| brute(&p, r))
+        .map(|r| r.name.clone())
+        .collect()
+}
+
+/// A box, a window and maybe a platform, as a user would ask.
+fn query() -> impl Strategy<Value = (f64, f64, f64, f64, i64, i64, Option<u64>, bool)> {
+    (
+        -90.0..90.0f64,
+        0.0..60.0f64,
+        -180.0..180.0f64,
+        0.0..120.0f64,
+        0..5 * 365i64,
+        0..400i64,
+        proptest::option::of(0..60u64),
+        any::<bool>(),
+    )
+        .prop_map(|(lat, dlat, lon, dlon, day, days, platform, all)| {
+            (
+                lat,
+                lat + dlat,
+                lon,
+                lon + dlon,
+                day,
+                day + days,
+                platform,
+                all,
+            )
+        })
+}
+
+#[test]
+fn box_and_window_selections_equal_the_brute_force() {
+    let shared = shared();
+    let rt = runtime();
+    let atlas = rt.block_on(Atlas::open(shared.op.clone(), "argo")).unwrap();
+    let mut runner = TestRunner::new(Config::with_cases(64));
+    runner
+        .run(
+            &query(),
+            |(lat0, lat1, lon0, lon1, d0, d1, platform, all)| {
+                let (t0, t1) = (
+                    Value::Timestamp(T0 + d0 * DAY),
+                    Value::Timestamp(T0 + d1 * DAY),
+                );
+                let time = if all {
+                    Field::array("JULD").between(t0, t1)
+                } else {
+                    Field::array("JULD").overlaps(t0, t1)
+                };
+                let mut p = Field::name("LATITUDE")
+                    .between(lat0, lat1)
+                    .and(Field::name("LONGITUDE").between(lon0, lon1))
+                    .and(time);
+                if let Some(k) = platform {
+                    let platform =
+                        Field::attr("platform_number").equals(format!("{}", 6_901_000 + k));
+                    p = p.or(platform.and(Field::name("data_mode").equals("D").negated()));
+                }
+                let selected = rt.block_on(atlas.select(&p)).unwrap();
+                prop_assert_eq!(&selected, &brute_names(&p, &shared.rows));
+                Ok(())
+            },
+        )
+        .unwrap();
+}
+
+#[test]
+fn overlaps_never_misses_a_profile_holding_a_value_in_the_window() {
+    let shared = shared();
+    let rt = runtime();
+    let atlas = rt.block_on(Atlas::open(shared.op.clone(), "argo")).unwrap();
+    let mut runner = TestRunner::new(Config::with_cases(64));
+    runner
+        .run(&(-5.0..35.0f64, 0.0..3.0f64), |(lo, width)| {
+            let (lo, hi) = (Value::Float(lo), Value::Float(lo + width));
+            let p = Field::name("TEMP").overlaps(lo.clone(), hi.clone());
+            let selected: BTreeSet<String> =
+                rt.block_on(atlas.select(&p)).unwrap().into_iter().collect();
+            // Exactly the profiles whose element range meets the window...
+            let brute: BTreeSet<String> = brute_names(&p, &shared.rows).into_iter().collect();
+            prop_assert_eq!(&selected, &brute);
+            // ...which includes every profile with an element inside it.
+            for row in &shared.rows {
+                if contains_some(row, "TEMP", &lo, &hi) {
+                    prop_assert!(selected.contains(&row.name), "{} missed", row.name);
+                }
+            }
+            Ok(())
+        })
+        .unwrap();
+}
+
+#[test]
+fn statistics_and_attribute_comparisons_equal_the_brute_force() {
+    let shared = shared();
+    let rt = runtime();
+    let atlas = rt.block_on(Atlas::open(shared.op.clone(), "argo")).unwrap();
+    for text in [
+        "TEMP.nulls = 0",
+        "TEMP.nulls >= 2 and TEMP.count < 20",
+        "TEMP.max <= 10 or TEMP.min > 25",
+        "TEMP >= 0",
+        "LATITUDE != 12.5",
+        "not exists data_mode",
+        "data_mode = 'R' and cycle_number between 10 20",
+        "@platform_number >= \"6901040\"",
+        "LATITUDE.min < -70 or LATITUDE.max > 70",
+        "not LATITUDE exists or LONGITUDE.nulls = 1",
+        "JULD between 2021-03-01 2021-03-31T23:59:59.999999999",
+    ] {
+        let p = atlas::query::parse(text).unwrap();
+        let selected = rt.block_on(atlas.select(&p)).unwrap();
+        assert_eq!(selected, brute_names(&p, &shared.rows), "{text}");
+        assert!(
+            !selected.is_empty() || text.starts_with("not exists"),
+            "{text} selects nothing"
+        );
+    }
+}
+
+/// The model takes resolved fields: the generated collection's attribute keys are lowercase.
+fn resolve_for_model(p: &Predicate) -> Predicate {
+    match p {
+        Predicate::Compare { field, op, value } => Predicate::Compare {
+            field: resolve_field(field),
+            op: *op,
+            value: value.clone(),
+        },
+        Predicate::Between { field, lo, hi } => Predicate::Between {
+            field: resolve_field(field),
+            lo: lo.clone(),
+            hi: hi.clone(),
+        },
+        Predicate::Overlaps { field, lo, hi } => Predicate::Overlaps {
+            field: resolve_field(field),
+            lo: lo.clone(),
+            hi: hi.clone(),
+        },
+        Predicate::Exists(field) => Predicate::Exists(resolve_field(field)),
+        Predicate::And(parts) => Predicate::And(parts.iter().map(resolve_for_model).collect()),
+        Predicate::Or(parts) => Predicate::Or(parts.iter().map(resolve_for_model).collect()),
+        Predicate::Not(q) => resolve_for_model(q).negated(),
+        _ => unreachable!(),
+    }
+}
+
+fn resolve_field(f: &Field) -> Field {
+    match f {
+        Field::Name(n) if n.chars().all(|c| c.is_ascii_lowercase() || c == '_') => Field::attr(n),
+        Field::Name(n) => Field::array(n),
+        other => other.clone(),
+    }
+}
+
+#[test]
+fn a_query_reads_one_footer_per_variable_and_no_array_block() {
+    let shared = shared();
+    let rt = runtime();
+    let (op, stats) = counted(shared);
+    let atlas = rt.block_on(Atlas::open(op, "argo")).unwrap();
+    let segments = atlas.variables();
+    stats.reset();
+    let p = atlas::query::parse(
+        "LATITUDE between -10 10 and LONGITUDE between -60 0 and JULD overlaps 2021-01-01 2021-06-30 and platform_number != '6901007'",
+    )
+    .unwrap();
+    let cold = rt.block_on(atlas.select(&p)).unwrap();
+    let counts = stats.snapshot();
+    let log = stats.read_log();
+    // LATITUDE, LONGITUDE, JULD and _datasets: one read each at most.
+    assert!(counts.reads <= 4, "{counts:?}");
+    assert_eq!(counts.requests(), counts.reads, "{counts:?}");
+    for read in &log {
+        let end = read.range.offset() + read.range.size().unwrap();
+        let tail_of = segments
+            .iter()
+            .find(|s| s.offset + s.len == end)
+            .unwrap_or_else(|| panic!("read {:?} is not a segment tail", read.range));
+        assert!(
+            ["LATITUDE", "LONGITUDE", "JULD", "_datasets"].contains(&tail_of.name.as_str()),
+            "{}",
+            tail_of.name
+        );
+    }
+    stats.reset();
+    let warm = rt.block_on(atlas.select(&p)).unwrap();
+    assert_eq!(warm, cold);
+    assert_eq!(stats.snapshot().requests(), 0);
+}
+
+#[test]
+fn a_catalogue_reads_one_footer_per_variable_and_no_array_block() {
+    let shared = shared();
+    let rt = runtime();
+    let (op, stats) = counted(shared);
+    let atlas = rt.block_on(Atlas::open(op, "argo")).unwrap();
+    stats.reset();
+    let batch = rt
+        .block_on(atlas.catalogue(&atlas::CatalogueOptions::default()))
+        .unwrap();
+    assert_eq!(batch.num_rows(), PROFILES);
+    // Four arrays and _datasets.
+    assert_eq!(stats.snapshot().reads, 5);
+}
