@@ -93,9 +93,12 @@ pub enum Command {
 
     /// Hide datasets: one write of deleted.mask, all or nothing.
     #[command(
-        after_help = "Example:\n  atlas rm ./argo R6901234_001.nc R6901234_002.nc\n  atlas rm ./argo --from-file bad_profiles.txt"
+        after_help = "Example:\n  atlas rm ./argo R6901234_001.nc R6901234_002.nc\n  atlas rm ./argo --from-file bad_profiles.txt\n  atlas rm ./argo --where 'not TEMP.min exists' --dry-run"
     )]
     Rm(RmArgs),
+    /// One row per live dataset: attributes and array statistics, from segment footers only.
+    #[command(after_help = CATALOGUE_HELP)]
+    Catalogue(CatalogueArgs),
 
     /// Check everything a reader relies on; exit 1 and list the problems if anything is wrong.
     #[command(after_help = "Example:\n  atlas verify ./argo")]
@@ -127,6 +130,9 @@ pub struct LsArgs {
     /// Also the ordinal, the number of arrays and the schema index.
     #[arg(short, long)]
     pub long: bool,
+    /// Only the datasets this expression selects (see `atlas catalogue --help`).
+    #[arg(long = "where", value_name = "EXPR")]
+    pub where_: Option<String>,
 }
 
 /// `atlas show`.
@@ -185,11 +191,74 @@ pub struct RmArgs {
     /// The collection.
     pub collection: String,
     /// The datasets to hide.
-    #[arg(required_unless_present = "from_file")]
+    #[arg(required_unless_present_any = ["from_file", "where_"])]
     pub datasets: Vec<String>,
     /// Also the names in this file, one per line (blank lines and `#` comments ignored; `-` is stdin).
     #[arg(long, value_name = "FILE")]
     pub from_file: Option<PathBuf>,
+    /// Also the datasets this expression selects (see `atlas catalogue --help`).
+    #[arg(long = "where", value_name = "EXPR")]
+    pub where_: Option<String>,
+    /// Print what would be hidden and write nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+}
+
+const CATALOGUE_HELP: &str = "\
+Columns: name, ordinal, schema; each dataset attribute; per array ARRAY.count,
+ARRAY.nulls, ARRAY.min, ARRAY.max. Cost: one segment-footer read per variable
+involved, no array data.
+
+--where EXPR (also on `ls` and `rm`):
+  NAME op VALUE            op: = != < <= > >=
+  NAME between LO HI       every non-null element of an array within [LO, HI]
+  NAME overlaps LO HI      an array's [min, max] meets [LO, HI] (may contain)
+  NAME.min|.max|.nulls|.count op VALUE    one statistic
+  exists NAME, NAME exists, not, and, or, ( )
+  A bare NAME is a dataset attribute if one is declared, else an array; @KEY is
+  always the attribute. On an array, <, <=, >, >=, = hold when every non-null
+  element does; `!=` is `not =`. Values: 12, -3.5, \"text\", 'text', true,
+  2020-01-01, 2020-01-01T06:00:00Z.
+
+Examples:
+  atlas catalogue ./argo --attrs platform_number,cycle_number --arrays LATITUDE,JULD
+  atlas catalogue ./argo --where 'LATITUDE between -10 10 and JULD >= 2020-01-01' --format csv
+  atlas catalogue ./argo --format parquet -o argo.parquet
+  atlas ls ./argo --where 'platform_number = \"6901234\"'";
+
+/// How `atlas catalogue` prints the table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum CatalogueFormat {
+    /// An aligned text table.
+    Table,
+    /// Comma-separated values with a header line.
+    Csv,
+    /// One JSON object per line.
+    Ndjson,
+    /// Apache Parquet (needs -o).
+    Parquet,
+}
+
+/// `atlas catalogue`.
+#[derive(Debug, Args)]
+pub struct CatalogueArgs {
+    /// The collection.
+    pub collection: String,
+    /// Dataset attributes to include (default: all); comma-separated or repeated.
+    #[arg(long, value_name = "KEY,..", value_delimiter = ',', num_args = 1..)]
+    pub attrs: Option<Vec<String>>,
+    /// Arrays whose statistics to include (default: all); comma-separated or repeated.
+    #[arg(long, value_name = "NAME,..", value_delimiter = ',', num_args = 1..)]
+    pub arrays: Option<Vec<String>>,
+    /// Only the datasets this expression selects.
+    #[arg(long = "where", value_name = "EXPR")]
+    pub where_: Option<String>,
+    /// Output format (`--json` prints the table as a JSON array).
+    #[arg(long, value_enum, default_value = "table")]
+    pub format: CatalogueFormat,
+    /// Write to this file instead of stdout.
+    #[arg(short, long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
 }
 
 /// Block compression of a rewritten collection.

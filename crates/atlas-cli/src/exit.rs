@@ -26,6 +26,14 @@ pub enum CliError {
         /// The backend's error.
         error: opendal::Error,
     },
+    /// A query (`--where`, `catalogue`) was refused; a parse error also shows
+    /// the expression with a caret (see [`CliError::detail`]).
+    Query {
+        /// What the command was working on.
+        context: String,
+        /// The library's error.
+        error: atlas::QueryError,
+    },
     /// A problem the command itself found (bad region syntax, read-only location...).
     Message(String),
 }
@@ -49,9 +57,26 @@ impl CliError {
         let text = match self {
             CliError::Atlas { context, error } => describe_atlas(context, error),
             CliError::Storage { context, error } => describe_storage(context, error),
+            CliError::Query { context, error } => match error {
+                atlas::QueryError::Parse(p) => format!("{context}: {}", p.message),
+                atlas::QueryError::Atlas(e) => describe_atlas(context, e),
+                other => format!("{context}: {other}"),
+            },
             CliError::Message(m) => m.clone(),
         };
         one_line(&text)
+    }
+
+    /// Lines printed after [`line`](Self::line): the expression with a caret
+    /// under the offending token, for a `--where` that does not parse.
+    pub fn detail(&self) -> Option<String> {
+        match self {
+            CliError::Query {
+                error: atlas::QueryError::Parse(p),
+                ..
+            } => Some(format!("  {}\n  {}^", p.expr, " ".repeat(p.column()))),
+            _ => None,
+        }
     }
 }
 
@@ -64,6 +89,15 @@ pub trait Context<T> {
 impl<T> Context<T> for Result<T, AtlasError> {
     fn at(self, context: &str) -> CliResult<T> {
         self.map_err(|error| CliError::Atlas {
+            context: context.to_owned(),
+            error,
+        })
+    }
+}
+
+impl<T> Context<T> for Result<T, atlas::QueryError> {
+    fn at(self, context: &str) -> CliResult<T> {
+        self.map_err(|error| CliError::Query {
             context: context.to_owned(),
             error,
         })

@@ -72,6 +72,9 @@ fn main() -> ExitCode {
         Ok(Err(e)) => {
             tracing::debug!("error: {e:?}");
             eprintln!("error: {}", e.line());
+            if let Some(detail) = e.detail() {
+                eprintln!("{detail}");
+            }
             e.exit_code()
         }
         Err(_) => {

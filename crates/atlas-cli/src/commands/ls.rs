@@ -1,8 +1,11 @@
-//! `atlas ls`: live dataset names in ordinal order.
+//! `atlas ls`: live dataset names in ordinal order (those `--where` selects).
+
+use std::collections::HashSet;
 
 use serde_json::json;
 
 use super::Ctx;
+use super::catalogue::select_where;
 use crate::cli::LsArgs;
 use crate::exit::CliResult;
 use crate::location::Access;
@@ -11,10 +14,23 @@ use crate::render::Table;
 
 /// Runs `atlas ls`.
 pub async fn run(ctx: &Ctx, args: &LsArgs) -> CliResult {
-    let (_, atlas) = ctx.open(&args.collection, Access::Read).await?;
-    if ctx.json {
-        let list: Vec<_> = atlas
+    let (loc, atlas) = ctx.open(&args.collection, Access::Read).await?;
+    let selected: Option<HashSet<String>> = match &args.where_ {
+        Some(text) => Some(
+            select_where(&atlas, text, &loc.display)
+                .await?
+                .into_iter()
+                .collect(),
+        ),
+        None => None,
+    };
+    let datasets = || {
+        atlas
             .datasets()
+            .filter(|d| selected.as_ref().is_none_or(|s| s.contains(d.name())))
+    };
+    if ctx.json {
+        let list: Vec<_> = datasets()
             .map(|d| {
                 let mut obj = json!({ "name": d.name(), "ordinal": d.ordinal() });
                 if args.long {
@@ -30,7 +46,7 @@ pub async fn run(ctx: &Ctx, args: &LsArgs) -> CliResult {
     }
     if args.long {
         let mut table = Table::new(&[">ordinal", ">arrays", ">schema", "name"]);
-        for d in atlas.datasets() {
+        for d in datasets() {
             let schema = d.schema();
             table.row(vec![
                 d.ordinal().to_string(),
@@ -42,7 +58,7 @@ pub async fn run(ctx: &Ctx, args: &LsArgs) -> CliResult {
         output::text(&table.render(0));
     } else {
         let mut out = String::new();
-        for d in atlas.datasets() {
+        for d in datasets() {
             out.push_str(d.name());
             out.push('\n');
         }

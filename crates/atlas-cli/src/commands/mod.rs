@@ -2,6 +2,7 @@
 
 pub mod attrs;
 pub mod cat;
+pub mod catalogue;
 pub mod demo;
 pub mod info;
 pub mod ls;
@@ -83,6 +84,7 @@ pub async fn run(cli: Cli) -> CliResult {
         Command::Stats(a) => stats::run(&ctx, &a).await,
         Command::Attrs(a) => attrs::run(&ctx, &a).await,
         Command::Rm(a) => rm::run(&ctx, &a).await,
+        Command::Catalogue(a) => catalogue::run(&ctx, &a).await,
         Command::Verify(a) => verify::run(&ctx, &a).await,
         Command::Rewrite(a) => rewrite::run(&ctx, &a).await,
         Command::Demo(a) => demo::run(&ctx, &a).await,

@@ -1,4 +1,5 @@
-//! `atlas rm`: hide datasets with one write of the deletion mask.
+//! `atlas rm`: hide datasets (named, listed in a file, or selected by
+//! `--where`) with one write of the deletion mask; `--dry-run` only lists them.
 
 use std::io::Read as _;
 
@@ -6,6 +7,7 @@ use atlas::WriteGuarantee;
 use serde_json::json;
 
 use super::Ctx;
+use super::catalogue::select_where;
 use crate::cli::RmArgs;
 use crate::exit::{CliError, CliResult, Context as _};
 use crate::location::Access;
@@ -17,13 +19,48 @@ pub async fn run(ctx: &Ctx, args: &RmArgs) -> CliResult {
     if let Some(path) = &args.from_file {
         names.extend(read_names(path)?);
     }
+    let access = if args.dry_run {
+        Access::Read
+    } else {
+        Access::Write
+    };
+    let (loc, atlas) = ctx.open(&args.collection, access).await?;
+    if let Some(text) = &args.where_ {
+        names.extend(select_where(&atlas, text, &loc.display).await?);
+    }
     let mut seen = std::collections::HashSet::new();
     names.retain(|n| seen.insert(n.clone()));
     if names.is_empty() {
+        if args.where_.is_some() {
+            if !ctx.quiet && !ctx.json {
+                output::text("--where selects no dataset; nothing to hide\n");
+            } else if ctx.json {
+                output::json(&json!({ "deleted": 0, "would_delete": [] }));
+            }
+            return Ok(());
+        }
         return Err(CliError::msg("no dataset names given"));
     }
-
-    let (loc, atlas) = ctx.open(&args.collection, Access::Write).await?;
+    if args.dry_run {
+        if ctx.json {
+            output::json(&json!({ "would_delete": names }));
+        } else {
+            let mut out = String::new();
+            for n in &names {
+                out.push_str(n);
+                out.push('\n');
+            }
+            if !ctx.quiet {
+                out.push_str(&format!(
+                    "dry run: would hide {} in {}; nothing written\n",
+                    render::count(names.len(), "dataset", "datasets"),
+                    loc.display
+                ));
+            }
+            output::text(&out);
+        }
+        return Ok(());
+    }
     let refs: Vec<&str> = names.iter().map(String::as_str).collect();
     let outcome = atlas.delete_datasets(&refs).await.at(&loc.display)?;
     let (guarantee, meaning) = match outcome.guarantee {

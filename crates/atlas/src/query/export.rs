@@ -14,7 +14,7 @@ use arrow_array::types::{
 };
 use arrow_array::{Array, RecordBatch};
 use arrow_schema::DataType;
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use super::error::QueryError;
 use super::time::format_instant;
@@ -120,13 +120,24 @@ pub fn write_csv(batch: &RecordBatch, mut out: impl Write) -> Result<(), QueryEr
 /// Writes `batch` as newline-delimited JSON: one object per row, keys in column order.
 pub fn write_ndjson(batch: &RecordBatch, mut out: impl Write) -> Result<(), QueryError> {
     let schema = batch.schema();
+    let keys: Vec<String> = schema
+        .fields()
+        .iter()
+        .map(|f| Value::from(f.name().as_str()).to_string())
+        .collect();
+    let mut line = String::new();
     for row in 0..batch.num_rows() {
-        let mut obj = Map::new();
-        for (field, column) in schema.fields().iter().zip(batch.columns()) {
-            obj.insert(field.name().clone(), cell_json(column.as_ref(), row));
+        line.clear();
+        line.push('{');
+        for (i, (key, column)) in keys.iter().zip(batch.columns()).enumerate() {
+            if i > 0 {
+                line.push(',');
+            }
+            line.push_str(key);
+            line.push(':');
+            line.push_str(&cell_json(column.as_ref(), row).to_string());
         }
-        let mut line = Value::Object(obj).to_string();
-        line.push('\n');
+        line.push_str("}\n");
         out.write_all(line.as_bytes()).map_err(io_error)?;
     }
     out.flush().map_err(io_error)
