@@ -2,7 +2,7 @@
 //! then one in-memory pass over the live datasets.
 
 use std::cmp::Ordering;
-use std::collections::{BTreeSet, HashSet};
+use std::collections::{BTreeSet, HashMap, HashSet};
 
 use atlas_format::DType;
 
@@ -103,8 +103,13 @@ impl Plan {
         if ordered.is_empty() {
             return Ok(());
         }
+        let mut seen_schema = HashSet::new();
         for ds in atlas.datasets() {
-            for array in ds.schema().arrays() {
+            let schema = ds.schema();
+            if !seen_schema.insert(schema.index()) {
+                continue;
+            }
+            for array in schema.arrays() {
                 if ordered.contains(array.name()) && !has_order(array.dtype()) {
                     return Err(QueryError::NoStatistics {
                         array: array.name().to_owned(),
@@ -121,10 +126,14 @@ impl Plan {
     pub fn check_recorded(&self, atlas: &Atlas, facts: &Facts) -> Result<(), QueryError> {
         for array in &self.arrays {
             let rows = facts.arrays.get(array);
+            // Whether each schema (by pool index) declares the array, asked once per schema.
+            let mut declares: HashMap<u32, bool> = HashMap::new();
             for ds in atlas.datasets() {
-                if ds.schema().array(array).is_some()
-                    && !rows.is_some_and(|r| r.contains_key(ds.name()))
-                {
+                let schema = ds.schema();
+                let declared = *declares
+                    .entry(schema.index())
+                    .or_insert_with(|| schema.array(array).is_some());
+                if declared && !rows.is_some_and(|r| r.contains_key(ds.name())) {
                     return Err(QueryError::NoStatistics {
                         array: array.clone(),
                         dataset: Some(ds.name().to_owned()),
