@@ -5,6 +5,7 @@ use atlas_io::IoError;
 
 /// Everything that can go wrong reading or writing a collection.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum AtlasError {
     /// The object at the path is not an Atlas container; `found` says what it is.
     #[error("not an Atlas collection: found {found}")]
@@ -91,6 +92,16 @@ pub enum AtlasError {
     InvalidUse {
         /// What was done wrong.
         what: String,
+    },
+    /// A path or URL that names no usable collection location (unknown scheme,
+    /// missing bucket, a write to a read-only backend, a backend configuration
+    /// OpenDAL refuses).
+    #[error("{location}: {reason}")]
+    InvalidLocation {
+        /// The location as given.
+        location: String,
+        /// What is wrong with it.
+        reason: String,
     },
     /// The storage backend failed; the kind says whether retrying can help.
     #[error(transparent)]

@@ -41,6 +41,7 @@ pub mod attr;
 pub mod element;
 pub mod error;
 mod guard;
+pub mod location;
 pub mod read;
 pub mod write;
 
@@ -52,5 +53,7 @@ pub use atlas_io::{IoError, IoErrorKind, install_http_transport};
 pub use attr::Attr;
 pub use element::Element;
 pub use error::{AtlasError, Result};
+pub use location::{Access, Location, Scheme, StorageOptions};
+pub use opendal;
 pub use read::*;
 pub use write::*;

@@ -187,6 +187,11 @@ impl Atlas {
     /// deletes write the mask through an fs operator with an atomic write
     /// directory (`.atlas-tmp`), created then.
     pub async fn open_path(path: impl AsRef<Path>) -> Result<Atlas> {
+        Self::open_path_with(path, OpenOptions::default()).await
+    }
+
+    /// Opens the collection in local directory `path` with `options`.
+    pub async fn open_path_with(path: impl AsRef<Path>, options: OpenOptions) -> Result<Atlas> {
         let path = path.as_ref();
         let shown = path.to_string_lossy().into_owned();
         let meta = std::fs::metadata(path).map_err(|e| {
@@ -204,7 +209,7 @@ impl Atlas {
         }
         let builder = opendal::services::Fs::default().root(&shown);
         let op = Operator::new(builder).map_err(|e| IoError::from_opendal(e, "open", &shown))?;
-        let mut atlas = Self::open(op, "").await?;
+        let mut atlas = Self::open_with(op, "", options).await?;
         atlas.fs_root = Some(path.to_path_buf());
         Ok(atlas)
     }
