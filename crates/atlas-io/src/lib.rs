@@ -14,16 +14,18 @@
 //!   each landed;
 //! - [`mask_store`]: atomic and conditional whole-object writes for the
 //!   `deleted.mask` sidecar;
-//! - [`counting`]: an OpenDAL layer that counts requests and injects faults,
-//!   and [`cas_memory`]: an in-memory service with ETags and compare-and-swap
-//!   writes, both for tests and benches;
+//! - `counting`: an OpenDAL layer that counts requests and injects faults,
+//!   and `cas_memory`: an in-memory service with ETags and compare-and-swap
+//!   writes. Both are test doubles, built only with the `testing` feature;
 //! - [`transport`]: installs OpenDAL's HTTP transport for the cloud services;
 //! - [`error`]: [`IoError`], the backend's failure with its kind, path and operation.
 
 #[macro_use]
 mod refusals;
 
+#[cfg(feature = "testing")]
 pub mod cas_memory;
+#[cfg(feature = "testing")]
 pub mod counting;
 pub mod error;
 pub mod mask_store;
@@ -33,7 +35,9 @@ pub mod segment;
 pub mod sink;
 pub mod transport;
 
+#[cfg(feature = "testing")]
 pub use cas_memory::CasMemory;
+#[cfg(feature = "testing")]
 pub use counting::{CountingLayer, Counts, Faults, ReadRecord, RequestStats};
 pub use error::{IoError, IoErrorKind, ShortRead};
 pub use mask_store::{

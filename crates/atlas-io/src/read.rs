@@ -54,7 +54,7 @@ pub async fn read_range(op: &Operator, path: &str, range: Range<u64>) -> Result<
 /// OpenDAL's built-in simulate layer turns a suffix read into stat + range for
 /// services that lack it (fs, azblob), so this is true for every service that
 /// can read; a layer such as
-/// [`CountingLayer::without_suffix_reads`](crate::counting::CountingLayer::without_suffix_reads)
+/// `CountingLayer::without_suffix_reads` (feature `testing`)
 /// can turn it off.
 pub fn supports_suffix_reads(op: &Operator) -> bool {
     op.info().capability().read_with_suffix

@@ -45,6 +45,13 @@ pub mod location;
 pub mod read;
 pub mod write;
 
+/// Test doubles for code built on Atlas: count requests and bytes, inject
+/// latency and faults, and a memory service with compare-and-swap writes.
+#[cfg(feature = "testing")]
+pub mod testing {
+    pub use atlas_io::{CasMemory, CountingLayer, Counts, Faults, ReadRecord, RequestStats};
+}
+
 pub use array_format::TimestampNs;
 pub use atlas_format::{
     CONTAINER_FILE, Codec, DATASETS_SEGMENT, DType, DatasetSchema, MASK_FILE, validate_name,
