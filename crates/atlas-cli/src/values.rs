@@ -169,11 +169,6 @@ impl Values {
         each!(self, a => a.shape().iter().map(|&d| d as u64).collect())
     }
 
-    /// Number of elements.
-    pub fn len(&self) -> usize {
-        each!(self, a => a.len())
-    }
-
     /// The elements in row-major order as a JSON list.
     pub fn to_json(&self) -> Json {
         each!(self, a => Json::Array(a.iter().map(Cell::json).collect()))

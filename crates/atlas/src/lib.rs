@@ -43,6 +43,7 @@ pub mod error;
 mod guard;
 pub mod location;
 pub mod read;
+pub mod verify;
 pub mod write;
 
 /// Test doubles for code built on Atlas: count requests and bytes, inject
@@ -63,4 +64,5 @@ pub use error::{AtlasError, Result};
 pub use location::{Access, Location, Scheme, StorageOptions};
 pub use opendal;
 pub use read::*;
+pub use verify::{Checked, Finding, ProgressFn, VerifyOptions, VerifyReport};
 pub use write::*;
