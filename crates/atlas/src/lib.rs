@@ -38,6 +38,7 @@
 //! (meaning) → `atlas-cli` (people).
 
 pub mod attr;
+pub mod blocking;
 pub mod element;
 pub mod error;
 mod guard;
