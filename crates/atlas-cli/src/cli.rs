@@ -13,7 +13,8 @@ COLLECTION is a directory holding data.atlas (and maybe deleted.mask), or a URL:
   az://container/prefix             Azure Blob (AZURE_STORAGE_ACCOUNT, AZURE_STORAGE_KEY, ...)
   http(s)://host/path               plain HTTP range reads, read-only
 
-Exit status: 0 success, 1 a problem with the collection or the request, 2 usage.
+Exit status: 0 success, 1 a problem with the collection or the request, 2 usage,
+75 storage unreachable or busy through every retry (try again later).
 
 Examples:
   atlas demo ./argo                       write a sample collection of 2000 profiles
@@ -56,6 +57,14 @@ pub struct Global {
     /// Send unsigned requests (a public bucket).
     #[arg(long, global = true)]
     pub anonymous: bool,
+    /// Retries of a request that failed temporarily (503, reset, timeout),
+    /// with jittered exponential backoff; 0 turns retries off.
+    #[arg(long, global = true, value_name = "N", default_value_t = 4)]
+    pub retries: usize,
+    /// Seconds one storage operation (or one chunk of a transfer) may take
+    /// before it counts as a temporary failure.
+    #[arg(long, global = true, value_name = "SECS", default_value_t = 60)]
+    pub timeout: u64,
 }
 
 /// The commands.

@@ -20,7 +20,7 @@
 
 use std::path::PathBuf;
 
-use atlas::{AtlasError, StorageOptions};
+use atlas::{AtlasError, RetryPolicy, StorageOptions};
 use opendal::Operator;
 
 pub use atlas::Access;
@@ -36,12 +36,16 @@ pub struct StoreOptions {
     pub region: Option<String>,
     /// Send unsigned requests (public buckets).
     pub anonymous: bool,
+    /// Retries and timeouts.
+    pub retry: RetryPolicy,
 }
 
 impl StoreOptions {
     /// The library's storage options for these flags.
     pub fn storage(&self) -> StorageOptions {
-        let mut options = StorageOptions::new().anonymous(self.anonymous);
+        let mut options = StorageOptions::new()
+            .anonymous(self.anonymous)
+            .retry(self.retry.clone());
         if let Some(endpoint) = &self.endpoint {
             options = options.endpoint(endpoint);
         }

@@ -31,6 +31,7 @@ pub mod error;
 pub mod mask_store;
 pub mod open;
 pub mod read;
+pub mod retry;
 pub mod segment;
 pub mod sink;
 pub mod transport;
@@ -48,6 +49,7 @@ pub use read::{
     DEFAULT_PIECE_SIZE, Snapshot, read_optional, read_range, read_ranges_concurrently,
     read_ranges_in_pieces, read_suffix, split_into_pieces, stat_len, supports_suffix_reads,
 };
+pub use retry::RetryPolicy;
 pub use segment::{
     ARRF_MAGIC, DEFAULT_PREFETCH, DEFAULT_READ_CONCURRENCY, SegmentError, SegmentStore,
     TRAILER_LEN, segment_path, validate_trailer,

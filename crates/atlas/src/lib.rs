@@ -58,7 +58,7 @@ pub use array_format::TimestampNs;
 pub use atlas_format::{
     CONTAINER_FILE, Codec, DATASETS_SEGMENT, DType, DatasetSchema, MASK_FILE, validate_name,
 };
-pub use atlas_io::{IoError, IoErrorKind, install_http_transport};
+pub use atlas_io::{IoError, IoErrorKind, RetryPolicy, install_http_transport};
 pub use attr::Attr;
 pub use element::Element;
 pub use error::{AtlasError, Result};

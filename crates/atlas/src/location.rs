@@ -10,6 +10,9 @@
 //! | `az://container/prefix` | Azure Blob Storage                        |
 //! | `http(s)://host/path`   | plain HTTP range reads (read-only)        |
 //!
+//! Every operator built here carries a [`RetryPolicy`] (OpenDAL's timeout and
+//! retry layers, on by default; see [`StorageOptions::retry`]).
+//!
 //! The backend is configured through OpenDAL's own configuration loading
 //! ([`opendal::Operator::via_iter`]): the URL gives the bucket (or container)
 //! and root, [`StorageOptions`] gives any other key of that backend's OpenDAL
@@ -32,7 +35,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use atlas_format::CONTAINER_FILE;
-use atlas_io::{IoError, IoErrorKind};
+use atlas_io::{IoError, IoErrorKind, RetryPolicy};
 use opendal::{Operator, services};
 
 use crate::error::{AtlasError, Result};
@@ -48,15 +51,18 @@ pub struct StorageOptions {
     config: BTreeMap<String, String>,
     anonymous: bool,
     from_env: bool,
+    retry: RetryPolicy,
 }
 
 impl Default for StorageOptions {
-    /// No explicit configuration; credentials and endpoints from the environment.
+    /// No explicit configuration; credentials and endpoints from the
+    /// environment; [`RetryPolicy::default`] retries and timeouts.
     fn default() -> Self {
         Self {
             config: BTreeMap::new(),
             anonymous: false,
             from_env: true,
+            retry: RetryPolicy::default(),
         }
     }
 }
@@ -95,6 +101,17 @@ impl StorageOptions {
     pub fn from_env(mut self, yes: bool) -> Self {
         self.from_env = yes;
         self
+    }
+
+    /// How the operator retries temporary failures and bounds slow operations.
+    pub fn retry(mut self, policy: RetryPolicy) -> Self {
+        self.retry = policy;
+        self
+    }
+
+    /// The retry policy in force.
+    pub fn retry_policy(&self) -> &RetryPolicy {
+        &self.retry
     }
 
     /// The explicit configuration keys and values.
@@ -200,7 +217,7 @@ impl Location {
             }
         };
         Ok(Location {
-            op,
+            op: options.retry.apply(op),
             scheme,
             display: location.to_owned(),
             local_dir,

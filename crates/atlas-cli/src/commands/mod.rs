@@ -11,7 +11,9 @@ pub mod show;
 pub mod stats;
 pub mod verify;
 
-use atlas::Atlas;
+use std::time::Duration;
+
+use atlas::{Atlas, RetryPolicy};
 
 use crate::cli::{Cli, Command, Global};
 use crate::exit::{CliResult, Context as _};
@@ -37,6 +39,10 @@ impl Ctx {
                 endpoint: global.endpoint.clone(),
                 region: global.region.clone(),
                 anonymous: global.anonymous,
+                retry: RetryPolicy::default().max_retries(global.retries).timeouts(
+                    Duration::from_secs(global.timeout),
+                    Duration::from_secs(global.timeout),
+                ),
             },
         }
     }
