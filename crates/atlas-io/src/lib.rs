@@ -42,8 +42,8 @@ pub use cas_memory::CasMemory;
 pub use counting::{CountingLayer, Counts, Faults, ReadRecord, RequestStats};
 pub use error::{IoError, IoErrorKind, ShortRead};
 pub use mask_store::{
-    ATOMIC_WRITE_DIR, UpdateError, UpdateOutcome, WriteGuarantee, fs_operator, put_atomic,
-    update_conditionally,
+    ATOMIC_WRITE_DIR, LOCK_SUFFIX, UpdateError, UpdateOutcome, WriteGuarantee, fs_operator,
+    put_atomic, update_checked, update_conditionally,
 };
 pub use read::{
     DEFAULT_PIECE_SIZE, Snapshot, read_optional, read_range, read_ranges_concurrently,

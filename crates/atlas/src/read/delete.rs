@@ -4,7 +4,7 @@
 use std::collections::BTreeSet;
 
 use atlas_format::{DeletionMask, FormatError};
-use atlas_io::{UpdateError, WriteGuarantee, update_conditionally};
+use atlas_io::{UpdateError, WriteGuarantee, update_checked};
 use bytes::Bytes;
 
 use super::collection::Atlas;
@@ -79,7 +79,12 @@ impl Atlas {
             }
             None => &self.op,
         };
-        let outcome = update_conditionally(op, &self.mask_path, MAX_RETRIES, update)
+        // Read back after a conditional write: every ordinal of this delete must be there.
+        let holds = |stored: &[u8]| {
+            DeletionMask::decode(stored, total)
+                .is_ok_and(|(mask, _)| ordinals.iter().all(|&o| mask.contains(o)))
+        };
+        let outcome = update_checked(op, &self.mask_path, MAX_RETRIES, update, holds)
             .await
             .map_err(|e| match e {
                 UpdateError::Io(io) => AtlasError::Io(io),
@@ -99,6 +104,12 @@ impl Atlas {
         }
         for &o in &ordinals {
             state.mask.insert(o);
+        }
+        if outcome.lost_conditional_write {
+            tracing::warn!(
+                mask = %self.mask_path,
+                "the backend's conditional writes are not atomic: a conditional mask write was lost and redone"
+            );
         }
         tracing::debug!(deleted, attempts = outcome.attempts, "deleted datasets");
         Ok(DeleteOutcome {
