@@ -202,7 +202,15 @@ impl Location {
         let op = match scheme {
             Scheme::Local => {
                 let dir = local_dir_of(rest, access, location)?;
-                let op = build(location, "fs", [("root", dir.to_string_lossy().as_ref())])?;
+                let op = match access {
+                    // Opening creates nothing on disk.
+                    Access::Read => {
+                        build(location, "fs", [("root", dir.to_string_lossy().as_ref())])?
+                    }
+                    // Every write goes through a temp file and a rename: a writer
+                    // killed half-way leaves no container that opens.
+                    Access::Write => atlas_io::fs_operator(&dir)?,
+                };
                 local_dir = Some(dir);
                 op
             }
