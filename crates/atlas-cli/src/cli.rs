@@ -119,6 +119,12 @@ pub enum Command {
     /// Write a realistic sample collection of Argo-like profiles, then describe it.
     #[command(after_help = "Example:\n  atlas demo ./argo\n  atlas demo ./small-argo --count 50")]
     Demo(DemoArgs),
+
+    /// Remove temp files that interrupted writes left in the collection's directory.
+    #[command(
+        after_help = "Example:\n  atlas cleanup ./argo --dry-run\n  atlas cleanup ./argo --older-than 0"
+    )]
+    Cleanup(CleanupArgs),
 }
 
 /// A command that takes only the collection.
@@ -126,6 +132,19 @@ pub enum Command {
 pub struct CollectionArg {
     /// The collection (a directory or a URL; see `atlas --help`).
     pub collection: String,
+}
+
+/// `atlas cleanup`.
+#[derive(Debug, Args)]
+pub struct CleanupArgs {
+    /// The collection (a directory or a URL; see `atlas --help`).
+    pub collection: String,
+    /// Leave files written less than this many minutes ago (a write may be in progress).
+    #[arg(long, value_name = "MINUTES", default_value_t = 60)]
+    pub older_than: u64,
+    /// List what would be removed, remove nothing.
+    #[arg(long)]
+    pub dry_run: bool,
 }
 
 /// `atlas ls`.

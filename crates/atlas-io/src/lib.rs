@@ -28,6 +28,7 @@ pub mod cas_memory;
 #[cfg(feature = "testing")]
 pub mod counting;
 pub mod error;
+pub mod leftovers;
 pub mod mask_store;
 pub mod open;
 pub mod read;
@@ -41,6 +42,7 @@ pub use cas_memory::CasMemory;
 #[cfg(feature = "testing")]
 pub use counting::{CountingLayer, Counts, Faults, ReadRecord, RequestStats};
 pub use error::{IoError, IoErrorKind, ShortRead};
+pub use leftovers::{Leftover, list_leftovers, remove_leftovers};
 pub use mask_store::{
     ATOMIC_WRITE_DIR, LOCK_SUFFIX, UpdateError, UpdateOutcome, WriteGuarantee, fs_operator,
     put_atomic, update_checked, update_conditionally,

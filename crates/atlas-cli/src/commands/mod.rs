@@ -2,6 +2,7 @@
 
 pub mod attrs;
 pub mod cat;
+pub mod cleanup;
 pub mod demo;
 pub mod info;
 pub mod ls;
@@ -92,5 +93,6 @@ pub async fn run(cli: Cli) -> CliResult {
         Command::Verify(a) => verify::run(&ctx, &a).await,
         Command::Rewrite(a) => rewrite::run(&ctx, &a).await,
         Command::Demo(a) => demo::run(&ctx, &a).await,
+        Command::Cleanup(a) => cleanup::run(&ctx, &a).await,
     }
 }

@@ -32,6 +32,15 @@ pub async fn run(ctx: &Ctx, args: &CollectionArg) -> CliResult {
         }
         Err(e) => problems.push(format!("open: {}", e.line())),
     }
+    // What interrupted writes left beside the collection: harmless, but space.
+    if let Ok(leftovers) = atlas_io::list_leftovers(&loc.op, &loc.prefix).await {
+        warnings.extend(leftovers.into_iter().map(|l| {
+            format!(
+                "leftover {} ({} bytes) from an interrupted write; `atlas cleanup` removes it",
+                l.path, l.bytes
+            )
+        }));
+    }
 
     if ctx.json {
         let c = &report.checked;
