@@ -2,11 +2,11 @@
 //! `atlas::json`, the manifest's encodings; this module only adapts them to
 //! what each command prints.
 
-use atlas::{ArrayStats, AtlasError, Attr, DatasetView, StatValue};
+use atlas::{ArrayStats, AtlasError, Attr, DatasetView, Stat};
 use serde_json::Value as Json;
 
 /// A min or max: `{"float": x}`, `{"int": n}`, ... or `null`.
-pub fn stat_value(v: Option<&StatValue>) -> Json {
+pub fn stat_value(v: Option<&Stat>) -> Json {
     v.map_or(Json::Null, atlas::json::stat_json)
 }
 

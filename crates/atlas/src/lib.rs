@@ -34,23 +34,22 @@
 //! # }
 //! ```
 //!
-//! Layering: `atlas-format` (bytes) → `atlas-io` (transport) → this crate
-//! (meaning) → `atlas-cli` (people).
+//! Layering: `atlas-format` (bytes) → `atlas-io` (transport) →
+//! `atlas-segment` (array-format, behind one wall) → this crate (meaning) →
+//! `atlas-cli` (people).
 
-pub mod attr;
-pub mod element;
 pub mod error;
-mod guard;
 pub mod read;
 pub mod write;
 
-pub use array_format::TimestampNs;
 pub use atlas_format::{
     CONTAINER_FILE, Codec, DATASETS_SEGMENT, DType, DatasetSchema, MASK_FILE, validate_name,
 };
 pub use atlas_io::{IoError, IoErrorKind, install_http_transport};
-pub use attr::Attr;
-pub use element::Element;
+pub use atlas_segment::{
+    AnyArray, ArrayData, ArrayStats, Attr, Element, FillValue, SegmentError, Stat, Timestamp,
+    for_each_array_data,
+};
 pub use error::{AtlasError, Result};
 pub use read::*;
 pub use write::*;

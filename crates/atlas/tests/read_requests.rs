@@ -228,7 +228,7 @@ async fn statistics_layouts_and_attributes_across_10_000_datasets_open_one_segme
     assert_eq!(folded.row_count, 4 * n as u64);
     assert_eq!(
         folded.max,
-        Some(atlas::StatValue::Float((n as f64 - 1.0) * 10.0 + 3.0))
+        Some(atlas::Stat::Float((n as f64 - 1.0) * 10.0 + 3.0))
     );
     let rows = atlas.array_stats_by_dataset("v").await.unwrap();
     assert_eq!(rows.len(), n);
@@ -325,13 +325,13 @@ async fn unwritten_elements_read_as_fill_without_a_request() {
             .define_array::<f64>(
                 &name,
                 vec!["t".into()],
-                vec![1_000],
-                Some(vec![100]),
-                Some(atlas::FillValue::Float(f64::NAN)),
+                &[1_000],
+                Some(&[100]),
+                Some(&atlas::FillValue::Float(f64::NAN)),
             )
             .unwrap();
         let head = ndarray::Array::from_vec((0..100).map(f64::from).collect()).into_dyn();
-        writer.write_array(&name, vec![0], head.view()).unwrap();
+        writer.write_array(&name, &[0], head.view()).unwrap();
     }
     let segment = read_support::finish_segment(writer).await;
     footer.push_variable("v", segment.len() as u64).unwrap();

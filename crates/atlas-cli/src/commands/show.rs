@@ -68,7 +68,8 @@ fn fill_text(fill: &FillValue, dtype: &DType) -> String {
         FillValue::Float(f) if *dtype == DType::Float32 => render::float(*f as f32),
         FillValue::Float(f) => render::float(*f),
         FillValue::String(s) => format!("{s:?}"),
-        FillValue::TimestampNs(ns) => render::timestamp_ns(*ns),
+        FillValue::Timestamp(t) => render::timestamp_ns(t.nanos()),
+        other => format!("{other:?}"),
     }
 }
 

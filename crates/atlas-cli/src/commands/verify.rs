@@ -193,7 +193,7 @@ async fn check_dataset(view: &DatasetView<'_>) -> DatasetCheck {
             continue;
         }
         let origin = vec![0; layout.shape.len()];
-        match values::read(view, array, &layout.dtype, &origin, &layout.shape).await {
+        match values::read(view, array, &origin, &layout.shape).await {
             Ok(v) => c.elements += v.len() as u64,
             Err(e) => c.problems.push(problem(e.to_string())),
         }

@@ -13,15 +13,16 @@ use atlas_io::open::{OpenError, open_collection};
 use atlas_io::{IoError, IoErrorKind};
 use opendal::Operator;
 
+use atlas_segment::{Segment, SegmentOptions, SegmentRange, SegmentSet};
+
 use super::dataset::DatasetView;
-use super::segments::{OpenSegment, Segments};
 use crate::error::{AtlasError, Result};
 
 /// How [`Atlas::open_with`] reads a collection.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct OpenOptions {
-    /// Bytes of decompressed blocks kept in memory: one bounded
-    /// `array_format::BlockCache` shared by every segment (0 disables it).
+    /// Bytes of decompressed blocks kept in memory: one bounded cache
+    /// shared by every segment (0 disables it).
     pub block_cache_bytes: u64,
     /// Least bytes read from the end of a segment when it is first used; the
     /// read grows to cover the footer expected from the number of datasets.
@@ -34,8 +35,8 @@ impl Default for OpenOptions {
     /// 256 MiB of block cache, 256 KiB segment prefetch, default decode limits.
     fn default() -> Self {
         Self {
-            block_cache_bytes: array_format::DEFAULT_CACHE_CAPACITY as u64,
-            segment_prefetch_bytes: atlas_io::DEFAULT_PREFETCH,
+            block_cache_bytes: atlas_segment::DEFAULT_BLOCK_CACHE_BYTES,
+            segment_prefetch_bytes: atlas_segment::DEFAULT_PREFETCH,
             limits: DecodeLimits::default(),
         }
     }
@@ -75,7 +76,7 @@ pub struct Atlas {
     pub(crate) state: RwLock<MaskState>,
     /// Deletes through one handle run one at a time, so they never race each other.
     pub(crate) delete_lock: tokio::sync::Mutex<()>,
-    pub(crate) segments: Segments,
+    pub(crate) segments: SegmentSet,
     /// Variable name to its position in the footer's variables.
     variable_index: HashMap<String, usize>,
     /// Per variable, how many arrays its segment should hold (sizes the first read).
@@ -152,12 +153,13 @@ impl Atlas {
             .saturating_sub(opened.tail.tail.len() as u64);
         let keep = usize::try_from(segment_bytes_end.saturating_sub(probe_start)).unwrap_or(0);
         let probe = opened.tail.tail.slice(..keep.min(opened.tail.tail.len()));
-        let segments = Segments::new(
+        let segments = SegmentSet::new(
             op.clone(),
             container_path.clone(),
             footer.variables.len(),
-            options.block_cache_bytes,
-            options.segment_prefetch_bytes,
+            SegmentOptions::default()
+                .block_cache_bytes(options.block_cache_bytes)
+                .prefetch_bytes(options.segment_prefetch_bytes),
             probe,
             segment_bytes_end,
         );
@@ -376,7 +378,7 @@ impl Atlas {
     }
 
     /// The segment of variable `name`, opened on first use; `None` if the container has none.
-    pub(crate) async fn segment(&self, name: &str) -> Result<Option<Arc<OpenSegment>>> {
+    pub(crate) async fn segment(&self, name: &str) -> Result<Option<Arc<Segment>>> {
         let Some(&index) = self.variable_index.get(name) else {
             return Ok(None);
         };
@@ -385,8 +387,13 @@ impl Atlas {
             .variables
             .get(index)
             .ok_or_else(|| AtlasError::corrupt(format!("variable {name:?} vanished")))?;
-        let hint = self.expected_arrays.get(index).copied().unwrap_or(0);
-        self.segments.get(index, entry, name, hint).await.map(Some)
+        let range = SegmentRange {
+            name: name.to_owned(),
+            offset: entry.seg_offset,
+            len: entry.seg_len,
+            arrays_hint: self.expected_arrays.get(index).copied().unwrap_or(0),
+        };
+        Ok(Some(self.segments.get(index, &range).await?))
     }
 
     /// Whether the container has a segment for `name`.

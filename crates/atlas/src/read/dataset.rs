@@ -4,16 +4,11 @@
 
 use std::sync::Arc;
 
-use array_format::{ArrayInfo, FillValue};
 use atlas_format::{ArrayMeta, DATASETS_SEGMENT, DType, DatasetSchema, SchemaView};
+use atlas_segment::{AnyArray, ArrayRef, ArrayStats, Attr, Element, FillValue, Segment};
 
 use super::collection::Atlas;
-use super::segments::{OpenSegment, track_io};
-use super::stats::ArrayStats;
-use crate::attr::Attr;
-use crate::element::{Element, from_array_dtype};
 use crate::error::{AtlasError, Result};
-use crate::guard::guarded;
 
 /// A single read may materialize this many bytes whatever the segment's size...
 const READ_FLOOR_BYTES: u64 = 1 << 30;
@@ -119,7 +114,7 @@ impl<'a> DatasetView<'a> {
     }
 
     /// The segment of `array`, which the dataset declares.
-    async fn segment_of(&self, array: &str) -> Result<Arc<OpenSegment>> {
+    async fn segment_of(&self, array: &str) -> Result<Arc<Segment>> {
         self.atlas.segment(array).await?.ok_or_else(|| {
             AtlasError::corrupt(format!(
                 "dataset {:?} declares array {array:?}, but the container has no segment for it",
@@ -129,9 +124,9 @@ impl<'a> DatasetView<'a> {
     }
 
     /// The segment's record of this dataset's `array`, checked against the footer.
-    fn info<'s>(&self, meta: &ArrayMeta<'_>, segment: &'s OpenSegment) -> Result<&'s ArrayInfo> {
+    fn info<'s>(&self, meta: &ArrayMeta<'_>, segment: &'s Segment) -> Result<ArrayRef<'s>> {
         let info = segment.array(self.name)?;
-        check_dtype(meta.name(), meta.dtype(), info, self.name)?;
+        check_dtype(meta.name(), meta.dtype(), &info, self.name)?;
         Ok(info)
     }
 
@@ -141,7 +136,7 @@ impl<'a> DatasetView<'a> {
         let meta = self.declared(array)?;
         let segment = self.segment_of(array).await?;
         let info = self.info(&meta, &segment)?;
-        layout_of(meta.dtype(), info)
+        layout_of(meta.dtype(), &info)
     }
 
     /// Statistics of `array` as its segment records them; `None` if it records none.
@@ -150,7 +145,7 @@ impl<'a> DatasetView<'a> {
         let meta = self.declared(array)?;
         let segment = self.segment_of(array).await?;
         let info = self.info(&meta, &segment)?;
-        Ok(info.stats.as_ref().map(ArrayStats::from))
+        Ok(info.stats())
     }
 
     /// Dataset-level attributes in the order they were set. No request when the
@@ -219,15 +214,46 @@ impl<'a> DatasetView<'a> {
             });
         }
         let segment = self.segment_of(array).await?;
+        let (origin, extent) = self.checked_region::<T>(&meta, &segment, start, shape)?;
+        Ok(segment.read::<T>(self.name, &origin, &extent).await?)
+    }
+
+    /// Reads the region of `array` like [`read_array`](Self::read_array), in
+    /// whatever element type it holds: the data with its fill value and
+    /// dimension names. `DTypeMismatch` for arrays of bool or lists.
+    pub async fn read_any(&self, array: &str, start: &[u64], shape: &[u64]) -> Result<AnyArray> {
+        self.ensure_live()?;
+        let meta = self.declared(array)?;
+        let segment = self.segment_of(array).await?;
+        let (origin, extent) = self.checked_region::<u64>(&meta, &segment, start, shape)?;
         let info = self.info(&meta, &segment)?;
-        let (origin, extent) = region(array, &info.shape, start, shape)?;
+        let data = segment.read_any(self.name, &origin, &extent).await?;
+        Ok(AnyArray::new(
+            data,
+            info.fill(),
+            info.dimension_names().to_vec(),
+        ))
+    }
+
+    /// Checks a region against the array's shape and the read budget; returns
+    /// origin and extent. `T` sizes the elements (8 bytes for an untyped read).
+    fn checked_region<T>(
+        &self,
+        meta: &ArrayMeta<'_>,
+        segment: &Segment,
+        start: &[u64],
+        shape: &[u64],
+    ) -> Result<(Vec<u64>, Vec<u64>)> {
+        let array = meta.name();
+        let info = self.info(meta, segment)?;
+        let (origin, extent) = region(array, info.shape(), start, shape)?;
         let elements = extent
             .iter()
-            .try_fold(1u64, |acc, &n| acc.checked_mul(n as u64))
+            .try_fold(1u64, |acc, &n| acc.checked_mul(n))
             .ok_or_else(|| invalid(array, "the region's element count overflows"))?;
         let bytes = elements.saturating_mul(std::mem::size_of::<T>() as u64);
         let budget = segment
-            .len
+            .len()
             .saturating_mul(READ_EXPANSION)
             .max(READ_FLOOR_BYTES);
         if bytes > budget {
@@ -235,26 +261,14 @@ impl<'a> DatasetView<'a> {
                 array,
                 &format!(
                     "a region of {elements} elements ({bytes} bytes) exceeds the {budget}-byte limit for one read from a segment of {} bytes; read it in parts",
-                    segment.len
+                    segment.len()
                 ),
             ));
         }
-        let what = format!("reading {array:?} of dataset {:?}", self.name);
-        let (outcome, failure) = track_io(guarded(
-            &what,
-            segment.file.read_array::<T>(self.name, origin, extent),
-        ))
-        .await;
-        match outcome? {
-            Ok(data) => Ok(data.into_owned()),
-            Err(e) => Err(match failure {
-                Some(failure) => failure.into_error(),
-                None => AtlasError::corrupt(format!("{what}: {e}")),
-            }),
-        }
+        Ok((origin, extent))
     }
 
-    async fn datasets_segment(&self) -> Result<Arc<OpenSegment>> {
+    async fn datasets_segment(&self) -> Result<Arc<Segment>> {
         self.atlas.segment(DATASETS_SEGMENT).await?.ok_or_else(|| {
             AtlasError::corrupt(format!(
                 "dataset {:?} declares attributes, but the container has no {DATASETS_SEGMENT} segment",
@@ -276,10 +290,10 @@ fn invalid(array: &str, what: &str) -> AtlasError {
 pub(crate) fn check_dtype(
     array: &str,
     declared: &DType,
-    info: &ArrayInfo,
+    info: &ArrayRef<'_>,
     dataset: &str,
 ) -> Result<()> {
-    let stored = from_array_dtype(&info.dtype);
+    let stored = info.dtype();
     if stored != *declared {
         return Err(AtlasError::corrupt(format!(
             "dataset {dataset:?}, array {array:?}: the footer declares {declared}, the segment holds {stored}"
@@ -289,46 +303,45 @@ pub(crate) fn check_dtype(
 }
 
 /// The layout the segment records, with the footer's dtype (already checked equal).
-pub(crate) fn layout_of(dtype: &DType, info: &ArrayInfo) -> Result<ArrayLayout> {
-    let shape: Vec<u64> = info.shape.iter().map(|&d| u64::from(d)).collect();
+pub(crate) fn layout_of(dtype: &DType, info: &ArrayRef<'_>) -> Result<ArrayLayout> {
+    let shape: Vec<u64> = info.shape().iter().map(|&d| u64::from(d)).collect();
     let element_count = shape
         .iter()
         .try_fold(1u64, |acc, &d| acc.checked_mul(d))
         .ok_or_else(|| {
-            AtlasError::corrupt(format!("array {:?}: element count overflows", info.name))
+            AtlasError::corrupt(format!("array {:?}: element count overflows", info.name()))
         })?;
     Ok(ArrayLayout {
         dtype: dtype.clone(),
         shape,
-        chunk_shape: info.chunk_shape.iter().map(|&c| u64::from(c)).collect(),
-        dimension_names: info.dimension_names.clone(),
-        fill_value: info.fill_value.clone(),
+        chunk_shape: info.chunk_shape().iter().map(|&c| u64::from(c)).collect(),
+        dimension_names: info.dimension_names().to_vec(),
+        fill_value: info.fill(),
         element_count,
     })
 }
 
 /// The value of `key` on array `array_name` of `segment`, checked against the declared type.
 pub(crate) fn stored_attr(
-    segment: &OpenSegment,
+    segment: &Segment,
     array_name: &str,
     key: &str,
     declared: &DType,
 ) -> Result<Attr> {
-    let value = segment.file.get_attribute(array_name, key).ok_or_else(|| {
+    let attr = segment.attribute(array_name, key).ok_or_else(|| {
         AtlasError::corrupt(format!(
             "segment {:?}: dataset {array_name:?} declares attribute {key:?}, but none is stored",
-            segment.name
+            segment.name()
         ))
     })?;
-    let attr = Attr::from_stored(value);
-    check_attr_type(&attr, declared, &segment.name, array_name, key)?;
+    check_attr_type(&attr, declared, segment.name(), array_name, key)?;
     Ok(attr)
 }
 
 /// The values of the `declared` keys on array `array_name` of `segment`, in
 /// the order given, each checked against its declared type.
 fn stored_attrs<'k>(
-    segment: &OpenSegment,
+    segment: &Segment,
     array_name: &str,
     declared: impl Iterator<Item = (&'k str, &'k DType)>,
 ) -> Result<Vec<(String, Attr)>> {
@@ -360,15 +373,10 @@ pub(crate) fn check_attr_type(
 }
 
 /// Checks a requested region against the array's shape; returns origin and extent.
-fn region(
-    array: &str,
-    dims: &[u32],
-    start: &[u64],
-    shape: &[u64],
-) -> Result<(Vec<usize>, Vec<usize>)> {
+fn region(array: &str, dims: &[u32], start: &[u64], shape: &[u64]) -> Result<(Vec<u64>, Vec<u64>)> {
     let rank = dims.len();
     if start.is_empty() && shape.is_empty() {
-        return Ok((vec![0; rank], dims.iter().map(|&d| d as usize).collect()));
+        return Ok((vec![0; rank], dims.iter().map(|&d| u64::from(d)).collect()));
     }
     if start.len() != rank || shape.len() != rank {
         return Err(invalid(
@@ -392,9 +400,6 @@ fn region(
                 &format!("axis {axis}: region {s}..{end} is outside 0..{d}"),
             ));
         }
-        let (Ok(s), Ok(n)) = (usize::try_from(s), usize::try_from(n)) else {
-            return Err(invalid(array, &format!("axis {axis}: region too large")));
-        };
         origin.push(s);
         extent.push(n);
     }

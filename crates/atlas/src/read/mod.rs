@@ -7,8 +7,8 @@
 //! - `across_datasets`: statistics and attribute columns over every live
 //!   dataset, one segment open and one pass each;
 //! - `delete`: the deletion mask, one GET and one PUT per batch;
-//! - `segments` and `segment_footer`: each variable's segment opened once,
-//!   screened, and handed to array-format;
+//! - segments come from `atlas-segment`'s `SegmentSet`: each opened once,
+//!   screened, on first use;
 //! - [`json`]: the manifest-shaped JSON renderings the `dump` example and the CLI print.
 
 #![cfg_attr(
@@ -26,13 +26,10 @@ mod collection;
 mod dataset;
 mod delete;
 pub mod json;
-mod segment_footer;
-mod segments;
 mod stats;
 
-pub use array_format::{FillValue, StatValue};
 pub use atlas_io::WriteGuarantee;
 pub use collection::{Atlas, OpenOptions, VariableInfo};
 pub use dataset::{ArrayLayout, DatasetView};
 pub use delete::DeleteOutcome;
-pub use stats::{ArrayStats, DatasetStats};
+pub use stats::DatasetStats;

@@ -12,13 +12,14 @@ use std::ops::Range;
 use futures::StreamExt;
 use ndarray::{ArrayD, Slice};
 
+use atlas_segment::{ArrayStats, Element};
+
 use super::buffer::grid_coords;
 use super::collection::{AtlasWriter, WriteSummary};
 use super::dataset::DatasetWriter;
-use crate::element::Element;
 use crate::error::{AtlasError, Result};
-use crate::read::{ArrayLayout, ArrayStats, Atlas, DatasetView};
-use crate::{DType, TimestampNs};
+use crate::read::{ArrayLayout, Atlas, DatasetView};
+use crate::{DType, Timestamp};
 
 /// Datasets copied at once (reads of one overlap compression of another).
 const DATASETS_IN_FLIGHT: usize = 4;
@@ -107,7 +108,7 @@ async fn copy_array_any(
         DType::Float64 => copy!(f64),
         DType::String => copy!(String),
         DType::Binary => copy!(Vec<u8>),
-        DType::TimestampNs => copy!(TimestampNs),
+        DType::TimestampNs => copy!(Timestamp),
         other @ (DType::Bool | DType::FixedSizeList { .. } | DType::List { .. }) => {
             Err(AtlasError::invalid_use(format!(
                 "array {array:?} of dataset {:?} holds {other}, which this library cannot copy",
@@ -117,7 +118,7 @@ async fn copy_array_any(
     }
 }
 
-async fn copy_array<T: Element + PartialEq>(
+async fn copy_array<T: Element>(
     view: &DatasetView<'_>,
     dst: &mut DatasetWriter,
     array: &str,
