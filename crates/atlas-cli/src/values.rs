@@ -1,7 +1,7 @@
 //! Reading an array whose element type is known only at run time: one
 //! dispatch on the dtype, then values as JSON or as text cells.
 
-use atlas::{ArrayData, AtlasError, DatasetView, FillValue, Timestamp, for_each_array_data};
+use atlas::{ArrayData, AtlasError, Dataset, FillValue, Timestamp, for_each_array_data};
 use serde_json::Value as Json;
 
 use crate::render;
@@ -12,7 +12,7 @@ pub struct Values(pub ArrayData);
 
 /// Reads `shape` elements of `array` from `start`, in whatever element type it holds.
 pub async fn read(
-    view: &DatasetView<'_>,
+    view: &Dataset,
     array: &str,
     start: &[u64],
     shape: &[u64],

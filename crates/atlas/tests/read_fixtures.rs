@@ -444,7 +444,7 @@ async fn hidden_datasets_count_toward_no_statistic_and_no_attribute_column() {
 async fn atlas_and_views_are_send_and_sync() {
     fn check<T: Send + Sync>() {}
     check::<Atlas>();
-    check::<atlas::DatasetView<'static>>();
+    check::<atlas::Dataset>();
     let atlas = std::sync::Arc::new(open_small().await);
     let tasks: Vec<_> = (0..8)
         .map(|i| {
@@ -463,6 +463,39 @@ async fn atlas_and_views_are_send_and_sync() {
         assert_eq!(t.await.unwrap(), 32);
     }
     assert_eq!(atlas.segments_opened(), 1, "one open shared by every task");
+}
+
+#[tokio::test]
+async fn owned_dataset_handles_move_into_spawned_tasks_and_share_the_collection() {
+    fn owned<T: Clone + Send + Sync + 'static>() {}
+    owned::<Atlas>();
+    owned::<atlas::Dataset>();
+    let atlas = open_small().await;
+    let copy = atlas.clone();
+    let handles: Vec<atlas::Dataset> = atlas.datasets().collect();
+    drop(atlas);
+    let tasks: Vec<_> = handles
+        .into_iter()
+        .map(|d| {
+            tokio::spawn(async move {
+                let data = d.read_any("temperature", &[], &[]).await.unwrap();
+                (d.name().to_owned(), data.shape().to_vec(), data.dtype())
+            })
+        })
+        .collect();
+    let mut seen = Vec::new();
+    for t in tasks {
+        let (name, shape, dtype) = t.await.unwrap();
+        assert_eq!(dtype, atlas::DType::Float32, "{name}");
+        assert_eq!(shape.iter().product::<usize>(), 32, "{name}");
+        seen.push(name);
+    }
+    assert_eq!(seen, ["jan_2024", "feb_2024", "mar_2024"]);
+    assert_eq!(
+        copy.segments_opened(),
+        1,
+        "the handles outlived the Atlas they came from and shared its one segment open"
+    );
 }
 
 /// Compile-time: every future of the read API can move between threads.

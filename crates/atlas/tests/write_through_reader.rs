@@ -1,5 +1,5 @@
 //! What the writer stores reads back through the facade's reader (`Atlas`,
-//! `DatasetView`, `atlas::json`), and rebuilt fixtures dump as their manifests.
+//! `Dataset`, `atlas::json`), and rebuilt fixtures dump as their manifests.
 
 mod write_support;
 

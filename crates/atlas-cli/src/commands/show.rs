@@ -1,6 +1,6 @@
 //! `atlas show`: one dataset in `ncdump -h` style.
 
-use atlas::{ArrayLayout, ArrayStats, Attr, DType, DatasetView, FillValue};
+use atlas::{ArrayLayout, ArrayStats, Attr, DType, Dataset, FillValue};
 use futures::future::try_join_all;
 
 use super::Ctx;
@@ -33,7 +33,7 @@ struct ArrayInfo {
     attributes: Vec<(String, Attr)>,
 }
 
-async fn array_info(view: &DatasetView<'_>, name: &str, dtype: &DType) -> atlas::Result<ArrayInfo> {
+async fn array_info(view: &Dataset, name: &str, dtype: &DType) -> atlas::Result<ArrayInfo> {
     let layout = view.array_layout(name).await?;
     let stats = view.array_stats(name).await?;
     let attributes = view.array_attributes(name).await?;
@@ -81,7 +81,7 @@ fn attr_line(owner: &str, key: &str, value: &Attr) -> String {
     )
 }
 
-async fn describe(view: &DatasetView<'_>) -> atlas::Result<String> {
+async fn describe(view: &Dataset) -> atlas::Result<String> {
     let schema = view.schema();
     let declared: Vec<(String, DType)> = schema
         .arrays()

@@ -7,7 +7,7 @@
 //!    dataset and array attributes read back;
 //! 4. the deletion mask parsed (its warnings are reported, not failures).
 
-use atlas::{Atlas, DatasetView};
+use atlas::{Atlas, Dataset};
 use futures::StreamExt;
 use serde_json::json;
 
@@ -163,7 +163,7 @@ async fn check(ctx: &Ctx, atlas: &Atlas, report: &mut Report) {
         .extend(warnings.into_iter().map(|w| format!("deletion mask: {w}")));
 }
 
-async fn check_dataset(view: &DatasetView<'_>) -> DatasetCheck {
+async fn check_dataset(view: &Dataset) -> DatasetCheck {
     let mut c = DatasetCheck::default();
     let name = view.name();
     let schema = view.schema();

@@ -1,4 +1,4 @@
-//! [`DatasetView`]: one dataset of an opened collection. Its schema comes from
+//! [`Dataset`]: one dataset of an opened collection, as an owned handle. Its schema comes from
 //! the container footer (no request); layouts, statistics, attribute values and
 //! data come from the segments.
 
@@ -34,35 +34,32 @@ pub struct ArrayLayout {
     pub element_count: u64,
 }
 
-/// One live dataset of an [`Atlas`]: cheap to copy, `Send + Sync`.
-#[derive(Clone, Copy)]
-pub struct DatasetView<'a> {
-    atlas: &'a Atlas,
-    name: &'a str,
+/// One live dataset of an [`Atlas`]: an owned handle (the collection's `Arc`,
+/// the name, the ordinal and the schema's pool index), cheap to clone and
+/// `Send + Sync + 'static`, so it can move into a spawned task.
+#[derive(Clone)]
+pub struct Dataset {
+    atlas: Atlas,
+    name: Arc<str>,
     ordinal: u32,
-    schema: SchemaView<'a>,
+    schema: u32,
 }
 
-impl std::fmt::Debug for DatasetView<'_> {
+impl std::fmt::Debug for Dataset {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("DatasetView")
+        f.debug_struct("Dataset")
             .field("name", &self.name)
             .field("ordinal", &self.ordinal)
-            .field("schema", &self.schema.index())
+            .field("schema", &self.schema)
             .finish()
     }
 }
 
-impl<'a> DatasetView<'a> {
-    pub(crate) fn new(
-        atlas: &'a Atlas,
-        name: &'a str,
-        ordinal: u32,
-        schema: SchemaView<'a>,
-    ) -> Self {
+impl Dataset {
+    pub(crate) fn new(atlas: Atlas, name: &str, ordinal: u32, schema: u32) -> Self {
         Self {
             atlas,
-            name,
+            name: Arc::from(name),
             ordinal,
             schema,
         }
@@ -70,7 +67,7 @@ impl<'a> DatasetView<'a> {
 
     /// The dataset's name.
     pub fn name(&self) -> &str {
-        self.name
+        &self.name
     }
 
     /// The dataset's ordinal: its position in the container, which never changes.
@@ -78,37 +75,42 @@ impl<'a> DatasetView<'a> {
         self.ordinal
     }
 
+    /// The collection this dataset belongs to.
+    pub fn atlas(&self) -> &Atlas {
+        &self.atlas
+    }
+
     /// The dataset's declaration (array names and types, attribute keys), from memory.
     pub fn schema(&self) -> SchemaView<'_> {
-        self.schema
+        self.atlas.catalogue().schema(self.schema)
     }
 
     /// The declaration of array `array`, if the dataset has one.
     pub fn array_meta(&self, array: &str) -> Option<ArrayMeta<'_>> {
-        self.schema.array(array)
+        self.schema().array(array)
     }
 
     /// An owned copy of the declaration.
     pub fn to_owned_schema(&self) -> DatasetSchema {
-        self.schema.to_owned_schema()
+        self.schema().to_owned_schema()
     }
 
-    /// `DatasetNotFound` if the dataset was deleted since this view was taken.
+    /// `DatasetNotFound` if the dataset was deleted since this handle was taken.
     fn ensure_live(&self) -> Result<()> {
         if self.atlas.is_live(self.ordinal) {
             Ok(())
         } else {
             Err(AtlasError::DatasetNotFound {
-                name: self.name.to_owned(),
+                name: self.name.to_string(),
             })
         }
     }
 
-    fn declared(&self, array: &str) -> Result<ArrayMeta<'a>> {
-        self.schema
+    fn declared(&self, array: &str) -> Result<ArrayMeta<'_>> {
+        self.schema()
             .array(array)
             .ok_or_else(|| AtlasError::ArrayNotFound {
-                dataset: Some(self.name.to_owned()),
+                dataset: Some(self.name.to_string()),
                 array: array.to_owned(),
             })
     }
@@ -125,8 +127,8 @@ impl<'a> DatasetView<'a> {
 
     /// The segment's record of this dataset's `array`, checked against the footer.
     fn info<'s>(&self, meta: &ArrayMeta<'_>, segment: &'s Segment) -> Result<ArrayRef<'s>> {
-        let info = segment.array(self.name)?;
-        check_dtype(meta.name(), meta.dtype(), &info, self.name)?;
+        let info = segment.array(&self.name)?;
+        check_dtype(meta.name(), meta.dtype(), &info, &self.name)?;
         Ok(info)
     }
 
@@ -152,21 +154,23 @@ impl<'a> DatasetView<'a> {
     /// schema declares none; else one open of the `_datasets` segment.
     pub async fn attributes(&self) -> Result<Vec<(String, Attr)>> {
         self.ensure_live()?;
-        if !self.schema.has_attributes() {
+        let schema = self.schema();
+        if !schema.has_attributes() {
             return Ok(Vec::new());
         }
         let segment = self.datasets_segment().await?;
-        stored_attrs(&segment, self.name, self.schema.attributes())
+        stored_attrs(&segment, &self.name, schema.attributes())
     }
 
     /// Dataset-level attribute `key`; `None` without any request if the schema does not declare it.
     pub async fn get_attribute(&self, key: &str) -> Result<Option<Attr>> {
         self.ensure_live()?;
-        let Some(dtype) = self.schema.attribute_dtype(key) else {
+        let schema = self.schema();
+        let Some(dtype) = schema.attribute_dtype(key) else {
             return Ok(None);
         };
         let segment = self.datasets_segment().await?;
-        stored_attr(&segment, self.name, key, dtype).map(Some)
+        stored_attr(&segment, &self.name, key, dtype).map(Some)
     }
 
     /// Attributes of `array` in the order they were set. No request when it declares none.
@@ -177,7 +181,7 @@ impl<'a> DatasetView<'a> {
             return Ok(Vec::new());
         }
         let segment = self.segment_of(array).await?;
-        stored_attrs(&segment, self.name, meta.attributes())
+        stored_attrs(&segment, &self.name, meta.attributes())
     }
 
     /// Attribute `key` of `array`; `None` without any request if the schema does not declare it.
@@ -188,7 +192,7 @@ impl<'a> DatasetView<'a> {
             return Ok(None);
         };
         let segment = self.segment_of(array).await?;
-        stored_attr(&segment, self.name, key, dtype).map(Some)
+        stored_attr(&segment, &self.name, key, dtype).map(Some)
     }
 
     /// Reads the region of `array` starting at `start` with extent `shape`
@@ -215,7 +219,7 @@ impl<'a> DatasetView<'a> {
         }
         let segment = self.segment_of(array).await?;
         let (origin, extent) = self.checked_region::<T>(&meta, &segment, start, shape)?;
-        Ok(segment.read::<T>(self.name, &origin, &extent).await?)
+        Ok(segment.read::<T>(&self.name, &origin, &extent).await?)
     }
 
     /// Reads the region of `array` like [`read_array`](Self::read_array), in
@@ -227,7 +231,7 @@ impl<'a> DatasetView<'a> {
         let segment = self.segment_of(array).await?;
         let (origin, extent) = self.checked_region::<u64>(&meta, &segment, start, shape)?;
         let info = self.info(&meta, &segment)?;
-        let data = segment.read_any(self.name, &origin, &extent).await?;
+        let data = segment.read_any(&self.name, &origin, &extent).await?;
         Ok(AnyArray::new(
             data,
             info.fill(),

@@ -51,7 +51,8 @@ impl Atlas {
                 guarantee: WriteGuarantee::Conditional,
             });
         }
-        let _one_at_a_time = self.delete_lock.lock().await;
+        let inner = self.inner();
+        let _one_at_a_time = inner.delete_lock.lock().await;
         let total = u32::try_from(footer.datasets.len())
             .map_err(|_| AtlasError::corrupt("more than u32::MAX datasets"))?;
         let mut merged: Option<DeletionMask> = None;
@@ -72,14 +73,14 @@ impl Atlas {
             Ok(bytes)
         };
         let writer_op;
-        let op = match &self.fs_root {
+        let op = match &inner.fs_root {
             Some(root) => {
                 writer_op = atlas_io::fs_operator(root)?;
                 &writer_op
             }
-            None => &self.op,
+            None => &inner.op,
         };
-        let outcome = update_conditionally(op, &self.mask_path, MAX_RETRIES, update)
+        let outcome = update_conditionally(op, &inner.mask_path, MAX_RETRIES, update)
             .await
             .map_err(|e| match e {
                 UpdateError::Io(io) => AtlasError::Io(io),
@@ -87,7 +88,7 @@ impl Atlas {
                 UpdateError::Contended { last, .. } => AtlasError::Io(last),
             })?;
         for w in &warnings {
-            tracing::warn!(mask = %self.mask_path, "{w}");
+            tracing::warn!(mask = %inner.mask_path, "{w}");
         }
         let mut state = self.mask_mut();
         let deleted = ordinals

@@ -12,7 +12,7 @@ use atlas_segment::{ArrayData, ArrayStats, Attr, FillValue, Stat, for_each_array
 use serde_json::{Map, Value, json};
 
 use super::collection::Atlas;
-use super::dataset::DatasetView;
+use super::dataset::Dataset;
 use crate::error::{AtlasError, Result};
 
 /// A float as JSON: a number, or `"NaN"` / `"inf"` / `"-inf"`.
@@ -183,7 +183,7 @@ pub fn data_json(data: &ArrayData) -> Value {
 
 /// Every element of `array`, row-major; `null` for element types the facade
 /// cannot read (bool, lists).
-pub async fn values_json(view: &DatasetView<'_>, array: &str) -> Result<Value> {
+pub async fn values_json(view: &Dataset, array: &str) -> Result<Value> {
     match view.read_any(array, &[], &[]).await {
         Ok(any) => Ok(data_json(any.data())),
         Err(AtlasError::DTypeMismatch { .. }) => Ok(Value::Null),
@@ -193,7 +193,7 @@ pub async fn values_json(view: &DatasetView<'_>, array: &str) -> Result<Value> {
 
 /// One array of a dataset: name, dtype, dims, shape, chunk_shape, fill, stats,
 /// attributes, and (with `with_values`) values.
-pub async fn array_json(view: &DatasetView<'_>, array: &str, with_values: bool) -> Result<Value> {
+pub async fn array_json(view: &Dataset, array: &str, with_values: bool) -> Result<Value> {
     let layout = view.array_layout(array).await?;
     let stats = view.array_stats(array).await?;
     let attributes = view.array_attributes(array).await?;
@@ -222,7 +222,7 @@ pub async fn array_json(view: &DatasetView<'_>, array: &str, with_values: bool) 
 }
 
 /// One dataset: name, ordinal, attributes and arrays (in definition order).
-pub async fn dataset_json(view: &DatasetView<'_>, with_values: bool) -> Result<Value> {
+pub async fn dataset_json(view: &Dataset, with_values: bool) -> Result<Value> {
     let attributes = view.attributes().await?;
     let names: Vec<String> = view
         .schema()

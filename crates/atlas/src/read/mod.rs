@@ -2,8 +2,9 @@
 //!
 //! - [`Atlas`] (`collection`): the open (one tail read of `data.atlas` plus the
 //!   mask, concurrently) and every catalogue question, answered from memory;
-//! - [`DatasetView`] (`dataset`): one dataset's schema, layouts, statistics,
-//!   attributes and data;
+//! - `catalogue`: the footer, the mask and their indexes, in one value;
+//! - [`Dataset`] (`dataset`): an owned handle on one dataset's schema,
+//!   layouts, statistics, attributes and data;
 //! - `across_datasets`: statistics and attribute columns over every live
 //!   dataset, one segment open and one pass each;
 //! - `delete`: the deletion mask, one GET and one PUT per batch;
@@ -22,6 +23,7 @@
 )]
 
 mod across_datasets;
+mod catalogue;
 mod collection;
 mod dataset;
 mod delete;
@@ -30,6 +32,6 @@ mod stats;
 
 pub use atlas_io::WriteGuarantee;
 pub use collection::{Atlas, OpenOptions, VariableInfo};
-pub use dataset::{ArrayLayout, DatasetView};
+pub use dataset::{ArrayLayout, Dataset};
 pub use delete::DeleteOutcome;
 pub use stats::DatasetStats;

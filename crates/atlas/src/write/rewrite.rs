@@ -18,7 +18,7 @@ use super::buffer::grid_coords;
 use super::collection::{AtlasWriter, WriteSummary};
 use super::dataset::DatasetWriter;
 use crate::error::{AtlasError, Result};
-use crate::read::{ArrayLayout, Atlas, DatasetView};
+use crate::read::{ArrayLayout, Atlas, Dataset};
 use crate::{DType, Timestamp};
 
 /// Datasets copied at once (reads of one overlap compression of another).
@@ -63,7 +63,7 @@ pub async fn rewrite(
     dst.finish().await
 }
 
-async fn copy_dataset(view: &DatasetView<'_>, dst: &mut DatasetWriter) -> Result<()> {
+async fn copy_dataset(view: &Dataset, dst: &mut DatasetWriter) -> Result<()> {
     let arrays: Vec<String> = view
         .schema()
         .arrays()
@@ -84,7 +84,7 @@ async fn copy_dataset(view: &DatasetView<'_>, dst: &mut DatasetWriter) -> Result
 }
 
 async fn copy_array_any(
-    view: &DatasetView<'_>,
+    view: &Dataset,
     dst: &mut DatasetWriter,
     array: &str,
     layout: &ArrayLayout,
@@ -119,7 +119,7 @@ async fn copy_array_any(
 }
 
 async fn copy_array<T: Element>(
-    view: &DatasetView<'_>,
+    view: &Dataset,
     dst: &mut DatasetWriter,
     array: &str,
     layout: &ArrayLayout,
