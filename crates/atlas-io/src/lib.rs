@@ -1,17 +1,12 @@
 //! Transport for Atlas collections: moves bytes between storage and the format layer.
 //!
 //! `atlas-format` turns collections into bytes and back without doing I/O;
-//! the `atlas` facade decides what to read and write. This crate sits between
+//! `atlas-segment` shows array-format the segments; the `atlas` facade decides
+//! what to read and write. This crate sits between
 //! them and knows how to move bytes over OpenDAL, but not what they mean:
 //!
 //! - [`read`]: range, suffix and whole-object reads that reject short reads,
 //!   and big reads split into concurrent pieces;
-//! - [`segment`]: [`SegmentStore`], which shows array-format each segment of
-//!   `data.atlas` as a file of its own, with the tail prefetched and the
-//!   trailer screened before array-format parses it;
-//! - [`sink`]: [`SinkStore`], which appends the segments array-format writes,
-//!   in order, to the one streaming writer of `data.atlas` and reports where
-//!   each landed;
 //! - [`mask_store`]: atomic and conditional whole-object writes for the
 //!   `deleted.mask` sidecar;
 //! - `counting`: an OpenDAL layer that counts requests and injects faults,
@@ -19,9 +14,6 @@
 //!   writes. Both are test doubles, built only with the `testing` feature;
 //! - [`transport`]: installs OpenDAL's HTTP transport for the cloud services;
 //! - [`error`]: [`IoError`], the backend's failure with its kind, path and operation.
-
-#[macro_use]
-mod refusals;
 
 #[cfg(feature = "testing")]
 pub mod cas_memory;
@@ -33,8 +25,6 @@ pub mod mask_store;
 pub mod open;
 pub mod read;
 pub mod retry;
-pub mod segment;
-pub mod sink;
 pub mod transport;
 
 #[cfg(feature = "testing")]
@@ -52,9 +42,4 @@ pub use read::{
     read_ranges_in_pieces, read_suffix, split_into_pieces, stat_len, supports_suffix_reads,
 };
 pub use retry::RetryPolicy;
-pub use segment::{
-    ARRF_MAGIC, DEFAULT_PREFETCH, DEFAULT_READ_CONCURRENCY, SegmentError, SegmentStore,
-    TRAILER_LEN, segment_path, validate_trailer,
-};
-pub use sink::{SinkError, SinkStore, WrittenSegment};
 pub use transport::install_http_transport;

@@ -217,32 +217,32 @@ impl Dataset {
         Ok(self.atlas.inner.dataset(&self.name)?.to_owned_schema())
     }
 
-    /// The async view of this dataset; `DatasetNotFound` once it is deleted.
-    fn view(&self) -> Result<crate::DatasetView<'_>> {
+    /// The async handle of this dataset; `DatasetNotFound` once it is deleted.
+    fn view(&self) -> Result<crate::Dataset> {
         self.atlas.inner.dataset(&self.name)
     }
 
-    /// [`crate::DatasetView::array_layout`], blocking.
+    /// [`crate::Dataset::array_layout`], blocking.
     pub fn array_layout(&self, array: &str) -> Result<ArrayLayout> {
         block_on(self.view()?.array_layout(array))?
     }
 
-    /// [`crate::DatasetView::array_stats`], blocking.
+    /// [`crate::Dataset::array_stats`], blocking.
     pub fn array_stats(&self, array: &str) -> Result<Option<ArrayStats>> {
         block_on(self.view()?.array_stats(array))?
     }
 
-    /// [`crate::DatasetView::attributes`], blocking.
+    /// [`crate::Dataset::attributes`], blocking.
     pub fn attributes(&self) -> Result<Vec<(String, Attr)>> {
         block_on(self.view()?.attributes())?
     }
 
-    /// [`crate::DatasetView::array_attributes`], blocking.
+    /// [`crate::Dataset::array_attributes`], blocking.
     pub fn array_attributes(&self, array: &str) -> Result<Vec<(String, Attr)>> {
         block_on(self.view()?.array_attributes(array))?
     }
 
-    /// [`crate::DatasetView::read_array`], blocking.
+    /// [`crate::Dataset::read_array`], blocking.
     pub fn read_array<T: Element>(
         &self,
         array: &str,

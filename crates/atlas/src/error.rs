@@ -1,7 +1,8 @@
 //! The one error type of the facade.
 
-use atlas_format::FormatError;
-use atlas_io::IoError;
+use atlas_format::{CONTAINER_FILE, FormatError};
+use atlas_io::{IoError, IoErrorKind};
+use atlas_segment::{SegmentError, SinkError};
 
 /// Everything that can go wrong reading or writing a collection.
 #[derive(Debug, thiserror::Error)]
@@ -135,6 +136,38 @@ impl From<FormatError> for AtlasError {
             },
             FormatError::Misuse { what } => Self::InvalidUse {
                 what: what.to_owned(),
+            },
+        }
+    }
+}
+
+impl From<SegmentError> for AtlasError {
+    fn from(e: SegmentError) -> Self {
+        match e {
+            SegmentError::Io(io) | SegmentError::Sink(SinkError::Io(io)) => Self::Io(io),
+            SegmentError::Sink(other) => Self::Io(IoError::new(
+                IoErrorKind::Other,
+                "write",
+                CONTAINER_FILE,
+                other.to_string(),
+            )),
+            SegmentError::InvalidRegion { array, what } => Self::InvalidRegion { array, what },
+            SegmentError::DTypeMismatch {
+                array,
+                stored,
+                requested,
+            } => Self::DTypeMismatch {
+                array,
+                stored: stored.display_name(),
+                requested: requested.display_name(),
+            },
+            SegmentError::Unsupported { array, dtype } => Self::DTypeMismatch {
+                array,
+                stored: dtype.display_name(),
+                requested: "an element type atlas can read".to_owned(),
+            },
+            other => Self::CorruptCollection {
+                what: other.to_string(),
             },
         }
     }

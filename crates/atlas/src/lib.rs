@@ -34,14 +34,12 @@
 //! # }
 //! ```
 //!
-//! Layering: `atlas-format` (bytes) → `atlas-io` (transport) → this crate
-//! (meaning) → `atlas-cli` (people).
+//! Layering: `atlas-format` (bytes) → `atlas-io` (transport) →
+//! `atlas-segment` (array-format, behind one wall) → this crate (meaning) →
+//! `atlas-cli` (people).
 
-pub mod attr;
 pub mod blocking;
-pub mod element;
 pub mod error;
-mod guard;
 pub mod location;
 pub mod read;
 pub mod verify;
@@ -54,13 +52,14 @@ pub mod testing {
     pub use atlas_io::{CasMemory, CountingLayer, Counts, Faults, ReadRecord, RequestStats};
 }
 
-pub use array_format::TimestampNs;
 pub use atlas_format::{
     CONTAINER_FILE, Codec, DATASETS_SEGMENT, DType, DatasetSchema, MASK_FILE, validate_name,
 };
 pub use atlas_io::{IoError, IoErrorKind, RetryPolicy, install_http_transport};
-pub use attr::Attr;
-pub use element::Element;
+pub use atlas_segment::{
+    AnyArray, ArrayData, ArrayStats, Attr, Element, FillValue, SegmentError, Stat, Timestamp,
+    for_each_array_data,
+};
 pub use error::{AtlasError, Result};
 pub use location::{Access, Location, Scheme, StorageOptions};
 pub use opendal;

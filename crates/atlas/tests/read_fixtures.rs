@@ -5,7 +5,7 @@
 mod read_support;
 
 use atlas::json::collection_json;
-use atlas::{Atlas, AtlasError, Attr, StatValue, TimestampNs};
+use atlas::{Atlas, AtlasError, Attr, Stat, Timestamp};
 use read_support::{FIXTURES, fixture_dir, load_fixture, manifest, memory};
 use serde_json::Value;
 
@@ -190,11 +190,8 @@ async fn the_fixtures_element_types_read_back() {
         station.iter().cloned().collect::<Vec<_>>(),
         vec!["st-0-a".to_owned(), String::new(), "station é 0".to_owned()]
     );
-    let time = jan
-        .read_array::<TimestampNs>("time", &[], &[])
-        .await
-        .unwrap();
-    assert_eq!(time[[1]], TimestampNs(1_704_067_200_000_000_001));
+    let time = jan.read_array::<Timestamp>("time", &[], &[]).await.unwrap();
+    assert_eq!(time[[1]], Timestamp(1_704_067_200_000_000_001));
     let flags = jan.read_array::<u8>("flags", &[], &[]).await.unwrap();
     assert_eq!(
         flags.iter().copied().collect::<Vec<_>>(),
@@ -391,8 +388,8 @@ async fn layouts_and_statistics_come_from_the_segments() {
     let all = atlas.array_stats("temperature").await.unwrap().unwrap();
     assert_eq!(all.row_count, 96);
     assert_eq!(all.null_count, 48);
-    assert_eq!(all.min, Some(StatValue::Float(0.0)));
-    assert_eq!(all.max, Some(StatValue::Float(76.75)));
+    assert_eq!(all.min, Some(Stat::Float(0.0)));
+    assert_eq!(all.max, Some(Stat::Float(76.75)));
     let rows = atlas.array_stats_by_dataset("temperature").await.unwrap();
     assert_eq!(
         rows.iter()
@@ -418,11 +415,11 @@ async fn a_fold_leaves_out_datasets_of_another_dtype_but_lists_them() {
     // a: f32 [1.5, 3.5], b: i64, c: string. Only a is comparable with a (the first).
     let folded = atlas.array_stats("value").await.unwrap().unwrap();
     assert_eq!(folded.row_count, 3);
-    assert_eq!(folded.min, Some(StatValue::Float(1.5)));
-    assert_eq!(folded.max, Some(StatValue::Float(3.5)));
+    assert_eq!(folded.min, Some(Stat::Float(1.5)));
+    assert_eq!(folded.max, Some(Stat::Float(3.5)));
     let rows = atlas.array_stats_by_dataset("value").await.unwrap();
     assert_eq!(rows.len(), 3);
-    assert_eq!(rows[1].stats.max, Some(StatValue::Int(9_000_000_000)));
+    assert_eq!(rows[1].stats.max, Some(Stat::Int(9_000_000_000)));
 }
 
 #[tokio::test]
@@ -435,7 +432,7 @@ async fn hidden_datasets_count_toward_no_statistic_and_no_attribute_column() {
     assert_eq!(names, ["d00", "d01", "d03", "d04", "d06", "d07", "d08"]);
     let folded = atlas.array_stats("v").await.unwrap().unwrap();
     assert_eq!(folded.row_count, 42);
-    assert_eq!(folded.max, Some(StatValue::Int(805)));
+    assert_eq!(folded.max, Some(Stat::Int(805)));
     let idx = atlas.attributes_by_dataset(None, "idx").await.unwrap();
     assert_eq!(
         idx.iter().map(|(n, _)| n.as_str()).collect::<Vec<_>>(),
@@ -447,7 +444,7 @@ async fn hidden_datasets_count_toward_no_statistic_and_no_attribute_column() {
 async fn atlas_and_views_are_send_and_sync() {
     fn check<T: Send + Sync>() {}
     check::<Atlas>();
-    check::<atlas::DatasetView<'static>>();
+    check::<atlas::Dataset>();
     let atlas = std::sync::Arc::new(open_small().await);
     let tasks: Vec<_> = (0..8)
         .map(|i| {
@@ -466,6 +463,39 @@ async fn atlas_and_views_are_send_and_sync() {
         assert_eq!(t.await.unwrap(), 32);
     }
     assert_eq!(atlas.segments_opened(), 1, "one open shared by every task");
+}
+
+#[tokio::test]
+async fn owned_dataset_handles_move_into_spawned_tasks_and_share_the_collection() {
+    fn owned<T: Clone + Send + Sync + 'static>() {}
+    owned::<Atlas>();
+    owned::<atlas::Dataset>();
+    let atlas = open_small().await;
+    let copy = atlas.clone();
+    let handles: Vec<atlas::Dataset> = atlas.datasets().collect();
+    drop(atlas);
+    let tasks: Vec<_> = handles
+        .into_iter()
+        .map(|d| {
+            tokio::spawn(async move {
+                let data = d.read_any("temperature", &[], &[]).await.unwrap();
+                (d.name().to_owned(), data.shape().to_vec(), data.dtype())
+            })
+        })
+        .collect();
+    let mut seen = Vec::new();
+    for t in tasks {
+        let (name, shape, dtype) = t.await.unwrap();
+        assert_eq!(dtype, atlas::DType::Float32, "{name}");
+        assert_eq!(shape.iter().product::<usize>(), 32, "{name}");
+        seen.push(name);
+    }
+    assert_eq!(seen, ["jan_2024", "feb_2024", "mar_2024"]);
+    assert_eq!(
+        copy.segments_opened(),
+        1,
+        "the handles outlived the Atlas they came from and shared its one segment open"
+    );
 }
 
 /// Compile-time: every future of the read API can move between threads.
@@ -493,11 +523,11 @@ async fn every_read_future_is_send() {
 /// A one-dataset collection with one array per element type, built with
 /// array-format directly; `declared` overrides the footer's dtype of an array.
 async fn all_types_collection(declared: &[(&str, atlas::DType)]) -> Vec<u8> {
-    use array_format::ArrayWriter;
     use atlas::DType;
     use atlas_format::{ArrayDecl, DatasetSchema, FooterBuilder, assemble};
+    use atlas_segment::SegmentWriter;
 
-    type Fill = fn(&mut ArrayWriter);
+    type Fill = fn(&mut SegmentWriter);
     let arrays: Vec<(&str, DType, Fill)> = vec![
         ("i8", DType::Int8, |w| put(w, vec![-1i8, 2, 3])),
         ("i16", DType::Int16, |w| put(w, vec![-1i16, 2, 300])),
@@ -520,17 +550,14 @@ async fn all_types_collection(declared: &[(&str, atlas::DType)]) -> Vec<u8> {
             put(w, vec![vec![0u8, 255], vec![], vec![7]])
         }),
         ("time", DType::TimestampNs, |w| {
-            put(
-                w,
-                vec![TimestampNs(-1), TimestampNs(0), TimestampNs(i64::MAX)],
-            )
+            put(w, vec![Timestamp(-1), Timestamp(0), Timestamp(i64::MAX)])
         }),
     ];
-    fn put<T: array_format::ArrayElement>(w: &mut ArrayWriter, values: Vec<T>) {
-        w.define_array::<T>("d", vec!["x".into()], vec![3], None, None)
+    fn put<T: atlas::Element>(w: &mut SegmentWriter, values: Vec<T>) {
+        w.define_array::<T>("d", vec!["x".into()], &[3], None, None)
             .unwrap();
         let data = ndarray::Array::from_vec(values).into_dyn();
-        w.write_array("d", vec![0], data.view()).unwrap();
+        w.write_array("d", &[0], data.view()).unwrap();
     }
     let mut footer = FooterBuilder::new(atlas::Codec::Zstd, 0);
     let schema = footer.intern_schema(&DatasetSchema {
@@ -596,8 +623,8 @@ async fn every_element_type_reads_back_as_written() {
     check!("binary", Vec<u8>, vec![vec![0, 255], vec![], vec![7]]);
     check!(
         "time",
-        TimestampNs,
-        vec![TimestampNs(-1), TimestampNs(0), TimestampNs(i64::MAX)]
+        Timestamp,
+        vec![Timestamp(-1), Timestamp(0), Timestamp(i64::MAX)]
     );
     let f: Vec<f32> = d
         .read_array::<f32>("f32", &[], &[])

@@ -1,9 +1,9 @@
 //! What the writer stores reads back through the facade's reader (`Atlas`,
-//! `DatasetView`, `atlas::json`), and rebuilt fixtures dump as their manifests.
+//! `Dataset`, `atlas::json`), and rebuilt fixtures dump as their manifests.
 
 mod write_support;
 
-use atlas::{Atlas, AtlasWriter, Attr, DType, FillValue, TimestampNs, WriterConfig};
+use atlas::{Atlas, AtlasWriter, Attr, DType, FillValue, Timestamp, WriterConfig};
 use ndarray::{Array, ArrayD, IxDyn, arr0};
 use serde_json::Value;
 use write_support::manifest::{load, rebuild};
@@ -35,9 +35,9 @@ async fn every_dtype_layout_and_attribute_reads_back_through_the_reader() {
         dyn_array(&[2, 2], vec![1f32, 2., 3., 4.]).view(),
     )
     .unwrap();
-    d.define_array::<TimestampNs>("time", &["t"], &[1], None, None)
+    d.define_array::<Timestamp>("time", &["t"], &[1], None, None)
         .unwrap();
-    d.write_array("time", &[0], dyn_array(&[1], vec![TimestampNs(42)]).view())
+    d.write_array("time", &[0], dyn_array(&[1], vec![Timestamp(42)]).view())
         .unwrap();
     d.define_array::<String>("name", &[], &[], None, None)
         .unwrap();
@@ -84,8 +84,8 @@ async fn every_dtype_layout_and_attribute_reads_back_through_the_reader() {
     assert_eq!(layout.dimension_names, vec!["y", "x"]);
     assert!(matches!(layout.fill_value, Some(FillValue::Float(f)) if f.is_nan()));
     assert_eq!(
-        v.read_array::<TimestampNs>("time", &[], &[]).await.unwrap()[[0]],
-        TimestampNs(42)
+        v.read_array::<Timestamp>("time", &[], &[]).await.unwrap()[[0]],
+        Timestamp(42)
     );
     assert_eq!(
         v.read_array::<String>("name", &[], &[])

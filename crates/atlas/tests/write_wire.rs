@@ -95,7 +95,7 @@ async fn segments_lie_back_to_back_from_byte_8_to_the_footer_and_each_is_an_arra
     // Every segment holds one array per dataset, named after it.
     for name in ["temp", "id", "_datasets"] {
         let seg = out.segment(name).await;
-        let arrays: Vec<&str> = seg.arrays().iter().map(|a| a.name.as_str()).collect();
+        let arrays: Vec<&str> = seg.arrays().map(|a| a.name()).collect();
         assert_eq!(arrays, vec!["ds0", "ds1", "ds2", "ds3", "ds4"], "{name}");
     }
 }

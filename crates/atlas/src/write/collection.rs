@@ -7,7 +7,8 @@ use atlas_format::{
     ArrayDecl, CONTAINER_FILE, DATASETS_SEGMENT, DType, DatasetSchema, FooterBuilder, MASK_FILE,
     Trailer, encode_header, validate_name,
 };
-use atlas_io::{IoError, IoErrorKind, SinkError, SinkStore};
+use atlas_io::IoError;
+use atlas_segment::ContainerSink;
 use bytes::Bytes;
 use indexmap::IndexSet;
 use opendal::Operator;
@@ -17,7 +18,6 @@ use super::config::WriterConfig;
 use super::dataset::DatasetWriter;
 use super::variables::Variables;
 use crate::error::{AtlasError, Result};
-use crate::guard::guarded;
 
 /// Part size of the container upload on object stores (multipart).
 const UPLOAD_CHUNK: usize = 8 << 20;
@@ -219,18 +219,6 @@ async fn exists(op: &Operator, path: &str) -> Result<bool> {
     }
 }
 
-fn sink_error(e: SinkError) -> AtlasError {
-    match e {
-        SinkError::Io(io) => AtlasError::Io(io),
-        other => AtlasError::Io(IoError::new(
-            IoErrorKind::Other,
-            "write",
-            CONTAINER_FILE,
-            other.to_string(),
-        )),
-    }
-}
-
 fn now_unix_ms() -> i64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -386,7 +374,7 @@ fn take_plan(shared: &Shared) -> Result<Plan> {
 }
 
 /// Aborts the container upload if the commit is dropped half-way (a cancelled future).
-struct AbortOnDrop(Option<SinkStore>);
+struct AbortOnDrop(Option<ContainerSink>);
 
 impl Drop for AbortOnDrop {
     fn drop(&mut self) {
@@ -445,11 +433,15 @@ async fn commit(shared: &Shared) -> Result<WriteSummary> {
     let writer = request
         .await
         .map_err(|e| IoError::from_opendal(e, "write", path))?;
-    let sink = SinkStore::new(writer, path);
+    let sink = ContainerSink::new(writer, path);
     let mut guard = AbortOnDrop(Some(sink.clone()));
 
     let result = match stream(shared, &sink, builder, &order).await {
-        Ok(summary) => sink.close().await.map(|_| summary).map_err(sink_error),
+        Ok(summary) => sink
+            .close()
+            .await
+            .map(|_| summary)
+            .map_err(AtlasError::from),
         Err(e) => Err(e),
     };
     guard.0 = None;
@@ -468,7 +460,7 @@ async fn commit(shared: &Shared) -> Result<WriteSummary> {
 /// Leaves nothing that opens after a failed commit: aborts the upload, and
 /// where the backend cannot abort (fs without an atomic write dir writes in
 /// place) deletes the partial object, which `if_not_exists` made ours.
-async fn discard(op: &Operator, sink: &SinkStore, path: &str, ours: bool) {
+async fn discard(op: &Operator, sink: &ContainerSink, path: &str, ours: bool) {
     match sink.abort().await {
         Ok(()) => {}
         Err(abort) if ours => {
@@ -505,16 +497,14 @@ fn pre_intern(builder: &mut FooterBuilder, key: &SchemaKey) {
 
 async fn stream(
     shared: &Shared,
-    sink: &SinkStore,
+    sink: &ContainerSink,
     mut builder: FooterBuilder,
     order: &IndexSet<SmolStr>,
 ) -> Result<WriteSummary> {
     sink.write_raw(Bytes::copy_from_slice(&encode_header()))
-        .await
-        .map_err(sink_error)?;
-    let store: Arc<dyn object_store::ObjectStore> = Arc::new(sink.clone());
+        .await?;
     let mut segments = Vec::with_capacity(order.len());
-    for (i, name) in order.iter().enumerate() {
+    for name in order {
         let writer = shared
             .variables
             .get(name)
@@ -522,14 +512,7 @@ async fn stream(
             .ok_or_else(|| {
                 AtlasError::corrupt(format!("variable {name:?} has no segment writer"))
             })?;
-        let seg_path = object_store::path::Path::from(format!("segment-{i}"));
-        let what = format!("writing segment {name:?}");
-        let finished = guarded(&what, writer.finish(store.clone(), seg_path.clone())).await?;
-        // The returned reader is built from the footer in memory; nothing is read back.
-        drop(finished.map_err(|e| segment_error(name, e))?);
-        let written = sink.segment(&seg_path).ok_or_else(|| {
-            AtlasError::corrupt(format!("segment {name:?} was not recorded by the sink"))
-        })?;
+        let written = writer.finish(sink).await?;
         let entry = builder.push_variable(name, written.len)?;
         if entry.seg_offset != written.offset {
             return Err(AtlasError::corrupt(format!(
@@ -542,10 +525,7 @@ async fn stream(
     let footer_start = builder.next_offset();
     let footer = builder.finish().encode()?;
     let footer_len = footer.len() as u64;
-    let at = sink
-        .write_raw(Bytes::from(footer))
-        .await
-        .map_err(sink_error)?;
+    let at = sink.write_raw(Bytes::from(footer)).await?;
     if at != footer_start {
         return Err(AtlasError::corrupt(format!(
             "footer landed at byte {at}, expected {footer_start}"
@@ -555,31 +535,10 @@ async fn stream(
         footer_size: footer_len,
     }
     .encode();
-    let end = sink
-        .write_raw(Bytes::copy_from_slice(&trailer))
-        .await
-        .map_err(sink_error)?
-        + trailer.len() as u64;
+    let end = sink.write_raw(Bytes::copy_from_slice(&trailer)).await? + trailer.len() as u64;
     Ok(WriteSummary {
         datasets: 0,
         container_bytes: end,
         segments,
     })
-}
-
-/// An array-format failure while finishing a segment: storage errors keep their text.
-fn segment_error(name: &str, e: array_format::Error) -> AtlasError {
-    let io = |msg: String| {
-        AtlasError::Io(IoError::new(
-            IoErrorKind::Other,
-            "write",
-            CONTAINER_FILE,
-            format!("segment {name:?}: {msg}"),
-        ))
-    };
-    match e {
-        array_format::Error::Storage(msg) => io(msg),
-        array_format::Error::Io(err) => io(err.to_string()),
-        other => AtlasError::corrupt(format!("segment {name:?}: {other}")),
-    }
 }

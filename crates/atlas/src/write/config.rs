@@ -1,6 +1,7 @@
 //! How a collection is written: block codec, zstd level, block size.
 
 use atlas_format::Codec;
+use atlas_segment::WriteOptions;
 
 use crate::error::{AtlasError, Result};
 
@@ -26,12 +27,20 @@ impl Default for WriterConfig {
         Self {
             codec: Codec::Zstd,
             zstd_level: DEFAULT_ZSTD_LEVEL,
-            block_target_size: array_format::DEFAULT_BLOCK_TARGET_SIZE,
+            block_target_size: atlas_segment::DEFAULT_BLOCK_TARGET_SIZE,
         }
     }
 }
 
 impl WriterConfig {
+    /// How the segment writers compress their blocks.
+    pub(crate) fn segment_options(&self) -> WriteOptions {
+        WriteOptions::default()
+            .codec(self.codec)
+            .zstd_level(self.zstd_level)
+            .block_target_size(self.block_target_size)
+    }
+
     /// Checks the options before anything is written.
     pub(crate) fn validate(&self) -> Result<()> {
         if self.block_target_size == 0 {

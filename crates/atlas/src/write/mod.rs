@@ -8,7 +8,6 @@
 //! pass. `docs/write-path.md` has the whole story.
 
 mod buffer;
-mod codec;
 mod collection;
 mod config;
 mod dataset;

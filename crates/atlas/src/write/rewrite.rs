@@ -12,13 +12,14 @@ use std::ops::Range;
 use futures::StreamExt;
 use ndarray::{ArrayD, Slice};
 
+use atlas_segment::{ArrayStats, Element};
+
 use super::buffer::grid_coords;
 use super::collection::{AtlasWriter, WriteSummary};
 use super::dataset::DatasetWriter;
-use crate::element::Element;
 use crate::error::{AtlasError, Result};
-use crate::read::{ArrayLayout, ArrayStats, Atlas, DatasetView};
-use crate::{DType, TimestampNs};
+use crate::read::{ArrayLayout, Atlas, Dataset};
+use crate::{DType, Timestamp};
 
 /// Datasets copied at once (reads of one overlap compression of another).
 const DATASETS_IN_FLIGHT: usize = 4;
@@ -62,7 +63,7 @@ pub async fn rewrite(
     dst.finish().await
 }
 
-async fn copy_dataset(view: &DatasetView<'_>, dst: &mut DatasetWriter) -> Result<()> {
+async fn copy_dataset(view: &Dataset, dst: &mut DatasetWriter) -> Result<()> {
     let arrays: Vec<String> = view
         .schema()
         .arrays()
@@ -83,7 +84,7 @@ async fn copy_dataset(view: &DatasetView<'_>, dst: &mut DatasetWriter) -> Result
 }
 
 async fn copy_array_any(
-    view: &DatasetView<'_>,
+    view: &Dataset,
     dst: &mut DatasetWriter,
     array: &str,
     layout: &ArrayLayout,
@@ -107,7 +108,7 @@ async fn copy_array_any(
         DType::Float64 => copy!(f64),
         DType::String => copy!(String),
         DType::Binary => copy!(Vec<u8>),
-        DType::TimestampNs => copy!(TimestampNs),
+        DType::TimestampNs => copy!(Timestamp),
         other @ (DType::Bool | DType::FixedSizeList { .. } | DType::List { .. }) => {
             Err(AtlasError::invalid_use(format!(
                 "array {array:?} of dataset {:?} holds {other}, which this library cannot copy",
@@ -117,8 +118,8 @@ async fn copy_array_any(
     }
 }
 
-async fn copy_array<T: Element + PartialEq>(
-    view: &DatasetView<'_>,
+async fn copy_array<T: Element>(
+    view: &Dataset,
     dst: &mut DatasetWriter,
     array: &str,
     layout: &ArrayLayout,
