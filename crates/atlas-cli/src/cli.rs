@@ -107,8 +107,10 @@ pub enum Command {
     Rm(RmArgs),
 
     /// Check everything a reader relies on; exit 1 and list the problems if anything is wrong.
-    #[command(after_help = "Example:\n  atlas verify ./argo")]
-    Verify(CollectionArg),
+    #[command(
+        after_help = "Example:\n  atlas verify ./argo\n  atlas verify ./argo --deep\n\nv8 stores no checksums: a damaged byte that still decodes reads back as another\nvalue. --deep recomputes every array's statistics from its values and compares\nthem with the recorded ones, which catches much of that damage, not all of it\n(attribute values, dimension names, chunk shapes and fill values have no\nsecond copy to compare with)."
+    )]
+    Verify(VerifyArgs),
 
     /// Copy the live datasets into a new collection (drops deleted bytes, can change the codec).
     #[command(
@@ -132,6 +134,16 @@ pub enum Command {
 pub struct CollectionArg {
     /// The collection (a directory or a URL; see `atlas --help`).
     pub collection: String,
+}
+
+/// `atlas verify`.
+#[derive(Debug, Args)]
+pub struct VerifyArgs {
+    /// The collection (a directory or a URL; see `atlas --help`).
+    pub collection: String,
+    /// Also recompute every array's statistics from its values and compare.
+    #[arg(long)]
+    pub deep: bool,
 }
 
 /// `atlas cleanup`.

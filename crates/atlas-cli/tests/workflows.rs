@@ -275,3 +275,13 @@ fn verify_lists_what_an_interrupted_write_left_and_cleanup_removes_it() {
     assert!(!tmp.join("put-1-2-3").exists());
     assert!(!stdout_of(&["verify", s(dir.path())]).contains("leftover"));
 }
+
+#[test]
+fn verify_deep_recomputes_statistics_and_says_what_it_cannot_see() {
+    let text = stdout_of(&["verify", "--deep", s(&fixture("small"))]);
+    assert!(text.contains("ok       statistics: recomputed"), "{text}");
+    assert!(text.contains("no checksums"), "{text}");
+    let plain = stdout_of(&["verify", s(&fixture("small"))]);
+    assert!(!plain.contains("statistics: recomputed"), "{plain}");
+    assert!(plain.contains("--deep"), "{plain}");
+}

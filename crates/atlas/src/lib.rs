@@ -42,6 +42,7 @@ pub mod blocking;
 pub mod error;
 pub mod location;
 pub mod read;
+mod recompute;
 pub mod verify;
 pub mod write;
 

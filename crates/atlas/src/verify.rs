@@ -8,9 +8,13 @@
 //!    decompresses), and the dataset's and the array's attributes read back;
 //! 4. the deletion mask parses (what it had wrong is a warning, not a failure).
 //!
-//! What it cannot see: v8 stores no checksums, so a damaged byte inside a
-//! block's payload, a statistic or an attribute value that still decodes reads
-//! back as a different value without any error.
+//! With [`VerifyOptions::deep`], each array's statistics are also recomputed
+//! from its values and compared with the recorded ones.
+//!
+//! What it cannot see: v8 stores no checksums, so a damaged byte that still
+//! decodes (inside a block's payload, a statistic, an attribute value, a fill
+//! value) reads back as a different value without any error; the deep check
+//! catches it only where values and statistics then disagree.
 
 use std::sync::Arc;
 
@@ -18,7 +22,8 @@ use atlas_format::{DATASETS_SEGMENT, DType};
 use futures::StreamExt;
 
 use crate::error::AtlasError;
-use crate::{Atlas, Dataset};
+use crate::recompute;
+use crate::{AnyArray, Atlas, Dataset};
 
 /// Datasets checked at once by default.
 const DEFAULT_CONCURRENCY: usize = 8;
@@ -32,6 +37,7 @@ pub type ProgressFn = Arc<dyn Fn(u64) + Send + Sync>;
 pub struct VerifyOptions {
     concurrency: usize,
     progress: Option<ProgressFn>,
+    deep: bool,
 }
 
 impl std::fmt::Debug for VerifyOptions {
@@ -39,16 +45,18 @@ impl std::fmt::Debug for VerifyOptions {
         f.debug_struct("VerifyOptions")
             .field("concurrency", &self.concurrency)
             .field("progress", &self.progress.is_some())
+            .field("deep", &self.deep)
             .finish()
     }
 }
 
 impl Default for VerifyOptions {
-    /// Eight datasets at once, no progress callback.
+    /// Eight datasets at once, no progress callback, not deep.
     fn default() -> Self {
         Self {
             concurrency: DEFAULT_CONCURRENCY,
             progress: None,
+            deep: false,
         }
     }
 }
@@ -62,6 +70,15 @@ impl VerifyOptions {
     /// Datasets checked at once (at least 1).
     pub fn concurrency(mut self, n: usize) -> Self {
         self.concurrency = n.max(1);
+        self
+    }
+
+    /// Also recompute every array's statistics (count, nulls, min, max) from
+    /// its values and compare them with the recorded ones: catches damage
+    /// that still decodes, in the values or in the statistics. Costs no
+    /// extra request (the values are read anyway), only CPU.
+    pub fn deep(mut self, yes: bool) -> Self {
+        self.deep = yes;
         self
     }
 
@@ -123,6 +140,16 @@ pub enum Finding {
         /// Why.
         error: AtlasError,
     },
+    /// `verify --deep`: the statistics recorded for an array disagree with
+    /// its values (one of the two is damaged).
+    StatisticsDisagree {
+        /// The dataset.
+        dataset: String,
+        /// The array.
+        array: String,
+        /// How they disagree.
+        what: String,
+    },
     /// The deletion mask had something wrong that the reader tolerates
     /// (an ordinal out of range, a truncated body): a warning.
     MaskWarning {
@@ -172,6 +199,11 @@ impl std::fmt::Display for Finding {
                 f,
                 "dataset {dataset:?} array {array:?}: attributes: {error}"
             ),
+            Finding::StatisticsDisagree {
+                dataset,
+                array,
+                what,
+            } => write!(f, "dataset {dataset:?} array {array:?}: {what}"),
             Finding::MaskWarning { message } => write!(f, "deletion mask: {message}"),
         }
     }
@@ -250,7 +282,7 @@ impl Atlas {
         }
 
         let mut checks = futures::stream::iter(self.datasets())
-            .map(|view| async move { check_dataset(&view).await })
+            .map(|view| async move { check_dataset(&view, options.deep).await })
             .buffered(options.concurrency);
         while let Some(c) = checks.next().await {
             report.checked.datasets += 1;
@@ -282,7 +314,7 @@ struct DatasetCheck {
     elements: u64,
 }
 
-async fn check_dataset(view: &Dataset) -> DatasetCheck {
+async fn check_dataset(view: &Dataset, deep: bool) -> DatasetCheck {
     let mut c = DatasetCheck::default();
     let dataset = view.name().to_owned();
     let schema = view.schema();
@@ -317,8 +349,17 @@ async fn check_dataset(view: &Dataset) -> DatasetCheck {
             });
             continue;
         }
-        match read_whole(view, &array).await {
-            Ok(n) => c.elements = c.elements.saturating_add(n),
+        match view.read_any(&array, &[], &[]).await {
+            Ok(whole) => {
+                c.elements = c.elements.saturating_add(whole.data().len() as u64);
+                if deep && let Some(what) = statistics_problem(view, &array, &whole).await {
+                    c.findings.push(Finding::StatisticsDisagree {
+                        dataset: dataset.clone(),
+                        array: array.clone(),
+                        what,
+                    });
+                }
+            }
             Err(error) => c.findings.push(Finding::Array {
                 dataset: dataset.clone(),
                 array: array.clone(),
@@ -338,8 +379,12 @@ async fn check_dataset(view: &Dataset) -> DatasetCheck {
     c
 }
 
-/// Reads all of `array`; the number of elements read.
-async fn read_whole(view: &Dataset, array: &str) -> Result<u64, AtlasError> {
-    let whole = view.read_any(array, &[], &[]).await?;
-    Ok(whole.data().len() as u64)
+/// What is wrong with the recorded statistics of `array` given its values.
+async fn statistics_problem(view: &Dataset, array: &str, whole: &AnyArray) -> Option<String> {
+    match view.array_stats(array).await {
+        Err(e) => Some(format!("statistics do not read: {e}")),
+        // A segment from a writer that records none: nothing to compare.
+        Ok(None) => None,
+        Ok(Some(recorded)) => recompute::disagreement(&recompute::recompute(whole), &recorded),
+    }
 }
