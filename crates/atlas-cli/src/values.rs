@@ -18,7 +18,9 @@ pub async fn read(
     shape: &[u64],
 ) -> Result<Values, AtlasError> {
     Ok(Values(
-        view.read_any(array, start, shape).await?.into_data(),
+        view.read_any(array, atlas::Region::block(start, shape))
+            .await?
+            .into_data(),
     ))
 }
 

@@ -23,7 +23,7 @@
 //! writer.finish()?;
 //!
 //! let atlas = Atlas::open_url(location, &StorageOptions::default())?;
-//! let temp = atlas.dataset("R6901234_001.nc")?.read_array::<f32>("TEMP", &[], &[])?;
+//! let temp = atlas.dataset("R6901234_001.nc")?.read_array::<f32>("TEMP", atlas::Region::all())?;
 //! assert_eq!(temp.len(), 3);
 //! # Ok(())
 //! # }
@@ -39,8 +39,9 @@ use opendal::Operator;
 
 use crate::error::{AtlasError, Result};
 use crate::{
-    ArrayLayout, ArrayStats, Attr, DatasetStats, DeleteOutcome, Element, FillValue, OpenOptions,
-    StorageOptions, VariableInfo, VerifyOptions, VerifyReport, WriteSummary, WriterConfig,
+    AnyArray, ArrayLayout, ArrayStats, Attr, DatasetStats, DeleteOutcome, Element, FillValue,
+    OpenOptions, Region, StorageOptions, VariableInfo, VerifyOptions, VerifyReport, WriteSummary,
+    WriterConfig,
 };
 
 /// The runtime every blocking call runs on, started on first use.
@@ -246,10 +247,14 @@ impl Dataset {
     pub fn read_array<T: Element>(
         &self,
         array: &str,
-        start: &[u64],
-        shape: &[u64],
+        region: impl Into<Region>,
     ) -> Result<ArrayD<T>> {
-        block_on(self.view()?.read_array::<T>(array, start, shape))?
+        block_on(self.view()?.read_array::<T>(array, region))?
+    }
+
+    /// [`crate::Dataset::read_any`], blocking.
+    pub fn read_any(&self, array: &str, region: impl Into<Region>) -> Result<AnyArray> {
+        block_on(self.view()?.read_any(array, region))?
     }
 }
 

@@ -24,7 +24,7 @@
 //! assert!(atlas.list_datasets().contains(&"R6901234_001.nc"));
 //! let temp = atlas
 //!     .dataset("R6901234_001.nc")?
-//!     .read_array::<f32>("TEMP", &[], &[])
+//!     .read_array::<f32>("TEMP", atlas::Region::all())
 //!     .await?;
 //! assert_eq!(temp.len(), 3);
 //! let stats = atlas.array_stats("TEMP").await?; // one segment open for all datasets

@@ -23,7 +23,7 @@ use futures::StreamExt;
 
 use crate::error::AtlasError;
 use crate::recompute;
-use crate::{AnyArray, Atlas, Dataset};
+use crate::{AnyArray, Atlas, Dataset, Region};
 
 /// Datasets checked at once by default.
 const DEFAULT_CONCURRENCY: usize = 8;
@@ -349,7 +349,7 @@ async fn check_dataset(view: &Dataset, deep: bool) -> DatasetCheck {
             });
             continue;
         }
-        match view.read_any(&array, &[], &[]).await {
+        match view.read_any(&array, Region::all()).await {
             Ok(whole) => {
                 c.elements = c.elements.saturating_add(whole.data().len() as u64);
                 if deep && let Some(what) = statistics_problem(view, &array, &whole).await {

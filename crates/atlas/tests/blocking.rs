@@ -35,7 +35,7 @@ fn a_collection_written_and_read_without_a_runtime_round_trips() {
     assert_eq!(atlas.list_datasets(), ["a.nc", "b.nc", "c.nc"]);
     let b = atlas.dataset("b.nc").unwrap();
     assert_eq!(
-        b.read_array::<i32>("N", &[], &[])
+        b.read_array::<i32>("N", atlas::Region::all())
             .unwrap()
             .as_slice()
             .unwrap(),
@@ -64,7 +64,12 @@ fn handles_are_shared_across_threads() {
         let handles: Vec<_> = atlas
             .datasets()
             .into_iter()
-            .map(|d| s.spawn(move || d.read_array::<i32>("N", &[0], &[1]).unwrap()[[0]]))
+            .map(|d| {
+                s.spawn(move || {
+                    d.read_array::<i32>("N", atlas::Region::new().index(0))
+                        .unwrap()[[]]
+                })
+            })
             .collect();
         handles.into_iter().map(|h| h.join().unwrap()).collect()
     });

@@ -191,7 +191,10 @@ async fn the_first_use_of_a_segment_is_one_read_and_later_uses_are_free() {
     let first = stats.snapshot();
     println!("first use of segment v ({} bytes): {first:?}", segment.len);
     assert_eq!(first.reads, 1);
-    let data = view.read_array::<f32>("v", &[], &[]).await.unwrap();
+    let data = view
+        .read_array::<f32>("v", atlas::Region::all())
+        .await
+        .unwrap();
     assert_eq!(
         data.iter().copied().collect::<Vec<_>>(),
         vec![70.0, 71.0, 72.0, 73.0]
@@ -205,7 +208,10 @@ async fn the_first_use_of_a_segment_is_one_read_and_later_uses_are_free() {
         "at most one block read beyond the open: {after:?}"
     );
     let again = atlas.dataset(&uniform_name(8)).unwrap();
-    let _ = again.read_array::<f32>("v", &[], &[]).await.unwrap();
+    let _ = again
+        .read_array::<f32>("v", atlas::Region::all())
+        .await
+        .unwrap();
     assert_eq!(stats.snapshot().reads, after.reads, "the block is cached");
 }
 
@@ -308,7 +314,10 @@ async fn options_bound_the_segment_prefetch_and_cache() {
     let atlas = Atlas::open_with(op, "", options).await.unwrap();
     stats.reset();
     let view = atlas.dataset(&uniform_name(3)).unwrap();
-    let data = view.read_array::<f32>("v", &[1], &[2]).await.unwrap();
+    let data = view
+        .read_array::<f32>("v", atlas::Region::block(&[1], &[2]))
+        .await
+        .unwrap();
     assert_eq!(data.iter().copied().collect::<Vec<_>>(), vec![31.0, 32.0]);
     assert!(stats.snapshot().reads >= 1);
 }
@@ -360,11 +369,17 @@ async fn unwritten_elements_read_as_fill_without_a_request() {
     let view = atlas.dataset(&uniform_name(42)).unwrap();
     view.array_layout("v").await.unwrap();
     stats.reset();
-    let hole = view.read_array::<f64>("v", &[500], &[300]).await.unwrap();
+    let hole = view
+        .read_array::<f64>("v", atlas::Region::block(&[500], &[300]))
+        .await
+        .unwrap();
     assert_eq!(hole.len(), 300);
     assert!(hole.iter().all(|x| x.is_nan()));
     assert_eq!(stats.snapshot().requests(), 0, "no written chunk overlaps");
-    let head = view.read_array::<f64>("v", &[90], &[20]).await.unwrap();
+    let head = view
+        .read_array::<f64>("v", atlas::Region::block(&[90], &[20]))
+        .await
+        .unwrap();
     assert_eq!(head[[0]], 90.0);
     assert!(head[[10]].is_nan());
     assert_eq!(stats.snapshot().reads, 1, "one block for the written chunk");

@@ -67,7 +67,10 @@ async fn a_collection_on_s3_opens_with_one_suffix_read_and_reads_back() {
     );
 
     let ds = atlas.dataset("R6900012_001.nc").unwrap();
-    let temp = ds.read_array::<f32>("TEMP", &[], &[]).await.unwrap();
+    let temp = ds
+        .read_array::<f32>("TEMP", atlas::Region::all())
+        .await
+        .unwrap();
     let expected: Vec<f32> = (0..(10 + 12 % 7))
         .map(|l| 12.0 + l as f32 / 100.0)
         .collect();
@@ -147,7 +150,7 @@ async fn an_s3_url_with_explicit_options_round_trips() {
     let temp = atlas
         .dataset("b.nc")
         .unwrap()
-        .read_array::<f32>("TEMP", &[], &[])
+        .read_array::<f32>("TEMP", atlas::Region::all())
         .await
         .unwrap();
     assert_eq!(temp.as_slice().unwrap(), &[1.0, 1.5]);

@@ -8,6 +8,7 @@ use atlas_format::{ArrayMeta, DATASETS_SEGMENT, DType, DatasetSchema, SchemaView
 use atlas_segment::{AnyArray, ArrayRef, ArrayStats, Attr, Element, FillValue, Segment};
 
 use super::collection::Atlas;
+use super::region::{Region, Resolved};
 use crate::error::{AtlasError, Result};
 
 /// A single read may materialize this many bytes whatever the segment's size...
@@ -195,18 +196,19 @@ impl Dataset {
         stored_attr(&segment, &self.name, key, dtype).map(Some)
     }
 
-    /// Reads the region of `array` starting at `start` with extent `shape`
-    /// (both empty: the whole array), row-major.
+    /// Reads `region` of `array` (e.g. [`Region::all()`], `[0..4]`,
+    /// `Region::new().index(3).range(2..)`), row-major; an indexed axis is
+    /// dropped from the result's shape.
     ///
     /// `T` must be the declared element type (`DTypeMismatch` otherwise; nothing
     /// is reinterpreted). The region must have the array's rank and lie inside
-    /// it (`InvalidRegion`). Unwritten elements read as the fill value and cost
-    /// no request; written chunks cost one read per block not already cached.
+    /// it (`InvalidRegion`). Cost: unwritten elements read as the fill value
+    /// and cost no request; written chunks cost one read per block not already
+    /// cached (see [`Region`]).
     pub async fn read_array<T: Element>(
         &self,
         array: &str,
-        start: &[u64],
-        shape: &[u64],
+        region: impl Into<Region>,
     ) -> Result<ndarray::ArrayD<T>> {
         self.ensure_live()?;
         let meta = self.declared(array)?;
@@ -218,40 +220,55 @@ impl Dataset {
             });
         }
         let segment = self.segment_of(array).await?;
-        let (origin, extent) = self.checked_region::<T>(&meta, &segment, start, shape)?;
-        Ok(segment.read::<T>(&self.name, &origin, &extent).await?)
+        let resolved = self.checked_region::<T>(&meta, &segment, &region.into())?;
+        let data = segment
+            .read::<T>(&self.name, &resolved.origin, &resolved.extent)
+            .await?;
+        data.into_shape_with_order(ndarray::IxDyn(&resolved.shape))
+            .map_err(|e| AtlasError::corrupt(format!("{array:?} read back in another shape: {e}")))
     }
 
-    /// Reads the region of `array` like [`read_array`](Self::read_array), in
-    /// whatever element type it holds: the data with its fill value and
-    /// dimension names. `DTypeMismatch` for arrays of bool or lists.
-    pub async fn read_any(&self, array: &str, start: &[u64], shape: &[u64]) -> Result<AnyArray> {
+    /// Reads `region` of `array` like [`read_array`](Self::read_array), in
+    /// whatever element type it holds: the data with its fill value and the
+    /// names of the axes it keeps. `DTypeMismatch` for arrays of bool or lists.
+    pub async fn read_any(&self, array: &str, region: impl Into<Region>) -> Result<AnyArray> {
         self.ensure_live()?;
         let meta = self.declared(array)?;
         let segment = self.segment_of(array).await?;
-        let (origin, extent) = self.checked_region::<u64>(&meta, &segment, start, shape)?;
+        let resolved = self.checked_region::<u64>(&meta, &segment, &region.into())?;
         let info = self.info(&meta, &segment)?;
-        let data = segment.read_any(&self.name, &origin, &extent).await?;
-        Ok(AnyArray::new(
-            data,
-            info.fill(),
-            info.dimension_names().to_vec(),
-        ))
+        let data = segment
+            .read_any(&self.name, &resolved.origin, &resolved.extent)
+            .await?
+            .into_shape(&resolved.shape)
+            .ok_or_else(|| AtlasError::corrupt(format!("{array:?} read back in another shape")))?;
+        let names = info.dimension_names();
+        let dimension_names = if names.len() == resolved.kept.len() {
+            names
+                .iter()
+                .zip(&resolved.kept)
+                .filter(|(_, keep)| **keep)
+                .map(|(n, _)| n.clone())
+                .collect()
+        } else {
+            names.to_vec()
+        };
+        Ok(AnyArray::new(data, info.fill(), dimension_names))
     }
 
-    /// Checks a region against the array's shape and the read budget; returns
-    /// origin and extent. `T` sizes the elements (8 bytes for an untyped read).
+    /// Checks a region against the array's shape and the read budget. `T`
+    /// sizes the elements (8 bytes for an untyped read).
     fn checked_region<T>(
         &self,
         meta: &ArrayMeta<'_>,
         segment: &Segment,
-        start: &[u64],
-        shape: &[u64],
-    ) -> Result<(Vec<u64>, Vec<u64>)> {
+        region: &Region,
+    ) -> Result<Resolved> {
         let array = meta.name();
         let info = self.info(meta, segment)?;
-        let (origin, extent) = region(array, info.shape(), start, shape)?;
-        let elements = extent
+        let resolved = region.resolve(array, info.shape())?;
+        let elements = resolved
+            .extent
             .iter()
             .try_fold(1u64, |acc, &n| acc.checked_mul(n))
             .ok_or_else(|| invalid(array, "the region's element count overflows"))?;
@@ -269,7 +286,7 @@ impl Dataset {
                 ),
             ));
         }
-        Ok((origin, extent))
+        Ok(resolved)
     }
 
     async fn datasets_segment(&self) -> Result<Arc<Segment>> {
@@ -374,71 +391,4 @@ pub(crate) fn check_attr_type(
         )));
     }
     Ok(())
-}
-
-/// Checks a requested region against the array's shape; returns origin and extent.
-fn region(array: &str, dims: &[u32], start: &[u64], shape: &[u64]) -> Result<(Vec<u64>, Vec<u64>)> {
-    let rank = dims.len();
-    if start.is_empty() && shape.is_empty() {
-        return Ok((vec![0; rank], dims.iter().map(|&d| u64::from(d)).collect()));
-    }
-    if start.len() != rank || shape.len() != rank {
-        return Err(invalid(
-            array,
-            &format!(
-                "start has {} axes and shape {}, but the array has {rank}",
-                start.len(),
-                shape.len()
-            ),
-        ));
-    }
-    let mut origin = Vec::with_capacity(rank);
-    let mut extent = Vec::with_capacity(rank);
-    for (axis, ((&s, &n), &d)) in start.iter().zip(shape).zip(dims).enumerate() {
-        let end = s
-            .checked_add(n)
-            .ok_or_else(|| invalid(array, &format!("axis {axis}: {s} + {n} overflows")))?;
-        if end > u64::from(d) {
-            return Err(invalid(
-                array,
-                &format!("axis {axis}: region {s}..{end} is outside 0..{d}"),
-            ));
-        }
-        origin.push(s);
-        extent.push(n);
-    }
-    Ok((origin, extent))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::region;
-
-    #[test]
-    fn regions_must_have_the_rank_and_fit() {
-        assert_eq!(
-            region("a", &[4, 8], &[], &[]).ok(),
-            Some((vec![0, 0], vec![4, 8]))
-        );
-        assert_eq!(
-            region("a", &[4, 8], &[1, 2], &[3, 6]).ok(),
-            Some((vec![1, 2], vec![3, 6]))
-        );
-        assert!(region("a", &[4, 8], &[1], &[3]).is_err(), "wrong rank");
-        assert!(region("a", &[4, 8], &[], &[4, 8]).is_err(), "start missing");
-        assert!(
-            region("a", &[4, 8], &[2, 0], &[3, 8]).is_err(),
-            "out of bounds"
-        );
-        assert!(
-            region("a", &[4, 8], &[u64::MAX, 0], &[1, 8]).is_err(),
-            "overflow"
-        );
-        assert_eq!(region("a", &[], &[], &[]).ok(), Some((vec![], vec![])));
-        assert_eq!(
-            region("a", &[5], &[5], &[0]).ok(),
-            Some((vec![5], vec![0])),
-            "an empty region at the end is fine"
-        );
-    }
 }

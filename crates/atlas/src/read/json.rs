@@ -184,7 +184,7 @@ pub fn data_json(data: &ArrayData) -> Value {
 /// Every element of `array`, row-major; `null` for element types the facade
 /// cannot read (bool, lists).
 pub async fn values_json(view: &Dataset, array: &str) -> Result<Value> {
-    match view.read_any(array, &[], &[]).await {
+    match view.read_any(array, crate::Region::all()).await {
         Ok(any) => Ok(data_json(any.data())),
         Err(AtlasError::DTypeMismatch { .. }) => Ok(Value::Null),
         Err(e) => Err(e),

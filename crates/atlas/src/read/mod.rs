@@ -7,6 +7,7 @@
 //!   layouts, statistics, attributes and data;
 //! - `across_datasets`: statistics and attribute columns over every live
 //!   dataset, one segment open and one pass each;
+//! - [`Region`] (`region`): which part of an array a read returns;
 //! - `delete`: the deletion mask, one GET and one PUT per batch;
 //! - segments come from `atlas-segment`'s `SegmentSet`: each opened once,
 //!   screened, on first use;
@@ -28,10 +29,12 @@ mod collection;
 mod dataset;
 mod delete;
 pub mod json;
+mod region;
 mod stats;
 
 pub use atlas_io::WriteGuarantee;
 pub use collection::{Atlas, OpenOptions, VariableInfo};
 pub use dataset::{ArrayLayout, Dataset};
 pub use delete::DeleteOutcome;
+pub use region::{Region, Selection};
 pub use stats::DatasetStats;

@@ -1,11 +1,11 @@
 //! [`AtlasWriter`]: builds one collection and commits it in a single streaming pass.
 
 use std::collections::{HashMap, HashSet};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 
 use atlas_format::{
-    ArrayDecl, CONTAINER_FILE, DATASETS_SEGMENT, DType, DatasetSchema, FooterBuilder, MASK_FILE,
-    Trailer, encode_header, validate_name,
+    CONTAINER_FILE, DATASETS_SEGMENT, FooterBuilder, MASK_FILE, Trailer, encode_header,
+    validate_name,
 };
 use atlas_io::IoError;
 use atlas_segment::ContainerSink;
@@ -16,6 +16,7 @@ use smol_str::SmolStr;
 
 use super::config::WriterConfig;
 use super::dataset::DatasetWriter;
+use super::state::{Phase, SchemaKey, Shared, SlotStatus, State};
 use super::variables::Variables;
 use crate::error::{AtlasError, Result};
 
@@ -33,156 +34,6 @@ pub struct WriteSummary {
     pub container_bytes: u64,
     /// Each segment's variable name and length, in container order.
     pub segments: Vec<(String, u64)>,
-}
-
-/// Keys and value types of attributes, in set order.
-pub(crate) type AttrKeys = Vec<(SmolStr, DType)>;
-
-/// A dataset's declaration without shapes: what the footer's schema pool holds.
-/// Hashable, so datasets of one declaration share one entry while writing.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub(crate) struct SchemaKey {
-    /// `(array, dtype, array attribute keys and types)` in definition order.
-    pub arrays: Vec<(SmolStr, DType, AttrKeys)>,
-    /// Dataset-level attribute keys and types, in set order.
-    pub attrs: AttrKeys,
-}
-
-impl SchemaKey {
-    fn to_schema(&self) -> DatasetSchema {
-        DatasetSchema {
-            arrays: self
-                .arrays
-                .iter()
-                .map(|(name, dtype, attributes)| ArrayDecl {
-                    name: name.clone(),
-                    dtype: dtype.clone(),
-                    attributes: attributes.clone(),
-                })
-                .collect(),
-            attributes: self.attrs.clone(),
-        }
-    }
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum SlotStatus {
-    /// A `DatasetWriter` holds it.
-    Open,
-    /// Its `finish` is pushing arrays into the variables.
-    Finishing,
-    /// Finished: in the collection with this (local) schema.
-    Done(u32),
-    /// Aborted, dropped or failed: not in the collection; later ordinals close up.
-    Gone,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Phase {
-    Open,
-    Committing,
-    Committed,
-    Failed,
-    Dropped,
-}
-
-pub(crate) struct State {
-    phase: Phase,
-    /// Set when a push failed half-way: some segment holds an array that must not exist.
-    poisoned: Option<String>,
-    /// Every name handed out, including abandoned ones.
-    names: HashSet<SmolStr>,
-    /// One per `add_dataset`, in call order.
-    slots: Vec<(SmolStr, SlotStatus)>,
-    /// Distinct declarations of finished datasets.
-    schemas: IndexSet<SchemaKey>,
-}
-
-/// What every writer of one collection shares.
-pub(crate) struct Shared {
-    pub(crate) config: WriterConfig,
-    op: Operator,
-    container_path: String,
-    state: Mutex<State>,
-    pub(crate) variables: Variables,
-}
-
-impl Shared {
-    pub(crate) fn state(&self) -> MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    /// Moves slot `slot` from `Open` to `Finishing`; refuses if the collection
-    /// is no longer accepting datasets.
-    pub(crate) fn begin_finish(&self, slot: usize) -> Result<()> {
-        let mut st = self.state();
-        st.check_accepting()?;
-        match st.slots.get_mut(slot) {
-            Some((_, status @ SlotStatus::Open)) => {
-                *status = SlotStatus::Finishing;
-                Ok(())
-            }
-            _ => Err(AtlasError::invalid_use(
-                "this dataset writer is no longer open",
-            )),
-        }
-    }
-
-    /// Records the outcome of a dataset's finish.
-    pub(crate) fn end_finish(&self, slot: usize, outcome: std::result::Result<SchemaKey, String>) {
-        let mut st = self.state();
-        let status = match outcome {
-            Ok(key) => {
-                let (id, _) = st.schemas.insert_full(key);
-                SlotStatus::Done(u32::try_from(id).unwrap_or(u32::MAX))
-            }
-            Err(reason) => {
-                if st.poisoned.is_none() {
-                    tracing::warn!(%reason, "collection writer poisoned");
-                    st.poisoned = Some(reason);
-                }
-                SlotStatus::Gone
-            }
-        };
-        if let Some((_, s)) = st.slots.get_mut(slot) {
-            *s = status;
-        }
-    }
-
-    /// Marks an open slot as abandoned (drop or abort of its writer).
-    pub(crate) fn abandon(&self, slot: usize) {
-        let mut st = self.state();
-        if let Some((_, s @ SlotStatus::Open)) = st.slots.get_mut(slot) {
-            *s = SlotStatus::Gone;
-        }
-    }
-}
-
-impl State {
-    fn check_accepting(&self) -> Result<()> {
-        match self.phase {
-            Phase::Open => {}
-            Phase::Committing | Phase::Committed => {
-                return Err(AtlasError::invalid_use(
-                    "the collection writer has already been finished",
-                ));
-            }
-            Phase::Failed => {
-                return Err(AtlasError::invalid_use("the collection writer failed"));
-            }
-            Phase::Dropped => {
-                return Err(AtlasError::invalid_use(
-                    "the collection writer was dropped; nothing will be committed",
-                ));
-            }
-        }
-        if let Some(reason) = &self.poisoned {
-            return Err(AtlasError::invalid_use(format!(
-                "the collection writer is unusable after an earlier failure: {reason}"
-            )));
-        }
-        Ok(())
-    }
 }
 
 /// Builds one collection. Cheap to share (`Send + Sync`): call
@@ -392,7 +243,8 @@ async fn commit(shared: &Shared) -> Result<WriteSummary> {
     let plan = take_plan(shared)?;
 
     // Footer pools, in ordinal order, so equal input gives an equal footer.
-    let mut builder = FooterBuilder::new(shared.config.codec, now_unix_ms());
+    let created = shared.config.created_unix_ms.unwrap_or_else(now_unix_ms);
+    let mut builder = FooterBuilder::new(shared.config.codec, created);
     let mut pool_ids: HashMap<u32, u32> = HashMap::new();
     let mut order: IndexSet<SmolStr> = IndexSet::new();
     let mut dataset_attrs = false;

@@ -17,6 +17,10 @@ pub struct WriterConfig {
     pub zstd_level: i32,
     /// Raw bytes packed into one block before it is compressed; default 8 MiB.
     pub block_target_size: usize,
+    /// The creation time the footer records, in milliseconds since the Unix
+    /// epoch; `None` (default) takes the clock at commit. Fix it to write a
+    /// collection byte for byte reproducibly.
+    pub created_unix_ms: Option<i64>,
 }
 
 /// Default zstd level of [`WriterConfig`].
@@ -28,11 +32,18 @@ impl Default for WriterConfig {
             codec: Codec::Zstd,
             zstd_level: DEFAULT_ZSTD_LEVEL,
             block_target_size: atlas_segment::DEFAULT_BLOCK_TARGET_SIZE,
+            created_unix_ms: None,
         }
     }
 }
 
 impl WriterConfig {
+    /// Records `unix_ms` as the creation time instead of the clock at commit.
+    pub fn with_created_unix_ms(mut self, unix_ms: i64) -> Self {
+        self.created_unix_ms = Some(unix_ms);
+        self
+    }
+
     /// How the segment writers compress their blocks.
     pub(crate) fn segment_options(&self) -> WriteOptions {
         WriteOptions::default()

@@ -9,7 +9,7 @@ use ndarray::ArrayViewD;
 use smol_str::SmolStr;
 
 use super::buffer::{ArrayBuffer, Geometry, TypedBuffer};
-use super::collection::{SchemaKey, Shared};
+use super::state::{SchemaKey, Shared};
 use super::variables::{PushJob, Variable, push_blocking, push_ready};
 use crate::error::{AtlasError, Result};
 

@@ -12,6 +12,7 @@ mod collection;
 mod config;
 mod dataset;
 mod rewrite;
+mod state;
 mod variables;
 
 pub use collection::{AtlasWriter, WriteSummary};

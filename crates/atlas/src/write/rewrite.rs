@@ -12,14 +12,13 @@ use std::ops::Range;
 use futures::StreamExt;
 use ndarray::{ArrayD, Slice};
 
-use atlas_segment::{ArrayStats, Element};
+use atlas_segment::{ArrayStats, Element, for_each_array_data};
 
 use super::buffer::grid_coords;
 use super::collection::{AtlasWriter, WriteSummary};
 use super::dataset::DatasetWriter;
 use crate::error::{AtlasError, Result};
 use crate::read::{ArrayLayout, Atlas, Dataset};
-use crate::{DType, Timestamp};
 
 /// Datasets copied at once (reads of one overlap compression of another).
 const DATASETS_IN_FLIGHT: usize = 4;
@@ -83,6 +82,8 @@ async fn copy_dataset(view: &Dataset, dst: &mut DatasetWriter) -> Result<()> {
     Ok(())
 }
 
+/// Copies one array whatever its element type: an empty read through
+/// `read_any` says which type, then the typed copy runs with it.
 async fn copy_array_any(
     view: &Dataset,
     dst: &mut DatasetWriter,
@@ -90,32 +91,23 @@ async fn copy_array_any(
     layout: &ArrayLayout,
     stats: Option<&ArrayStats>,
 ) -> Result<()> {
-    macro_rules! copy {
-        ($t:ty) => {
-            copy_array::<$t>(view, dst, array, layout, stats).await
-        };
-    }
-    match &layout.dtype {
-        DType::Int8 => copy!(i8),
-        DType::Int16 => copy!(i16),
-        DType::Int32 => copy!(i32),
-        DType::Int64 => copy!(i64),
-        DType::UInt8 => copy!(u8),
-        DType::UInt16 => copy!(u16),
-        DType::UInt32 => copy!(u32),
-        DType::UInt64 => copy!(u64),
-        DType::Float32 => copy!(f32),
-        DType::Float64 => copy!(f64),
-        DType::String => copy!(String),
-        DType::Binary => copy!(Vec<u8>),
-        DType::TimestampNs => copy!(Timestamp),
-        other @ (DType::Bool | DType::FixedSizeList { .. } | DType::List { .. }) => {
-            Err(AtlasError::invalid_use(format!(
-                "array {array:?} of dataset {:?} holds {other}, which this library cannot copy",
+    let nothing = vec![0u64; layout.shape.len()];
+    let probe = match Box::pin(view.read_any(array, crate::Region::block(&nothing, &nothing))).await
+    {
+        Ok(probe) => probe.into_data(),
+        Err(AtlasError::DTypeMismatch { stored, .. }) => {
+            return Err(AtlasError::invalid_use(format!(
+                "array {array:?} of dataset {:?} holds {stored}, which this library cannot copy",
                 view.name()
-            )))
+            )));
         }
-    }
+        Err(e) => return Err(e),
+    };
+    // Boxed: thirteen typed copies inline would make this future large
+    // enough to overflow a thread's stack in debug builds.
+    for_each_array_data!(probe, typed => {
+        Box::pin(copy_array(view, dst, array, layout, stats, &typed)).await
+    })
 }
 
 async fn copy_array<T: Element>(
@@ -124,6 +116,7 @@ async fn copy_array<T: Element>(
     array: &str,
     layout: &ArrayLayout,
     stats: Option<&ArrayStats>,
+    _element_type: &ArrayD<T>,
 ) -> Result<()> {
     let dims: Vec<&str> = layout.dimension_names.iter().map(String::as_str).collect();
     dst.define_array_with_fill::<T>(
@@ -148,7 +141,7 @@ async fn copy_array<T: Element>(
         .saturating_mul(std::mem::size_of::<T>() as u64)
         <= WHOLE_ARRAY_READ;
     let all: Option<ArrayD<T>> = if whole {
-        let a = view.read_array::<T>(array, &[], &[]).await?;
+        let a = view.read_array::<T>(array, crate::Region::all()).await?;
         let shape: Vec<u64> = a.shape().iter().map(|&n| n as u64).collect();
         if shape != layout.shape {
             return Err(AtlasError::corrupt(format!(
@@ -185,7 +178,10 @@ async fn copy_array<T: Element>(
                     Slice::from(start[i] as usize..(start[i] + extent[i]) as usize)
                 })
                 .to_owned(),
-            None => view.read_array::<T>(array, &start, &extent).await?,
+            None => {
+                view.read_array::<T>(array, crate::Region::block(&start, &extent))
+                    .await?
+            }
         };
         if skip_fill_chunks && chunk.iter().all(|v| *v == fill) {
             continue;
