@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use atlas::query::{Value, parse};
-use atlas::{Atlas, AtlasWriter, Predicate, TimestampNs, WriterConfig};
+use atlas::{Atlas, AtlasWriter, Predicate, Region, Timestamp, WriterConfig};
 use atlas_io::{CountingLayer, RequestStats};
 use futures::StreamExt;
 use opendal::Operator;
@@ -50,11 +50,11 @@ async fn write_profiles(dir: &Path, n: usize) -> Result<(), BoxError> {
             ds.write_array(name, &[0], ndarray::arr1(&[v]).into_dyn().view())?;
         }
         let t = T0 + (rng.next() * 5.0 * 365.0 * DAY) as i64;
-        ds.define_array::<TimestampNs>("JULD", &["N_PROF"], &[1], None, None)?;
+        ds.define_array::<Timestamp>("JULD", &["N_PROF"], &[1], None, None)?;
         ds.write_array(
             "JULD",
             &[0],
-            ndarray::arr1(&[TimestampNs(t)]).into_dyn().view(),
+            ndarray::arr1(&[Timestamp(t)]).into_dyn().view(),
         )?;
         let levels = 20 + (rng.next() * 100.0) as usize;
         let temps: Vec<f32> = (0..levels).map(|l| 25.0 - l as f32 * 0.2).collect();
@@ -106,9 +106,9 @@ async fn brute_force(atlas: &Atlas) -> Result<Vec<String>, BoxError> {
         async move {
             let ds = atlas.dataset(&name)?;
             let (la, lo, t) = futures::try_join!(
-                ds.read_array::<f64>("LATITUDE", &[], &[]),
-                ds.read_array::<f64>("LONGITUDE", &[], &[]),
-                ds.read_array::<TimestampNs>("JULD", &[], &[]),
+                ds.read_array::<f64>("LATITUDE", Region::all()),
+                ds.read_array::<f64>("LONGITUDE", Region::all()),
+                ds.read_array::<Timestamp>("JULD", Region::all()),
             )?;
             let inside = |v: &ndarray::ArrayD<f64>, b: &(Value, Value)| {
                 let vals: Vec<f64> = v.iter().copied().filter(|x| *x != FILL).collect();

@@ -10,7 +10,7 @@ use arrow_array::Array;
 use arrow_array::cast::AsArray;
 use arrow_array::types::{Float32Type, TimestampNanosecondType, UInt8Type, UInt64Type};
 use arrow_schema::{DataType, TimeUnit};
-use atlas::query::{Field, QueryError, Stat, parse};
+use atlas::query::{Field, QueryError, StatField, parse};
 use atlas::{Atlas, CatalogueOptions, Predicate};
 use query_support::{Row, V, brute};
 use read_support::{fixture_dir, manifest};
@@ -116,11 +116,13 @@ async fn selections_on_the_small_fixture_equal_the_brute_force() {
             ),
             (
                 "temperature.nulls = 0",
-                Field::stat("temperature", Stat::Nulls).equals(0),
+                Field::stat("temperature", StatField::Nulls).equals(0),
             ),
             (
                 "not temperature.min exists",
-                Field::stat("temperature", Stat::Min).exists().negated(),
+                Field::stat("temperature", StatField::Min)
+                    .exists()
+                    .negated(),
             ),
             ("temperature != 0", a("temperature").equals(0).negated()),
             (
@@ -136,14 +138,14 @@ async fn selections_on_the_small_fixture_equal_the_brute_force() {
             ),
             (
                 "station.max = 'station é 1'",
-                Field::stat("station", Stat::Max).equals("station é 1"),
+                Field::stat("station", StatField::Max).equals("station é 1"),
             ),
             ("station >= ''", a("station").at_least("")),
             (
                 "flags <= 2 and flags.nulls = 2",
                 a("flags")
                     .at_most(2)
-                    .and(Field::stat("flags", Stat::Nulls).equals(2)),
+                    .and(Field::stat("flags", StatField::Nulls).equals(2)),
             ),
             (
                 "month >= 2 and source = \"buoy\"",
@@ -174,8 +176,8 @@ async fn deleted_datasets_are_never_selected_and_fill_values_are_nulls() {
         &[
             ("v exists", a("v").exists()),
             ("v < 300", a("v").less_than(300)),
-            ("v.nulls = 1", Field::stat("v", Stat::Nulls).equals(1)),
-            ("v.min = 1", Field::stat("v", Stat::Min).equals(1)),
+            ("v.nulls = 1", Field::stat("v", StatField::Nulls).equals(1)),
+            ("v.min = 1", Field::stat("v", StatField::Min).equals(1)),
             (
                 "idx >= 3 and not v overlaps 500 599",
                 Field::attr("idx")

@@ -22,9 +22,10 @@ use super::eval::{Declared, Plan, eval, has_order};
 use super::facts::Facts;
 use super::predicate::Predicate;
 use super::value::{Scalar, stat_scalar};
-use crate::attr::Attr;
+use crate::ArrayStats;
+use crate::Attr;
 use crate::read::json::attr_value_json;
-use crate::read::{ArrayStats, Atlas, DatasetView};
+use crate::read::{Atlas, Dataset};
 
 /// What [`Atlas::catalogue`] puts in the table.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -123,7 +124,7 @@ fn table_error(e: impl std::fmt::Display) -> QueryError {
 }
 
 fn build(
-    rows: &[DatasetView<'_>],
+    rows: &[Dataset],
     attributes: &[String],
     arrays: &[String],
     facts: &Facts,
@@ -190,7 +191,7 @@ fn build(
                                 s.max.as_ref()
                             }
                         })
-                        .map(stat_scalar)
+                        .and_then(stat_scalar)
                     })
                     .collect();
                 let typed = match dtypes.as_slice() {

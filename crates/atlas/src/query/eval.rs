@@ -8,9 +8,10 @@ use atlas_format::DType;
 
 use super::error::QueryError;
 use super::facts::Facts;
-use super::predicate::{CmpOp, Field, Predicate, Stat};
+use super::predicate::{CmpOp, Field, Predicate, StatField};
 use super::value::{Scalar, Value, attr_scalar, order, stat_scalar};
-use crate::read::{Atlas, DatasetView};
+use crate::Stat;
+use crate::read::{Atlas, Dataset};
 
 /// The names the live datasets' schemas declare.
 pub(crate) struct Declared {
@@ -96,7 +97,7 @@ impl Plan {
     fn check_orderable(&self, atlas: &Atlas) -> Result<(), QueryError> {
         let mut ordered = HashSet::new();
         for field in self.predicate.fields() {
-            if let Field::Array(a) | Field::Stat(a, Stat::Min | Stat::Max) = field {
+            if let Field::Array(a) | Field::Stat(a, StatField::Min | StatField::Max) = field {
                 ordered.insert(a.as_str());
             }
         }
@@ -168,7 +169,7 @@ fn resolve(declared: &Declared, field: &Field) -> Result<Field, QueryError> {
 }
 
 /// Whether `ds` satisfies the (resolved) predicate.
-pub(crate) fn eval(p: &Predicate, ds: &DatasetView<'_>, facts: &Facts) -> Result<bool, QueryError> {
+pub(crate) fn eval(p: &Predicate, ds: &Dataset, facts: &Facts) -> Result<bool, QueryError> {
     match p {
         Predicate::Compare {
             field,
@@ -217,7 +218,7 @@ fn compare(
     field: &Field,
     op: CmpOp,
     value: &Value,
-    ds: &DatasetView<'_>,
+    ds: &Dataset,
     facts: &Facts,
 ) -> Result<bool, QueryError> {
     let Some((min, max)) = range(field, ds, facts)? else {
@@ -243,7 +244,7 @@ fn compare(
 /// value); `None` when `ds` has none.
 fn range(
     field: &Field,
-    ds: &DatasetView<'_>,
+    ds: &Dataset,
     facts: &Facts,
 ) -> Result<Option<(Scalar, Scalar)>, QueryError> {
     match field {
@@ -263,7 +264,9 @@ fn range(
                 return Ok(None);
             };
             Ok(match (&stats.min, &stats.max) {
-                (Some(min), Some(max)) => Some((stat_scalar(min), stat_scalar(max))),
+                (Some(min), Some(max)) => {
+                    Some((known_stat(min, array, ds)?, known_stat(max, array, ds)?))
+                }
                 _ => None,
             })
         }
@@ -272,10 +275,18 @@ fn range(
                 return Ok(None);
             };
             let one = match stat {
-                Stat::Min => stats.min.as_ref().map(stat_scalar),
-                Stat::Max => stats.max.as_ref().map(stat_scalar),
-                Stat::Nulls => Some(Scalar::Int(i128::from(stats.null_count))),
-                Stat::Count => Some(Scalar::Int(i128::from(stats.row_count))),
+                StatField::Min => stats
+                    .min
+                    .as_ref()
+                    .map(|s| known_stat(s, array, ds))
+                    .transpose()?,
+                StatField::Max => stats
+                    .max
+                    .as_ref()
+                    .map(|s| known_stat(s, array, ds))
+                    .transpose()?,
+                StatField::Nulls => Some(Scalar::Int(i128::from(stats.null_count))),
+                StatField::Count => Some(Scalar::Int(i128::from(stats.row_count))),
             };
             Ok(one.map(|s| (s.clone(), s)))
         }
@@ -283,13 +294,17 @@ fn range(
     }
 }
 
+/// [`stat_scalar`], or `NoStatistics` for a statistic kind this version
+/// cannot compare (never guessed as absent, which would drop datasets).
+fn known_stat(stat: &Stat, array: &str, ds: &Dataset) -> Result<Scalar, QueryError> {
+    stat_scalar(stat).ok_or_else(|| QueryError::NoStatistics {
+        array: array.to_owned(),
+        dataset: Some(ds.name().to_owned()),
+    })
+}
+
 /// [`order`], or `TypeMismatch` naming the field and the stored type.
-fn ord(
-    field: &Field,
-    data: &Scalar,
-    value: &Value,
-    ds: &DatasetView<'_>,
-) -> Result<Ordering, QueryError> {
+fn ord(field: &Field, data: &Scalar, value: &Value, ds: &Dataset) -> Result<Ordering, QueryError> {
     order(data, value).ok_or_else(|| QueryError::TypeMismatch {
         field: field.to_string(),
         stored: stored_type(field, ds),
@@ -297,11 +312,11 @@ fn ord(
     })
 }
 
-fn stored_type(field: &Field, ds: &DatasetView<'_>) -> String {
+fn stored_type(field: &Field, ds: &Dataset) -> String {
     let schema = ds.schema();
     match field {
         Field::Attribute(k) => schema.attribute_dtype(k).map(DType::display_name),
-        Field::Array(a) | Field::Stat(a, Stat::Min | Stat::Max) => {
+        Field::Array(a) | Field::Stat(a, StatField::Min | StatField::Max) => {
             schema.array(a).map(|m| m.dtype().display_name())
         }
         Field::Stat(_, _) => Some("uint64".to_owned()),
@@ -310,17 +325,19 @@ fn stored_type(field: &Field, ds: &DatasetView<'_>) -> String {
     .unwrap_or_else(|| "nothing".to_owned())
 }
 
-fn exists(field: &Field, ds: &DatasetView<'_>, facts: &Facts) -> bool {
+fn exists(field: &Field, ds: &Dataset, facts: &Facts) -> bool {
     let schema = ds.schema();
     match field {
         Field::Attribute(k) => schema.attribute_dtype(k).is_some(),
-        Field::Array(a) | Field::Stat(a, Stat::Nulls | Stat::Count) => schema.array(a).is_some(),
+        Field::Array(a) | Field::Stat(a, StatField::Nulls | StatField::Count) => {
+            schema.array(a).is_some()
+        }
         Field::Stat(a, stat) => facts
             .arrays
             .get(a)
             .and_then(|m| m.get(ds.name()))
             .is_some_and(|s| match stat {
-                Stat::Max => s.max.is_some(),
+                StatField::Max => s.max.is_some(),
                 _ => s.min.is_some(),
             }),
         Field::Name(_) => false,

@@ -6,8 +6,9 @@ use std::collections::{BTreeSet, HashMap};
 use futures::future::try_join_all;
 
 use super::error::QueryError;
-use crate::attr::Attr;
-use crate::read::{ArrayStats, Atlas};
+use crate::ArrayStats;
+use crate::Attr;
+use crate::read::Atlas;
 
 /// Attribute values and array statistics of the live datasets, by dataset name.
 #[derive(Debug, Default)]

@@ -43,7 +43,7 @@ pub use error::{ParseError, QueryError};
 pub use export::write_parquet;
 pub use export::{cell_json, write_csv, write_ndjson};
 pub use parse::parse;
-pub use predicate::{CmpOp, Field, Predicate, Stat};
+pub use predicate::{CmpOp, Field, Predicate, StatField};
 pub use value::Value;
 
 /// The Arrow types a catalogue is made of, re-exported so callers need no

@@ -15,7 +15,7 @@
 //! array; `@KEY` is always the attribute. Keywords are case-insensitive.
 
 use super::error::ParseError;
-use super::predicate::{CmpOp, Field, Predicate, Stat};
+use super::predicate::{CmpOp, Field, Predicate, StatField};
 use super::time::parse_instant;
 use super::value::Value;
 
@@ -288,10 +288,12 @@ impl Parser<'_> {
                 format!("expected a name, found the keyword `{w}`"),
             )),
             Tok::Word(w) => Ok(match w.rsplit_once('.') {
-                Some((array, suffix)) if !array.is_empty() => match Stat::from_suffix(suffix) {
-                    Some(stat) => Field::Stat(array.to_owned(), stat),
-                    None => Field::Name(w),
-                },
+                Some((array, suffix)) if !array.is_empty() => {
+                    match StatField::from_suffix(suffix) {
+                        Some(stat) => Field::Stat(array.to_owned(), stat),
+                        None => Field::Name(w),
+                    }
+                }
                 _ => Field::Name(w),
             }),
             _ => Err(self.error_at(token.at, "expected a name (an attribute or an array)")),
@@ -396,7 +398,7 @@ mod tests {
             Predicate::Or(vec![
                 Field::name("a").equals(1).negated(),
                 Predicate::And(vec![
-                    Field::stat("b", Stat::Nulls).equals(0),
+                    Field::stat("b", StatField::Nulls).equals(0),
                     Field::attr("c").exists()
                 ])
             ])

@@ -5,7 +5,7 @@ use super::value::Value;
 /// One statistic of an array, as every segment records it per dataset.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
-pub enum Stat {
+pub enum StatField {
     /// The smallest non-null element.
     Min,
     /// The largest non-null element.
@@ -16,24 +16,24 @@ pub enum Stat {
     Count,
 }
 
-impl Stat {
+impl StatField {
     /// The suffix the expression language and the catalogue's columns use (`min`, `nulls`, ...).
     pub fn suffix(self) -> &'static str {
         match self {
-            Stat::Min => "min",
-            Stat::Max => "max",
-            Stat::Nulls => "nulls",
-            Stat::Count => "count",
+            StatField::Min => "min",
+            StatField::Max => "max",
+            StatField::Nulls => "nulls",
+            StatField::Count => "count",
         }
     }
 
     /// The statistic a suffix names.
-    pub fn from_suffix(s: &str) -> Option<Stat> {
+    pub fn from_suffix(s: &str) -> Option<StatField> {
         Some(match s {
-            "min" => Stat::Min,
-            "max" => Stat::Max,
-            "nulls" => Stat::Nulls,
-            "count" => Stat::Count,
+            "min" => StatField::Min,
+            "max" => StatField::Max,
+            "nulls" => StatField::Nulls,
+            "count" => StatField::Count,
             _ => return None,
         })
     }
@@ -51,7 +51,7 @@ pub enum Field {
     /// An array's non-null elements, judged by its statistics.
     Array(String),
     /// One statistic of an array.
-    Stat(String, Stat),
+    Stat(String, StatField),
 }
 
 impl Field {
@@ -71,7 +71,7 @@ impl Field {
     }
 
     /// [`Field::Stat`].
-    pub fn stat(array: impl Into<String>, stat: Stat) -> Self {
+    pub fn stat(array: impl Into<String>, stat: StatField) -> Self {
         Field::Stat(array.into(), stat)
     }
 

@@ -3,9 +3,9 @@
 
 use std::cmp::Ordering;
 
-use array_format::StatValue;
+use crate::Stat;
 
-use crate::attr::Attr;
+use crate::Attr;
 
 /// A literal in a predicate.
 #[derive(Debug, Clone, PartialEq)]
@@ -86,14 +86,18 @@ pub(crate) enum Scalar {
 
 /// The one place a stored statistic becomes a [`Scalar`]: swapping the
 /// statistics type of the segment layer means changing this function only.
-pub(crate) fn stat_scalar(v: &StatValue) -> Scalar {
-    match v {
-        StatValue::Int(i) => Scalar::Int(i128::from(*i)),
-        StatValue::UInt(u) => Scalar::Int(i128::from(*u)),
-        StatValue::Float(x) => Scalar::Float(*x),
-        StatValue::Bytes(b) => Scalar::Bytes(b.clone()),
-        StatValue::TimestampNs(t) => Scalar::Int(i128::from(*t)),
-    }
+///
+/// `None` for a kind of [`Stat`] this version does not know (the enum is
+/// non-exhaustive); callers treat that as "no statistics", never as a value.
+pub(crate) fn stat_scalar(v: &Stat) -> Option<Scalar> {
+    Some(match v {
+        Stat::Int(i) => Scalar::Int(i128::from(*i)),
+        Stat::UInt(u) => Scalar::Int(i128::from(*u)),
+        Stat::Float(x) => Scalar::Float(*x),
+        Stat::Bytes(b) => Scalar::Bytes(b.clone()),
+        Stat::Timestamp(t) => Scalar::Int(i128::from(t.nanos())),
+        _ => return None,
+    })
 }
 
 /// A scalar attribute as a [`Scalar`]; `None` for lists (no single value).
@@ -151,7 +155,7 @@ mod tests {
         );
         assert_eq!(
             order(
-                &stat_scalar(&StatValue::UInt(u64::MAX)),
+                &stat_scalar(&Stat::UInt(u64::MAX)).unwrap(),
                 &Value::Int(i64::MAX)
             ),
             Some(Ordering::Greater)

@@ -8,8 +8,8 @@
 use std::cmp::Ordering;
 use std::collections::BTreeMap;
 
-use atlas::query::{CmpOp, Field, Stat, Value};
-use atlas::{AtlasWriter, Predicate, TimestampNs, WriterConfig};
+use atlas::query::{CmpOp, Field, StatField, Value};
+use atlas::{AtlasWriter, Predicate, Timestamp, WriterConfig};
 use opendal::Operator;
 
 /// A stored element or attribute value.
@@ -71,10 +71,10 @@ fn values(row: &Row, field: &Field) -> Option<Vec<V>> {
                     .reduce(|x, y| if ord_v(&y, &x) == want { y } else { x })
             };
             Some(match stat {
-                Stat::Min => by(Ordering::Less).into_iter().collect(),
-                Stat::Max => by(Ordering::Greater).into_iter().collect(),
-                Stat::Nulls => vec![V::I(i128::from(nulls))],
-                Stat::Count => vec![V::I(i128::from(*count))],
+                StatField::Min => by(Ordering::Less).into_iter().collect(),
+                StatField::Max => by(Ordering::Greater).into_iter().collect(),
+                StatField::Nulls => vec![V::I(i128::from(nulls))],
+                StatField::Count => vec![V::I(i128::from(*count))],
                 _ => unreachable!(),
             })
         }
@@ -118,7 +118,7 @@ pub fn brute(p: &Predicate, row: &Row) -> bool {
         }),
         Predicate::Exists(field) => match field {
             Field::Attribute(k) => row.attrs.contains_key(k),
-            Field::Array(a) | Field::Stat(a, Stat::Nulls | Stat::Count) => {
+            Field::Array(a) | Field::Stat(a, StatField::Nulls | StatField::Count) => {
                 row.arrays.contains_key(a)
             }
             Field::Stat(a, _) => row.arrays.get(a).is_some_and(|(v, _)| !v.is_empty()),
@@ -195,12 +195,12 @@ pub async fn argo_profiles(op: &Operator, prefix: &str, n: usize, seed: u64) -> 
             row.arrays.insert(array.to_owned(), (vals, 1));
         }
         let t = T0 + (rng.uniform(0.0, 5.0 * 365.0) * DAY as f64) as i64;
-        ds.define_array::<TimestampNs>("JULD", &["N_PROF"], &[1], None, None)
+        ds.define_array::<Timestamp>("JULD", &["N_PROF"], &[1], None, None)
             .unwrap();
         ds.write_array(
             "JULD",
             &[0],
-            ndarray::arr1(&[TimestampNs(t)]).into_dyn().view(),
+            ndarray::arr1(&[Timestamp(t)]).into_dyn().view(),
         )
         .unwrap();
         row.arrays
