@@ -67,8 +67,8 @@ pub use atlas_format::{
 };
 pub use atlas_io::{IoError, IoErrorKind, RetryPolicy, install_http_transport};
 pub use atlas_segment::{
-    AnyArray, ArrayData, ArrayStats, Attr, Element, FillValue, SegmentError, Stat, Timestamp,
-    for_each_array_data,
+    AnyArray, ArrayData, ArrayProblem, ArrayStats, Attr, Element, FillValue, FooterProblem,
+    SegmentError, SinkError, Stat, Timestamp, for_each_array_data,
 };
 pub use error::{AtlasError, Result};
 pub use location::{Access, Location, Scheme, StorageOptions};
