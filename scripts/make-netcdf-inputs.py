@@ -8,6 +8,7 @@ OUTDIR/good/     files every tool should ingest (both file families, every
                  numeric type, char and string variables, attributes of every
                  type, fills, missing_value, packing, CF times, an empty
                  unlimited dimension, a scalar, a group, a flag variable)
+OUTDIR/cf_only/  files atlas-python cannot ingest and we can (a bool variable)
 OUTDIR/bad/      one problem per file: a corrupt file, a compound type, a
                  calendar timestamp_ns cannot hold, two files of one name
 OUTDIR/raw/      NAME.json per good file: every variable and attribute as
@@ -155,6 +156,40 @@ def nc4_extras(ds):
     sv[:] = np.array([b"1", b"4", b" "])
 
 
+def cf_extras(ds):
+    """CF corners: _Unsigned, time bounds, a 2-D field, a shared char dimension,
+    mixed packing types, text needing JSON escapes, a global coordinates attribute."""
+    ds.coordinates = "lat"
+    ds.history = "caf\u00e9 \"quoted\" \u00b0C"
+    ds.nan_list = np.array([np.nan, np.inf, -1.0], dtype="f8")
+    ds.createDimension("time", 3)
+    ds.createDimension("depth", 2)
+    ds.createDimension("nv", 2)
+    ds.createDimension("code", 2)
+    t = ds.createVariable("time", "f8", ("time",))
+    t.units = "hours since 2001-02-03 04:05:06"
+    t.bounds = "time_bnds"
+    t[:] = [0.5, 1.0, 100.0]
+    tb = ds.createVariable("time_bnds", "f8", ("time", "nv"))
+    tb[:] = [[0.0, 1.0], [0.5, 1.5], [99.0, 101.0]]
+    lat = ds.createVariable("lat", "f4", ())
+    lat[...] = 45.5
+    u = ds.createVariable("ubyte_counts", "i1", ("time",), fill_value=np.int8(-1))
+    u._Unsigned = "true"
+    u[:] = np.array([-2, -1, 5], dtype="i1")
+    f = ds.createVariable("field", "i2", ("time", "depth"), fill_value=np.int16(-999))
+    f.scale_factor = 0.5
+    f.add_offset = np.float32(1.0)
+    f.set_auto_maskandscale(False)
+    f[:] = np.array([[1, 2], [-999, 4], [5, 6]], dtype="i2")
+    g = ds.createVariable("grid", "f8", ("time", "depth"))
+    g[:] = np.arange(6, dtype="f8").reshape(3, 2) / 3.0
+    c = ds.createVariable("codes", "S1", ("time", "code"))
+    c[:] = np.array([[b"a", b"b"], [b"c", b""], [b"", b""]])
+    other = ds.createVariable("code", "i4", ("code",))
+    other[:] = [10, 20]
+
+
 def write_good(outdir):
     files = {
         "classic.nc": ("NETCDF3_CLASSIC", NUMERIC),
@@ -162,6 +197,8 @@ def write_good(outdir):
         "nc4classic.nc": ("NETCDF4_CLASSIC", NUMERIC),
         "nc4.nc4": ("NETCDF4", NUMERIC + NC4_ONLY),
     }
+    with netCDF4.Dataset(os.path.join(outdir, "cf_extras.nc"), "w", format="NETCDF4_CLASSIC") as ds:
+        cf_extras(ds)
     for name, (fmt, kinds) in files.items():
         path = os.path.join(outdir, name)
         with netCDF4.Dataset(path, "w", format=fmt) as ds:
@@ -193,6 +230,14 @@ def write_bad(outdir):
             ds.createDimension("n", 1)
             v = ds.createVariable("x", "f8", ("n",))
             v[:] = [1.0]
+
+
+def write_cf_only(outdir):
+    with netCDF4.Dataset(os.path.join(outdir, "bool.nc"), "w", format="NETCDF4_CLASSIC") as ds:
+        ds.createDimension("n", 3)
+        b = ds.createVariable("is_valid", "i1", ("n",))
+        b.setncattr("dtype", "bool")
+        b[:] = np.array([1, 0, 1], dtype="i1")
 
 
 def value_json(x):
@@ -291,6 +336,9 @@ def main():
         os.makedirs(d, exist_ok=True)
     write_good(good)
     write_bad(bad)
+    cf_only = os.path.join(outdir, "cf_only")
+    os.makedirs(cf_only, exist_ok=True)
+    write_cf_only(cf_only)
     for name in sorted(os.listdir(good)):
         doc = describe_raw(os.path.join(good, name))
         with open(os.path.join(raw, name + ".json"), "w") as f:

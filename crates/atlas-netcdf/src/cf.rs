@@ -26,7 +26,7 @@ use netcdf_reader::{NcAttrValue, NcAttribute};
 use crate::attrs;
 use crate::cftime::{TimeCoder, is_date_units};
 use crate::error::FileError;
-use crate::mapping::{Mapped, Naming, SkippedArray, check_name};
+use crate::mapping::{Mapped, Naming, SkippedArray, check_name, dropped_attribute};
 use crate::model::{Array, AttrValue, Dataset, Fill, Values};
 use crate::pyjson::{list_json, string_json};
 use crate::raw::group_key;
@@ -247,8 +247,11 @@ fn map_group(
         pop(&mut vattrs, "coordinates");
         let mut array_attrs = Vec::with_capacity(vattrs.len());
         for attr in &vattrs {
-            if let Some(value) = attrs::python(&attr.value) {
-                array_attrs.push((attr.name.clone(), value));
+            match attrs::python(&attr.value) {
+                Some(value) => array_attrs.push((attr.name.clone(), value)),
+                None => out
+                    .notes
+                    .push(dropped_attribute(&format!("variable {full:?}"), &attr.name)),
             }
         }
         out.arrays.push((
@@ -670,7 +673,8 @@ fn decode_numeric(
         return Ok((Values::TimestampNs(stamps), None));
     }
     // BooleanCoder: xarray turns `dtype = "bool"` into numpy bool, which atlas-python cannot store.
-    let is_bool = text_attr(vattrs, "dtype").is_some_and(|d| d == "bool");
+    let is_bool = matches!(values, Values::Int8(_))
+        && text_attr(vattrs, "dtype").is_some_and(|d| d == "bool");
     if is_bool && let Wide::Int(v) = &wide {
         pop(vattrs, "dtype");
         let bits = v.iter().map(|&n| u8::from(n != 0)).collect();

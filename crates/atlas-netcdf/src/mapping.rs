@@ -70,3 +70,8 @@ pub(crate) fn check_name(name: &str, variable: &str) -> Result<(), FileError> {
         reason: e.to_string(),
     })
 }
+
+/// The note for an attribute of a user-defined type, which is left out.
+pub(crate) fn dropped_attribute(owner: &str, key: &str) -> String {
+    format!("attribute {key:?} of {owner} has a user-defined type and was left out")
+}

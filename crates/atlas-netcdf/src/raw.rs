@@ -10,7 +10,7 @@ use netcdf_core_fills as fills;
 
 use crate::attrs;
 use crate::error::FileError;
-use crate::mapping::{Mapped, Naming, SkippedArray, check_name};
+use crate::mapping::{Mapped, Naming, SkippedArray, check_name, dropped_attribute};
 use crate::model::{Array, AttrValue, Dataset, Fill, Values};
 use crate::source::{Stored, StoredFile, StoredVar};
 
@@ -33,9 +33,11 @@ pub(crate) fn map(file: &StoredFile, skip_unsupported: bool) -> Result<Mapped, F
     let mut dataset = Dataset::default();
     let mut skipped = Vec::new();
     let mut naming = Naming::default();
+    let mut notes = Vec::new();
     for group in &file.groups {
         for attr in &group.attrs {
             let Some(value) = attrs::raw(&attr.value) else {
+                notes.push(dropped_attribute("the file", &attr.name));
                 continue;
             };
             dataset
@@ -59,13 +61,13 @@ pub(crate) fn map(file: &StoredFile, skip_unsupported: bool) -> Result<Mapped, F
             }
             let name = naming.claim(&group.path, &var.name)?;
             check_name(&name, &full)?;
-            dataset.arrays.push(map_var(var, name)?);
+            dataset.arrays.push(map_var(var, name, &mut notes)?);
         }
     }
     Ok(Mapped {
         dataset,
         skipped,
-        notes: Vec::new(),
+        notes,
     })
 }
 
@@ -76,7 +78,7 @@ pub(crate) fn group_key(path: &[String], key: &str) -> String {
     parts.join(".")
 }
 
-fn map_var(var: &StoredVar, name: String) -> Result<Array, FileError> {
+fn map_var(var: &StoredVar, name: String, notes: &mut Vec<String>) -> Result<Array, FileError> {
     let declared = var.attr("_FillValue").map(|a| &a.value);
     let (dims, shape, values, fill) = match &var.data {
         Stored::Num(values) => {
@@ -126,8 +128,9 @@ fn map_var(var: &StoredVar, name: String) -> Result<Array, FileError> {
         if attr.name == "_FillValue" {
             continue;
         }
-        if let Some(value) = attrs::raw(&attr.value) {
-            out_attrs.push((attr.name.clone(), value));
+        match attrs::raw(&attr.value) {
+            Some(value) => out_attrs.push((attr.name.clone(), value)),
+            None => notes.push(dropped_attribute(&format!("variable {name:?}"), &attr.name)),
         }
     }
     Ok(Array {
