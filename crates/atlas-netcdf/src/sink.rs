@@ -1,7 +1,7 @@
 //! The one place this crate calls the Atlas writer: a [`Dataset`] goes into a
 //! [`atlas::DatasetWriter`] (arrays defined, written whole, attributes set).
 
-use atlas::{Attr, DatasetWriter, Element, TimestampNs};
+use atlas::{Attr, DatasetWriter, Element, Timestamp};
 use ndarray::{ArrayViewD, IxDyn};
 
 use crate::error::FileError;
@@ -88,9 +88,9 @@ fn write(writer: &mut DatasetWriter, a: &Array) -> Result<(), FileError> {
         Values::Float32(v) => put(writer, a, v, float_fill(f).map(|x| x as f32)),
         Values::Float64(v) => put(writer, a, v, float_fill(f)),
         Values::TimestampNs(v) => {
-            let stamps: Vec<TimestampNs> = v.iter().map(|&n| TimestampNs(n)).collect();
+            let stamps: Vec<Timestamp> = v.iter().map(|&n| Timestamp(n)).collect();
             let fill = match f {
-                Some(Fill::TimestampNs(n)) | Some(Fill::Int(n)) => Some(TimestampNs(*n)),
+                Some(Fill::TimestampNs(n)) | Some(Fill::Int(n)) => Some(Timestamp(*n)),
                 _ => None,
             };
             put(writer, a, &stamps, fill)

@@ -5,7 +5,7 @@ mod common;
 
 use std::collections::BTreeMap;
 
-use atlas::Atlas;
+use atlas::{Atlas, Region};
 use atlas_netcdf::{Decode, FileError, IngestError, IngestOptions, SkipReason, discover};
 use common::{copy_into, data, dump, good_files, ingest_into};
 
@@ -273,7 +273,10 @@ async fn a_bool_variable_atlas_python_cannot_store_becomes_uint8_with_a_note() {
     assert!(report.notes[0].contains("is_valid") && report.notes[0].contains("uint8"));
     let atlas = Atlas::open_path(&dest).await.unwrap();
     let view = atlas.dataset("bool.nc").unwrap();
-    let values = view.read_array::<u8>("is_valid", &[], &[]).await.unwrap();
+    let values = view
+        .read_array::<u8>("is_valid", Region::all())
+        .await
+        .unwrap();
     assert_eq!(values.iter().copied().collect::<Vec<_>>(), [1, 0, 1]);
     assert!(
         view.get_array_attribute("is_valid", "dtype")

@@ -4,7 +4,7 @@
 
 mod common;
 
-use atlas::{Atlas, Attr, DType, TimestampNs};
+use atlas::{ArrayData, Atlas, Attr, DType, Region};
 use atlas_netcdf::{Decode, IngestOptions};
 use common::{data, good_files, ingest_into};
 use serde_json::{Value, json};
@@ -49,33 +49,20 @@ fn attr(a: &Attr) -> Value {
     json!({"type": a.dtype().display_name(), "value": value})
 }
 
-async fn values(view: &atlas::DatasetView<'_>, name: &str, dtype: &DType) -> Value {
-    macro_rules! read {
-        ($t:ty, $f:expr) => {
-            Value::Array(
-                view.read_array::<$t>(name, &[], &[])
-                    .await
-                    .unwrap()
-                    .iter()
-                    .map($f)
-                    .collect(),
-            )
-        };
+/// Every value of `name`, row-major, as the expectation writes it: floats
+/// widened to f64 (as `numpy.tolist()` does), timestamps as nanoseconds.
+async fn values(view: &atlas::Dataset, name: &str, dtype: &DType) -> Value {
+    fn list<T>(a: &ndarray::ArrayD<T>, f: impl Fn(&T) -> Value) -> Value {
+        Value::Array(a.iter().map(f).collect())
     }
-    match dtype {
-        DType::Int8 => read!(i8, |x| json!(x)),
-        DType::Int16 => read!(i16, |x| json!(x)),
-        DType::Int32 => read!(i32, |x| json!(x)),
-        DType::Int64 => read!(i64, |x| json!(x)),
-        DType::UInt8 => read!(u8, |x| json!(x)),
-        DType::UInt16 => read!(u16, |x| json!(x)),
-        DType::UInt32 => read!(u32, |x| json!(x)),
-        DType::UInt64 => read!(u64, |x| json!(x)),
-        DType::Float32 => read!(f32, |x| float(f64::from(*x))),
-        DType::Float64 => read!(f64, |x| float(*x)),
-        DType::String => read!(String, |x| json!(x)),
-        DType::TimestampNs => read!(TimestampNs, |x| json!(x.nanos())),
-        other => panic!("unexpected dtype {other}"),
+    let any = view.read_any(name, Region::all()).await.unwrap();
+    assert_eq!(any.dtype(), *dtype, "{name}: read_any dtype");
+    match any.data() {
+        ArrayData::Float32(a) => list(a, |x| float(f64::from(*x))),
+        ArrayData::Float64(a) => list(a, |x| float(*x)),
+        ArrayData::Timestamp(a) => list(a, |x| json!(x.nanos())),
+        ArrayData::Binary(_) => panic!("unexpected dtype {dtype}"),
+        other => atlas::json::data_json(other),
     }
 }
 
@@ -172,6 +159,7 @@ async fn an_undeclared_fill_is_netcdfs_default_so_nulls_mean_missing() {
         .unwrap();
     let atlas = Atlas::open_path(&dest).await.unwrap();
     let view = atlas.dataset("nc4.nc4").unwrap();
+    let view = &view;
     let fill = |a: &'static str| async move {
         atlas::json::fill_json(view.array_layout(a).await.unwrap().fill_value.as_ref())
     };

@@ -3,7 +3,8 @@
 
 mod read_support;
 
-use atlas::{Atlas, Attr, OpenOptions};
+use atlas::{ArrayData, Atlas, AtlasError, Attr, OpenOptions, Order, Region, WriteGuarantee};
+use futures::StreamExt;
 use opendal::BytesRange;
 use read_support::{
     big_footer_container, counted_memory, counted_memory_without_suffix, load_fixture, reads_of,
@@ -191,7 +192,10 @@ async fn the_first_use_of_a_segment_is_one_read_and_later_uses_are_free() {
     let first = stats.snapshot();
     println!("first use of segment v ({} bytes): {first:?}", segment.len);
     assert_eq!(first.reads, 1);
-    let data = view.read_array::<f32>("v", &[], &[]).await.unwrap();
+    let data = view
+        .read_array::<f32>("v", atlas::Region::all())
+        .await
+        .unwrap();
     assert_eq!(
         data.iter().copied().collect::<Vec<_>>(),
         vec![70.0, 71.0, 72.0, 73.0]
@@ -205,7 +209,10 @@ async fn the_first_use_of_a_segment_is_one_read_and_later_uses_are_free() {
         "at most one block read beyond the open: {after:?}"
     );
     let again = atlas.dataset(&uniform_name(8)).unwrap();
-    let _ = again.read_array::<f32>("v", &[], &[]).await.unwrap();
+    let _ = again
+        .read_array::<f32>("v", atlas::Region::all())
+        .await
+        .unwrap();
     assert_eq!(stats.snapshot().reads, after.reads, "the block is cached");
 }
 
@@ -228,7 +235,7 @@ async fn statistics_layouts_and_attributes_across_10_000_datasets_open_one_segme
     assert_eq!(folded.row_count, 4 * n as u64);
     assert_eq!(
         folded.max,
-        Some(atlas::StatValue::Float((n as f64 - 1.0) * 10.0 + 3.0))
+        Some(atlas::Stat::Float((n as f64 - 1.0) * 10.0 + 3.0))
     );
     let rows = atlas.array_stats_by_dataset("v").await.unwrap();
     assert_eq!(rows.len(), n);
@@ -266,7 +273,7 @@ async fn statistics_layouts_and_attributes_across_10_000_datasets_open_one_segme
 }
 
 #[tokio::test]
-async fn deleting_1000_datasets_is_one_get_and_one_put() {
+async fn deleting_1000_datasets_is_one_get_one_put_and_one_read_back() {
     let (op, stats, _) = counted_memory();
     op.write("data.atlas", uniform_collection(2_000).await)
         .await
@@ -279,10 +286,18 @@ async fn deleting_1000_datasets_is_one_get_and_one_put() {
     let counts = stats.snapshot();
     println!("delete of 1 000 names: {counts:?}, {outcome:?}");
     assert_eq!(outcome.deleted, 1_000);
-    assert_eq!(counts.reads, 1);
+    // The mask did not exist: created with if-not-exists, then read back once
+    // to check the backend kept it (conditional writes are checked, not trusted).
+    assert_eq!(outcome.guarantee, WriteGuarantee::Conditional);
+    assert_eq!(counts.reads, 2);
     assert_eq!(counts.writes, 1);
-    assert_eq!(counts.requests(), 2);
+    assert_eq!(counts.requests(), 3);
     assert_eq!(counts.bytes_written, 12 + 4 * 1_000);
+    assert_eq!(
+        counts.bytes_read,
+        12 + 4 * 1_000,
+        "only the read-back found a mask"
+    );
     assert_eq!(atlas.dataset_count(), 1_000);
 }
 
@@ -300,7 +315,10 @@ async fn options_bound_the_segment_prefetch_and_cache() {
     let atlas = Atlas::open_with(op, "", options).await.unwrap();
     stats.reset();
     let view = atlas.dataset(&uniform_name(3)).unwrap();
-    let data = view.read_array::<f32>("v", &[1], &[2]).await.unwrap();
+    let data = view
+        .read_array::<f32>("v", atlas::Region::block(&[1], &[2]))
+        .await
+        .unwrap();
     assert_eq!(data.iter().copied().collect::<Vec<_>>(), vec![31.0, 32.0]);
     assert!(stats.snapshot().reads >= 1);
 }
@@ -325,13 +343,13 @@ async fn unwritten_elements_read_as_fill_without_a_request() {
             .define_array::<f64>(
                 &name,
                 vec!["t".into()],
-                vec![1_000],
-                Some(vec![100]),
-                Some(atlas::FillValue::Float(f64::NAN)),
+                &[1_000],
+                Some(&[100]),
+                Some(&atlas::FillValue::Float(f64::NAN)),
             )
             .unwrap();
         let head = ndarray::Array::from_vec((0..100).map(f64::from).collect()).into_dyn();
-        writer.write_array(&name, vec![0], head.view()).unwrap();
+        writer.write_array(&name, &[0], head.view()).unwrap();
     }
     let segment = read_support::finish_segment(writer).await;
     footer.push_variable("v", segment.len() as u64).unwrap();
@@ -352,12 +370,107 @@ async fn unwritten_elements_read_as_fill_without_a_request() {
     let view = atlas.dataset(&uniform_name(42)).unwrap();
     view.array_layout("v").await.unwrap();
     stats.reset();
-    let hole = view.read_array::<f64>("v", &[500], &[300]).await.unwrap();
+    let hole = view
+        .read_array::<f64>("v", atlas::Region::block(&[500], &[300]))
+        .await
+        .unwrap();
     assert_eq!(hole.len(), 300);
     assert!(hole.iter().all(|x| x.is_nan()));
     assert_eq!(stats.snapshot().requests(), 0, "no written chunk overlaps");
-    let head = view.read_array::<f64>("v", &[90], &[20]).await.unwrap();
+    let head = view
+        .read_array::<f64>("v", atlas::Region::block(&[90], &[20]))
+        .await
+        .unwrap();
     assert_eq!(head[[0]], 90.0);
     assert!(head[[10]].is_nan());
     assert_eq!(stats.snapshot().reads, 1, "one block for the written chunk");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reading_one_array_of_many_datasets_shares_one_segment_open_and_its_blocks() {
+    let (op, stats, _) = counted_memory();
+    op.write("data.atlas", uniform_collection(500).await)
+        .await
+        .unwrap();
+    let atlas = Atlas::open(op.clone(), "").await.unwrap();
+
+    // One at a time, for the request count to compare with.
+    stats.reset();
+    let mut sequential = Vec::new();
+    for d in atlas.datasets() {
+        sequential.push(d.read_array::<f32>("v", Region::all()).await.unwrap());
+    }
+    let one_at_a_time = stats.snapshot().reads;
+
+    let fresh = Atlas::open(op, "").await.unwrap();
+    stats.reset();
+    let results: Vec<(String, atlas::Result<atlas::AnyArray>)> = fresh
+        .read_many(fresh.datasets(), "v", Region::all(), 16, Order::AsGiven)
+        .collect()
+        .await;
+    assert_eq!(
+        stats.snapshot().reads,
+        one_at_a_time,
+        "concurrency overlaps requests, it does not add any"
+    );
+    assert_eq!(results.len(), 500);
+    for (i, (name, result)) in results.into_iter().enumerate() {
+        assert_eq!(name, uniform_name(i), "in ordinal order");
+        let ArrayData::Float32(values) = result.unwrap().into_data() else {
+            panic!("v is float32")
+        };
+        assert_eq!(values, sequential[i]);
+    }
+
+    // As completed: the same set, each once; an unknown array is an error per dataset.
+    let mut names: Vec<String> = fresh
+        .read_many(
+            fresh.datasets().take(50),
+            "v",
+            Region::all(),
+            8,
+            Order::AsCompleted,
+        )
+        .map(|(name, r)| {
+            assert!(r.is_ok());
+            name
+        })
+        .collect()
+        .await;
+    names.sort();
+    assert_eq!(names, (0..50).map(uniform_name).collect::<Vec<_>>());
+    let errors: Vec<_> = fresh
+        .read_many(
+            fresh.datasets().take(3),
+            "nope",
+            Region::all(),
+            2,
+            Order::AsGiven,
+        )
+        .collect()
+        .await;
+    assert!(
+        errors
+            .iter()
+            .all(|(_, r)| matches!(r, Err(AtlasError::ArrayNotFound { .. })))
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dataset_handle_moves_into_a_spawned_task() {
+    let (op, _, _) = counted_memory();
+    op.write("data.atlas", uniform_collection(4).await)
+        .await
+        .unwrap();
+    let atlas = Atlas::open(op, "").await.unwrap();
+    let handles: Vec<_> = atlas
+        .datasets()
+        .map(|d| {
+            tokio::spawn(async move { d.read_array::<f32>("v", Region::new().range(0..1)).await })
+        })
+        .collect();
+    drop(atlas);
+    for (i, h) in handles.into_iter().enumerate() {
+        assert_eq!(h.await.unwrap().unwrap()[[0]], (i * 10) as f32);
+    }
 }
