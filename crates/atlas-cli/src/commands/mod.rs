@@ -3,6 +3,7 @@
 pub mod attrs;
 pub mod cat;
 pub mod cleanup;
+pub mod create;
 pub mod demo;
 pub mod info;
 pub mod ls;
@@ -92,6 +93,7 @@ pub async fn run(cli: Cli) -> CliResult {
         Command::Rm(a) => rm::run(&ctx, &a).await,
         Command::Verify(a) => verify::run(&ctx, &a).await,
         Command::Rewrite(a) => rewrite::run(&ctx, &a).await,
+        Command::Create(a) => create::run(&ctx, &a).await,
         Command::Demo(a) => demo::run(&ctx, &a).await,
         Command::Cleanup(a) => cleanup::run(&ctx, &a).await,
     }
