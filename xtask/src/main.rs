@@ -23,7 +23,7 @@ use smol_str::SmolStr;
 type Result<T = (), E = String> = std::result::Result<T, E>;
 
 /// The fuzz targets, in the order `fuzz` runs them.
-const FUZZ_TARGETS: [&str; 3] = ["open", "footer", "mask"];
+const FUZZ_TARGETS: [&str; 4] = ["open", "footer", "mask", "segment"];
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -321,6 +321,17 @@ fn seed_fuzz() -> Result<usize> {
             let mut seed = count.to_le_bytes().to_vec();
             seed.extend_from_slice(&mask);
             write("mask", format!("{name}.mask"), &seed)?;
+        }
+        // Every segment of the fixture seeds the segment target.
+        for v in &opened.footer.variables {
+            let (Ok(start), Ok(len)) = (usize::try_from(v.seg_offset), usize::try_from(v.seg_len))
+            else {
+                continue;
+            };
+            if let Some(bytes) = container.get(start..start.saturating_add(len)) {
+                let var = opened.footer.string(v.name).unwrap_or("segment");
+                write("segment", format!("{name}-{var}.arrf"), bytes)?;
+            }
         }
         // Every fixture gets a mask target seed too: its count and a small mask.
         let mut seed = count.to_le_bytes().to_vec();

@@ -121,6 +121,12 @@ pub enum Command {
     )]
     Rewrite(RewriteArgs),
 
+    /// Build a collection from NetCDF files: one dataset per file, named after it.
+    #[command(
+        after_help = "SOURCE is a directory (scanned for .nc, .nc4, .cdf, .netcdf), a file, or a glob.\nNothing at DESTINATION is readable until the last file has landed.\n\nExample:\n  atlas create ./profiles ./argo\n  atlas create ./a ./b/*.nc s3://bucket/argo --decode raw -j 4\n  atlas create ./grids ./grids.atlas --chunks '{\"temperature\": [1, 180, 360]}'"
+    )]
+    Create(CreateArgs),
+
     /// Write a realistic sample collection of Argo-like profiles, then describe it.
     #[command(after_help = "Example:\n  atlas demo ./argo\n  atlas demo ./small-argo --count 50")]
     Demo(DemoArgs),
@@ -328,6 +334,52 @@ pub struct RewriteArgs {
     /// zstd level.
     #[arg(long, value_name = "N")]
     pub zstd_level: Option<i32>,
+}
+
+/// How `atlas create` maps NetCDF variables.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum DecodeArg {
+    /// xarray's default CF decoding, as atlas-python's `atlas create` stores it.
+    Cf,
+    /// The file exactly as stored.
+    Raw,
+}
+
+/// `atlas create`.
+#[derive(Debug, Args)]
+pub struct CreateArgs {
+    /// NetCDF directories, files or globs.
+    #[arg(required = true, num_args = 1..)]
+    pub sources: Vec<String>,
+    /// Where to write the collection (must not hold one yet).
+    pub destination: String,
+    /// Mapping: `cf` (what atlas-python builds) or `raw` (as stored).
+    #[arg(long, value_enum, default_value = "cf")]
+    pub decode: DecodeArg,
+    /// Descend into sub-directories (the default).
+    #[arg(long, overrides_with = "no_recursive")]
+    pub recursive: bool,
+    /// Scan only the top of each directory.
+    #[arg(long)]
+    pub no_recursive: bool,
+    /// Block compression.
+    #[arg(long, value_enum, default_value = "zstd")]
+    pub codec: CodecArg,
+    /// Target size of a block before compression (bytes, or with K/M/G, KiB/MiB/GiB).
+    #[arg(long, value_name = "SIZE")]
+    pub block_size: Option<String>,
+    /// Stored chunk shape per variable, e.g. '{"TEMP": [100]}' (default: whole arrays).
+    #[arg(long, value_name = "JSON")]
+    pub chunks: Option<String>,
+    /// Files opened and decoded at once.
+    #[arg(short = 'j', long = "jobs", value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..))]
+    pub jobs: u16,
+    /// Leave out files that fail (each listed with its reason) instead of writing nothing.
+    #[arg(long)]
+    pub skip_errors: bool,
+    /// Leave out variables of types Atlas cannot store (listed) instead of failing their file.
+    #[arg(long)]
+    pub skip_unsupported: bool,
 }
 
 /// `atlas demo`.

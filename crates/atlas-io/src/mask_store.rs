@@ -137,6 +137,7 @@ async fn write_whole(
 /// Which guarantee protected a write against concurrent writers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub enum WriteGuarantee {
     /// The write only succeeded if the object was still what we read
     /// (if-match / if-version-match) or still absent (if-not-exists), and

@@ -8,6 +8,7 @@ use atlas_format::DType;
 /// nanoseconds as [`Attr::Int64`] and name the unit in a second attribute.
 #[derive(Debug, Clone, PartialEq)]
 #[allow(missing_docs)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub enum Attr {
     Bool(bool),
     Int8(i8),

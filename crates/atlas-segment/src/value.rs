@@ -8,6 +8,7 @@ use std::cmp::Ordering;
 /// A point in time: nanoseconds since the Unix epoch (UTC), as a timestamp
 /// array stores it.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub struct Timestamp(pub i64);
 
 impl Timestamp {
@@ -33,6 +34,7 @@ impl From<i64> for Timestamp {
 /// is narrowed when it is applied.
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub enum FillValue {
     /// A boolean (applies to unsigned integers as 0 or 1).
     Bool(bool),
@@ -51,6 +53,7 @@ pub enum FillValue {
 /// One bound of an array's statistics.
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub enum Stat {
     /// Of a signed integer array.
     Int(i64),
@@ -84,6 +87,7 @@ impl Stat {
 /// over many). `min`/`max` are `None` for a type with no order or when every
 /// element is a null (equal to the fill value).
 #[derive(Debug, Clone, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub struct ArrayStats {
     /// Smallest non-null element (strings and binary as raw bytes).
     pub min: Option<Stat>,

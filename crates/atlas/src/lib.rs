@@ -6,12 +6,15 @@
 //! attributes and statistics come from the per-variable segments on demand.
 //! [`AtlasWriter`] builds a collection in one streaming pass.
 //!
-//! ```no_run
+//! ```
 //! use atlas::{Atlas, AtlasWriter, WriterConfig};
 //!
-//! # async fn example() -> atlas::Result<()> {
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> atlas::Result<()> {
+//! # let tmp = tempfile::tempdir().unwrap();
+//! # let dir = tmp.path().join("argo");
 //! // Write: one DatasetWriter per dataset, on as many tasks as you like.
-//! let writer = AtlasWriter::create_path("/data/argo", WriterConfig::default()).await?;
+//! let writer = AtlasWriter::create_path(&dir, WriterConfig::default()).await?;
 //! let mut ds = writer.add_dataset("R6901234_001.nc")?; // ordinal = order of add_dataset
 //! ds.define_array::<f32>("TEMP", &["N_LEVELS"], &[3], None, Some(99999.0))?;
 //! ds.write_array("TEMP", &[0], ndarray::arr1(&[11.2f32, 11.1, 10.9]).into_dyn().view())?;
@@ -20,7 +23,7 @@
 //! writer.finish().await?; // the only commit point
 //!
 //! // Read: one request to open, none for the catalogue.
-//! let atlas = Atlas::open_path("/data/argo").await?;
+//! let atlas = Atlas::open_path(&dir).await?;
 //! assert!(atlas.list_datasets().contains(&"R6901234_001.nc"));
 //! let temp = atlas
 //!     .dataset("R6901234_001.nc")?
@@ -29,7 +32,7 @@
 //! assert_eq!(temp.len(), 3);
 //! let stats = atlas.array_stats("TEMP").await?; // one segment open for all datasets
 //! assert!(stats.is_some());
-//! atlas.delete_datasets(&["R6901234_001.nc"]).await?; // one GET + one PUT of the mask
+//! atlas.delete_datasets(&["R6901234_001.nc"]).await?; // the mask: one read-modify-write
 //! # Ok(())
 //! # }
 //! ```
@@ -39,6 +42,12 @@
 //! `atlas-cli` (people).
 
 pub mod blocking;
+
+/// The README's Rust examples, compiled and run as doctests.
+#[doc = include_str!("../../../README.md")]
+#[cfg(doctest)]
+pub struct ReadmeDoctests;
+
 pub mod error;
 pub mod location;
 pub mod query;
@@ -59,11 +68,12 @@ pub use atlas_format::{
 };
 pub use atlas_io::{IoError, IoErrorKind, RetryPolicy, install_http_transport};
 pub use atlas_segment::{
-    AnyArray, ArrayData, ArrayStats, Attr, Element, FillValue, SegmentError, Stat, Timestamp,
-    for_each_array_data,
+    AnyArray, ArrayData, ArrayProblem, ArrayStats, Attr, Element, FillValue, FooterProblem,
+    SegmentError, SinkError, Stat, Timestamp, for_each_array_data,
 };
 pub use error::{AtlasError, Result};
 pub use location::{Access, Location, Scheme, StorageOptions};
+pub use ndarray;
 pub use opendal;
 pub use query::{CatalogueOptions, Predicate, QueryError, StatField};
 pub use read::*;

@@ -212,6 +212,7 @@ impl std::fmt::Display for Finding {
 /// What was checked: the counts behind a clean report.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 #[non_exhaustive]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub struct Checked {
     /// Segments in the container, `_datasets` included.
     pub variables: usize,

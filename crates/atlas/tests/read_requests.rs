@@ -3,7 +3,8 @@
 
 mod read_support;
 
-use atlas::{Atlas, Attr, OpenOptions, WriteGuarantee};
+use atlas::{ArrayData, Atlas, AtlasError, Attr, OpenOptions, Order, Region, WriteGuarantee};
+use futures::StreamExt;
 use opendal::BytesRange;
 use read_support::{
     big_footer_container, counted_memory, counted_memory_without_suffix, load_fixture, reads_of,
@@ -383,4 +384,93 @@ async fn unwritten_elements_read_as_fill_without_a_request() {
     assert_eq!(head[[0]], 90.0);
     assert!(head[[10]].is_nan());
     assert_eq!(stats.snapshot().reads, 1, "one block for the written chunk");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reading_one_array_of_many_datasets_shares_one_segment_open_and_its_blocks() {
+    let (op, stats, _) = counted_memory();
+    op.write("data.atlas", uniform_collection(500).await)
+        .await
+        .unwrap();
+    let atlas = Atlas::open(op.clone(), "").await.unwrap();
+
+    // One at a time, for the request count to compare with.
+    stats.reset();
+    let mut sequential = Vec::new();
+    for d in atlas.datasets() {
+        sequential.push(d.read_array::<f32>("v", Region::all()).await.unwrap());
+    }
+    let one_at_a_time = stats.snapshot().reads;
+
+    let fresh = Atlas::open(op, "").await.unwrap();
+    stats.reset();
+    let results: Vec<(String, atlas::Result<atlas::AnyArray>)> = fresh
+        .read_many(fresh.datasets(), "v", Region::all(), 16, Order::AsGiven)
+        .collect()
+        .await;
+    assert_eq!(
+        stats.snapshot().reads,
+        one_at_a_time,
+        "concurrency overlaps requests, it does not add any"
+    );
+    assert_eq!(results.len(), 500);
+    for (i, (name, result)) in results.into_iter().enumerate() {
+        assert_eq!(name, uniform_name(i), "in ordinal order");
+        let ArrayData::Float32(values) = result.unwrap().into_data() else {
+            panic!("v is float32")
+        };
+        assert_eq!(values, sequential[i]);
+    }
+
+    // As completed: the same set, each once; an unknown array is an error per dataset.
+    let mut names: Vec<String> = fresh
+        .read_many(
+            fresh.datasets().take(50),
+            "v",
+            Region::all(),
+            8,
+            Order::AsCompleted,
+        )
+        .map(|(name, r)| {
+            assert!(r.is_ok());
+            name
+        })
+        .collect()
+        .await;
+    names.sort();
+    assert_eq!(names, (0..50).map(uniform_name).collect::<Vec<_>>());
+    let errors: Vec<_> = fresh
+        .read_many(
+            fresh.datasets().take(3),
+            "nope",
+            Region::all(),
+            2,
+            Order::AsGiven,
+        )
+        .collect()
+        .await;
+    assert!(
+        errors
+            .iter()
+            .all(|(_, r)| matches!(r, Err(AtlasError::ArrayNotFound { .. })))
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dataset_handle_moves_into_a_spawned_task() {
+    let (op, _, _) = counted_memory();
+    op.write("data.atlas", uniform_collection(4).await)
+        .await
+        .unwrap();
+    let atlas = Atlas::open(op, "").await.unwrap();
+    let handles: Vec<_> = atlas
+        .datasets()
+        .map(|d| {
+            tokio::spawn(async move { d.read_array::<f32>("v", Region::new().range(0..1)).await })
+        })
+        .collect();
+    drop(atlas);
+    for (i, h) in handles.into_iter().enumerate() {
+        assert_eq!(h.await.unwrap().unwrap()[[0]], (i * 10) as f32);
+    }
 }

@@ -4,6 +4,7 @@ pub mod attrs;
 pub mod cat;
 pub mod catalogue;
 pub mod cleanup;
+pub mod create;
 pub mod demo;
 pub mod info;
 pub mod ls;
@@ -94,6 +95,7 @@ pub async fn run(cli: Cli) -> CliResult {
         Command::Catalogue(a) => catalogue::run(&ctx, &a).await,
         Command::Verify(a) => verify::run(&ctx, &a).await,
         Command::Rewrite(a) => rewrite::run(&ctx, &a).await,
+        Command::Create(a) => create::run(&ctx, &a).await,
         Command::Demo(a) => demo::run(&ctx, &a).await,
         Command::Cleanup(a) => cleanup::run(&ctx, &a).await,
     }

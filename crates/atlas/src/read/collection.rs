@@ -44,6 +44,7 @@ impl Default for OpenOptions {
 
 /// Where one segment lies in the container.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub struct VariableInfo {
     /// The variable (array name), or `_datasets` for dataset-level attributes.
     pub name: String,

@@ -20,6 +20,7 @@ const READ_EXPANSION: u64 = 64;
 /// What a segment records about one array: type, shape, chunking, dimension
 /// names and fill value.
 #[derive(Debug, Clone, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub struct ArrayLayout {
     /// Element type.
     pub dtype: DType,

@@ -15,6 +15,7 @@ const MAX_RETRIES: u32 = 12;
 
 /// What [`Atlas::delete_datasets`] did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub struct DeleteOutcome {
     /// Datasets hidden by this call (names already deleted do not count).
     pub deleted: usize,

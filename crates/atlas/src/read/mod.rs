@@ -8,6 +8,8 @@
 //! - `across_datasets`: statistics and attribute columns over every live
 //!   dataset, one segment open and one pass each;
 //! - [`Region`] (`region`): which part of an array a read returns;
+//! - `many`: one array from many datasets as a stream, a bounded number of
+//!   reads in flight over one shared segment and block cache;
 //! - `delete`: the deletion mask, one GET and one PUT per batch;
 //! - segments come from `atlas-segment`'s `SegmentSet`: each opened once,
 //!   screened, on first use;
@@ -29,6 +31,7 @@ mod dataset;
 mod delete;
 mod directory;
 pub mod json;
+mod many;
 mod region;
 mod stats;
 
@@ -36,5 +39,6 @@ pub use atlas_io::WriteGuarantee;
 pub use collection::{Atlas, OpenOptions, VariableInfo};
 pub use dataset::{ArrayLayout, Dataset};
 pub use delete::DeleteOutcome;
+pub use many::Order;
 pub use region::{Region, Selection};
 pub use stats::DatasetStats;

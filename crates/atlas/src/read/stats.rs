@@ -4,6 +4,7 @@ use atlas_segment::ArrayStats;
 
 /// One dataset's statistics of one array, as [`crate::Atlas::array_stats_by_dataset`] lists them.
 #[derive(Debug, Clone, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub struct DatasetStats {
     /// The dataset's name.
     pub dataset: String,

@@ -27,6 +27,7 @@ const UPLOAD_CONCURRENCY: usize = 4;
 
 /// What [`AtlasWriter::finish`] wrote.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub struct WriteSummary {
     /// Datasets in the collection (finished ones; abandoned ones are not counted).
     pub datasets: usize,

@@ -1,0 +1,701 @@
+//! `--decode cf`: the dataset atlas-python's `atlas create` builds from a file,
+//! which is what xarray's default decoding (`xarray.open_dataset`) makes of it.
+//!
+//! Per variable, in xarray's order: char arrays join along their last
+//! dimension into strings (when that dimension is used only that way);
+//! `_Unsigned` reinterprets integers; `_FillValue`/`missing_value` mask to NaN
+//! (integers promote: 1–2 byte ones to float32, wider ones to float64) or NaT;
+//! `scale_factor`/`add_offset` unpack in the float type xarray picks; `units =
+//! "<unit> since <date>"` on a standard calendar becomes `timestamp_ns`.
+//! Coordinates (dimension variables and those a `coordinates` attribute
+//! names) come first and are listed in the `_pyatlas_coords` dataset
+//! attribute. Attributes are stored as atlas-python stores them: one number
+//! as `int64` or `float64`, text as a string, anything else as the
+//! `json:`-prefixed text of Python's `json.dumps`. Floats get NaN as fill,
+//! times NaT, strings `""`.
+//!
+//! Where atlas-python would fail, this chooses and says so in the notes: a
+//! `dtype = "bool"` variable is stored as `uint8` 0/1. Variables of sub-groups
+//! (which `xarray.open_dataset` does not open) are mapped the same way within
+//! their group and named as [`crate::mapping`] describes.
+
+use std::collections::HashSet;
+
+use netcdf_reader::{NcAttrValue, NcAttribute};
+
+use crate::attrs;
+use crate::cftime::{TimeCoder, is_date_units};
+use crate::error::FileError;
+use crate::mapping::{Mapped, Naming, SkippedArray, check_name, dropped_attribute};
+use crate::model::{Array, AttrValue, Dataset, Fill, Values};
+use crate::pyjson::{list_json, string_json};
+use crate::raw::group_key;
+use crate::source::{Stored, StoredFile, StoredGroup};
+
+/// The dataset attribute atlas-python records coordinate names in.
+pub const COORDS_ATTR: &str = "_pyatlas_coords";
+
+/// Maps a file as xarray decodes it and atlas-python stores it.
+pub(crate) fn map(file: &StoredFile, skip_unsupported: bool) -> Result<Mapped, FileError> {
+    let mut dataset = Dataset::default();
+    let mut skipped = Vec::new();
+    let mut notes = Vec::new();
+    let mut naming = Naming::default();
+    let mut coords_out = Vec::new();
+    for group in &file.groups {
+        let root = group.path.is_empty();
+        let mut extra_coords = Vec::new();
+        for attr in &group.attrs {
+            if root
+                && attr.name == "coordinates"
+                && let Some(text) = attrs::text(&attr.value)
+            {
+                extra_coords.extend(text.split_whitespace().map(str::to_owned));
+                continue;
+            }
+            if let Some(value) = attrs::python(&attr.value) {
+                dataset
+                    .attrs
+                    .push((group_key(&group.path, &attr.name), value));
+            }
+        }
+        let mapped = map_group(group, &extra_coords, skip_unsupported, &mut naming)?;
+        let (coords, data): (Vec<_>, Vec<_>) = mapped.arrays.into_iter().partition(|(c, _)| *c);
+        for (_, array) in coords {
+            coords_out.push(array.name.clone());
+            dataset.arrays.push(array);
+        }
+        dataset.arrays.extend(data.into_iter().map(|(_, a)| a));
+        skipped.extend(mapped.skipped);
+        notes.extend(mapped.notes);
+    }
+    dataset.attrs.push((
+        COORDS_ATTR.to_owned(),
+        AttrValue::String(list_json(&coords_out, |s| string_json(s))),
+    ));
+    Ok(Mapped {
+        dataset,
+        skipped,
+        notes,
+    })
+}
+
+struct GroupOut {
+    /// (is a coordinate, array) in file order.
+    arrays: Vec<(bool, Array)>,
+    skipped: Vec<SkippedArray>,
+    notes: Vec<String>,
+}
+
+fn text_attr(attrs: &[NcAttribute], key: &str) -> Option<String> {
+    attrs
+        .iter()
+        .find(|a| a.name == key)
+        .and_then(|a| attrs::text(&a.value))
+}
+
+fn pop(attrs: &mut Vec<NcAttribute>, key: &str) -> Option<NcAttrValue> {
+    let i = attrs.iter().position(|a| a.name == key)?;
+    Some(attrs.remove(i).value)
+}
+
+fn map_group(
+    group: &StoredGroup,
+    extra_coords: &[String],
+    skip_unsupported: bool,
+    naming: &mut Naming,
+) -> Result<GroupOut, FileError> {
+    let names: HashSet<&str> = group.vars.iter().map(|v| v.name.as_str()).collect();
+    // Attributes as xarray sees them, after time bounds inherit units/calendar.
+    let mut var_attrs: Vec<Vec<NcAttribute>> = group.vars.iter().map(|v| v.attrs.clone()).collect();
+    for (i, var) in group.vars.iter().enumerate() {
+        let units = text_attr(&var.attrs, "units");
+        let bounds = text_attr(&var.attrs, "bounds");
+        let (Some(units), Some(bounds)) = (units, bounds) else {
+            continue;
+        };
+        if !units.contains("since") {
+            continue;
+        }
+        let Some(j) = group.vars.iter().position(|v| v.name == bounds) else {
+            continue;
+        };
+        if j == i {
+            continue;
+        }
+        for key in ["units", "calendar"] {
+            let Some(value) = var.attrs.iter().find(|a| a.name == key).cloned() else {
+                continue;
+            };
+            if let Some(target) = var_attrs.get_mut(j)
+                && !target.iter().any(|a| a.name == key)
+            {
+                target.push(value);
+            }
+        }
+    }
+    // Char dimensions xarray joins: not a variable, and only the last axis of char variables.
+    let stackable = |dim: &str| {
+        !names.contains(dim)
+            && group.vars.iter().all(|v| {
+                !v.dims.iter().any(|d| d == dim)
+                    || (matches!(v.data, Stored::Chars(_))
+                        && v.dims.last().is_some_and(|d| d == dim))
+            })
+    };
+    let mut coord_names: HashSet<String> = extra_coords
+        .iter()
+        .filter(|c| names.contains(c.as_str()))
+        .cloned()
+        .collect();
+    for var in &group.vars {
+        if let [dim] = var.dims.as_slice()
+            && *dim == var.name
+        {
+            coord_names.insert(var.name.clone());
+        }
+        if let Some(text) = text_attr(&var.attrs, "coordinates") {
+            coord_names.extend(
+                text.split_whitespace()
+                    .filter(|c| names.contains(c))
+                    .map(str::to_owned),
+            );
+        }
+    }
+
+    let mut out = GroupOut {
+        arrays: Vec::new(),
+        skipped: Vec::new(),
+        notes: Vec::new(),
+    };
+    for (var, mut vattrs) in group.vars.iter().zip(var_attrs) {
+        let full = naming.full_name(&group.path, &var.name);
+        if let Stored::Unsupported(dtype) = &var.data {
+            if skip_unsupported {
+                out.skipped.push(SkippedArray {
+                    array: full,
+                    dtype: dtype.clone(),
+                });
+                continue;
+            }
+            return Err(FileError::Unsupported {
+                variable: full,
+                dtype: dtype.clone(),
+            });
+        }
+        let name = naming.claim(&group.path, &var.name)?;
+        check_name(&name, &full)?;
+        let (dims, shape, values, fill) = match &var.data {
+            Stored::Chars(strings) => {
+                let fills = string_fills(&mut vattrs);
+                pop(&mut vattrs, "_Encoding");
+                let stack = !var.dims.is_empty() && var.dims.last().is_some_and(|d| stackable(d));
+                let (dims, shape, mut values) = if stack || var.dims.is_empty() {
+                    let n = var.dims.len().saturating_sub(1);
+                    (
+                        var.dims[..n].to_vec(),
+                        var.shape[..n].to_vec(),
+                        strings.clone(),
+                    )
+                } else {
+                    let width = var.shape.last().copied().unwrap_or(1);
+                    let width = usize::try_from(width).map_err(|_| FileError::Shape {
+                        variable: full.clone(),
+                        reason: "char dimension too long".into(),
+                    })?;
+                    let mut chars = Vec::new();
+                    for s in strings {
+                        let mut row: Vec<String> = s.chars().map(String::from).collect();
+                        row.resize(width, String::new());
+                        chars.extend(row);
+                    }
+                    (var.dims.clone(), var.shape.clone(), chars)
+                };
+                mask_strings(&mut values, &fills);
+                (
+                    dims,
+                    shape,
+                    Values::String(values),
+                    Some(Fill::String(String::new())),
+                )
+            }
+            Stored::Strings(strings) => {
+                let fills = string_fills(&mut vattrs);
+                let mut values = strings.clone();
+                mask_strings(&mut values, &fills);
+                (
+                    var.dims.clone(),
+                    var.shape.clone(),
+                    Values::String(values),
+                    Some(Fill::String(String::new())),
+                )
+            }
+            Stored::Num(values) => {
+                let (values, note) = decode_numeric(values.clone(), &mut vattrs, &full)?;
+                if let Some(note) = note {
+                    out.notes.push(note);
+                }
+                let fill = match &values {
+                    Values::Float32(_) | Values::Float64(_) => Some(Fill::Float(f64::NAN)),
+                    Values::TimestampNs(_) => Some(Fill::TimestampNs(i64::MIN)),
+                    _ => None,
+                };
+                (var.dims.clone(), var.shape.clone(), values, fill)
+            }
+            Stored::Unsupported(_) => continue,
+        };
+        pop(&mut vattrs, "coordinates");
+        let mut array_attrs = Vec::with_capacity(vattrs.len());
+        for attr in &vattrs {
+            match attrs::python(&attr.value) {
+                Some(value) => array_attrs.push((attr.name.clone(), value)),
+                None => out
+                    .notes
+                    .push(dropped_attribute(&format!("variable {full:?}"), &attr.name)),
+            }
+        }
+        out.arrays.push((
+            coord_names.contains(&var.name),
+            Array {
+                name,
+                dims,
+                shape,
+                chunk_shape: None,
+                fill,
+                values,
+                attrs: array_attrs,
+            },
+        ));
+    }
+    Ok(out)
+}
+
+/// Pops `missing_value`/`_FillValue` of a text variable; their texts.
+fn string_fills(vattrs: &mut Vec<NcAttribute>) -> Vec<String> {
+    let mut fills = Vec::new();
+    for key in ["missing_value", "_FillValue"] {
+        if let Some(value) = pop(vattrs, key)
+            && let Some(text) = attrs::text(&value)
+        {
+            fills.push(text.trim_end_matches('\0').to_owned());
+        }
+    }
+    fills
+}
+
+/// A masked string is stored as `""`, as atlas-python stores it.
+fn mask_strings(values: &mut [String], fills: &[String]) {
+    if fills.is_empty() {
+        return;
+    }
+    for v in values.iter_mut() {
+        if fills.iter().any(|f| f == v) {
+            v.clear();
+        }
+    }
+}
+
+/// The float precision xarray decodes to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum FloatKind {
+    F32,
+    F64,
+}
+
+/// The numpy type of a one-value attribute, as far as float selection cares.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum AttrKind {
+    F32,
+    F64,
+    Other,
+}
+
+fn attr_kind(value: &NcAttrValue) -> AttrKind {
+    match value {
+        NcAttrValue::Floats(v) if v.len() == 1 => AttrKind::F32,
+        NcAttrValue::Doubles(_) => AttrKind::F64,
+        NcAttrValue::Floats(_) => AttrKind::F64,
+        _ => AttrKind::Other,
+    }
+}
+
+/// Element kind of stored values: (is float, byte width).
+fn kind_of(values: &Values) -> (bool, usize) {
+    match values {
+        Values::Int8(_) | Values::UInt8(_) => (false, 1),
+        Values::Int16(_) | Values::UInt16(_) => (false, 2),
+        Values::Int32(_) | Values::UInt32(_) => (false, 4),
+        Values::Int64(_) | Values::UInt64(_) | Values::TimestampNs(_) => (false, 8),
+        Values::Float32(_) => (true, 4),
+        Values::Float64(_) => (true, 8),
+        Values::String(_) => (false, 0),
+    }
+}
+
+/// xarray's `_choose_float_dtype`.
+fn choose_float(values: &Values, scale: Option<AttrKind>, offset: Option<AttrKind>) -> FloatKind {
+    let (is_float, width) = kind_of(values);
+    if scale.is_some() || offset.is_some() {
+        if let (Some(s), Some(o)) = (scale, offset)
+            && s == o
+            && s != AttrKind::Other
+        {
+            if width == 4 && !is_float {
+                return FloatKind::F64;
+            }
+            return if s == AttrKind::F32 {
+                FloatKind::F32
+            } else {
+                FloatKind::F64
+            };
+        }
+        if offset.is_some() {
+            return FloatKind::F64;
+        }
+        return if scale == Some(AttrKind::F32) {
+            FloatKind::F32
+        } else {
+            FloatKind::F64
+        };
+    }
+    if is_float && width <= 4 {
+        return FloatKind::F32;
+    }
+    if !is_float && width <= 2 {
+        return FloatKind::F32;
+    }
+    FloatKind::F64
+}
+
+/// A fill to compare against: exact when integral, else as a float.
+#[derive(Debug, Clone, Copy)]
+struct FillTest {
+    int: Option<i128>,
+    float: f64,
+}
+
+fn fill_tests(value: &NcAttrValue) -> Vec<FillTest> {
+    let exact: Vec<Option<i128>> = match value {
+        NcAttrValue::Bytes(v) => v.iter().map(|&x| Some(i128::from(x))).collect(),
+        NcAttrValue::UBytes(v) => v.iter().map(|&x| Some(i128::from(x))).collect(),
+        NcAttrValue::Shorts(v) => v.iter().map(|&x| Some(i128::from(x))).collect(),
+        NcAttrValue::UShorts(v) => v.iter().map(|&x| Some(i128::from(x))).collect(),
+        NcAttrValue::Ints(v) => v.iter().map(|&x| Some(i128::from(x))).collect(),
+        NcAttrValue::UInts(v) => v.iter().map(|&x| Some(i128::from(x))).collect(),
+        NcAttrValue::Int64s(v) => v.iter().map(|&x| Some(i128::from(x))).collect(),
+        NcAttrValue::UInt64s(v) => v.iter().map(|&x| Some(i128::from(x))).collect(),
+        _ => Vec::new(),
+    };
+    let floats = attrs::numbers(value).unwrap_or_default();
+    floats
+        .iter()
+        .enumerate()
+        .filter(|(_, f)| !f.is_nan())
+        .map(|(i, &f)| FillTest {
+            int: exact.get(i).copied().flatten(),
+            float: f,
+        })
+        .collect()
+}
+
+/// Stored numbers widened for decoding: exact integers or floats, one per element.
+enum Wide {
+    Int(Vec<i128>),
+    Float(Vec<f64>),
+}
+
+fn widen(values: &Values) -> Wide {
+    match values {
+        Values::Int8(v) => Wide::Int(v.iter().map(|&x| i128::from(x)).collect()),
+        Values::Int16(v) => Wide::Int(v.iter().map(|&x| i128::from(x)).collect()),
+        Values::Int32(v) => Wide::Int(v.iter().map(|&x| i128::from(x)).collect()),
+        Values::Int64(v) | Values::TimestampNs(v) => {
+            Wide::Int(v.iter().map(|&x| i128::from(x)).collect())
+        }
+        Values::UInt8(v) => Wide::Int(v.iter().map(|&x| i128::from(x)).collect()),
+        Values::UInt16(v) => Wide::Int(v.iter().map(|&x| i128::from(x)).collect()),
+        Values::UInt32(v) => Wide::Int(v.iter().map(|&x| i128::from(x)).collect()),
+        Values::UInt64(v) => Wide::Int(v.iter().map(|&x| i128::from(x)).collect()),
+        Values::Float32(v) => Wide::Float(v.iter().map(|&x| f64::from(x)).collect()),
+        Values::Float64(v) => Wide::Float(v.clone()),
+        Values::String(_) => Wide::Float(Vec::new()),
+    }
+}
+
+fn reinterpret_unsigned(values: Values, unsigned: bool) -> Values {
+    match (values, unsigned) {
+        (Values::Int8(v), true) => Values::UInt8(v.into_iter().map(|x| x as u8).collect()),
+        (Values::Int16(v), true) => Values::UInt16(v.into_iter().map(|x| x as u16).collect()),
+        (Values::Int32(v), true) => Values::UInt32(v.into_iter().map(|x| x as u32).collect()),
+        (Values::Int64(v), true) => Values::UInt64(v.into_iter().map(|x| x as u64).collect()),
+        (Values::UInt8(v), false) => Values::Int8(v.into_iter().map(|x| x as i8).collect()),
+        (Values::UInt16(v), false) => Values::Int16(v.into_iter().map(|x| x as i16).collect()),
+        (Values::UInt32(v), false) => Values::Int32(v.into_iter().map(|x| x as i32).collect()),
+        (Values::UInt64(v), false) => Values::Int64(v.into_iter().map(|x| x as i64).collect()),
+        (other, _) => other,
+    }
+}
+
+/// Reinterprets a fill the way `_Unsigned` reinterprets the data.
+fn reinterpret_fill(test: FillTest, values: &Values) -> FillTest {
+    let Some(n) = test.int else { return test };
+    let (_, width) = kind_of(values);
+    let bits = u32::try_from(width * 8).unwrap_or(64);
+    let modulus = 1i128 << bits;
+    let wrapped = match values {
+        Values::UInt8(_) | Values::UInt16(_) | Values::UInt32(_) | Values::UInt64(_) => {
+            n.rem_euclid(modulus)
+        }
+        _ => {
+            let m = n.rem_euclid(modulus);
+            if m >= modulus / 2 { m - modulus } else { m }
+        }
+    };
+    FillTest {
+        int: Some(wrapped),
+        float: wrapped as f64,
+    }
+}
+
+fn is_fill(x: &WideItem, fills: &[FillTest]) -> bool {
+    fills.iter().any(|f| match (x, f.int) {
+        (WideItem::Int(n), Some(m)) => *n == m,
+        (WideItem::Int(n), None) => (*n as f64) == f.float,
+        (WideItem::Float(v), _) => *v == f.float,
+    })
+}
+
+enum WideItem {
+    Int(i128),
+    Float(f64),
+}
+
+/// Decodes one numeric variable as xarray does; pops the attributes it consumes.
+fn decode_numeric(
+    values: Values,
+    vattrs: &mut Vec<NcAttribute>,
+    variable: &str,
+) -> Result<(Values, Option<String>), FileError> {
+    let mut values = values;
+    // _Unsigned
+    let mut unsigned_flip = None;
+    if let Some(flag) = pop(vattrs, "_Unsigned").as_ref().and_then(attrs::text) {
+        let (is_float, _) = kind_of(&values);
+        if !is_float {
+            let signed = matches!(
+                values,
+                Values::Int8(_) | Values::Int16(_) | Values::Int32(_) | Values::Int64(_)
+            );
+            if flag == "true" && signed {
+                unsigned_flip = Some(true);
+            } else if flag == "false" && !signed {
+                unsigned_flip = Some(false);
+            }
+        }
+    }
+    // Fill values (missing_value, then _FillValue), as xarray gathers them.
+    let (is_float, _) = kind_of(&values);
+    let mut fills = Vec::new();
+    let mut fill_declared = false;
+    for key in ["missing_value", "_FillValue"] {
+        let Some(value) = pop(vattrs, key) else {
+            continue;
+        };
+        let tests = fill_tests(&value);
+        if tests.is_empty() && !is_float {
+            continue; // an integer variable with only NaN fills: dropped
+        }
+        fill_declared = true;
+        fills.extend(tests);
+    }
+    if let Some(unsigned) = unsigned_flip {
+        values = reinterpret_unsigned(values, unsigned);
+        fills = fills
+            .into_iter()
+            .map(|f| reinterpret_fill(f, &values))
+            .collect();
+    }
+    let units = text_attr(vattrs, "units");
+    let time_like = units.as_deref().is_some_and(is_date_units);
+    let scale_kind = vattrs
+        .iter()
+        .find(|a| a.name == "scale_factor")
+        .map(|a| attr_kind(&a.value));
+    let offset_kind = vattrs
+        .iter()
+        .find(|a| a.name == "add_offset")
+        .map(|a| attr_kind(&a.value));
+    let packed = scale_kind.is_some() || offset_kind.is_some();
+
+    // The working form: exact integers or floats, and the float kind if floats.
+    let (is_float, width) = kind_of(&values);
+    let mut kind: Option<FloatKind> = if is_float {
+        Some(if width == 4 {
+            FloatKind::F32
+        } else {
+            FloatKind::F64
+        })
+    } else {
+        None
+    };
+    let mut int_is_time = false;
+    let mut wide = widen(&values);
+    if !fills.is_empty() {
+        let target = if packed {
+            Some(choose_float(&values, scale_kind, offset_kind))
+        } else if time_like && !is_float {
+            None
+        } else if is_float {
+            kind
+        } else if width <= 2 {
+            Some(FloatKind::F32)
+        } else {
+            Some(FloatKind::F64)
+        };
+        wide = match (wide, target) {
+            (Wide::Int(v), None) => {
+                int_is_time = true;
+                Wide::Int(
+                    v.into_iter()
+                        .map(|n| {
+                            if is_fill(&WideItem::Int(n), &fills) {
+                                i128::from(i64::MIN)
+                            } else {
+                                n
+                            }
+                        })
+                        .collect(),
+                )
+            }
+            (Wide::Int(v), Some(k)) => Wide::Float(
+                v.into_iter()
+                    .map(|n| {
+                        if is_fill(&WideItem::Int(n), &fills) {
+                            f64::NAN
+                        } else {
+                            round_to(n as f64, k)
+                        }
+                    })
+                    .collect(),
+            ),
+            (Wide::Float(v), _) => Wide::Float(
+                v.into_iter()
+                    .map(|x| {
+                        if is_fill(&WideItem::Float(x), &fills) {
+                            f64::NAN
+                        } else {
+                            x
+                        }
+                    })
+                    .collect(),
+            ),
+        };
+        if target.is_some() {
+            kind = target;
+        }
+    }
+    let _ = int_is_time;
+    if packed {
+        let scale = pop(vattrs, "scale_factor");
+        let offset = pop(vattrs, "add_offset");
+        let first = |v: &Option<NcAttrValue>| {
+            v.as_ref()
+                .and_then(attrs::numbers)
+                .and_then(|n| n.first().copied())
+        };
+        let (scale, offset) = (first(&scale), first(&offset));
+        let target = if !fill_declared || time_like || kind.is_none() {
+            choose_float(&values, scale_kind, offset_kind)
+        } else {
+            kind.unwrap_or(FloatKind::F64)
+        };
+        let floats: Vec<f64> = match wide {
+            Wide::Int(v) => v.into_iter().map(|n| round_to(n as f64, target)).collect(),
+            Wide::Float(v) => v.into_iter().map(|x| round_to(x, target)).collect(),
+        };
+        let floats = floats
+            .into_iter()
+            .map(|x| match target {
+                FloatKind::F32 => {
+                    let mut y = x as f32;
+                    if let Some(s) = scale {
+                        y *= s as f32;
+                    }
+                    if let Some(o) = offset {
+                        y += o as f32;
+                    }
+                    f64::from(y)
+                }
+                FloatKind::F64 => {
+                    let mut y = x;
+                    if let Some(s) = scale {
+                        y *= s;
+                    }
+                    if let Some(o) = offset {
+                        y += o;
+                    }
+                    y
+                }
+            })
+            .collect();
+        wide = Wide::Float(floats);
+        kind = Some(target);
+    }
+    if time_like {
+        let units = units.unwrap_or_default();
+        let calendar = pop(vattrs, "calendar")
+            .as_ref()
+            .and_then(attrs::text)
+            .unwrap_or_else(|| "standard".to_owned());
+        pop(vattrs, "units");
+        let coder = TimeCoder::new(&units, &calendar).map_err(|reason| FileError::Time {
+            variable: variable.to_owned(),
+            reason,
+        })?;
+        let err = |reason: String| FileError::Time {
+            variable: variable.to_owned(),
+            reason,
+        };
+        let stamps: Vec<i64> = match wide {
+            Wide::Int(v) => v
+                .into_iter()
+                .map(|n| {
+                    // numpy casts to int64 first (a uint64 wraps); int64::MIN is NaT.
+                    let n = n as i64;
+                    coder.decode_int((n != i64::MIN).then_some(n)).map_err(err)
+                })
+                .collect::<Result<_, _>>()?,
+            Wide::Float(v) => v
+                .into_iter()
+                .map(|x| coder.decode_float(x).map_err(err))
+                .collect::<Result<_, _>>()?,
+        };
+        return Ok((Values::TimestampNs(stamps), None));
+    }
+    // BooleanCoder: xarray turns `dtype = "bool"` into numpy bool, which atlas-python cannot store.
+    let is_bool = matches!(values, Values::Int8(_))
+        && text_attr(vattrs, "dtype").is_some_and(|d| d == "bool");
+    if is_bool && let Wide::Int(v) = &wide {
+        pop(vattrs, "dtype");
+        let bits = v.iter().map(|&n| u8::from(n != 0)).collect();
+        let note = format!(
+            "{variable}: a bool variable (dtype = \"bool\") stored as uint8 0/1; Atlas has no bool arrays"
+        );
+        return Ok((Values::UInt8(bits), Some(note)));
+    }
+    let out = match (wide, kind) {
+        (Wide::Float(v), Some(FloatKind::F32)) => {
+            Values::Float32(v.into_iter().map(|x| x as f32).collect())
+        }
+        (Wide::Float(v), _) => Values::Float64(v),
+        (Wide::Int(_), _) => values,
+    };
+    Ok((out, None))
+}
+
+fn round_to(x: f64, kind: FloatKind) -> f64 {
+    match kind {
+        FloatKind::F32 => f64::from(x as f32),
+        FloatKind::F64 => x,
+    }
+}

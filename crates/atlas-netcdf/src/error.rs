@@ -1,0 +1,129 @@
+//! What can go wrong: with one file ([`FileError`]) or with a whole ingest ([`IngestError`]).
+
+use std::path::PathBuf;
+
+/// A problem with one NetCDF file. With `skip_errors` the file is left out
+/// and the error recorded; otherwise the ingest stops and nothing is written.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum FileError {
+    /// The NetCDF reader could not open or decode the file (corrupt,
+    /// truncated, a filter it lacks such as SZIP...).
+    #[error("cannot read it as NetCDF: {0}")]
+    Read(#[from] netcdf_reader::Error),
+    /// A variable of a type Atlas cannot store (compound, enum, opaque, non-string vlen).
+    #[error(
+        "variable {variable:?} has type {dtype}, which Atlas cannot store (use --skip-unsupported to leave it out)"
+    )]
+    Unsupported {
+        /// The variable (group path included).
+        variable: String,
+        /// The NetCDF type, as the reader names it.
+        dtype: String,
+    },
+    /// CF time decoding failed: a calendar, unit, reference date or value
+    /// outside what `timestamp_ns` holds.
+    #[error("variable {variable:?}: {reason}; use --decode raw to keep the numbers as stored")]
+    Time {
+        /// The variable.
+        variable: String,
+        /// What was wrong.
+        reason: String,
+    },
+    /// Two variables (from different groups) map to one array name.
+    #[error("variables {first:?} and {second:?} both become array {name:?}")]
+    NameCollision {
+        /// The array name both map to.
+        name: String,
+        /// The first variable.
+        first: String,
+        /// The second variable.
+        second: String,
+    },
+    /// A variable name Atlas refuses (e.g. starting with `_`); never renamed silently.
+    #[error("variable {variable:?} cannot be an array name: {reason}")]
+    InvalidArrayName {
+        /// The variable.
+        variable: String,
+        /// Why.
+        reason: String,
+    },
+    /// The variable's data does not match its declared shape.
+    #[error("variable {variable:?}: {reason}")]
+    Shape {
+        /// The variable.
+        variable: String,
+        /// What did not match.
+        reason: String,
+    },
+    /// The Atlas writer refused the dataset (a chunk shape that does not fit, ...).
+    #[error("writing it failed: {0}")]
+    Write(#[from] atlas::AtlasError),
+}
+
+/// Why an ingest as a whole failed. Nothing is committed when this is returned.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum IngestError {
+    /// No NetCDF file among the sources.
+    #[error("no NetCDF files (.nc, .nc4, .cdf, .netcdf) in {sources}")]
+    NoInputs {
+        /// The sources as given.
+        sources: String,
+    },
+    /// A source path that does not exist (and matches nothing as a glob).
+    #[error("{}: no such file or directory", path.display())]
+    NotFound {
+        /// The source.
+        path: PathBuf,
+    },
+    /// A directory could not be listed.
+    #[error("{}: {source}", path.display())]
+    Io {
+        /// The directory or file.
+        path: PathBuf,
+        /// The system error.
+        source: std::io::Error,
+    },
+    /// Two files with the same name (datasets are named after the file name).
+    #[error("dataset name {name:?} comes from several files: {}", paths.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", "))]
+    DuplicateName {
+        /// The file name.
+        name: String,
+        /// Every file of that name, sorted.
+        paths: Vec<PathBuf>,
+    },
+    /// A file name that `atlas::validate_name` refuses as a dataset name.
+    #[error("{}: {reason} (the dataset name is the file name; rename the file)", path.display())]
+    InvalidDatasetName {
+        /// The file.
+        path: PathBuf,
+        /// Why the name is refused.
+        reason: String,
+    },
+    /// One file failed and `skip_errors` is off.
+    #[error("{}: {source}", path.display())]
+    File {
+        /// The file.
+        path: PathBuf,
+        /// What went wrong.
+        source: FileError,
+    },
+    /// The collection writer failed (storage, or committing the collection).
+    #[error("writing the collection failed: {0}")]
+    Writer(#[from] atlas::AtlasError),
+    /// A decoding or finishing task panicked or was cancelled (a bug; please report it).
+    #[error("an ingest task failed: {reason}")]
+    Task {
+        /// What the runtime reported.
+        reason: String,
+    },
+    /// `chunks` names a chunk shape that is invalid on its face (e.g. a zero extent).
+    #[error("invalid chunk shape for {variable:?}: {reason}")]
+    Chunks {
+        /// The variable.
+        variable: String,
+        /// Why.
+        reason: String,
+    },
+}

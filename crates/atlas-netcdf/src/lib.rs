@@ -1,0 +1,50 @@
+//! # atlas-netcdf
+//!
+//! NetCDF files become Atlas datasets, natively in Rust: one dataset per
+//! file, named after the file, in sorted path order. Files are read with the
+//! pure-Rust `netcdf-reader` (NETCDF3 classic, 64-bit offset, CDF-5,
+//! NETCDF4, NETCDF4_CLASSIC; no system library).
+//!
+//! Two mappings ([`Decode`]): [`Decode::Cf`] builds what atlas-python's
+//! `atlas create` builds (xarray's default decoding; see [`cf`]), so users
+//! can switch tools without their collections changing; [`Decode::Raw`]
+//! keeps the file exactly as stored (see [`raw`]).
+//!
+//! Layers: a reader loads a file into memory, a mapping turns it into the
+//! tool-neutral [`model::Dataset`], and [`sink`] (the only module that calls
+//! the Atlas writer) writes it. [`ingest()`] runs that over many files.
+//!
+//! ```no_run
+//! # async fn example() -> Result<(), Box<dyn std::error::Error>> {
+//! use atlas::{AtlasWriter, WriterConfig};
+//! use atlas_netcdf::{IngestOptions, discover, ingest};
+//!
+//! let files = discover(&["/data/argo".into()], true)?;
+//! let writer = AtlasWriter::create_path("/data/argo.atlas", WriterConfig::default()).await?;
+//! let report = ingest(&files, writer, &IngestOptions::default().with_jobs(4)).await?;
+//! println!("{} datasets", report.written.len());
+//! # Ok(())
+//! # }
+//! ```
+
+mod attrs;
+pub mod cf;
+mod cftime;
+pub mod discover;
+pub mod error;
+pub mod ingest;
+pub mod mapping;
+pub mod model;
+mod pyjson;
+pub mod raw;
+pub mod sink;
+mod source;
+
+pub use discover::{NETCDF_SUFFIXES, discover};
+pub use error::{FileError, IngestError};
+pub use ingest::{
+    Decode, IngestOptions, IngestReport, SkipReason, SkippedFile, SkippedVariable, WrittenFile,
+    ingest, ingest_with_progress, map_file,
+};
+pub use mapping::{Mapped, SkippedArray};
+pub use model::{Array, AttrValue, Dataset, Fill, Values};

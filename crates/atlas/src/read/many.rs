@@ -1,0 +1,61 @@
+//! One array read from many datasets at once: a bounded number of reads in
+//! flight, results as a `futures::Stream`.
+//!
+//! Every dataset's read goes through the same opened segment of the variable
+//! (opened once, on first use) and the same block cache, so reading `TEMP`
+//! from ten thousand datasets costs one segment open plus one request per
+//! block not already cached, whatever the concurrency. Concurrency only
+//! overlaps those block requests (and their decompression) with each other.
+
+use futures::stream::{self, BoxStream, StreamExt};
+
+use super::collection::Atlas;
+use super::dataset::Dataset;
+use super::region::Region;
+use crate::AnyArray;
+use crate::error::Result;
+
+/// In which order [`Atlas::read_many`] yields its results.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum Order {
+    /// The datasets' order as given (ordinal order for [`Atlas::datasets`]).
+    #[default]
+    AsGiven,
+    /// Each result as soon as it is ready (the fastest overall).
+    AsCompleted,
+}
+
+impl Atlas {
+    /// Reads `region` of `array` from each of `datasets`, at most `concurrency`
+    /// reads at a time, and yields `(dataset name, result)` in `order`.
+    ///
+    /// A dataset that does not declare `array`, or whose read fails, yields its
+    /// error and the stream goes on. Cost: one open of the array's segment
+    /// (none if already open), then one request per block not in the shared
+    /// block cache: datasets whose chunks share a block share its request.
+    pub fn read_many(
+        &self,
+        datasets: impl IntoIterator<Item = Dataset>,
+        array: &str,
+        region: Region,
+        concurrency: usize,
+        order: Order,
+    ) -> BoxStream<'static, (String, Result<AnyArray>)> {
+        let array = array.to_owned();
+        let datasets: Vec<Dataset> = datasets.into_iter().collect();
+        let reads = stream::iter(datasets).map(move |dataset| {
+            let array = array.clone();
+            let region = region.clone();
+            async move {
+                let result = dataset.read_any(&array, region).await;
+                (dataset.name().to_owned(), result)
+            }
+        });
+        let concurrency = concurrency.max(1);
+        match order {
+            Order::AsCompleted => reads.buffer_unordered(concurrency).boxed(),
+            _ => reads.buffered(concurrency).boxed(),
+        }
+    }
+}
