@@ -10,6 +10,8 @@
 //! - `test`: the whole test suite: `cargo test --workspace`, then the Python
 //!   package's pytest suite (`scripts/py-test.sh`).
 //! - `py-fixture DIR`: writes the collection the Python suite reads (see `py_fixture`).
+//! - `bench-read DIR ARRAY`: reads a float32 array of every dataset from Rust
+//!   (the baseline of the Python package's benchmark).
 //! - `ci`: `.ci/run`.
 
 use std::io::{BufRead, BufReader};
@@ -23,6 +25,7 @@ use atlas_format::{
 };
 use smol_str::SmolStr;
 
+mod bench_read;
 mod py_fixture;
 
 type Result<T = (), E = String> = std::result::Result<T, E>;
@@ -46,11 +49,15 @@ fn main() -> ExitCode {
             Some(dir) => py_fixture::write(Path::new(dir)),
             None => Err("usage: cargo xtask py-fixture DIR".to_owned()),
         },
+        Some("bench-read") => match (arg(1), arg(2)) {
+            (Some(dir), Some(array)) => bench_read::run(Path::new(dir), array),
+            _ => Err("usage: cargo xtask bench-read DIR ARRAY".to_owned()),
+        },
         Some("ci") => run(Command::new("bash").arg(root().join(".ci/run"))),
         _ => {
             eprintln!(
                 "usage: cargo xtask <bench [iterations] | bench-footer [iterations] [datasets] | \
-                 fuzz [seconds] | seed-fuzz | test | py-fixture DIR | ci>"
+                 fuzz [seconds] | seed-fuzz | test | py-fixture DIR | bench-read DIR ARRAY | ci>"
             );
             return ExitCode::from(2);
         }

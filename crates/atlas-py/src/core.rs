@@ -353,11 +353,6 @@ impl Collection {
         self.atlas.dataset_count()
     }
 
-    /// Whether no dataset is live.
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-
     /// Whether a live dataset has this name.
     pub fn contains(&self, name: &str) -> bool {
         self.atlas.dataset_exists(name)

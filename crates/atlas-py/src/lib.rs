@@ -11,8 +11,8 @@ use pyo3::IntoPyObjectExt;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
-pub mod convert;
-pub mod core;
+mod convert;
+mod core;
 
 /// Runs the future `make` builds on the module's runtime with the GIL released.
 fn run<T, Fut>(py: Python<'_>, make: impl FnOnce() -> Fut + Send) -> PyResult<T>
