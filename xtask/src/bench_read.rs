@@ -6,7 +6,7 @@
 use std::path::Path;
 use std::time::Instant;
 
-use atlas::Atlas;
+use atlas::{Atlas, Region};
 
 type Result<T = (), E = String> = std::result::Result<T, E>;
 
@@ -26,7 +26,7 @@ pub fn run(dir: &Path, array: &str) -> Result {
                 if view.array_meta(array).is_none() {
                     continue;
                 }
-                elements += view.read_array::<f32>(array, &[], &[]).await?.len();
+                elements += view.read_array::<f32>(array, Region::all()).await?.len();
                 datasets += 1;
             }
             Ok::<_, atlas::AtlasError>((datasets, elements))

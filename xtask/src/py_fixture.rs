@@ -7,7 +7,7 @@
 
 use std::path::Path;
 
-use atlas::{AtlasWriter, Attr, DatasetWriter, Element, TimestampNs, WriterConfig};
+use atlas::{AtlasWriter, Attr, DatasetWriter, Element, Timestamp, WriterConfig};
 use ndarray::{Array1, Array2, ArrayD};
 
 type Result<T = (), E = String> = std::result::Result<T, E>;
@@ -40,12 +40,12 @@ async fn every_dtype(mut ds: DatasetWriter) -> atlas::Result<()> {
     with_unwritten_tail::<f32>(&mut ds, "f32", "n", &[-1.5, f32::NAN, 3.25], 99999.0)?;
     with_unwritten_tail::<f64>(&mut ds, "f64", "n", &[-1.5, 0.1, 1e300], -9999.0)?;
     let t0 = 1_704_067_200_000_000_000; // 2024-01-01T00:00:00Z
-    with_unwritten_tail::<TimestampNs>(
+    with_unwritten_tail::<Timestamp>(
         &mut ds,
         "time",
         "n",
-        &[TimestampNs(t0), TimestampNs(-1), TimestampNs(t0 + 1)],
-        TimestampNs(-9_000_000_000_000_000_000),
+        &[Timestamp(t0), Timestamp(-1), Timestamp(t0 + 1)],
+        Timestamp(-9_000_000_000_000_000_000),
     )?;
     ds.set_array_attribute("time", "units", "nanoseconds since 1970-01-01")?;
     ds.define_array::<String>("label", &["k"], &[3], None, None)?;

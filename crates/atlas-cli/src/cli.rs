@@ -13,7 +13,8 @@ COLLECTION is a directory holding data.atlas (and maybe deleted.mask), or a URL:
   az://container/prefix             Azure Blob (AZURE_STORAGE_ACCOUNT, AZURE_STORAGE_KEY, ...)
   http(s)://host/path               plain HTTP range reads, read-only
 
-Exit status: 0 success, 1 a problem with the collection or the request, 2 usage.
+Exit status: 0 success, 1 a problem with the collection or the request, 2 usage,
+75 storage unreachable or busy through every retry (try again later).
 
 Examples:
   atlas demo ./argo                       write a sample collection of 2000 profiles
@@ -56,6 +57,14 @@ pub struct Global {
     /// Send unsigned requests (a public bucket).
     #[arg(long, global = true)]
     pub anonymous: bool,
+    /// Retries of a request that failed temporarily (503, reset, timeout),
+    /// with jittered exponential backoff; 0 turns retries off.
+    #[arg(long, global = true, value_name = "N", default_value_t = 4)]
+    pub retries: usize,
+    /// Seconds one storage operation (or one chunk of a transfer) may take
+    /// before it counts as a temporary failure.
+    #[arg(long, global = true, value_name = "SECS", default_value_t = 60)]
+    pub timeout: u64,
 }
 
 /// The commands.
@@ -98,8 +107,10 @@ pub enum Command {
     Rm(RmArgs),
 
     /// Check everything a reader relies on; exit 1 and list the problems if anything is wrong.
-    #[command(after_help = "Example:\n  atlas verify ./argo")]
-    Verify(CollectionArg),
+    #[command(
+        after_help = "Example:\n  atlas verify ./argo\n  atlas verify ./argo --deep\n\nv8 stores no checksums: a damaged byte that still decodes reads back as another\nvalue. --deep recomputes every array's statistics from its values and compares\nthem with the recorded ones, which catches much of that damage, not all of it\n(attribute values, dimension names, chunk shapes and fill values have no\nsecond copy to compare with)."
+    )]
+    Verify(VerifyArgs),
 
     /// Copy the live datasets into a new collection (drops deleted bytes, can change the codec).
     #[command(
@@ -110,6 +121,12 @@ pub enum Command {
     /// Write a realistic sample collection of Argo-like profiles, then describe it.
     #[command(after_help = "Example:\n  atlas demo ./argo\n  atlas demo ./small-argo --count 50")]
     Demo(DemoArgs),
+
+    /// Remove temp files that interrupted writes left in the collection's directory.
+    #[command(
+        after_help = "Example:\n  atlas cleanup ./argo --dry-run\n  atlas cleanup ./argo --older-than 0"
+    )]
+    Cleanup(CleanupArgs),
 }
 
 /// A command that takes only the collection.
@@ -117,6 +134,29 @@ pub enum Command {
 pub struct CollectionArg {
     /// The collection (a directory or a URL; see `atlas --help`).
     pub collection: String,
+}
+
+/// `atlas verify`.
+#[derive(Debug, Args)]
+pub struct VerifyArgs {
+    /// The collection (a directory or a URL; see `atlas --help`).
+    pub collection: String,
+    /// Also recompute every array's statistics from its values and compare.
+    #[arg(long)]
+    pub deep: bool,
+}
+
+/// `atlas cleanup`.
+#[derive(Debug, Args)]
+pub struct CleanupArgs {
+    /// The collection (a directory or a URL; see `atlas --help`).
+    pub collection: String,
+    /// Leave files written less than this many minutes ago (a write may be in progress).
+    #[arg(long, value_name = "MINUTES", default_value_t = 60)]
+    pub older_than: u64,
+    /// List what would be removed, remove nothing.
+    #[arg(long)]
+    pub dry_run: bool,
 }
 
 /// `atlas ls`.

@@ -2,12 +2,17 @@
 //!
 //! Exit codes: 0 success; 1 a problem with the collection or the request
 //! (not found, corrupt, wrong dtype, unknown dataset, a failed `verify`...);
-//! 2 a usage error (clap reports those itself, before anything runs).
+//! 2 a usage error (clap reports those itself, before anything runs);
+//! 75 (`EX_TEMPFAIL`) storage that stayed unreachable or busy through every
+//! retry: trying again later may work, nothing is known to be damaged.
 
 use std::process::ExitCode;
 
 use atlas::AtlasError;
 use atlas_io::error::IoErrorKind;
+
+/// Exit code of a transient storage failure (sysexits.h): "try again later".
+pub const EX_TEMPFAIL: u8 = 75;
 
 /// Everything a command can fail with.
 #[derive(Debug)]
@@ -39,9 +44,22 @@ impl CliError {
         CliError::Message(text.into())
     }
 
-    /// The process exit code for this error: always 1 (2 is clap's).
+    /// The process exit code for this error: [`EX_TEMPFAIL`] for a transient
+    /// storage failure, else 1 (2 is clap's).
     pub fn exit_code(&self) -> ExitCode {
-        ExitCode::from(1)
+        ExitCode::from(if self.is_transient() { EX_TEMPFAIL } else { 1 })
+    }
+
+    /// Whether the failure is storage that stayed unreachable or busy.
+    pub fn is_transient(&self) -> bool {
+        match self {
+            CliError::Atlas {
+                error: AtlasError::Io(io),
+                ..
+            } => io.kind() == IoErrorKind::Transient,
+            CliError::Storage { error, .. } => error.is_temporary() || error.is_persistent(),
+            _ => false,
+        }
     }
 
     /// The one line printed on stderr (without the `error: ` prefix).
@@ -125,7 +143,11 @@ fn backend_message(io: &atlas_io::IoError, context: &str) -> String {
     let mut parts = vec![e.message().to_owned()];
     let mut cause = std::error::Error::source(e);
     while let Some(c) = cause {
-        let text = c.to_string();
+        // A wrapped OpenDAL error (the retry layer's "temporary failure") by
+        // its message alone, without its context dump.
+        let text = c
+            .downcast_ref::<opendal::Error>()
+            .map_or_else(|| c.to_string(), |e| e.message().to_owned());
         if !parts.iter().any(|p| p.contains(&text)) {
             parts.push(text);
         }

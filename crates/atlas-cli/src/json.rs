@@ -2,11 +2,11 @@
 //! `atlas::json`, the manifest's encodings; this module only adapts them to
 //! what each command prints.
 
-use atlas::{ArrayStats, AtlasError, Attr, DatasetView, StatValue};
+use atlas::{ArrayStats, AtlasError, Attr, Dataset, Stat};
 use serde_json::Value as Json;
 
 /// A min or max: `{"float": x}`, `{"int": n}`, ... or `null`.
-pub fn stat_value(v: Option<&StatValue>) -> Json {
+pub fn stat_value(v: Option<&Stat>) -> Json {
     v.map_or(Json::Null, atlas::json::stat_json)
 }
 
@@ -22,6 +22,6 @@ pub fn attr(a: &Attr) -> Json {
 
 /// One dataset in the manifest's per-dataset shape, without `values` (and without
 /// `deleted`: only live datasets are shown).
-pub async fn dataset(view: &DatasetView<'_>) -> Result<Json, AtlasError> {
+pub async fn dataset(view: &Dataset) -> Result<Json, AtlasError> {
     atlas::json::dataset_json(view, false).await
 }

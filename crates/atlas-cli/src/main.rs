@@ -1,7 +1,8 @@
 //! `atlas`: inspect, read, verify, delete and rewrite Atlas collections.
 //!
 //! Exit status: 0 success, 1 a problem with the collection or the request
-//! (one line on stderr names it), 2 a usage error.
+//! (one line on stderr names it), 2 a usage error, 75 storage unreachable or
+//! busy through every retry (try again later).
 
 mod cli;
 mod commands;

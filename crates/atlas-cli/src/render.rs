@@ -3,7 +3,7 @@
 
 use std::fmt::Write as _;
 
-use atlas::StatValue;
+use atlas::Stat;
 use atlas::{Attr, DType};
 
 /// A text table: a header row, then rows; columns padded to their widest cell.
@@ -165,15 +165,16 @@ pub fn hex(b: &[u8]) -> String {
 
 /// A min or max of an array of `dtype` as text; `-` when absent. A float32
 /// array's bound prints as the float32 it is (`2000.8`, not `2000.800048828125`).
-pub fn stat(v: Option<&StatValue>, dtype: Option<&DType>) -> String {
+pub fn stat(v: Option<&Stat>, dtype: Option<&DType>) -> String {
     match v {
         None => "-".to_owned(),
-        Some(StatValue::Int(i)) => i.to_string(),
-        Some(StatValue::UInt(u)) => u.to_string(),
-        Some(StatValue::Float(f)) if dtype == Some(&DType::Float32) => float(*f as f32),
-        Some(StatValue::Float(f)) => float(*f),
-        Some(StatValue::Bytes(b)) => bytes_value(b),
-        Some(StatValue::TimestampNs(ns)) => timestamp_ns(*ns),
+        Some(Stat::Int(i)) => i.to_string(),
+        Some(Stat::UInt(u)) => u.to_string(),
+        Some(Stat::Float(f)) if dtype == Some(&DType::Float32) => float(*f as f32),
+        Some(Stat::Float(f)) => float(*f),
+        Some(Stat::Bytes(b)) => bytes_value(b),
+        Some(Stat::Timestamp(t)) => timestamp_ns(t.nanos()),
+        Some(other) => format!("{other:?}"),
     }
 }
 
@@ -244,7 +245,7 @@ mod tests {
 
     #[test]
     fn a_float32_bound_prints_as_a_float32() {
-        let v = StatValue::Float(f64::from(2000.8f32));
+        let v = Stat::Float(f64::from(2000.8f32));
         assert_eq!(stat(Some(&v), Some(&DType::Float32)), "2000.8");
         assert_eq!(stat(Some(&v), Some(&DType::Float64)), "2000.800048828125");
         assert_eq!(stat(None, None), "-");

@@ -1,81 +1,27 @@
 //! Reading an array whose element type is known only at run time: one
 //! dispatch on the dtype, then values as JSON or as text cells.
 
-use atlas::{AtlasError, DType, DatasetView, FillValue, TimestampNs};
-use ndarray::ArrayD;
+use atlas::{ArrayData, AtlasError, Dataset, FillValue, Timestamp, for_each_array_data};
 use serde_json::Value as Json;
 
 use crate::render;
 
-/// An array of any element type atlas reads.
+/// An array of any element type atlas reads (its data as `read_any` gives it).
 #[derive(Debug)]
-#[allow(missing_docs)]
-pub enum Values {
-    Int8(ArrayD<i8>),
-    Int16(ArrayD<i16>),
-    Int32(ArrayD<i32>),
-    Int64(ArrayD<i64>),
-    UInt8(ArrayD<u8>),
-    UInt16(ArrayD<u16>),
-    UInt32(ArrayD<u32>),
-    UInt64(ArrayD<u64>),
-    Float32(ArrayD<f32>),
-    Float64(ArrayD<f64>),
-    String(ArrayD<String>),
-    Binary(ArrayD<Vec<u8>>),
-    Timestamp(ArrayD<TimestampNs>),
-}
+pub struct Values(pub ArrayData);
 
-macro_rules! each {
-    ($self:expr, $a:ident => $body:expr) => {
-        match $self {
-            Values::Int8($a) => $body,
-            Values::Int16($a) => $body,
-            Values::Int32($a) => $body,
-            Values::Int64($a) => $body,
-            Values::UInt8($a) => $body,
-            Values::UInt16($a) => $body,
-            Values::UInt32($a) => $body,
-            Values::UInt64($a) => $body,
-            Values::Float32($a) => $body,
-            Values::Float64($a) => $body,
-            Values::String($a) => $body,
-            Values::Binary($a) => $body,
-            Values::Timestamp($a) => $body,
-        }
-    };
-}
-
-/// Reads `shape` elements of `array` from `start`, as the element type `dtype`.
+/// Reads `shape` elements of `array` from `start`, in whatever element type it holds.
 pub async fn read(
-    view: &DatasetView<'_>,
+    view: &Dataset,
     array: &str,
-    dtype: &DType,
     start: &[u64],
     shape: &[u64],
 ) -> Result<Values, AtlasError> {
-    Ok(match dtype {
-        DType::Int8 => Values::Int8(view.read_array(array, start, shape).await?),
-        DType::Int16 => Values::Int16(view.read_array(array, start, shape).await?),
-        DType::Int32 => Values::Int32(view.read_array(array, start, shape).await?),
-        DType::Int64 => Values::Int64(view.read_array(array, start, shape).await?),
-        DType::UInt8 => Values::UInt8(view.read_array(array, start, shape).await?),
-        DType::UInt16 => Values::UInt16(view.read_array(array, start, shape).await?),
-        DType::UInt32 => Values::UInt32(view.read_array(array, start, shape).await?),
-        DType::UInt64 => Values::UInt64(view.read_array(array, start, shape).await?),
-        DType::Float32 => Values::Float32(view.read_array(array, start, shape).await?),
-        DType::Float64 => Values::Float64(view.read_array(array, start, shape).await?),
-        DType::String => Values::String(view.read_array(array, start, shape).await?),
-        DType::Binary => Values::Binary(view.read_array(array, start, shape).await?),
-        DType::TimestampNs => Values::Timestamp(view.read_array(array, start, shape).await?),
-        other => {
-            return Err(AtlasError::DTypeMismatch {
-                array: array.to_owned(),
-                stored: other.display_name(),
-                requested: "an element type atlas can read".to_owned(),
-            });
-        }
-    })
+    Ok(Values(
+        view.read_any(array, atlas::Region::block(start, shape))
+            .await?
+            .into_data(),
+    ))
 }
 
 /// One element as JSON and as text.
@@ -151,38 +97,37 @@ impl Cell for Vec<u8> {
     }
 }
 
-impl Cell for TimestampNs {
+impl Cell for Timestamp {
     fn json(&self) -> Json {
-        Json::from(self.0)
+        Json::from(self.nanos())
     }
     fn text(&self) -> String {
-        render::timestamp_ns(self.0)
+        render::timestamp_ns(self.nanos())
     }
     fn is_fill(&self, fill: &FillValue) -> bool {
-        matches!(fill, FillValue::TimestampNs(f) | FillValue::Int(f) if *f == self.0)
+        match fill {
+            FillValue::Timestamp(f) => *f == *self,
+            FillValue::Int(f) => *f == self.nanos(),
+            _ => false,
+        }
     }
 }
 
 impl Values {
     /// The array's shape.
     pub fn shape(&self) -> Vec<u64> {
-        each!(self, a => a.shape().iter().map(|&d| d as u64).collect())
-    }
-
-    /// Number of elements.
-    pub fn len(&self) -> usize {
-        each!(self, a => a.len())
+        for_each_array_data!(&self.0, a => a.shape().iter().map(|&d| d as u64).collect())
     }
 
     /// The elements in row-major order as a JSON list.
     pub fn to_json(&self) -> Json {
-        each!(self, a => Json::Array(a.iter().map(Cell::json).collect()))
+        for_each_array_data!(&self.0, a => Json::Array(a.iter().map(Cell::json).collect()))
     }
 
     /// The elements in row-major order as text; an element equal to the fill value is `_`
     /// (as `ncdump` prints it).
     pub fn cells(&self, fill: Option<&FillValue>) -> Vec<String> {
-        each!(self, a => a
+        for_each_array_data!(&self.0, a => a
             .iter()
             .map(|v| match fill {
                 Some(f) if v.is_fill(f) => "_".to_owned(),
@@ -246,16 +191,21 @@ pub fn layout_text(cells: &[String], shape: &[u64]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use ndarray::ArrayD;
 
     #[test]
     fn values_are_row_major_with_non_finite_floats_as_strings() {
-        let v = Values::Float32(
+        let v = Values(ArrayData::Float32(
             ArrayD::from_shape_vec(vec![2, 2], vec![0.1, f32::NAN, f32::INFINITY, -2.0]).unwrap(),
-        );
+        ));
         assert_eq!(v.to_json(), serde_json::json!([0.1, "NaN", "inf", -2.0]));
-        let t = Values::Timestamp(ArrayD::from_shape_vec(vec![1], vec![TimestampNs(7)]).unwrap());
+        let t = Values(ArrayData::Timestamp(
+            ArrayD::from_shape_vec(vec![1], vec![Timestamp(7)]).unwrap(),
+        ));
         assert_eq!(t.to_json(), serde_json::json!([7]));
-        let b = Values::Binary(ArrayD::from_shape_vec(vec![1], vec![vec![222, 173]]).unwrap());
+        let b = Values(ArrayData::Binary(
+            ArrayD::from_shape_vec(vec![1], vec![vec![222, 173]]).unwrap(),
+        ));
         assert_eq!(b.to_json(), serde_json::json!([[222, 173]]));
     }
 
@@ -279,7 +229,9 @@ mod tests {
 
     #[test]
     fn the_fill_value_prints_as_an_underscore() {
-        let v = Values::Float32(ArrayD::from_shape_vec(vec![3], vec![1.0, -999.0, 2.5]).unwrap());
+        let v = Values(ArrayData::Float32(
+            ArrayD::from_shape_vec(vec![3], vec![1.0, -999.0, 2.5]).unwrap(),
+        ));
         assert_eq!(
             v.cells(Some(&FillValue::Float(-999.0))),
             ["1.0", "_", "2.5"]

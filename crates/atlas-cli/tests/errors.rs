@@ -265,27 +265,29 @@ fn isolated_aws(home: &std::path::Path) -> assert_cmd::Command {
     cmd
 }
 
-fn one_line_failure(mut cmd: assert_cmd::Command) -> String {
+fn one_line_failure(mut cmd: assert_cmd::Command, code: i32) -> String {
     let out = cmd.output().unwrap();
     let stderr = String::from_utf8(out.stderr).unwrap();
-    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert_eq!(out.status.code(), Some(code), "{stderr}");
     assert_eq!(stderr.lines().count(), 1, "{stderr:?}");
     assert!(!stderr.contains("panicked"), "{stderr}");
     stderr
 }
 
 #[test]
-fn an_unreachable_endpoint_is_one_line() {
+fn an_unreachable_endpoint_is_one_line_and_exit_75() {
     let home = tempfile::tempdir().unwrap();
     // Port 9 (discard) on loopback: nothing listens, the connection is refused at once.
     let mut cmd = isolated_aws(home.path());
     cmd.env("AWS_ACCESS_KEY_ID", "test")
         .env("AWS_SECRET_ACCESS_KEY", "test")
         .args(["--endpoint", "http://127.0.0.1:9", "--region", "us-east-1"])
-        .args(["ls", "s3://bucket/c"]);
-    let err = one_line_failure(cmd);
+        .args(["--retries", "1", "ls", "s3://bucket/c"]);
+    // Refused connections are temporary: exit 75, "try again later".
+    let err = one_line_failure(cmd, 75);
     assert!(err.contains("s3://bucket/c"), "{err}");
-    let err = fails_with_one_line(&["ls", "http://127.0.0.1:9/c"], 1);
+    assert!(err.contains("Connection refused"), "{err}");
+    let err = fails_with_one_line(&["--retries", "1", "ls", "http://127.0.0.1:9/c"], 75);
     assert!(err.contains("http://127.0.0.1:9/c"), "{err}");
 }
 
@@ -294,7 +296,8 @@ fn a_missing_credential_is_one_line() {
     let home = tempfile::tempdir().unwrap();
     let mut cmd = isolated_aws(home.path());
     cmd.args(["--endpoint", "http://127.0.0.1:9", "info", "s3://bucket/c"]);
-    let err = one_line_failure(cmd);
+    // A missing credential is not cured by waiting: exit 1, not 75.
+    let err = one_line_failure(cmd, 1);
     assert!(err.contains("s3://bucket/c"), "{err}");
 }
 
@@ -310,7 +313,7 @@ fn an_azure_location_without_an_account_is_one_line() {
         cmd.env_remove(var);
     }
     cmd.args(["ls", "az://container/c"]);
-    let err = one_line_failure(cmd);
+    let err = one_line_failure(cmd, 1);
     assert!(err.contains("AZURE_STORAGE_ACCOUNT"), "{err}");
 }
 
@@ -379,4 +382,15 @@ fn quiet_rm_prints_nothing() {
         .unwrap();
     assert!(out.status.success());
     assert!(out.stdout.is_empty() && out.stderr.is_empty());
+}
+
+#[test]
+fn storage_that_stays_unreachable_exits_75_so_scripts_can_try_again() {
+    // Nothing listens on port 1: every attempt is refused, a temporary failure.
+    let err = fails_with_one_line(&["--retries", "1", "info", "http://127.0.0.1:1/c"], 75);
+    assert!(err.contains("unreachable or busy"), "{err}");
+    // A damaged collection is not "try again": exit 1.
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("data.atlas"), b"garbage, not a container").unwrap();
+    fails_with_one_line(&["info", s(dir.path())], 1);
 }

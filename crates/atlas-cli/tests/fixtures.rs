@@ -411,11 +411,8 @@ fn rm_hides_the_named_datasets_and_ls_no_longer_lists_them() {
     let dir = copy_fixture("small");
     let out = json_of(&["rm", s(dir.path()), "jan_2024", "mar_2024"]);
     assert_eq!(out["deleted"], json!(2));
-    let guarantee = out["guarantee"].as_str().unwrap();
-    assert!(
-        ["conditional", "last_writer_wins"].contains(&guarantee),
-        "{guarantee}"
-    );
+    // A local collection: the mask's read-modify-write holds a lock file.
+    assert_eq!(out["guarantee"], json!("locked"));
     assert_eq!(
         json_of(&["ls", s(dir.path())]),
         json!([{"name": "feb_2024", "ordinal": 1}])
@@ -429,10 +426,7 @@ fn rm_adds_to_an_existing_mask() {
     let dir = copy_fixture("deleted");
     let text = stdout_of(&["rm", s(dir.path()), "d00"]);
     assert!(text.contains("hid 1 dataset"), "{text}");
-    assert!(
-        text.contains("conditional write") || text.contains("last writer wins"),
-        "{text}"
-    );
+    assert!(text.contains("locked write"), "{text}");
     let names: Vec<Json> = json_of(&["ls", s(dir.path())])
         .as_array()
         .unwrap()

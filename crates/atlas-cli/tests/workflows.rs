@@ -249,3 +249,39 @@ fn a_collection_can_be_named_by_a_file_url_or_by_its_data_atlas() {
     assert_eq!(json_of(&["ls", &url]), expected);
     assert_eq!(json_of(&["ls", s(&dir.join("data.atlas"))]), expected);
 }
+
+#[test]
+fn verify_lists_what_an_interrupted_write_left_and_cleanup_removes_it() {
+    let dir = copy_fixture("small");
+    let tmp = dir.path().join(".atlas-tmp");
+    std::fs::create_dir_all(&tmp).unwrap();
+    std::fs::write(tmp.join("put-1-2-3"), vec![0u8; 100]).unwrap();
+
+    let text = stdout_of(&["verify", s(dir.path())]);
+    assert!(
+        text.contains("leftover .atlas-tmp/put-1-2-3 (100 bytes)"),
+        "{text}"
+    );
+    assert!(text.contains("sound"), "a leftover is a warning: {text}");
+
+    // Too young for the default age, and a dry run removes nothing anyway.
+    let text = stdout_of(&["cleanup", s(dir.path()), "--dry-run", "--older-than", "0"]);
+    assert!(text.contains("would remove .atlas-tmp/put-1-2-3"), "{text}");
+    stdout_of(&["cleanup", s(dir.path())]);
+    assert!(tmp.join("put-1-2-3").exists(), "younger than an hour: kept");
+
+    let out = json_of(&["cleanup", s(dir.path()), "--older-than", "0"]);
+    assert_eq!(out["bytes"], serde_json::json!(100));
+    assert!(!tmp.join("put-1-2-3").exists());
+    assert!(!stdout_of(&["verify", s(dir.path())]).contains("leftover"));
+}
+
+#[test]
+fn verify_deep_recomputes_statistics_and_says_what_it_cannot_see() {
+    let text = stdout_of(&["verify", "--deep", s(&fixture("small"))]);
+    assert!(text.contains("ok       statistics: recomputed"), "{text}");
+    assert!(text.contains("no checksums"), "{text}");
+    let plain = stdout_of(&["verify", s(&fixture("small"))]);
+    assert!(!plain.contains("statistics: recomputed"), "{plain}");
+    assert!(plain.contains("--deep"), "{plain}");
+}

@@ -125,6 +125,7 @@ impl RequestStats {
 struct FaultConfig {
     latency: Option<Duration>,
     fail_nth_read: Option<u64>,
+    transient_read_failures: u64,
     fail_reads_matching: Vec<String>,
     truncate_reads_by: u64,
     fail_writes_after: Option<u64>,
@@ -146,7 +147,14 @@ impl Faults {
         self.lock().latency = Some(latency);
     }
 
-    /// Fails the `n`th read request from now (1 = the next one), once.
+    /// Fails the next `n` read requests with a temporary error (a 503, a
+    /// reset connection): what a retry layer should absorb.
+    pub fn fail_next_reads_transiently(&self, n: u64) {
+        self.lock().transient_read_failures = n;
+    }
+
+    /// Fails the `n`th read request from now (1 = the next one), once, with a
+    /// permanent error.
     pub fn fail_nth_read(&self, n: u64) {
         self.lock().fail_nth_read = Some(n.max(1));
     }
@@ -176,20 +184,29 @@ impl Faults {
         self.lock().latency
     }
 
-    /// Decides whether this read fails; advances the Nth-read countdown.
-    fn read_fault(&self, path: &str) -> Option<String> {
+    /// Decides whether this read fails, and whether temporarily; advances the countdowns.
+    fn read_fault(&self, path: &str) -> Option<(String, bool)> {
         let mut g = self.lock();
+        if g.transient_read_failures > 0 {
+            g.transient_read_failures -= 1;
+            return Some(("injected temporary failure of this read".to_string(), true));
+        }
         if let Some(n) = g.fail_nth_read {
             if n <= 1 {
                 g.fail_nth_read = None;
-                return Some("injected failure of this read".to_string());
+                return Some(("injected failure of this read".to_string(), false));
             }
             g.fail_nth_read = Some(n - 1);
         }
         g.fail_reads_matching
             .iter()
             .find(|needle| path.contains(needle.as_str()))
-            .map(|needle| format!("injected failure of reads matching {needle:?}"))
+            .map(|needle| {
+                (
+                    format!("injected failure of reads matching {needle:?}"),
+                    false,
+                )
+            })
     }
 }
 
@@ -447,8 +464,9 @@ impl CountingReader {
                 range,
             });
         });
-        if let Some(msg) = self.shared.faults.read_fault(&self.path) {
-            return Err(injected(ErrorKind::Unexpected, msg));
+        if let Some((msg, temporary)) = self.shared.faults.read_fault(&self.path) {
+            let err = injected(ErrorKind::Unexpected, msg);
+            return Err(if temporary { err.set_temporary() } else { err });
         }
         let cut = self.shared.faults.lock().truncate_reads_by;
         if cut == 0 {

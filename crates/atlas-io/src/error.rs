@@ -110,7 +110,7 @@ impl IoError {
 
     /// Wraps an OpenDAL error, naming the operation and path we were doing.
     ///
-    /// Mapping: a temporary error or `RateLimited` is [`IoErrorKind::Transient`];
+    /// Mapping: a temporary error (retried or not) or `RateLimited` is [`IoErrorKind::Transient`];
     /// `NotFound`, `PermissionDenied` and `Unsupported` keep their names;
     /// `ConditionNotMatch` and `AlreadyExists` (what an if-not-exists write
     /// reports on some services) are [`IoErrorKind::ConditionNotMet`];
@@ -196,7 +196,7 @@ impl From<opendal::Error> for IoError {
 
 fn kind_of(err: &opendal::Error) -> IoErrorKind {
     use opendal::ErrorKind as K;
-    if err.is_temporary() {
+    if crate::retry::was_temporary(err) {
         return IoErrorKind::Transient;
     }
     match err.kind() {

@@ -1,52 +1,45 @@
 //! Transport for Atlas collections: moves bytes between storage and the format layer.
 //!
 //! `atlas-format` turns collections into bytes and back without doing I/O;
-//! the `atlas` facade decides what to read and write. This crate sits between
+//! `atlas-segment` shows array-format the segments; the `atlas` facade decides
+//! what to read and write. This crate sits between
 //! them and knows how to move bytes over OpenDAL, but not what they mean:
 //!
 //! - [`read`]: range, suffix and whole-object reads that reject short reads,
 //!   and big reads split into concurrent pieces;
-//! - [`segment`]: [`SegmentStore`], which shows array-format each segment of
-//!   `data.atlas` as a file of its own, with the tail prefetched and the
-//!   trailer screened before array-format parses it;
-//! - [`sink`]: [`SinkStore`], which appends the segments array-format writes,
-//!   in order, to the one streaming writer of `data.atlas` and reports where
-//!   each landed;
 //! - [`mask_store`]: atomic and conditional whole-object writes for the
 //!   `deleted.mask` sidecar;
-//! - [`counting`]: an OpenDAL layer that counts requests and injects faults,
-//!   and [`cas_memory`]: an in-memory service with ETags and compare-and-swap
-//!   writes, both for tests and benches;
+//! - `counting`: an OpenDAL layer that counts requests and injects faults,
+//!   and `cas_memory`: an in-memory service with ETags and compare-and-swap
+//!   writes. Both are test doubles, built only with the `testing` feature;
 //! - [`transport`]: installs OpenDAL's HTTP transport for the cloud services;
 //! - [`error`]: [`IoError`], the backend's failure with its kind, path and operation.
 
-#[macro_use]
-mod refusals;
-
+#[cfg(feature = "testing")]
 pub mod cas_memory;
+#[cfg(feature = "testing")]
 pub mod counting;
 pub mod error;
+pub mod leftovers;
 pub mod mask_store;
 pub mod open;
 pub mod read;
-pub mod segment;
-pub mod sink;
+pub mod retry;
 pub mod transport;
 
+#[cfg(feature = "testing")]
 pub use cas_memory::CasMemory;
+#[cfg(feature = "testing")]
 pub use counting::{CountingLayer, Counts, Faults, ReadRecord, RequestStats};
 pub use error::{IoError, IoErrorKind, ShortRead};
+pub use leftovers::{Leftover, list_leftovers, remove_leftovers};
 pub use mask_store::{
-    ATOMIC_WRITE_DIR, UpdateError, UpdateOutcome, WriteGuarantee, fs_operator, put_atomic,
-    update_conditionally,
+    ATOMIC_WRITE_DIR, LOCK_SUFFIX, UpdateError, UpdateOutcome, WriteGuarantee, fs_operator,
+    put_atomic, update_checked, update_conditionally,
 };
 pub use read::{
     DEFAULT_PIECE_SIZE, Snapshot, read_optional, read_range, read_ranges_concurrently,
     read_ranges_in_pieces, read_suffix, split_into_pieces, stat_len, supports_suffix_reads,
 };
-pub use segment::{
-    ARRF_MAGIC, DEFAULT_PREFETCH, DEFAULT_READ_CONCURRENCY, SegmentError, SegmentStore,
-    TRAILER_LEN, segment_path, validate_trailer,
-};
-pub use sink::{SinkError, SinkStore, WrittenSegment};
+pub use retry::RetryPolicy;
 pub use transport::install_http_transport;

@@ -27,9 +27,11 @@
 //! | fs      | no              | no               | claimed, not atomic with `atomic_write_dir` (exists-check then rename) | no |
 //!
 //! So on memory only the *creation* of the mask is conditional; updating an
-//! existing one is last-writer-wins. On fs every write is last-writer-wins:
-//! [`update_conditionally`] reports [`WriteGuarantee::LastWriterWins`] rather
-//! than claim a guarantee the backend does not give.
+//! existing one is last-writer-wins, and [`update_conditionally`] reports
+//! [`WriteGuarantee::LastWriterWins`] rather than claim a guarantee the
+//! backend does not give. On fs the read-modify-write holds an exclusive lock
+//! file beside the object ([`WriteGuarantee::Locked`]): processes on one
+//! machine take turns, so none loses another's change.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -134,10 +136,15 @@ async fn write_whole(
 
 /// Which guarantee protected a write against concurrent writers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum WriteGuarantee {
     /// The write only succeeded if the object was still what we read
-    /// (if-match / if-version-match) or still absent (if-not-exists).
+    /// (if-match / if-version-match) or still absent (if-not-exists), and
+    /// reading it back showed our change.
     Conditional,
+    /// Local disk: an exclusive lock on a lock file beside the object was held
+    /// from the read to the write, so writers on this machine take turns.
+    Locked,
     /// The backend offers no usable condition: a concurrent writer's change
     /// made between our read and our write is overwritten.
     LastWriterWins,
@@ -154,6 +161,11 @@ pub struct UpdateOutcome {
     pub requests: u32,
     /// False if the update function returned `None` (nothing to write).
     pub written: bool,
+    /// A conditional write that the backend accepted did not hold: reading
+    /// the object back showed a concurrent writer's content without ours, so
+    /// the backend's conditional writes are not atomic (the change was merged
+    /// and written again).
+    pub lost_conditional_write: bool,
 }
 
 /// Why [`update_conditionally`] gave up.
@@ -199,16 +211,67 @@ fn choose_condition(op: &Operator, snapshot: Option<&Snapshot>) -> Condition {
     }
 }
 
-/// How long to wait before retry `attempt` after a lost race: exponential from
-/// 5 ms, capped at 500 ms, with jitter so that contenders do not retry in step.
-fn backoff(attempt: u32) -> std::time::Duration {
-    let base_ms = 5u64.saturating_mul(1u64 << attempt.min(7)).min(500);
-    // Jitter from the clock's nanoseconds: no need for a random number generator.
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| u64::from(d.subsec_nanos()));
-    let jitter_ms = nanos % base_ms.max(1);
-    std::time::Duration::from_millis(base_ms / 2 + jitter_ms)
+/// The waits between rounds after a lost race: exponential from 5 ms up to
+/// 500 ms, jittered so that contenders do not retry in step. The same backoff
+/// (backon's) that OpenDAL's retry layer uses for temporary failures.
+fn lost_race_backoff(max_retries: u32) -> impl Iterator<Item = std::time::Duration> {
+    use backon::BackoffBuilder;
+    backon::ExponentialBuilder::default()
+        .with_min_delay(std::time::Duration::from_millis(5))
+        .with_max_delay(std::time::Duration::from_millis(500))
+        .with_jitter()
+        .with_max_times(usize::try_from(max_retries).unwrap_or(usize::MAX))
+        .build()
+}
+
+/// The lock file that serializes read-modify-writes of `path` on local disk.
+pub const LOCK_SUFFIX: &str = ".lock";
+
+/// An exclusive lock on `<fs root>/<path>.lock`, held until dropped: local
+/// read-modify-writes from any process on this machine take turns.
+struct LocalLock {
+    _file: std::fs::File,
+}
+
+impl LocalLock {
+    async fn acquire(op: &Operator, path: &str) -> Result<LocalLock, IoError> {
+        let lock_path =
+            std::path::Path::new(&op.info().root()).join(format!("{path}{LOCK_SUFFIX}"));
+        let shown = lock_path.to_string_lossy().into_owned();
+        let io = move |e: std::io::Error| {
+            IoError::new(IoErrorKind::Other, "lock", &shown, e.to_string())
+        };
+        let file = tokio::task::spawn_blocking(move || {
+            let file = std::fs::OpenOptions::new()
+                .create(true)
+                .truncate(false)
+                .write(true)
+                .open(&lock_path)?;
+            file.lock()?;
+            Ok::<_, std::io::Error>(file)
+        })
+        .await
+        .map_err(|e| std::io::Error::other(e.to_string()))
+        .and_then(|r| r)
+        .map_err(io)?;
+        Ok(LocalLock { _file: file })
+    }
+}
+
+/// Read-modify-write of `path` that does not lose a concurrent change where the backend can prevent it.
+///
+/// [`update_checked`] without the read-back: it trusts the backend's
+/// conditional writes. No race lost: 1 GET + 1 PUT.
+pub async fn update_conditionally<E, F>(
+    op: &Operator,
+    path: &str,
+    max_retries: u32,
+    f: F,
+) -> Result<UpdateOutcome, UpdateError<E>>
+where
+    F: FnMut(Option<&[u8]>) -> Result<Option<Bytes>, E>,
+{
+    update(op, path, max_retries, f, None).await
 }
 
 /// Read-modify-write of `path` that does not lose a concurrent change where the backend can prevent it.
@@ -216,28 +279,69 @@ fn backoff(attempt: u32) -> std::time::Duration {
 /// Reads the object (or its absence), calls `f` with its bytes to compute the
 /// new content (`None` = nothing to write), then writes with if-match on the
 /// ETag read (if-version-match on GCS), or if-not-exists when it was absent.
-/// On a lost race it re-reads and retries, up to `max_retries` more times.
-/// Where the backend has no usable condition the write is unconditional (and
-/// atomic, via [`put_atomic`]); the outcome reports which guarantee applied.
-/// No race lost: 1 GET + 1 PUT.
-pub async fn update_conditionally<E, F>(
+/// On a lost race it re-reads and retries, up to `max_retries` more times,
+/// after a jittered exponential backoff.
+///
+/// A conditional write the backend accepted is then read back once and shown
+/// to `holds`: if our change is not in what is stored, the backend's
+/// conditions are not atomic; the round counts as lost, the change is merged
+/// into what is there and written again, and the outcome says so.
+///
+/// On local disk an exclusive lock file (`<path>.lock`) is held from the read
+/// to the (atomic) write: [`WriteGuarantee::Locked`]. Where the backend has no
+/// usable condition the write is unconditional (and atomic, via
+/// [`put_atomic`]): [`WriteGuarantee::LastWriterWins`].
+///
+/// No race lost: 1 GET + 1 PUT, plus the read-back GET for a conditional write.
+pub async fn update_checked<E, F, H>(
+    op: &Operator,
+    path: &str,
+    max_retries: u32,
+    f: F,
+    mut holds: H,
+) -> Result<UpdateOutcome, UpdateError<E>>
+where
+    F: FnMut(Option<&[u8]>) -> Result<Option<Bytes>, E>,
+    H: FnMut(&[u8]) -> bool + Send,
+{
+    update(op, path, max_retries, f, Some(&mut holds)).await
+}
+
+/// What [`update_checked`] asks of the object read back after a conditional write.
+type ReadBackCheck<'a> = dyn FnMut(&[u8]) -> bool + Send + 'a;
+
+/// The read-modify-write loop of [`update_checked`]; `holds: None` skips the read-back.
+async fn update<E, F>(
     op: &Operator,
     path: &str,
     max_retries: u32,
     mut f: F,
+    mut holds: Option<&mut ReadBackCheck<'_>>,
 ) -> Result<UpdateOutcome, UpdateError<E>>
 where
     F: FnMut(Option<&[u8]>) -> Result<Option<Bytes>, E>,
 {
     let mut requests: u32 = 0;
     let mut attempts: u32 = 0;
+    let mut lost_conditional_write = false;
     let mut last = None;
+    let mut delays = lost_race_backoff(max_retries);
     for attempt in 1..=max_retries.saturating_add(1) {
         attempts = attempt;
+        let _lock = if is_fs(op) {
+            Some(
+                LocalLock::acquire(op, path)
+                    .await
+                    .map_err(UpdateError::Io)?,
+            )
+        } else {
+            None
+        };
         let snapshot = read_optional(op, path).await.map_err(UpdateError::Io)?;
         requests = requests.saturating_add(1);
         let condition = choose_condition(op, snapshot.as_ref());
         let guarantee = match condition {
+            Condition::None if _lock.is_some() => WriteGuarantee::Locked,
             Condition::None => WriteGuarantee::LastWriterWins,
             _ => WriteGuarantee::Conditional,
         };
@@ -248,12 +352,14 @@ where
                 attempts,
                 requests,
                 written: false,
+                lost_conditional_write,
             });
         };
         if let Condition::None = condition {
             tracing::debug!(
                 path,
                 scheme = op.info().scheme(),
+                ?guarantee,
                 "unconditional mask write"
             );
             let n = put_atomic_counted(op, path, bytes)
@@ -264,17 +370,45 @@ where
                 attempts,
                 requests: requests.saturating_add(n),
                 written: true,
+                lost_conditional_write,
             });
         }
         requests = requests.saturating_add(1);
-        match write_whole(op, path, bytes, condition).await {
+        let lost = match write_whole(op, path, bytes, condition).await {
             Ok(()) => {
-                return Ok(UpdateOutcome {
-                    guarantee,
-                    attempts,
-                    requests,
-                    written: true,
-                });
+                let Some(holds) = holds.as_mut() else {
+                    return Ok(UpdateOutcome {
+                        guarantee,
+                        attempts,
+                        requests,
+                        written: true,
+                        lost_conditional_write,
+                    });
+                };
+                let stored = read_optional(op, path).await.map_err(UpdateError::Io)?;
+                requests = requests.saturating_add(1);
+                if stored.as_ref().is_some_and(|s| holds(&s.bytes)) {
+                    return Ok(UpdateOutcome {
+                        guarantee,
+                        attempts,
+                        requests,
+                        written: true,
+                        lost_conditional_write,
+                    });
+                }
+                lost_conditional_write = true;
+                tracing::warn!(
+                    path,
+                    scheme = op.info().scheme(),
+                    "the backend accepted a conditional write, then showed content without it: \
+                     its conditional writes are not atomic; merging and writing again"
+                );
+                IoError::new(
+                    IoErrorKind::ConditionNotMet,
+                    "write",
+                    path,
+                    "a conditional write was overwritten by a concurrent one",
+                )
             }
             Err(e) if e.kind() == IoErrorKind::ConditionNotMet => {
                 tracing::debug!(
@@ -282,12 +416,13 @@ where
                     attempts,
                     "conditional mask write lost a race; retrying"
                 );
-                last = Some(e);
-                if attempt <= max_retries {
-                    tokio::time::sleep(backoff(attempt)).await;
-                }
+                e
             }
             Err(e) => return Err(UpdateError::Io(e)),
+        };
+        last = Some(lost);
+        if let Some(delay) = delays.next() {
+            tokio::time::sleep(delay).await;
         }
     }
     Err(UpdateError::Contended {

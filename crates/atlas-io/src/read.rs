@@ -54,7 +54,7 @@ pub async fn read_range(op: &Operator, path: &str, range: Range<u64>) -> Result<
 /// OpenDAL's built-in simulate layer turns a suffix read into stat + range for
 /// services that lack it (fs, azblob), so this is true for every service that
 /// can read; a layer such as
-/// [`CountingLayer::without_suffix_reads`](crate::counting::CountingLayer::without_suffix_reads)
+/// `CountingLayer::without_suffix_reads` (feature `testing`)
 /// can turn it off.
 pub fn supports_suffix_reads(op: &Operator) -> bool {
     op.info().capability().read_with_suffix
@@ -139,7 +139,7 @@ pub fn split_into_pieces(range: Range<u64>, piece_size: u64) -> Vec<Range<u64>> 
 
 /// How many pieces [`split_into_pieces`] cuts `range` into, without building them:
 /// the requests [`read_ranges_in_pieces`] sends for it.
-pub(crate) fn piece_count(range: &Range<u64>, piece_size: u64) -> u64 {
+pub fn piece_count(range: &Range<u64>, piece_size: u64) -> u64 {
     range
         .end
         .saturating_sub(range.start)
@@ -200,7 +200,7 @@ pub async fn read_ranges_in_pieces(
 }
 
 /// Joins buffers; a single buffer is returned without copying.
-pub(crate) fn concat(mut parts: Vec<Bytes>) -> Bytes {
+pub fn concat(mut parts: Vec<Bytes>) -> Bytes {
     match parts.len() {
         0 => Bytes::new(),
         1 => parts.pop().unwrap_or_default(),

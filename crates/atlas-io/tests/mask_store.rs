@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use atlas_io::{
     ATOMIC_WRITE_DIR, CasMemory, CountingLayer, IoErrorKind, UpdateError, WriteGuarantee,
-    fs_operator, put_atomic, update_conditionally,
+    fs_operator, put_atomic, update_checked, update_conditionally,
 };
 use bytes::Bytes;
 use opendal::Operator;
@@ -242,7 +242,7 @@ async fn on_memory_only_creating_the_object_is_conditional() {
 }
 
 #[tokio::test]
-async fn on_fs_every_update_is_last_writer_wins_and_atomic() {
+async fn on_fs_every_update_is_locked_and_atomic() {
     let dir = tempfile::tempdir().unwrap();
     let op = fs_operator(dir.path()).unwrap();
     for (i, want) in [&b"a"[..], b"ab"].into_iter().enumerate() {
@@ -253,7 +253,7 @@ async fn on_fs_every_update_is_last_writer_wins_and_atomic() {
         })
         .await
         .unwrap();
-        assert_eq!(out.guarantee, WriteGuarantee::LastWriterWins);
+        assert_eq!(out.guarantee, WriteGuarantee::Locked);
         assert_eq!(out.requests, 3, "read + temp write + rename");
     }
     assert_eq!(
@@ -276,4 +276,74 @@ async fn nothing_to_write_writes_nothing() {
         .await
         .unwrap_err();
     assert!(matches!(err, UpdateError::Compute("refused")));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn concurrent_local_updates_take_turns_and_none_is_lost() {
+    let dir = tempfile::tempdir().unwrap();
+    let writers: Vec<_> = (0u8..16)
+        .map(|i| {
+            // One operator per writer, as separate handles (or processes) have.
+            let op = fs_operator(dir.path()).unwrap();
+            tokio::spawn(async move {
+                update_conditionally(&op, "deleted.mask", 0, |cur| {
+                    let mut v = cur.unwrap_or_default().to_vec();
+                    v.push(b'a' + i);
+                    Ok::<_, ()>(Some(Bytes::from(v)))
+                })
+                .await
+                .unwrap()
+            })
+        })
+        .collect();
+    for w in writers {
+        assert_eq!(w.await.unwrap().guarantee, WriteGuarantee::Locked);
+    }
+    let mut stored = std::fs::read(dir.path().join("deleted.mask")).unwrap();
+    stored.sort_unstable();
+    assert_eq!(stored, (0u8..16).map(|i| b'a' + i).collect::<Vec<_>>());
+}
+
+#[tokio::test]
+async fn a_checked_update_reads_back_once_and_redoes_a_write_the_backend_lost() {
+    let layer = CountingLayer::new();
+    let op = CasMemory::new().operator().layer(layer.clone());
+    let out = update_checked(
+        &op,
+        "deleted.mask",
+        3,
+        |_| Ok::<_, ()>(Some(Bytes::from_static(b"v1"))),
+        |stored| stored == b"v1",
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        (out.attempts, out.requests),
+        (1, 3),
+        "GET, PUT, read-back GET"
+    );
+    assert!(!out.lost_conditional_write);
+
+    // A backend that accepts the write and then shows other content: the first
+    // read-back fails, the change is merged and written again.
+    let mut checks = 0;
+    let out = update_checked(
+        &op,
+        "deleted.mask",
+        3,
+        |cur| {
+            let mut v = cur.unwrap_or_default().to_vec();
+            v.push(b'+');
+            Ok::<_, ()>(Some(Bytes::from(v)))
+        },
+        |_| {
+            checks += 1;
+            checks > 1
+        },
+    )
+    .await
+    .unwrap();
+    assert!(out.lost_conditional_write);
+    assert_eq!(out.attempts, 2);
+    assert_eq!(out.guarantee, WriteGuarantee::Conditional);
 }

@@ -6,7 +6,7 @@ use pyo3::IntoPyObjectExt;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyString};
 
-use crate::core::{Attr, CoreError, ErrorClass, Scalar, Stats, Values, attr_dtype};
+use crate::core::{ArrayData, Attr, CoreError, ErrorClass, Scalar, Stats, attr_dtype};
 
 /// The Python exception of a core failure, an instance of a class of `atlasds._errors`.
 pub fn py_err(e: CoreError) -> PyErr {
@@ -38,26 +38,26 @@ fn exception(py: Python<'_>, e: &CoreError) -> PyResult<PyErr> {
 }
 
 /// A numpy array of the values; numeric arrays hand their buffer over without a copy.
-pub fn values(py: Python<'_>, values: Values) -> PyResult<Bound<'_, PyAny>> {
+pub fn values(py: Python<'_>, values: ArrayData) -> PyResult<Bound<'_, PyAny>> {
     Ok(match values {
-        Values::I8(a) => PyArray::from_owned_array(py, a).into_any(),
-        Values::I16(a) => PyArray::from_owned_array(py, a).into_any(),
-        Values::I32(a) => PyArray::from_owned_array(py, a).into_any(),
-        Values::I64(a) => PyArray::from_owned_array(py, a).into_any(),
-        Values::U8(a) => PyArray::from_owned_array(py, a).into_any(),
-        Values::U16(a) => PyArray::from_owned_array(py, a).into_any(),
-        Values::U32(a) => PyArray::from_owned_array(py, a).into_any(),
-        Values::U64(a) => PyArray::from_owned_array(py, a).into_any(),
-        Values::F32(a) => PyArray::from_owned_array(py, a).into_any(),
-        Values::F64(a) => PyArray::from_owned_array(py, a).into_any(),
-        Values::Timestamp(a) => PyArray::from_owned_array(py, a)
+        ArrayData::Int8(a) => PyArray::from_owned_array(py, a).into_any(),
+        ArrayData::Int16(a) => PyArray::from_owned_array(py, a).into_any(),
+        ArrayData::Int32(a) => PyArray::from_owned_array(py, a).into_any(),
+        ArrayData::Int64(a) => PyArray::from_owned_array(py, a).into_any(),
+        ArrayData::UInt8(a) => PyArray::from_owned_array(py, a).into_any(),
+        ArrayData::UInt16(a) => PyArray::from_owned_array(py, a).into_any(),
+        ArrayData::UInt32(a) => PyArray::from_owned_array(py, a).into_any(),
+        ArrayData::UInt64(a) => PyArray::from_owned_array(py, a).into_any(),
+        ArrayData::Float32(a) => PyArray::from_owned_array(py, a).into_any(),
+        ArrayData::Float64(a) => PyArray::from_owned_array(py, a).into_any(),
+        ArrayData::Timestamp(a) => PyArray::from_owned_array(py, a.mapv(|t| t.nanos()))
             .into_any()
             .call_method1("view", ("datetime64[ns]",))?,
-        Values::Str(a) => {
+        ArrayData::String(a) => {
             let objects = a.mapv(|s| PyString::new(py, &s).into_any().unbind());
             PyArray::from_owned_object_array(py, objects).into_any()
         }
-        Values::Bytes(a) => {
+        ArrayData::Binary(a) => {
             let objects = a.mapv(|b| PyBytes::new(py, &b).into_any().unbind());
             PyArray::from_owned_object_array(py, objects).into_any()
         }

@@ -167,10 +167,22 @@ impl PyCollection {
         out.into_bound_py_any(py)
     }
 
-    /// Hides datasets with one mask write; returns `(count, conditional)`.
-    fn delete(&self, py: Python<'_>, names: Vec<String>) -> PyResult<(usize, bool)> {
+    /// Hides datasets with one mask write; returns `(count, guarantee)`, the
+    /// guarantee being `conditional`, `locked` or `last_writer_wins`.
+    fn delete(&self, py: Python<'_>, names: Vec<String>) -> PyResult<(usize, &'static str)> {
         let done = run(py, || self.inner.delete(&names))?;
-        Ok((done.count, done.conditional))
+        Ok((done.count, done.guarantee))
+    }
+
+    /// Checks the collection; returns `(sound, problems, warnings, {checked: count})`.
+    #[pyo3(signature = (deep=false))]
+    fn verify<'py>(&self, py: Python<'py>, deep: bool) -> PyResult<Bound<'py, PyAny>> {
+        let report = run(py, || async { Ok(self.inner.verify(deep).await) })?;
+        let checked = PyDict::new(py);
+        for (name, count) in &report.checked {
+            checked.set_item(name, count)?;
+        }
+        (report.sound, report.problems, report.warnings, checked).into_bound_py_any(py)
     }
 
     /// The catalogue as `(names, ordinals, {attribute key: values}, {array: [stats or None]})`.
@@ -202,12 +214,36 @@ impl PyCollection {
     }
 }
 
-/// Opens the collection at a local path or `file://` URL; with `cached`, reuses
-/// this process's open handle of the same location.
+/// Opens the collection at a path or URL (`file://`, `s3://`, `gs://`, `az://`,
+/// `http(s)://`). `storage` holds OpenDAL configuration keys of the backend;
+/// `anonymous` sends unsigned requests; the byte counts override the reader's
+/// defaults. With `cached`, reuses this process's open handle of the same
+/// location and options.
 #[pyfunction]
-#[pyo3(signature = (location, cached=false))]
-fn open(py: Python<'_>, location: &str, cached: bool) -> PyResult<PyCollection> {
-    let inner = run(py, || core::open(location, cached))?;
+#[pyo3(signature = (
+    location,
+    cached=false,
+    storage=Vec::new(),
+    anonymous=false,
+    block_cache_bytes=None,
+    segment_prefetch_bytes=None,
+))]
+fn open(
+    py: Python<'_>,
+    location: &str,
+    cached: bool,
+    storage: Vec<(String, String)>,
+    anonymous: bool,
+    block_cache_bytes: Option<u64>,
+    segment_prefetch_bytes: Option<u64>,
+) -> PyResult<PyCollection> {
+    let request = core::OpenRequest {
+        storage,
+        anonymous,
+        block_cache_bytes,
+        segment_prefetch_bytes,
+    };
+    let inner = run(py, || core::open(location, &request, cached))?;
     Ok(PyCollection { inner })
 }
 

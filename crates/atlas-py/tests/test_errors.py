@@ -37,7 +37,13 @@ def test_a_truncated_container_is_rejected(tmp_path: Path):
 
 def test_a_file_instead_of_a_directory_is_an_invalid_argument():
     with pytest.raises(atlasds.InvalidArgument):
-        atlasds.Collection.open(fixture("small") / "data.atlas")
+        atlasds.Collection.open(fixture("small") / "manifest.json")
+
+
+def test_a_path_naming_the_container_file_opens_its_directory():
+    # main's location rules: `DIR/data.atlas` means the collection in DIR.
+    c = atlasds.Collection.open(fixture("small") / "data.atlas")
+    assert list(c) == ["jan_2024", "feb_2024", "mar_2024"]
 
 
 def test_an_unknown_dataset_is_not_found_and_a_key_error():
@@ -62,11 +68,9 @@ def test_a_deleted_dataset_is_not_found():
         c["d02"]
 
 
-def test_urls_other_than_file_and_storage_options_are_invalid_for_now():
+def test_a_url_of_an_unknown_scheme_is_an_invalid_argument():
     with pytest.raises(atlasds.InvalidArgument):
-        atlasds.Collection.open("s3://bucket/prefix")
-    with pytest.raises(atlasds.InvalidArgument):
-        atlasds.Collection.open(fixture("small"), storage_options={"anon": True})
+        atlasds.Collection.open("ftp://host/collection")
 
 
 def test_a_file_url_opens_the_directory_it_names():

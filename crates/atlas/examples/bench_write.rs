@@ -25,12 +25,11 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
-use array_format::{ArrayWriter, AttributeValue, FillValue, Lz4Codec, NoCompression, ZstdCodec};
-use atlas::{AtlasWriter, Attr, Codec, DatasetWriter, WriterConfig};
+use atlas::{AtlasWriter, Attr, Codec, DatasetWriter, FillValue, WriterConfig};
 use atlas_format::{
     ArrayDecl, DATASETS_SEGMENT, DType, DatasetSchema, FooterBuilder, Trailer, encode_header,
 };
-use atlas_io::SinkStore;
+use atlas_segment::{ContainerSink, SegmentWriter, WriteOptions};
 use bytes::Bytes;
 use ndarray::{Array, IxDyn};
 
@@ -262,38 +261,29 @@ fn generate_name(case: Case, i: usize) -> String {
 
 struct Baseline {
     config: WriterConfig,
-    variables: indexmap::IndexMap<String, ArrayWriter>,
+    variables: indexmap::IndexMap<String, SegmentWriter>,
     /// (name, schema) per ordinal; `None` while the dataset is being written.
     datasets: Vec<(String, Option<DatasetSchema>)>,
 }
 
 impl Baseline {
-    fn writer(&mut self, variable: &str) -> &mut ArrayWriter {
+    fn writer(&mut self, variable: &str) -> Result<&mut SegmentWriter, BoxError> {
         let config = self.config;
-        self.variables
-            .entry(variable.to_owned())
-            .or_insert_with(|| new_stock_writer(&config))
+        Ok(match self.variables.entry(variable.to_owned()) {
+            indexmap::map::Entry::Occupied(e) => e.into_mut(),
+            indexmap::map::Entry::Vacant(e) => e.insert(new_stock_writer(variable, &config)?),
+        })
     }
 }
 
-fn new_stock_writer(config: &WriterConfig) -> ArrayWriter {
-    let size = config.block_target_size;
-    match config.codec {
-        Codec::Zstd => ArrayWriter::new(array_format::WriterConfig {
-            codec: ZstdCodec {
-                level: config.zstd_level,
-            },
-            block_target_size: size,
-        }),
-        Codec::Lz4 => ArrayWriter::new(array_format::WriterConfig {
-            codec: Lz4Codec,
-            block_target_size: size,
-        }),
-        Codec::Uncompressed => ArrayWriter::new(array_format::WriterConfig {
-            codec: NoCompression,
-            block_target_size: size,
-        }),
-    }
+/// A segment writer with the stock single-threaded zstd codec.
+fn new_stock_writer(name: &str, config: &WriterConfig) -> Result<SegmentWriter, BoxError> {
+    let options = WriteOptions::default()
+        .codec(config.codec)
+        .zstd_level(config.zstd_level)
+        .block_target_size(config.block_target_size)
+        .parallel_zstd(false);
+    Ok(SegmentWriter::new(name, &options)?)
 }
 
 fn baseline_dataset(global: &Mutex<Baseline>, ordinal: usize, ds: Dataset) -> Result<(), BoxError> {
@@ -306,18 +296,19 @@ fn baseline_dataset(global: &Mutex<Baseline>, ordinal: usize, ds: Dataset) -> Re
         } else {
             vec![dim.to_owned()]
         };
-        let chunk: Option<Vec<usize>> = chunk.map(|c| c.iter().map(|&x| x as usize).collect());
-        lock()?.writer(array).define_array::<f32>(
+        let shape_u64: Vec<u64> = shape.iter().map(|&x| x as u64).collect();
+        let chunk: Option<Vec<u64>> = chunk.map(|c| c.to_vec());
+        lock()?.writer(array)?.define_array::<f32>(
             name.as_str(),
             dims,
-            shape.clone(),
-            chunk,
-            Some(FillValue::Float(99999.0)),
+            &shape_u64,
+            chunk.as_deref(),
+            Some(&FillValue::Float(99999.0)),
         )?;
         let data = Array::from_shape_vec(IxDyn(&shape), values)?;
         lock()?
-            .writer(array)
-            .write_array(&name, vec![0; shape.len()], data.view())?;
+            .writer(array)?
+            .write_array(&name, &vec![0; shape.len()], data.view())?;
         schema.arrays.push(ArrayDecl {
             name: array.into(),
             dtype: DType::Float32,
@@ -326,17 +317,17 @@ fn baseline_dataset(global: &Mutex<Baseline>, ordinal: usize, ds: Dataset) -> Re
     }
     for (array, dim, values) in ds.f64s {
         let n = values.len();
-        lock()?.writer(array).define_array::<f64>(
+        lock()?.writer(array)?.define_array::<f64>(
             name.as_str(),
             vec![dim.to_owned()],
-            vec![n],
+            &[n as u64],
             None,
-            Some(FillValue::Float(999999.0)),
+            Some(&FillValue::Float(999999.0)),
         )?;
         let data = Array::from_shape_vec(IxDyn(&[n]), values)?;
         lock()?
-            .writer(array)
-            .write_array(&name, vec![0], data.view())?;
+            .writer(array)?
+            .write_array(&name, &[0], data.view())?;
         schema.arrays.push(ArrayDecl {
             name: array.into(),
             dtype: DType::Float64,
@@ -345,11 +336,10 @@ fn baseline_dataset(global: &Mutex<Baseline>, ordinal: usize, ds: Dataset) -> Re
     }
     if !ds.attrs.is_empty() {
         let mut g = lock()?;
-        let w = g.writer(DATASETS_SEGMENT);
-        w.define_array::<u8>(name.as_str(), vec![], vec![], None, None)?;
+        let w = g.writer(DATASETS_SEGMENT)?;
+        w.define_array::<u8>(name.as_str(), vec![], &[], None, None)?;
         for (key, value) in &ds.attrs {
-            let stored: AttributeValue = value.to_stored();
-            w.set_attribute(&name, key, stored)?;
+            w.set_attribute(&name, key, value)?;
             schema.attributes.push(((*key).into(), value.dtype()));
         }
     }
@@ -428,14 +418,11 @@ async fn baseline_commit(state: Baseline, dir: &Path) -> Result<(), BoxError> {
     }
     let op = atlas_io::fs_operator(dir)?;
     let writer = op.writer("data.atlas").await?;
-    let sink = SinkStore::new(writer, "data.atlas");
+    let sink = ContainerSink::new(writer, "data.atlas");
     sink.write_raw(Bytes::copy_from_slice(&encode_header()))
         .await?;
-    let store: Arc<dyn object_store::ObjectStore> = Arc::new(sink.clone());
-    for (i, (name, w)) in variables.into_iter().enumerate() {
-        let path = object_store::path::Path::from(format!("segment-{i}"));
-        drop(w.finish(store.clone(), path.clone()).await?);
-        let seg = sink.segment(&path).ok_or("segment not recorded")?;
+    for (name, w) in variables {
+        let seg = w.finish(&sink).await?;
         builder.push_variable(&name, seg.len)?;
     }
     let footer = builder.finish().encode()?;

@@ -1,10 +1,12 @@
 //! The one error type of the facade.
 
-use atlas_format::FormatError;
-use atlas_io::IoError;
+use atlas_format::{CONTAINER_FILE, FormatError};
+use atlas_io::{IoError, IoErrorKind};
+use atlas_segment::{SegmentError, SinkError};
 
 /// Everything that can go wrong reading or writing a collection.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum AtlasError {
     /// The object at the path is not an Atlas container; `found` says what it is.
     #[error("not an Atlas collection: found {found}")]
@@ -92,6 +94,16 @@ pub enum AtlasError {
         /// What was done wrong.
         what: String,
     },
+    /// A path or URL that names no usable collection location (unknown scheme,
+    /// missing bucket, a write to a read-only backend, a backend configuration
+    /// OpenDAL refuses).
+    #[error("{location}: {reason}")]
+    InvalidLocation {
+        /// The location as given.
+        location: String,
+        /// What is wrong with it.
+        reason: String,
+    },
     /// The storage backend failed; the kind says whether retrying can help.
     #[error(transparent)]
     Io(#[from] IoError),
@@ -124,6 +136,38 @@ impl From<FormatError> for AtlasError {
             },
             FormatError::Misuse { what } => Self::InvalidUse {
                 what: what.to_owned(),
+            },
+        }
+    }
+}
+
+impl From<SegmentError> for AtlasError {
+    fn from(e: SegmentError) -> Self {
+        match e {
+            SegmentError::Io(io) | SegmentError::Sink(SinkError::Io(io)) => Self::Io(io),
+            SegmentError::Sink(other) => Self::Io(IoError::new(
+                IoErrorKind::Other,
+                "write",
+                CONTAINER_FILE,
+                other.to_string(),
+            )),
+            SegmentError::InvalidRegion { array, what } => Self::InvalidRegion { array, what },
+            SegmentError::DTypeMismatch {
+                array,
+                stored,
+                requested,
+            } => Self::DTypeMismatch {
+                array,
+                stored: stored.display_name(),
+                requested: requested.display_name(),
+            },
+            SegmentError::Unsupported { array, dtype } => Self::DTypeMismatch {
+                array,
+                stored: dtype.display_name(),
+                requested: "an element type atlas can read".to_owned(),
+            },
+            other => Self::CorruptCollection {
+                what: other.to_string(),
             },
         }
     }

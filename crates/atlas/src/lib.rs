@@ -24,7 +24,7 @@
 //! assert!(atlas.list_datasets().contains(&"R6901234_001.nc"));
 //! let temp = atlas
 //!     .dataset("R6901234_001.nc")?
-//!     .read_array::<f32>("TEMP", &[], &[])
+//!     .read_array::<f32>("TEMP", atlas::Region::all())
 //!     .await?;
 //! assert_eq!(temp.len(), 3);
 //! let stats = atlas.array_stats("TEMP").await?; // one segment open for all datasets
@@ -34,23 +34,36 @@
 //! # }
 //! ```
 //!
-//! Layering: `atlas-format` (bytes) → `atlas-io` (transport) → this crate
-//! (meaning) → `atlas-cli` (people).
+//! Layering: `atlas-format` (bytes) → `atlas-io` (transport) →
+//! `atlas-segment` (array-format, behind one wall) → this crate (meaning) →
+//! `atlas-cli` (people).
 
-pub mod attr;
-pub mod element;
+pub mod blocking;
 pub mod error;
-mod guard;
+pub mod location;
 pub mod read;
+mod recompute;
+pub mod verify;
 pub mod write;
 
-pub use array_format::TimestampNs;
+/// Test doubles for code built on Atlas: count requests and bytes, inject
+/// latency and faults, and a memory service with compare-and-swap writes.
+#[cfg(feature = "testing")]
+pub mod testing {
+    pub use atlas_io::{CasMemory, CountingLayer, Counts, Faults, ReadRecord, RequestStats};
+}
+
 pub use atlas_format::{
     CONTAINER_FILE, Codec, DATASETS_SEGMENT, DType, DatasetSchema, MASK_FILE, validate_name,
 };
-pub use atlas_io::{IoError, IoErrorKind, install_http_transport};
-pub use attr::Attr;
-pub use element::Element;
+pub use atlas_io::{IoError, IoErrorKind, RetryPolicy, install_http_transport};
+pub use atlas_segment::{
+    AnyArray, ArrayData, ArrayStats, Attr, Element, FillValue, SegmentError, Stat, Timestamp,
+    for_each_array_data,
+};
 pub use error::{AtlasError, Result};
+pub use location::{Access, Location, Scheme, StorageOptions};
+pub use opendal;
 pub use read::*;
+pub use verify::{Checked, Finding, ProgressFn, VerifyOptions, VerifyReport};
 pub use write::*;

@@ -165,14 +165,17 @@ async fn a_corrupt_segment_is_an_error_and_the_rest_still_reads() {
     let atlas = open_bytes(damaged, None).await.unwrap();
     let jan = atlas.dataset("jan_2024").unwrap();
     let err = jan
-        .read_array::<f32>("temperature", &[], &[])
+        .read_array::<f32>("temperature", atlas::Region::all())
         .await
         .unwrap_err();
     assert!(matches!(err, AtlasError::CorruptCollection { .. }), "{err}");
     let err = atlas.array_stats("temperature").await.unwrap_err();
     assert!(matches!(err, AtlasError::CorruptCollection { .. }), "{err}");
     // Other segments are untouched.
-    let lat = jan.read_array::<f64>("lat", &[], &[]).await.unwrap();
+    let lat = jan
+        .read_array::<f64>("lat", atlas::Region::all())
+        .await
+        .unwrap();
     assert_eq!(lat.len(), 4);
     assert_eq!(jan.attributes().await.unwrap().len(), 8);
 
@@ -211,13 +214,19 @@ async fn a_failed_segment_read_keeps_the_backend_kind() {
 
     // A block read inside array-format fails: still an Io error, not "corrupt".
     faults.fail_reads_matching("data.atlas");
-    let err = view.read_array::<f32>("v", &[], &[]).await.unwrap_err();
+    let err = view
+        .read_array::<f32>("v", atlas::Region::all())
+        .await
+        .unwrap_err();
     assert!(
         matches!(&err, AtlasError::Io(io) if io.kind() == IoErrorKind::Other),
         "{err}"
     );
     faults.clear();
-    let data = view.read_array::<f32>("v", &[], &[]).await.unwrap();
+    let data = view
+        .read_array::<f32>("v", atlas::Region::all())
+        .await
+        .unwrap();
     assert_eq!(data.len(), 4);
 }
 

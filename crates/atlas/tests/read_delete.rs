@@ -85,7 +85,10 @@ async fn a_view_taken_before_the_deletion_stops_reading() {
     let atlas = Atlas::open(op, "").await.unwrap();
     let view = atlas.dataset("mar_2024").unwrap();
     atlas.delete_dataset("mar_2024").await.unwrap();
-    let err = view.read_array::<f64>("lat", &[], &[]).await.unwrap_err();
+    let err = view
+        .read_array::<f64>("lat", atlas::Region::all())
+        .await
+        .unwrap_err();
     assert!(matches!(err, AtlasError::DatasetNotFound { .. }), "{err}");
 }
 
@@ -131,7 +134,7 @@ async fn a_foreign_mask_on_storage_stops_a_delete() {
 }
 
 #[tokio::test]
-async fn a_local_collection_deletes_through_an_atomic_write() {
+async fn a_local_collection_deletes_through_an_atomic_locked_write() {
     let dir = tempfile::tempdir().unwrap();
     for file in ["data.atlas", "deleted.mask"] {
         std::fs::copy(fixture_dir("deleted").join(file), dir.path().join(file)).unwrap();
@@ -139,7 +142,8 @@ async fn a_local_collection_deletes_through_an_atomic_write() {
     let atlas = Atlas::open_path(dir.path()).await.unwrap();
     let outcome = atlas.delete_datasets(&["d00", "d03"]).await.unwrap();
     assert_eq!(outcome.deleted, 2);
-    assert_eq!(outcome.guarantee, WriteGuarantee::LastWriterWins);
+    assert_eq!(outcome.guarantee, WriteGuarantee::Locked);
+    assert!(dir.path().join("deleted.mask.lock").exists());
     let reopened = Atlas::open_path(dir.path()).await.unwrap();
     assert_eq!(
         reopened.deleted_datasets(),

@@ -5,7 +5,7 @@
 mod read_support;
 
 use atlas::json::collection_json;
-use atlas::{Atlas, AtlasError, Attr, StatValue, TimestampNs};
+use atlas::{Atlas, AtlasError, Attr, Stat, Timestamp};
 use read_support::{FIXTURES, fixture_dir, load_fixture, manifest, memory};
 use serde_json::Value;
 
@@ -175,27 +175,36 @@ async fn the_fixtures_element_types_read_back() {
     let atlas = open_small().await;
     let jan = atlas.dataset("jan_2024").unwrap();
     let t = jan
-        .read_array::<f32>("temperature", &[], &[])
+        .read_array::<f32>("temperature", atlas::Region::all())
         .await
         .unwrap();
     assert_eq!(t.shape(), &[4, 8]);
     assert_eq!(t[[1, 2]], 25.5);
-    let lat = jan.read_array::<f64>("lat", &[], &[]).await.unwrap();
+    let lat = jan
+        .read_array::<f64>("lat", atlas::Region::all())
+        .await
+        .unwrap();
     assert_eq!(
         lat.iter().copied().collect::<Vec<_>>(),
         vec![-45.0, -15.0, 15.0, 45.0]
     );
-    let station = jan.read_array::<String>("station", &[], &[]).await.unwrap();
+    let station = jan
+        .read_array::<String>("station", atlas::Region::all())
+        .await
+        .unwrap();
     assert_eq!(
         station.iter().cloned().collect::<Vec<_>>(),
         vec!["st-0-a".to_owned(), String::new(), "station é 0".to_owned()]
     );
     let time = jan
-        .read_array::<TimestampNs>("time", &[], &[])
+        .read_array::<Timestamp>("time", atlas::Region::all())
         .await
         .unwrap();
-    assert_eq!(time[[1]], TimestampNs(1_704_067_200_000_000_001));
-    let flags = jan.read_array::<u8>("flags", &[], &[]).await.unwrap();
+    assert_eq!(time[[1]], Timestamp(1_704_067_200_000_000_001));
+    let flags = jan
+        .read_array::<u8>("flags", atlas::Region::all())
+        .await
+        .unwrap();
     assert_eq!(
         flags.iter().copied().collect::<Vec<_>>(),
         vec![0, 1, 2, 255, 255]
@@ -207,7 +216,7 @@ async fn the_fixtures_element_types_read_back() {
     let v = deleted
         .dataset("d01")
         .unwrap()
-        .read_array::<i32>("v", &[], &[])
+        .read_array::<i32>("v", atlas::Region::all())
         .await
         .unwrap();
     assert_eq!(
@@ -221,7 +230,7 @@ async fn the_fixtures_element_types_read_back() {
     let b = mixed
         .dataset("b")
         .unwrap()
-        .read_array::<i64>("value", &[], &[])
+        .read_array::<i64>("value", atlas::Region::all())
         .await
         .unwrap();
     assert_eq!(
@@ -231,7 +240,7 @@ async fn the_fixtures_element_types_read_back() {
     let c = mixed
         .dataset("c")
         .unwrap()
-        .read_array::<String>("value", &[], &[])
+        .read_array::<String>("value", atlas::Region::all())
         .await
         .unwrap();
     assert_eq!(
@@ -241,12 +250,67 @@ async fn the_fixtures_element_types_read_back() {
 }
 
 #[tokio::test]
+#[allow(clippy::reversed_empty_ranges)] // a reversed range is one of the refused regions
+async fn an_index_drops_its_axis_and_ranges_select_like_numpy() {
+    let atlas = open_small().await;
+    let jan = atlas.dataset("jan_2024").unwrap();
+    let whole = jan
+        .read_array::<f32>("temperature", atlas::Region::all())
+        .await
+        .unwrap();
+    // temperature[1, 2:] : one row, its columns from 2 on.
+    let row = jan
+        .read_array::<f32>("temperature", atlas::Region::new().index(1).range(2..))
+        .await
+        .unwrap();
+    assert_eq!(row.shape(), &[6]);
+    let expected: Vec<f32> = (2..8).map(|c| whole[[1, c]]).collect();
+    assert_eq!(row.iter().copied().collect::<Vec<_>>(), expected);
+    // temperature[0:2, 3] through the tuple form and the untyped read.
+    let column = jan.read_any("temperature", (0..2u64, 3u64)).await.unwrap();
+    assert_eq!(column.shape(), &[2]);
+    assert_eq!(
+        column.dimension_names(),
+        ["lat"],
+        "the indexed axis's name goes too"
+    );
+    let atlas::ArrayData::Float32(values) = column.data() else {
+        panic!("float32 data expected, got {:?}", column.dtype());
+    };
+    assert_eq!(
+        values.iter().copied().collect::<Vec<_>>(),
+        vec![whole[[0, 3]], whole[[1, 3]]]
+    );
+    // A rank-0 result from indexing every axis.
+    let one = jan
+        .read_array::<f32>("temperature", (2u64, 5u64))
+        .await
+        .unwrap();
+    assert_eq!(one.shape(), &[] as &[usize]);
+    assert_eq!(one[[]], whole[[2, 5]]);
+    for bad in [
+        atlas::Region::new().index(4).full(),
+        atlas::Region::new().full(),
+        atlas::Region::new().range(3..1).full(),
+    ] {
+        let err = jan
+            .read_array::<f32>("temperature", bad.clone())
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(err, AtlasError::InvalidRegion { .. }),
+            "{bad:?}: {err}"
+        );
+    }
+}
+
+#[tokio::test]
 async fn a_region_reads_exactly_those_elements() {
     let atlas = open_small().await;
     let jan = atlas.dataset("jan_2024").unwrap();
     // Rows 1..3, columns 3..7: crosses chunk boundaries on both axes.
     let part = jan
-        .read_array::<f32>("temperature", &[1, 3], &[2, 4])
+        .read_array::<f32>("temperature", atlas::Region::block(&[1, 3], &[2, 4]))
         .await
         .unwrap();
     assert_eq!(part.shape(), &[2, 4]);
@@ -255,12 +319,15 @@ async fn a_region_reads_exactly_those_elements() {
         vec![25.75, 26.0, 26.25, 26.5, 50.75, 51.0, 51.25, 51.5]
     );
     let empty = jan
-        .read_array::<f32>("temperature", &[4, 0], &[0, 8])
+        .read_array::<f32>("temperature", atlas::Region::block(&[4, 0], &[0, 8]))
         .await
         .unwrap();
     assert_eq!(empty.shape(), &[0, 8]);
     // The partial u8 write: the unwritten tail is the fill value.
-    let tail = jan.read_array::<u8>("flags", &[3], &[2]).await.unwrap();
+    let tail = jan
+        .read_array::<u8>("flags", atlas::Region::block(&[3], &[2]))
+        .await
+        .unwrap();
     assert_eq!(tail.iter().copied().collect::<Vec<_>>(), vec![255, 255]);
 }
 
@@ -277,7 +344,7 @@ async fn a_wrong_rank_or_an_out_of_bounds_region_is_an_error() {
         (&[u64::MAX, 0][..], &[2, 1][..]),
     ] {
         let err = jan
-            .read_array::<f32>("temperature", start, shape)
+            .read_array::<f32>("temperature", atlas::Region::block(start, shape))
             .await
             .unwrap_err();
         assert!(
@@ -292,16 +359,22 @@ async fn the_wrong_element_type_is_a_dtype_mismatch_not_a_reinterpretation() {
     let atlas = open_small().await;
     let jan = atlas.dataset("jan_2024").unwrap();
     let err = jan
-        .read_array::<i32>("temperature", &[], &[])
+        .read_array::<i32>("temperature", atlas::Region::all())
         .await
         .unwrap_err();
     assert!(
         matches!(&err, AtlasError::DTypeMismatch { stored, requested, .. } if stored == "float32" && requested == "int32"),
         "{err}"
     );
-    let err = jan.read_array::<i64>("time", &[], &[]).await.unwrap_err();
+    let err = jan
+        .read_array::<i64>("time", atlas::Region::all())
+        .await
+        .unwrap_err();
     assert!(matches!(err, AtlasError::DTypeMismatch { .. }), "{err}");
-    let err = jan.read_array::<f32>("nope", &[], &[]).await.unwrap_err();
+    let err = jan
+        .read_array::<f32>("nope", atlas::Region::all())
+        .await
+        .unwrap_err();
     assert!(matches!(err, AtlasError::ArrayNotFound { .. }), "{err}");
 }
 
@@ -391,8 +464,8 @@ async fn layouts_and_statistics_come_from_the_segments() {
     let all = atlas.array_stats("temperature").await.unwrap().unwrap();
     assert_eq!(all.row_count, 96);
     assert_eq!(all.null_count, 48);
-    assert_eq!(all.min, Some(StatValue::Float(0.0)));
-    assert_eq!(all.max, Some(StatValue::Float(76.75)));
+    assert_eq!(all.min, Some(Stat::Float(0.0)));
+    assert_eq!(all.max, Some(Stat::Float(76.75)));
     let rows = atlas.array_stats_by_dataset("temperature").await.unwrap();
     assert_eq!(
         rows.iter()
@@ -418,11 +491,11 @@ async fn a_fold_leaves_out_datasets_of_another_dtype_but_lists_them() {
     // a: f32 [1.5, 3.5], b: i64, c: string. Only a is comparable with a (the first).
     let folded = atlas.array_stats("value").await.unwrap().unwrap();
     assert_eq!(folded.row_count, 3);
-    assert_eq!(folded.min, Some(StatValue::Float(1.5)));
-    assert_eq!(folded.max, Some(StatValue::Float(3.5)));
+    assert_eq!(folded.min, Some(Stat::Float(1.5)));
+    assert_eq!(folded.max, Some(Stat::Float(3.5)));
     let rows = atlas.array_stats_by_dataset("value").await.unwrap();
     assert_eq!(rows.len(), 3);
-    assert_eq!(rows[1].stats.max, Some(StatValue::Int(9_000_000_000)));
+    assert_eq!(rows[1].stats.max, Some(Stat::Int(9_000_000_000)));
 }
 
 #[tokio::test]
@@ -435,7 +508,7 @@ async fn hidden_datasets_count_toward_no_statistic_and_no_attribute_column() {
     assert_eq!(names, ["d00", "d01", "d03", "d04", "d06", "d07", "d08"]);
     let folded = atlas.array_stats("v").await.unwrap().unwrap();
     assert_eq!(folded.row_count, 42);
-    assert_eq!(folded.max, Some(StatValue::Int(805)));
+    assert_eq!(folded.max, Some(Stat::Int(805)));
     let idx = atlas.attributes_by_dataset(None, "idx").await.unwrap();
     assert_eq!(
         idx.iter().map(|(n, _)| n.as_str()).collect::<Vec<_>>(),
@@ -447,7 +520,7 @@ async fn hidden_datasets_count_toward_no_statistic_and_no_attribute_column() {
 async fn atlas_and_views_are_send_and_sync() {
     fn check<T: Send + Sync>() {}
     check::<Atlas>();
-    check::<atlas::DatasetView<'static>>();
+    check::<atlas::Dataset>();
     let atlas = std::sync::Arc::new(open_small().await);
     let tasks: Vec<_> = (0..8)
         .map(|i| {
@@ -455,7 +528,7 @@ async fn atlas_and_views_are_send_and_sync() {
             tokio::spawn(async move {
                 let name = ["jan_2024", "feb_2024", "mar_2024"][i % 3];
                 let view = atlas.dataset(name).unwrap();
-                view.read_array::<f32>("temperature", &[], &[])
+                view.read_array::<f32>("temperature", atlas::Region::all())
                     .await
                     .unwrap()
                     .len()
@@ -466,6 +539,42 @@ async fn atlas_and_views_are_send_and_sync() {
         assert_eq!(t.await.unwrap(), 32);
     }
     assert_eq!(atlas.segments_opened(), 1, "one open shared by every task");
+}
+
+#[tokio::test]
+async fn owned_dataset_handles_move_into_spawned_tasks_and_share_the_collection() {
+    fn owned<T: Clone + Send + Sync + 'static>() {}
+    owned::<Atlas>();
+    owned::<atlas::Dataset>();
+    let atlas = open_small().await;
+    let copy = atlas.clone();
+    let handles: Vec<atlas::Dataset> = atlas.datasets().collect();
+    drop(atlas);
+    let tasks: Vec<_> = handles
+        .into_iter()
+        .map(|d| {
+            tokio::spawn(async move {
+                let data = d
+                    .read_any("temperature", atlas::Region::all())
+                    .await
+                    .unwrap();
+                (d.name().to_owned(), data.shape().to_vec(), data.dtype())
+            })
+        })
+        .collect();
+    let mut seen = Vec::new();
+    for t in tasks {
+        let (name, shape, dtype) = t.await.unwrap();
+        assert_eq!(dtype, atlas::DType::Float32, "{name}");
+        assert_eq!(shape.iter().product::<usize>(), 32, "{name}");
+        seen.push(name);
+    }
+    assert_eq!(seen, ["jan_2024", "feb_2024", "mar_2024"]);
+    assert_eq!(
+        copy.segments_opened(),
+        1,
+        "the handles outlived the Atlas they came from and shared its one segment open"
+    );
 }
 
 /// Compile-time: every future of the read API can move between threads.
@@ -486,18 +595,18 @@ async fn every_read_future_is_send() {
     send(&view.get_attribute("month"));
     send(&view.array_attributes("lat"));
     send(&view.get_array_attribute("lat", "units"));
-    send(&view.read_array::<f64>("lat", &[], &[]));
+    send(&view.read_array::<f64>("lat", atlas::Region::all()));
     send(&atlas::json::collection_json(&atlas, true));
 }
 
 /// A one-dataset collection with one array per element type, built with
 /// array-format directly; `declared` overrides the footer's dtype of an array.
 async fn all_types_collection(declared: &[(&str, atlas::DType)]) -> Vec<u8> {
-    use array_format::ArrayWriter;
     use atlas::DType;
     use atlas_format::{ArrayDecl, DatasetSchema, FooterBuilder, assemble};
+    use atlas_segment::SegmentWriter;
 
-    type Fill = fn(&mut ArrayWriter);
+    type Fill = fn(&mut SegmentWriter);
     let arrays: Vec<(&str, DType, Fill)> = vec![
         ("i8", DType::Int8, |w| put(w, vec![-1i8, 2, 3])),
         ("i16", DType::Int16, |w| put(w, vec![-1i16, 2, 300])),
@@ -520,17 +629,14 @@ async fn all_types_collection(declared: &[(&str, atlas::DType)]) -> Vec<u8> {
             put(w, vec![vec![0u8, 255], vec![], vec![7]])
         }),
         ("time", DType::TimestampNs, |w| {
-            put(
-                w,
-                vec![TimestampNs(-1), TimestampNs(0), TimestampNs(i64::MAX)],
-            )
+            put(w, vec![Timestamp(-1), Timestamp(0), Timestamp(i64::MAX)])
         }),
     ];
-    fn put<T: array_format::ArrayElement>(w: &mut ArrayWriter, values: Vec<T>) {
-        w.define_array::<T>("d", vec!["x".into()], vec![3], None, None)
+    fn put<T: atlas::Element>(w: &mut SegmentWriter, values: Vec<T>) {
+        w.define_array::<T>("d", vec!["x".into()], &[3], None, None)
             .unwrap();
         let data = ndarray::Array::from_vec(values).into_dyn();
-        w.write_array("d", vec![0], data.view()).unwrap();
+        w.write_array("d", &[0], data.view()).unwrap();
     }
     let mut footer = FooterBuilder::new(atlas::Codec::Zstd, 0);
     let schema = footer.intern_schema(&DatasetSchema {
@@ -571,7 +677,7 @@ async fn every_element_type_reads_back_as_written() {
     macro_rules! check {
         ($array:literal, $t:ty, $expected:expr) => {{
             let got: Vec<$t> = d
-                .read_array::<$t>($array, &[], &[])
+                .read_array::<$t>($array, atlas::Region::all())
                 .await
                 .unwrap()
                 .into_iter()
@@ -596,11 +702,11 @@ async fn every_element_type_reads_back_as_written() {
     check!("binary", Vec<u8>, vec![vec![0, 255], vec![], vec![7]]);
     check!(
         "time",
-        TimestampNs,
-        vec![TimestampNs(-1), TimestampNs(0), TimestampNs(i64::MAX)]
+        Timestamp,
+        vec![Timestamp(-1), Timestamp(0), Timestamp(i64::MAX)]
     );
     let f: Vec<f32> = d
-        .read_array::<f32>("f32", &[], &[])
+        .read_array::<f32>("f32", atlas::Region::all())
         .await
         .unwrap()
         .into_iter()
@@ -629,7 +735,10 @@ async fn a_segment_dtype_other_than_the_footers_is_corrupt() {
     op.write("data.atlas", container).await.unwrap();
     let atlas = Atlas::open(op, "").await.unwrap();
     let d = atlas.dataset("d").unwrap();
-    let err = d.read_array::<f32>("i32", &[], &[]).await.unwrap_err();
+    let err = d
+        .read_array::<f32>("i32", atlas::Region::all())
+        .await
+        .unwrap_err();
     assert!(
         matches!(&err, AtlasError::CorruptCollection { what } if what.contains("float32") && what.contains("int32")),
         "{err}"
@@ -640,7 +749,7 @@ async fn a_segment_dtype_other_than_the_footers_is_corrupt() {
     ));
     // The footer's dtype is what read_array checks T against: i32 is a mismatch, not a read.
     assert!(matches!(
-        d.read_array::<i32>("i32", &[], &[]).await,
+        d.read_array::<i32>("i32", atlas::Region::all()).await,
         Err(AtlasError::DTypeMismatch { .. })
     ));
 }

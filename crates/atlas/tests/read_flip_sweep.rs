@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use atlas::json::{collection_json, stats_json};
-use atlas::{Atlas, AtlasError};
+use atlas::{Atlas, AtlasError, VerifyOptions};
 use futures::StreamExt;
 use read_support::{fixture_dir, memory};
 use serde_json::{Value, json};
@@ -219,10 +219,18 @@ async fn sweep(patterns: &[u8]) {
                         Err(e) => format!("open failed: {}", classify(&e)),
                         Ok(atlas) => match exercise(&atlas).await {
                             Ok(doc) if doc == *baseline => "read back identical".to_owned(),
-                            Ok(doc) => format!(
-                                "read back different, undetected ({})",
-                                first_difference(baseline, &doc)
-                            ),
+                            Ok(doc) => {
+                                let deep = atlas.verify(&VerifyOptions::new().deep(true)).await;
+                                format!(
+                                    "read back different, {} ({})",
+                                    if deep.is_sound() {
+                                        "undetected even by verify --deep"
+                                    } else {
+                                        "caught only by verify --deep"
+                                    },
+                                    first_difference(baseline, &doc)
+                                )
+                            }
                             Err(e) => classify(&e),
                         },
                     }

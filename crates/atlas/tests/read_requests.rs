@@ -3,7 +3,7 @@
 
 mod read_support;
 
-use atlas::{Atlas, Attr, OpenOptions};
+use atlas::{Atlas, Attr, OpenOptions, WriteGuarantee};
 use opendal::BytesRange;
 use read_support::{
     big_footer_container, counted_memory, counted_memory_without_suffix, load_fixture, reads_of,
@@ -191,7 +191,10 @@ async fn the_first_use_of_a_segment_is_one_read_and_later_uses_are_free() {
     let first = stats.snapshot();
     println!("first use of segment v ({} bytes): {first:?}", segment.len);
     assert_eq!(first.reads, 1);
-    let data = view.read_array::<f32>("v", &[], &[]).await.unwrap();
+    let data = view
+        .read_array::<f32>("v", atlas::Region::all())
+        .await
+        .unwrap();
     assert_eq!(
         data.iter().copied().collect::<Vec<_>>(),
         vec![70.0, 71.0, 72.0, 73.0]
@@ -205,7 +208,10 @@ async fn the_first_use_of_a_segment_is_one_read_and_later_uses_are_free() {
         "at most one block read beyond the open: {after:?}"
     );
     let again = atlas.dataset(&uniform_name(8)).unwrap();
-    let _ = again.read_array::<f32>("v", &[], &[]).await.unwrap();
+    let _ = again
+        .read_array::<f32>("v", atlas::Region::all())
+        .await
+        .unwrap();
     assert_eq!(stats.snapshot().reads, after.reads, "the block is cached");
 }
 
@@ -228,7 +234,7 @@ async fn statistics_layouts_and_attributes_across_10_000_datasets_open_one_segme
     assert_eq!(folded.row_count, 4 * n as u64);
     assert_eq!(
         folded.max,
-        Some(atlas::StatValue::Float((n as f64 - 1.0) * 10.0 + 3.0))
+        Some(atlas::Stat::Float((n as f64 - 1.0) * 10.0 + 3.0))
     );
     let rows = atlas.array_stats_by_dataset("v").await.unwrap();
     assert_eq!(rows.len(), n);
@@ -266,7 +272,7 @@ async fn statistics_layouts_and_attributes_across_10_000_datasets_open_one_segme
 }
 
 #[tokio::test]
-async fn deleting_1000_datasets_is_one_get_and_one_put() {
+async fn deleting_1000_datasets_is_one_get_one_put_and_one_read_back() {
     let (op, stats, _) = counted_memory();
     op.write("data.atlas", uniform_collection(2_000).await)
         .await
@@ -279,10 +285,18 @@ async fn deleting_1000_datasets_is_one_get_and_one_put() {
     let counts = stats.snapshot();
     println!("delete of 1 000 names: {counts:?}, {outcome:?}");
     assert_eq!(outcome.deleted, 1_000);
-    assert_eq!(counts.reads, 1);
+    // The mask did not exist: created with if-not-exists, then read back once
+    // to check the backend kept it (conditional writes are checked, not trusted).
+    assert_eq!(outcome.guarantee, WriteGuarantee::Conditional);
+    assert_eq!(counts.reads, 2);
     assert_eq!(counts.writes, 1);
-    assert_eq!(counts.requests(), 2);
+    assert_eq!(counts.requests(), 3);
     assert_eq!(counts.bytes_written, 12 + 4 * 1_000);
+    assert_eq!(
+        counts.bytes_read,
+        12 + 4 * 1_000,
+        "only the read-back found a mask"
+    );
     assert_eq!(atlas.dataset_count(), 1_000);
 }
 
@@ -300,7 +314,10 @@ async fn options_bound_the_segment_prefetch_and_cache() {
     let atlas = Atlas::open_with(op, "", options).await.unwrap();
     stats.reset();
     let view = atlas.dataset(&uniform_name(3)).unwrap();
-    let data = view.read_array::<f32>("v", &[1], &[2]).await.unwrap();
+    let data = view
+        .read_array::<f32>("v", atlas::Region::block(&[1], &[2]))
+        .await
+        .unwrap();
     assert_eq!(data.iter().copied().collect::<Vec<_>>(), vec![31.0, 32.0]);
     assert!(stats.snapshot().reads >= 1);
 }
@@ -325,13 +342,13 @@ async fn unwritten_elements_read_as_fill_without_a_request() {
             .define_array::<f64>(
                 &name,
                 vec!["t".into()],
-                vec![1_000],
-                Some(vec![100]),
-                Some(atlas::FillValue::Float(f64::NAN)),
+                &[1_000],
+                Some(&[100]),
+                Some(&atlas::FillValue::Float(f64::NAN)),
             )
             .unwrap();
         let head = ndarray::Array::from_vec((0..100).map(f64::from).collect()).into_dyn();
-        writer.write_array(&name, vec![0], head.view()).unwrap();
+        writer.write_array(&name, &[0], head.view()).unwrap();
     }
     let segment = read_support::finish_segment(writer).await;
     footer.push_variable("v", segment.len() as u64).unwrap();
@@ -352,11 +369,17 @@ async fn unwritten_elements_read_as_fill_without_a_request() {
     let view = atlas.dataset(&uniform_name(42)).unwrap();
     view.array_layout("v").await.unwrap();
     stats.reset();
-    let hole = view.read_array::<f64>("v", &[500], &[300]).await.unwrap();
+    let hole = view
+        .read_array::<f64>("v", atlas::Region::block(&[500], &[300]))
+        .await
+        .unwrap();
     assert_eq!(hole.len(), 300);
     assert!(hole.iter().all(|x| x.is_nan()));
     assert_eq!(stats.snapshot().requests(), 0, "no written chunk overlaps");
-    let head = view.read_array::<f64>("v", &[90], &[20]).await.unwrap();
+    let head = view
+        .read_array::<f64>("v", atlas::Region::block(&[90], &[20]))
+        .await
+        .unwrap();
     assert_eq!(head[[0]], 90.0);
     assert!(head[[10]].is_nan());
     assert_eq!(stats.snapshot().reads, 1, "one block for the written chunk");

@@ -4,7 +4,7 @@
 
 mod s3_support;
 
-use atlas::{Atlas, AtlasWriter, WriteGuarantee, WriterConfig};
+use atlas::{Atlas, AtlasWriter, StorageOptions, WriteGuarantee, WriterConfig};
 use ndarray::ArrayD;
 use opendal::Operator;
 use s3_support::s3;
@@ -67,7 +67,10 @@ async fn a_collection_on_s3_opens_with_one_suffix_read_and_reads_back() {
     );
 
     let ds = atlas.dataset("R6900012_001.nc").unwrap();
-    let temp = ds.read_array::<f32>("TEMP", &[], &[]).await.unwrap();
+    let temp = ds
+        .read_array::<f32>("TEMP", atlas::Region::all())
+        .await
+        .unwrap();
     let expected: Vec<f32> = (0..(10 + 12 % 7))
         .map(|l| 12.0 + l as f32 / 100.0)
         .collect();
@@ -110,4 +113,45 @@ async fn concurrent_deletes_on_s3_are_conditional_and_never_lose_one() {
         atlas.list_datasets()
     );
     assert_eq!(atlas.deleted_datasets().len(), 24);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_s3_url_with_explicit_options_round_trips() {
+    let prefix = format!(
+        "open-url-{}-{}",
+        std::process::id(),
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_nanos()
+    );
+    let url = format!("s3://atlas-test/{prefix}/argo");
+    let storage = StorageOptions::new()
+        .from_env(false)
+        .endpoint(s3_support::endpoint())
+        .region("us-east-1")
+        .set("access_key_id", "test")
+        .set("secret_access_key", "test")
+        .set("disable_ec2_metadata", "true");
+    let writer = AtlasWriter::create_url(&url, &storage, WriterConfig::default())
+        .await
+        .unwrap();
+    for (i, name) in ["a.nc", "b.nc"].into_iter().enumerate() {
+        let mut ds = writer.add_dataset(name).unwrap();
+        ds.define_array::<f32>("TEMP", &["N"], &[2], None, None)
+            .unwrap();
+        let data = ArrayD::from_shape_vec(vec![2], vec![i as f32, 1.5]).unwrap();
+        ds.write_array("TEMP", &[0], data.view()).unwrap();
+        ds.finish().await.unwrap();
+    }
+    writer.finish().await.unwrap();
+    let atlas = Atlas::open_url(&url, &storage).await.unwrap();
+    assert_eq!(atlas.list_datasets(), ["a.nc", "b.nc"]);
+    let temp = atlas
+        .dataset("b.nc")
+        .unwrap()
+        .read_array::<f32>("TEMP", atlas::Region::all())
+        .await
+        .unwrap();
+    assert_eq!(temp.as_slice().unwrap(), &[1.0, 1.5]);
 }

@@ -2,8 +2,7 @@
 
 mod write_support;
 
-use array_format::FillValue;
-use atlas::{AtlasError, Codec, WriterConfig};
+use atlas::{AtlasError, Codec, FillValue, WriterConfig};
 use ndarray::{Array, IxDyn};
 use write_support::{Written, writer_in};
 

@@ -48,7 +48,7 @@ async fn a_dropped_or_aborted_dataset_writer_leaves_the_others_intact_and_later_
         "the abandoned dataset's own array name never became a segment"
     );
     let seg = out.segment("x").await;
-    let names: Vec<&str> = seg.arrays().iter().map(|a| a.name.as_str()).collect();
+    let names: Vec<&str> = seg.arrays().map(|a| a.name()).collect();
     assert_eq!(names.len(), 3);
     assert!(!names.contains(&"b") && !names.contains(&"c"));
     assert_eq!(out.read::<f32>("x", "d").await[[39]], 40.0 + 39.0);

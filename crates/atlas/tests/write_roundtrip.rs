@@ -3,8 +3,9 @@
 
 mod write_support;
 
-use array_format::{AttributeValue, FillValue, StatValue};
-use atlas::{AtlasError, AtlasWriter, Attr, Codec, DType, TimestampNs, WriterConfig};
+use atlas::{
+    AtlasError, AtlasWriter, Attr, Codec, DType, FillValue, Stat, Timestamp, WriterConfig,
+};
 use ndarray::{Array, ArrayD, IxDyn, arr0};
 use write_support::{Written, writer_in};
 
@@ -44,11 +45,11 @@ async fn every_array_format_dtype_round_trips() {
     put!("f64", f64, vec![f64::MIN_POSITIVE, -2.5, 1e300]);
     put!(
         "ts",
-        TimestampNs,
+        Timestamp,
         vec![
-            TimestampNs(-1),
-            TimestampNs(0),
-            TimestampNs(1_704_067_200_000_000_001)
+            Timestamp(-1),
+            Timestamp(0),
+            Timestamp(1_704_067_200_000_000_001)
         ]
     );
     put!(
@@ -69,7 +70,7 @@ async fn every_array_format_dtype_round_trips() {
             let got = out.read::<$t>($name, "all").await;
             let seg = out.segment($name).await;
             let info = seg.array("all").expect("array named after the dataset");
-            assert_eq!(info.shape.len(), 1);
+            assert_eq!(info.shape().len(), 1);
             got.iter().cloned().collect::<Vec<$t>>()
         }};
     }
@@ -105,11 +106,11 @@ async fn every_array_format_dtype_round_trips() {
         vec![f64::MIN_POSITIVE, -2.5, 1e300]
     );
     assert_eq!(
-        check!("ts", TimestampNs, DType::TimestampNs),
+        check!("ts", Timestamp, DType::TimestampNs),
         vec![
-            TimestampNs(-1),
-            TimestampNs(0),
-            TimestampNs(1_704_067_200_000_000_001)
+            Timestamp(-1),
+            Timestamp(0),
+            Timestamp(1_704_067_200_000_000_001)
         ]
     );
     assert_eq!(
@@ -191,21 +192,21 @@ async fn partial_and_unaligned_writes_keep_fill_elsewhere_and_untouched_chunks_u
 
     let seg = out.segment("t").await;
     let info = seg.array("grid").unwrap();
-    assert_eq!(info.shape, vec![5, 7]);
-    assert_eq!(info.chunk_shape, vec![2, 3]);
-    assert_eq!(info.dimension_names, vec!["y", "x"]);
-    assert_eq!(info.fill_value, Some(FillValue::Float(-999.0)));
+    assert_eq!(info.shape(), [5, 7]);
+    assert_eq!(info.chunk_shape(), [2, 3]);
+    assert_eq!(info.dimension_names(), ["y", "x"]);
+    assert_eq!(info.fill(), Some(FillValue::Float(-999.0)));
     // Touched chunks: rows 0-1 and 2-3 x cols 0-2 and 3-5, plus the corner (2,2).
     let written: Vec<Vec<u32>> = info.written_chunks().map(|c| c.to_vec()).collect();
     assert_eq!(
         written,
         vec![vec![0, 0], vec![0, 1], vec![1, 0], vec![1, 1], vec![2, 2]]
     );
-    let stats = info.stats.as_ref().unwrap();
+    let stats = info.stats().unwrap();
     assert_eq!(stats.row_count, 35);
     assert_eq!(stats.null_count, 35 - 7);
-    assert_eq!(stats.min, Some(StatValue::Float(1.0)));
-    assert_eq!(stats.max, Some(StatValue::Float(50.0)));
+    assert_eq!(stats.min, Some(Stat::Float(1.0)));
+    assert_eq!(stats.max, Some(Stat::Float(50.0)));
 }
 
 #[tokio::test]
@@ -243,7 +244,7 @@ async fn a_never_written_array_reads_as_its_fill_value() {
         0,
         "nothing written, nothing stored"
     );
-    let stats = info.stats.as_ref().unwrap();
+    let stats = info.stats().unwrap();
     assert_eq!((stats.row_count, stats.null_count), (6, 6));
 }
 
@@ -268,10 +269,10 @@ async fn zero_length_axes_are_stored_with_their_shape() {
 
     let seg = out.segment("h").await;
     let info = seg.array("empty_axes").unwrap();
-    assert_eq!(info.shape, vec![0, 3]);
+    assert_eq!(info.shape(), [0, 3]);
     assert_eq!(
-        info.chunk_shape,
-        vec![1, 3],
+        info.chunk_shape(),
+        [1, 3],
         "array-format stores a zero extent as 1"
     );
     assert_eq!(out.read::<f32>("h", "empty_axes").await.shape(), &[0, 3]);
@@ -335,10 +336,7 @@ async fn non_ascii_strings_and_names_round_trip() {
     assert_eq!(got.iter().cloned().collect::<Vec<_>>(), values);
     assert_eq!(
         out.attributes("_datasets", "station é 0").await,
-        vec![(
-            "τίτλος".to_string(),
-            AttributeValue::String("ωκεανός".into())
-        )]
+        vec![("τίτλος".to_string(), Attr::String("ωκεανός".into()))]
     );
 }
 
@@ -395,12 +393,7 @@ async fn every_attribute_variant_reads_back_as_itself_on_datasets_and_arrays() {
         .collect();
     expected.sort_by(|a, b| a.0.cmp(&b.0));
     for (segment, what) in [("_datasets", "dataset"), ("v", "array")] {
-        let got: Vec<(String, Attr)> = out
-            .attributes(segment, "attrs")
-            .await
-            .into_iter()
-            .map(|(k, v)| (k, Attr::from_stored(&v)))
-            .collect();
+        let got: Vec<(String, Attr)> = out.attributes(segment, "attrs").await.into_iter().collect();
         assert_eq!(got, expected, "{what} attributes");
     }
     // The schema names every key in set order with the value's dtype.
@@ -442,27 +435,21 @@ async fn dataset_attributes_live_on_a_rank_zero_u8_array_in_the_last_segment() {
 
     assert_eq!(out.segment_names(), vec!["temperature", "_datasets"]);
     let seg = out.segment("_datasets").await;
-    let names: Vec<&str> = seg.arrays().iter().map(|a| a.name.as_str()).collect();
+    let names: Vec<&str> = seg.arrays().map(|a| a.name()).collect();
     assert_eq!(names, vec!["a", "c"], "only datasets with attributes");
     for info in seg.arrays() {
-        assert_eq!(info.dtype, array_format::DType::UInt8);
-        assert!(info.shape.is_empty());
-        assert!(info.fill_value.is_none());
+        assert_eq!(info.dtype(), DType::UInt8);
+        assert!(info.shape().is_empty());
+        assert!(info.fill().is_none());
         assert_eq!(info.written_chunks().count(), 0, "never written");
     }
     assert_eq!(
         out.attributes("_datasets", "c").await,
-        vec![(
-            "source".to_string(),
-            AttributeValue::String("buoy c".into())
-        )]
+        vec![("source".to_string(), Attr::String("buoy c".into()))]
     );
     assert_eq!(
         out.attributes("temperature", "b").await,
-        vec![(
-            "units".to_string(),
-            AttributeValue::String("celsius".into())
-        )]
+        vec![("units".to_string(), Attr::String("celsius".into()))]
     );
     // a and c share a schema; b's lacks the dataset attribute.
     let f = &out.opened.footer;
@@ -645,7 +632,7 @@ async fn a_string_fill_value_is_stored_and_partly_written_chunks_use_array_forma
     let out = finish_into(dir.path(), w).await;
     let seg = out.segment("s").await;
     assert_eq!(
-        seg.array("d").unwrap().fill_value,
+        seg.array("d").unwrap().fill(),
         Some(FillValue::String("n/a".into()))
     );
     // array-format materialises unwritten string elements as "" whatever the fill.

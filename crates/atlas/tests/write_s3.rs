@@ -56,7 +56,7 @@ async fn a_container_larger_than_a_part_goes_up_as_one_multipart_upload_and_read
     let v = atlas
         .dataset("g017")
         .unwrap()
-        .read_array::<f32>("v", &[511, 510], &[1, 2])
+        .read_array::<f32>("v", atlas::Region::block(&[511, 510], &[1, 2]))
         .await
         .unwrap();
     let at = |k: usize| (17 * 1_000_000 + k) as f32;

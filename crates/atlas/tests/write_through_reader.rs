@@ -1,9 +1,9 @@
 //! What the writer stores reads back through the facade's reader (`Atlas`,
-//! `DatasetView`, `atlas::json`), and rebuilt fixtures dump as their manifests.
+//! `Dataset`, `atlas::json`), and rebuilt fixtures dump as their manifests.
 
 mod write_support;
 
-use atlas::{Atlas, AtlasWriter, Attr, DType, FillValue, TimestampNs, WriterConfig};
+use atlas::{Atlas, AtlasWriter, Attr, DType, FillValue, Timestamp, WriterConfig};
 use ndarray::{Array, ArrayD, IxDyn, arr0};
 use serde_json::Value;
 use write_support::manifest::{load, rebuild};
@@ -35,9 +35,9 @@ async fn every_dtype_layout_and_attribute_reads_back_through_the_reader() {
         dyn_array(&[2, 2], vec![1f32, 2., 3., 4.]).view(),
     )
     .unwrap();
-    d.define_array::<TimestampNs>("time", &["t"], &[1], None, None)
+    d.define_array::<Timestamp>("time", &["t"], &[1], None, None)
         .unwrap();
-    d.write_array("time", &[0], dyn_array(&[1], vec![TimestampNs(42)]).view())
+    d.write_array("time", &[0], dyn_array(&[1], vec![Timestamp(42)]).view())
         .unwrap();
     d.define_array::<String>("name", &[], &[], None, None)
         .unwrap();
@@ -67,15 +67,27 @@ async fn every_dtype_layout_and_attribute_reads_back_through_the_reader() {
     let atlas = Atlas::open_path(dir.path()).await.unwrap();
     let v = atlas.dataset("obs").unwrap();
     assert_eq!(v.ordinal(), 0);
-    let i8s = v.read_array::<i8>("i8", &[], &[]).await.unwrap();
+    let i8s = v
+        .read_array::<i8>("i8", atlas::Region::all())
+        .await
+        .unwrap();
     assert_eq!(i8s.iter().copied().collect::<Vec<_>>(), vec![-1, 5, 6]);
-    let u64s = v.read_array::<u64>("u64", &[], &[]).await.unwrap();
+    let u64s = v
+        .read_array::<u64>("u64", atlas::Region::all())
+        .await
+        .unwrap();
     assert_eq!(u64s.iter().copied().collect::<Vec<_>>(), vec![u64::MAX, 1]);
-    let grid = v.read_array::<f32>("grid", &[], &[]).await.unwrap();
+    let grid = v
+        .read_array::<f32>("grid", atlas::Region::all())
+        .await
+        .unwrap();
     assert_eq!(grid.shape(), &[3, 4]);
     assert!(grid[[0, 0]].is_nan());
     assert_eq!(grid[[2, 2]], 4.0);
-    let part = v.read_array::<f32>("grid", &[1, 1], &[1, 2]).await.unwrap();
+    let part = v
+        .read_array::<f32>("grid", atlas::Region::block(&[1, 1], &[1, 2]))
+        .await
+        .unwrap();
     assert_eq!(part.iter().copied().collect::<Vec<_>>(), vec![1.0, 2.0]);
     let layout = v.array_layout("grid").await.unwrap();
     assert_eq!(layout.dtype, DType::Float32);
@@ -84,11 +96,13 @@ async fn every_dtype_layout_and_attribute_reads_back_through_the_reader() {
     assert_eq!(layout.dimension_names, vec!["y", "x"]);
     assert!(matches!(layout.fill_value, Some(FillValue::Float(f)) if f.is_nan()));
     assert_eq!(
-        v.read_array::<TimestampNs>("time", &[], &[]).await.unwrap()[[0]],
-        TimestampNs(42)
+        v.read_array::<Timestamp>("time", atlas::Region::all())
+            .await
+            .unwrap()[[0]],
+        Timestamp(42)
     );
     assert_eq!(
-        v.read_array::<String>("name", &[], &[])
+        v.read_array::<String>("name", atlas::Region::all())
             .await
             .unwrap()
             .iter()
@@ -97,11 +111,16 @@ async fn every_dtype_layout_and_attribute_reads_back_through_the_reader() {
         "Ærø"
     );
     assert_eq!(
-        v.read_array::<Vec<u8>>("blob", &[], &[]).await.unwrap()[[0]],
+        v.read_array::<Vec<u8>>("blob", atlas::Region::all())
+            .await
+            .unwrap()[[0]],
         vec![1u8, 2]
     );
     assert_eq!(
-        v.read_array::<f64>("empty", &[], &[]).await.unwrap().len(),
+        v.read_array::<f64>("empty", atlas::Region::all())
+            .await
+            .unwrap()
+            .len(),
         0
     );
     assert_eq!(

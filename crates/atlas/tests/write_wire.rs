@@ -20,7 +20,7 @@ fn le_u64(b: &[u8]) -> u64 {
 
 /// A small collection with two variables, dataset attributes, and two codecs' worth of data.
 async fn sample(dir: &std::path::Path, codec: Codec) -> Written {
-    let w = writer_in(
+    sample_with(
         dir,
         WriterConfig {
             codec,
@@ -28,7 +28,12 @@ async fn sample(dir: &std::path::Path, codec: Codec) -> Written {
             ..WriterConfig::default()
         },
     )
-    .await;
+    .await
+}
+
+/// [`sample`] with the whole configuration given.
+async fn sample_with(dir: &std::path::Path, config: WriterConfig) -> Written {
+    let w = writer_in(dir, config).await;
     for i in 0..5u32 {
         let mut d = w.add_dataset(&format!("ds{i}")).unwrap();
         let n = 100 + i as usize * 37;
@@ -95,7 +100,7 @@ async fn segments_lie_back_to_back_from_byte_8_to_the_footer_and_each_is_an_arra
     // Every segment holds one array per dataset, named after it.
     for name in ["temp", "id", "_datasets"] {
         let seg = out.segment(name).await;
-        let arrays: Vec<&str> = seg.arrays().iter().map(|a| a.name.as_str()).collect();
+        let arrays: Vec<&str> = seg.arrays().map(|a| a.name()).collect();
         assert_eq!(arrays, vec!["ds0", "ds1", "ds2", "ds3", "ds4"], "{name}");
     }
 }
@@ -264,6 +269,32 @@ async fn building_the_same_input_twice_sequentially_gives_identical_bytes_but_th
     let mut fa = a.opened.footer.clone();
     fa.created_unix_ms = b.opened.footer.created_unix_ms;
     assert_eq!(fa, b.opened.footer);
+}
+
+#[tokio::test]
+async fn with_a_fixed_creation_time_the_same_input_gives_the_same_container_bytes() {
+    let created = 1_700_000_000_123;
+    let mut outs = Vec::new();
+    for _ in 0..2 {
+        let dir = tempfile::tempdir().unwrap();
+        let config = WriterConfig {
+            block_target_size: 1024,
+            ..WriterConfig::default()
+        }
+        .with_created_unix_ms(created);
+        outs.push(sample_with(dir.path(), config).await);
+        let atlas = atlas::Atlas::open_path(dir.path()).await.unwrap();
+        assert_eq!(
+            atlas.created_unix_ms(),
+            created,
+            "the time given is recorded"
+        );
+    }
+    assert_eq!(outs[0].opened.footer.created_unix_ms, created);
+    assert!(
+        outs[0].bytes == outs[1].bytes,
+        "two writes of the same input at the same given time differ"
+    );
 }
 
 #[test]

@@ -28,7 +28,7 @@ pub async fn run(ctx: &Ctx, args: &CatArgs) -> CliResult {
         args.start.as_deref(),
         args.shape.as_deref(),
     )?;
-    let values = values::read(&view, &args.array, &layout.dtype, &start, &shape)
+    let values = values::read(&view, &args.array, &start, &shape)
         .await
         .at(&loc.display)?;
     if ctx.json {

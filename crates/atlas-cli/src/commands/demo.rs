@@ -10,7 +10,7 @@
 
 use std::time::Instant;
 
-use atlas::{AtlasWriter, Attr, DatasetWriter, TimestampNs, WriterConfig};
+use atlas::{AtlasWriter, Attr, DatasetWriter, Timestamp, WriterConfig};
 use futures::StreamExt;
 use ndarray::{Array1, ArrayD};
 
@@ -217,8 +217,8 @@ async fn write_profile(mut ds: DatasetWriter, p: Profile) -> atlas::Result<()> {
         ds.set_array_attribute(name, "standard_name", standard)?;
     }
 
-    ds.define_array::<TimestampNs>("JULD", prof, &[1], None, None)?;
-    ds.write_array::<TimestampNs>("JULD", &[0], column(&[TimestampNs(p.juld_ns)]).view())?;
+    ds.define_array::<Timestamp>("JULD", prof, &[1], None, None)?;
+    ds.write_array::<Timestamp>("JULD", &[0], column(&[Timestamp(p.juld_ns)]).view())?;
     ds.set_array_attribute("JULD", "units", "nanoseconds since 1970-01-01T00:00:00Z")?;
     ds.set_array_attribute("JULD", "long_name", "Julian day (UTC) of the station")?;
 

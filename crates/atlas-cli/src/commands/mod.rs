@@ -2,6 +2,7 @@
 
 pub mod attrs;
 pub mod cat;
+pub mod cleanup;
 pub mod demo;
 pub mod info;
 pub mod ls;
@@ -11,7 +12,9 @@ pub mod show;
 pub mod stats;
 pub mod verify;
 
-use atlas::Atlas;
+use std::time::Duration;
+
+use atlas::{Atlas, RetryPolicy};
 
 use crate::cli::{Cli, Command, Global};
 use crate::exit::{CliResult, Context as _};
@@ -37,6 +40,10 @@ impl Ctx {
                 endpoint: global.endpoint.clone(),
                 region: global.region.clone(),
                 anonymous: global.anonymous,
+                retry: RetryPolicy::default().max_retries(global.retries).timeouts(
+                    Duration::from_secs(global.timeout),
+                    Duration::from_secs(global.timeout),
+                ),
             },
         }
     }
@@ -86,5 +93,6 @@ pub async fn run(cli: Cli) -> CliResult {
         Command::Verify(a) => verify::run(&ctx, &a).await,
         Command::Rewrite(a) => rewrite::run(&ctx, &a).await,
         Command::Demo(a) => demo::run(&ctx, &a).await,
+        Command::Cleanup(a) => cleanup::run(&ctx, &a).await,
     }
 }

@@ -31,7 +31,11 @@ pub async fn run(ctx: &Ctx, args: &RmArgs) -> CliResult {
             "conditional",
             "conditional write: a concurrent delete is merged in, never lost",
         ),
-        WriteGuarantee::LastWriterWins => (
+        WriteGuarantee::Locked => (
+            "locked",
+            "locked write: concurrent deletes on this machine take turns, none is lost",
+        ),
+        _ => (
             "last_writer_wins",
             "last writer wins: a delete racing this one may have been lost",
         ),

@@ -1,6 +1,6 @@
 //! `atlas show`: one dataset in `ncdump -h` style.
 
-use atlas::{ArrayLayout, ArrayStats, Attr, DType, DatasetView, FillValue};
+use atlas::{ArrayLayout, ArrayStats, Attr, DType, Dataset, FillValue};
 use futures::future::try_join_all;
 
 use super::Ctx;
@@ -33,7 +33,7 @@ struct ArrayInfo {
     attributes: Vec<(String, Attr)>,
 }
 
-async fn array_info(view: &DatasetView<'_>, name: &str, dtype: &DType) -> atlas::Result<ArrayInfo> {
+async fn array_info(view: &Dataset, name: &str, dtype: &DType) -> atlas::Result<ArrayInfo> {
     let layout = view.array_layout(name).await?;
     let stats = view.array_stats(name).await?;
     let attributes = view.array_attributes(name).await?;
@@ -68,7 +68,8 @@ fn fill_text(fill: &FillValue, dtype: &DType) -> String {
         FillValue::Float(f) if *dtype == DType::Float32 => render::float(*f as f32),
         FillValue::Float(f) => render::float(*f),
         FillValue::String(s) => format!("{s:?}"),
-        FillValue::TimestampNs(ns) => render::timestamp_ns(*ns),
+        FillValue::Timestamp(t) => render::timestamp_ns(t.nanos()),
+        other => format!("{other:?}"),
     }
 }
 
@@ -80,7 +81,7 @@ fn attr_line(owner: &str, key: &str, value: &Attr) -> String {
     )
 }
 
-async fn describe(view: &DatasetView<'_>) -> atlas::Result<String> {
+async fn describe(view: &Dataset) -> atlas::Result<String> {
     let schema = view.schema();
     let declared: Vec<(String, DType)> = schema
         .arrays()

@@ -1,4 +1,4 @@
-//! `atlas verify`: checks everything a reader relies on and lists what is wrong.
+//! `atlas verify`: the library's check of everything a reader relies on, rendered.
 //!
 //! 1. trailer and footer: `open` validates both (magic, version, footer checks);
 //! 2. every segment opens (one statistics read per variable opens its footer);
@@ -7,79 +7,80 @@
 //!    dataset and array attributes read back;
 //! 4. the deletion mask parsed (its warnings are reported, not failures).
 
-use atlas::{Atlas, DatasetView};
-use futures::StreamExt;
+use atlas::{Atlas, VerifyOptions, VerifyReport};
 use serde_json::json;
 
 use super::{Ctx, open_at};
-use crate::cli::CollectionArg;
+use crate::cli::VerifyArgs;
 use crate::exit::{CliError, CliResult};
 use crate::location::Access;
-use crate::{output, progress, render, values};
-use atlas::DATASETS_SEGMENT;
+use crate::{output, progress, render};
 
-/// Datasets checked at the same time.
-const CONCURRENCY: usize = 8;
-
-#[derive(Debug, Default)]
-struct Report {
-    /// One line per completed check.
-    passed: Vec<String>,
-    problems: Vec<String>,
-    warnings: Vec<String>,
-    variables: usize,
-    datasets: usize,
-    arrays: usize,
-    elements: u64,
-}
-
-/// What checking one dataset found.
-#[derive(Debug, Default)]
-struct DatasetCheck {
-    problems: Vec<String>,
-    arrays: usize,
-    elements: u64,
-}
-
-/// Runs `atlas verify`.
-pub async fn run(ctx: &Ctx, args: &CollectionArg) -> CliResult {
+/// Runs `atlas verify`: the library's [`Atlas::verify`], rendered.
+pub async fn run(ctx: &Ctx, args: &VerifyArgs) -> CliResult {
     let loc = ctx.locate(&args.collection, Access::Read).await?;
-    let mut report = Report::default();
+    let mut passed = Vec::new();
+    let mut problems = Vec::new();
+    let mut warnings = Vec::new();
+    let mut report = VerifyReport::default();
     match open_at(&loc).await {
-        Ok(atlas) => check(ctx, &atlas, &mut report).await,
-        Err(e) => report.problems.push(format!("open: {}", e.line())),
+        Ok(atlas) => {
+            report = check(ctx, &atlas, args.deep).await;
+            passed = passed_lines(&atlas, &report, args.deep);
+            problems = report.problems().map(ToString::to_string).collect();
+            warnings = report.warnings().map(ToString::to_string).collect();
+        }
+        Err(e) => problems.push(format!("open: {}", e.line())),
+    }
+    // What interrupted writes left beside the collection: harmless, but space.
+    if let Ok(leftovers) = atlas_io::list_leftovers(&loc.op, &loc.prefix).await {
+        warnings.extend(leftovers.into_iter().map(|l| {
+            format!(
+                "leftover {} ({} bytes) from an interrupted write; `atlas cleanup` removes it",
+                l.path, l.bytes
+            )
+        }));
     }
 
     if ctx.json {
+        let c = &report.checked;
         output::json(&json!({
             "collection": loc.display,
-            "ok": report.problems.is_empty(),
-            "problems": report.problems,
-            "warnings": report.warnings,
+            "ok": problems.is_empty(),
+            "problems": problems,
+            "warnings": warnings,
             "checked": {
-                "variables": report.variables,
-                "datasets": report.datasets,
-                "arrays": report.arrays,
-                "elements": report.elements,
+                "variables": c.variables,
+                "datasets": c.datasets,
+                "arrays": c.arrays,
+                "elements": c.elements,
             },
         }));
     } else {
         let mut out = String::new();
-        for p in &report.passed {
+        for p in &passed {
             out.push_str(&format!("ok       {p}\n"));
         }
-        for w in &report.warnings {
+        for w in &warnings {
             out.push_str(&format!("warning  {w}\n"));
         }
-        for p in &report.problems {
+        for p in &problems {
             out.push_str(&format!("PROBLEM  {p}\n"));
         }
-        if report.problems.is_empty() {
+        out.push_str(if args.deep {
+            "note     v8 stores no checksums: damage that still decodes in attribute values, \
+             dimension names, chunk shapes or fill values, or that leaves the statistics \
+             true, cannot be seen\n"
+        } else {
+            "note     v8 stores no checksums: damage that still decodes reads back as other \
+             values; --deep compares every array's statistics with its values\n"
+        });
+        if problems.is_empty() {
             out.push_str(&format!("{}: sound\n", loc.display));
         }
         output::text(&out);
     }
-    match report.problems.len() {
+    match problems.len() {
         0 => Ok(()),
         n => Err(CliError::msg(format!(
             "{}: verify found {n} problem{}",
@@ -89,119 +90,64 @@ pub async fn run(ctx: &Ctx, args: &CollectionArg) -> CliResult {
     }
 }
 
-async fn check(ctx: &Ctx, atlas: &Atlas, report: &mut Report) {
-    let variables = atlas.variables();
-    report.variables = variables.len();
-    report.passed.push(format!(
+async fn check(ctx: &Ctx, atlas: &Atlas, deep: bool) -> VerifyReport {
+    let bar = progress::bar(atlas.dataset_count() as u64, "verify", ctx.quiet);
+    let tick = bar.clone();
+    let options = VerifyOptions::new()
+        .deep(deep)
+        .on_progress(move |n| tick.set_position(n));
+    let report = atlas.verify(&options).await;
+    bar.finish_and_clear();
+    report
+}
+
+/// One line per check that found nothing wrong.
+fn passed_lines(atlas: &Atlas, report: &VerifyReport, deep: bool) -> Vec<String> {
+    use atlas::Finding;
+    let c = &report.checked;
+    let mut passed = vec![format!(
         "container: trailer and footer valid (format v{}, {}, {}, {})",
         atlas.format_version(),
-        render::count(variables.len(), "variable", "variables"),
+        render::count(c.variables, "variable", "variables"),
         render::count(atlas.dataset_count_total(), "dataset", "datasets"),
         render::count(atlas.interned_schemas(), "schema", "schemas"),
-    ));
-
-    // Every segment opens: one statistics read per variable opens its footer.
-    let mut opened = 0;
-    for v in variables.iter().filter(|v| v.name != DATASETS_SEGMENT) {
-        match atlas.array_stats_by_dataset(&v.name).await {
-            Ok(_) => opened += 1,
-            Err(e) => report.problems.push(format!(
-                "segment {:?} ({} bytes at {}): {e}",
-                v.name, v.len, v.offset
-            )),
-        }
-    }
-    let data_segments = variables
-        .iter()
-        .filter(|v| v.name != DATASETS_SEGMENT)
-        .count();
-    if opened == data_segments {
-        report
-            .passed
-            .push(format!("segments: {opened} of {data_segments} open"));
-    }
-
-    // Every declared array of every live dataset: present, same dtype, every block decompresses.
-    let bar = progress::bar(atlas.dataset_count() as u64, "verify", ctx.quiet);
-    let mut checks = futures::stream::iter(atlas.datasets())
-        .map(|view| async move { check_dataset(&view).await })
-        .buffer_unordered(CONCURRENCY);
-    let before = report.problems.len();
-    while let Some(c) = checks.next().await {
-        report.datasets += 1;
-        report.arrays += c.arrays;
-        report.elements += c.elements;
-        report.problems.extend(c.problems);
-        bar.inc(1);
-    }
-    bar.finish_and_clear();
-    if report.problems.len() == before {
-        report.passed.push(format!(
-            "arrays: {} of {} present, dtypes agree with the footer, \
-             every block decompresses ({})",
-            render::count(report.arrays, "array", "arrays"),
-            render::count(report.datasets, "live dataset", "live datasets"),
-            render::count(report.elements as usize, "element", "elements"),
+    )];
+    if c.segments_opened == c.data_segments {
+        passed.push(format!(
+            "segments: {} of {} open",
+            c.segments_opened, c.data_segments
         ));
     }
-
-    // The mask: open parsed it (a wrong magic fails the open); the rest are warnings.
-    let warnings = atlas.mask_warnings();
-    let hidden = atlas.dataset_count_total() - atlas.dataset_count();
-    if warnings.is_empty() {
-        report.passed.push(if hidden == 0 {
+    let array_problem = report
+        .problems()
+        .any(|f| !matches!(f, Finding::Segment { .. }));
+    if !array_problem {
+        passed.push(format!(
+            "arrays: {} of {} present, dtypes agree with the footer, \
+             every block decompresses ({})",
+            render::count(c.arrays, "array", "arrays"),
+            render::count(c.datasets, "live dataset", "live datasets"),
+            render::count(c.elements as usize, "element", "elements"),
+        ));
+    }
+    let stats_problem = report
+        .problems()
+        .any(|f| matches!(f, Finding::StatisticsDisagree { .. }));
+    if deep && !stats_problem {
+        passed.push(format!(
+            "statistics: recomputed from the values of {}, all agree",
+            render::count(c.arrays, "array", "arrays")
+        ));
+    }
+    if report.warnings().next().is_none() {
+        passed.push(if c.hidden == 0 {
             "deletion mask: none or empty".to_owned()
         } else {
             format!(
                 "deletion mask: parses, hides {}",
-                render::count(hidden, "dataset", "datasets")
+                render::count(c.hidden, "dataset", "datasets")
             )
         });
     }
-    report
-        .warnings
-        .extend(warnings.into_iter().map(|w| format!("deletion mask: {w}")));
-}
-
-async fn check_dataset(view: &DatasetView<'_>) -> DatasetCheck {
-    let mut c = DatasetCheck::default();
-    let name = view.name();
-    let schema = view.schema();
-    if schema.has_attributes()
-        && let Err(e) = view.attributes().await
-    {
-        c.problems
-            .push(format!("dataset {name:?}: attributes: {e}"));
-    }
-    for meta in schema.arrays() {
-        let array = meta.name();
-        c.arrays += 1;
-        let problem = |what: String| format!("dataset {name:?} array {array:?}: {what}");
-        let layout = match view.array_layout(array).await {
-            Ok(l) => l,
-            Err(e) => {
-                c.problems.push(problem(e.to_string()));
-                continue;
-            }
-        };
-        if layout.dtype != *meta.dtype() {
-            c.problems.push(problem(format!(
-                "the footer declares {}, the segment holds {}",
-                meta.dtype(),
-                layout.dtype
-            )));
-            continue;
-        }
-        let origin = vec![0; layout.shape.len()];
-        match values::read(view, array, &layout.dtype, &origin, &layout.shape).await {
-            Ok(v) => c.elements += v.len() as u64,
-            Err(e) => c.problems.push(problem(e.to_string())),
-        }
-        if meta.attributes().next().is_some()
-            && let Err(e) = view.array_attributes(array).await
-        {
-            c.problems.push(problem(format!("attributes: {e}")));
-        }
-    }
-    c
+    passed
 }

@@ -1,6 +1,6 @@
 """atlasds: read Atlas v8 collections from Python.
 
-- `Collection.open(path)`: the collection as a mapping of live dataset names to
+- `Collection.open(path_or_url, storage_options)`: the collection as a mapping of live dataset names to
   `Dataset` handles; `Dataset.read(array, region)` gives numpy arrays.
 - `Collection.catalogue()`: one pandas row per dataset (attributes and statistics).
 - `xarray.open_dataset(path, engine="atlas", group=NAME)` and
@@ -15,7 +15,14 @@ from __future__ import annotations
 
 from importlib.metadata import PackageNotFoundError, version
 
-from ._collection import ArrayLayout, ArrayStats, Collection, Dataset, DeleteResult
+from ._collection import (
+    ArrayLayout,
+    ArrayStats,
+    Collection,
+    Dataset,
+    DeleteResult,
+    VerifyResult,
+)
 from ._errors import (
     AtlasError,
     CorruptCollection,
@@ -43,5 +50,6 @@ __all__ = [
     "NotAnAtlasCollection",
     "NotFound",
     "StorageError",
+    "VerifyResult",
     "open_mfdataarray",
 ]

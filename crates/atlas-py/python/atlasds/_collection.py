@@ -21,7 +21,14 @@ if TYPE_CHECKING:
     import pandas
     import pyarrow
 
-__all__ = ["ArrayLayout", "ArrayStats", "Collection", "Dataset", "DeleteResult"]
+__all__ = [
+    "ArrayLayout",
+    "ArrayStats",
+    "Collection",
+    "Dataset",
+    "DeleteResult",
+    "VerifyResult",
+]
 
 _NUMERIC = {
     "int8", "int16", "int32", "int64",
@@ -87,8 +94,26 @@ class DeleteResult:
 
     deleted: int
     """Datasets named (all hidden now)."""
-    guarantee: Literal["conditional", "last_writer_wins"]
-    """`conditional`: a concurrent delete cannot have been lost; `last_writer_wins`: it may have been."""
+    guarantee: Literal["conditional", "locked", "last_writer_wins"]
+    """`conditional` (checked write) or `locked` (local disk, a lock file held):
+    a concurrent delete cannot have been lost; `last_writer_wins`: it may have been."""
+
+
+@dataclass(frozen=True)
+class VerifyResult:
+    """What `Collection.verify` found."""
+
+    sound: bool
+    """No problem found (warnings allowed)."""
+    problems: list[str]
+    """Damage found: one message per problem."""
+    warnings: list[str]
+    """Tolerated oddities, e.g. names in the deletion mask that match no dataset."""
+    checked: dict[str, int]
+    """What was checked: variables, data_segments, segments_opened, datasets, arrays, elements, hidden."""
+
+    def __bool__(self) -> bool:
+        return self.sound
 
 
 def _region(
@@ -153,9 +178,39 @@ def _location(url_or_path: str | os.PathLike[str]) -> str:
     return os.path.abspath(location)
 
 
-def _reopen(location: str, storage_options: dict[str, Any] | None) -> Collection:
+def _storage(options: dict[str, Any] | None) -> tuple[list[tuple[str, str]], bool]:
+    """`storage_options` as OpenDAL key/value strings, and the `anonymous` flag."""
+    pairs: list[tuple[str, str]] = []
+    anonymous = False
+    for key, value in (options or {}).items():
+        if not isinstance(key, str):
+            raise InvalidArgument(f"storage_options keys are strings, got {key!r}")
+        if key == "anonymous":
+            if not isinstance(value, (bool, np.bool_)):
+                raise InvalidArgument(
+                    f"storage_options['anonymous'] must be True or False, got {value!r}"
+                )
+            anonymous = bool(value)
+        elif value is None:
+            continue
+        elif isinstance(value, (bool, np.bool_)):
+            pairs.append((key, "true" if value else "false"))
+        elif isinstance(value, (str, int, float, np.integer, np.floating)):
+            pairs.append((key, str(value)))
+        else:
+            raise InvalidArgument(
+                f"storage_options[{key!r}] must be a string, number or bool, got {value!r}"
+            )
+    return pairs, anonymous
+
+
+def _reopen(
+    location: str,
+    storage_options: dict[str, Any] | None,
+    open_options: dict[str, int] | None = None,
+) -> Collection:
     """Unpickling: this process's open collection of `location`, opened on first use."""
-    return Collection.open(location, storage_options, cache=True)
+    return Collection.open(location, storage_options, cache=True, **(open_options or {}))
 
 
 class Collection:
@@ -166,17 +221,19 @@ class Collection:
     variable. Safe to share across threads; pickles by location.
     """
 
-    __slots__ = ("_native", "_location", "_storage_options")
+    __slots__ = ("_native", "_location", "_storage_options", "_open_options")
 
     def __init__(
         self,
         native: _native._Collection,
         location: str,
         storage_options: dict[str, Any] | None,
+        open_options: dict[str, int] | None = None,
     ) -> None:
         self._native = native
         self._location = location
         self._storage_options = storage_options
+        self._open_options = open_options
 
     @classmethod
     def open(
@@ -185,21 +242,43 @@ class Collection:
         storage_options: Mapping[str, Any] | None = None,
         *,
         cache: bool = False,
+        block_cache_bytes: int | None = None,
+        segment_prefetch_bytes: int | None = None,
     ) -> Collection:
-        """Opens the collection at a local directory or `file://` URL (one read of the container's tail).
+        """Opens the collection at a path or URL (one read of the container's tail).
 
-        `storage_options` are for object stores, which come later: for local
-        paths it must be empty. With `cache`, reuse this process's open handle of
-        the same location (what unpickling and the xarray backend do).
+        URLs: `file://`, `s3://bucket/prefix`, `gs://`, `az://`, `http(s)://`.
+        `storage_options` configures the backend: OpenDAL configuration keys
+        (`endpoint`, `region`, `access_key_id`, ...) with string, number or bool
+        values, plus `anonymous=True` for unsigned requests; a local path ignores
+        them. `block_cache_bytes` (decompressed blocks kept in memory, 0 for
+        none) and `segment_prefetch_bytes` override the reader's defaults. With
+        `cache`, reuse this process's open handle of the same location and
+        options (what unpickling and the xarray backend do).
         """
         location = _location(url_or_path)
         options = dict(storage_options) if storage_options else None
-        if options:
-            raise InvalidArgument(
-                f"{location}: storage_options are not supported for local paths "
-                f"(got {sorted(options)})"
+        pairs, anonymous = _storage(options)
+        open_options = {
+            k: v
+            for k, v in (
+                ("block_cache_bytes", block_cache_bytes),
+                ("segment_prefetch_bytes", segment_prefetch_bytes),
             )
-        return cls(_native.open(location, cache), location, options)
+            if v is not None
+        }
+        for k, v in open_options.items():
+            if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 0:
+                raise InvalidArgument(f"{k} must be a non-negative integer, got {v!r}")
+        native = _native.open(
+            location,
+            cache,
+            pairs,
+            anonymous,
+            block_cache_bytes,
+            segment_prefetch_bytes,
+        )
+        return cls(native, location, options, open_options or None)
 
     @property
     def location(self) -> str:
@@ -207,7 +286,7 @@ class Collection:
         return self._location
 
     def __reduce__(self):
-        return (_reopen, (self._location, self._storage_options))
+        return (_reopen, (self._location, self._storage_options, self._open_options))
 
     def __repr__(self) -> str:
         return f"<atlasds.Collection {self._location!r}: {len(self)} datasets>"
@@ -258,8 +337,15 @@ class Collection:
         """Hides the named datasets with one write of the deletion mask (all or nothing)."""
         if isinstance(names, str):
             raise InvalidArgument("delete takes a list of dataset names, not one string")
-        count, conditional = self._native.delete(list(names))
-        return DeleteResult(count, "conditional" if conditional else "last_writer_wins")
+        count, guarantee = self._native.delete(list(names))
+        return DeleteResult(count, guarantee)
+
+    def verify(self, deep: bool = False) -> VerifyResult:
+        """Checks every segment, dataset and array the container names (`deep`:
+        also recomputes every array's statistics from its values). Damage is
+        reported, not raised."""
+        sound, problems, warnings, checked = self._native.verify(deep)
+        return VerifyResult(sound, problems, warnings, checked)
 
     def catalogue(
         self, format: Literal["pandas", "arrow"] = "pandas"

@@ -2,13 +2,12 @@
 //! dataset: one segment open and one pass over what array-format holds in
 //! memory, never a lookup per dataset.
 
-use array_format::ArrayInfo;
 use atlas_format::{CollectionFooter, DATASETS_SEGMENT, DType, SchemaView};
+use atlas_segment::{ArrayRef, ArrayStats, Attr, Segment};
 
 use super::collection::Atlas;
 use super::dataset::{check_attr_type, check_dtype};
-use super::stats::{ArrayStats, DatasetStats};
-use crate::attr::Attr;
+use super::stats::DatasetStats;
 use crate::error::{AtlasError, Result};
 
 /// Per schema (by pool index), the type it declares for what is asked about, if any.
@@ -30,8 +29,8 @@ fn declared_per_schema<'f>(
 struct LiveArray<'a, 'f> {
     /// Position of the array in the segment (and in its attribute columns).
     position: usize,
-    /// What array-format holds for it.
-    info: &'a ArrayInfo,
+    /// What the segment holds for it.
+    info: ArrayRef<'a>,
     /// The dataset's ordinal.
     ordinal: u32,
     /// The type the dataset's schema declares.
@@ -43,15 +42,15 @@ impl Atlas {
     /// `declared`), in segment order: one hash lookup per array, no lookup per dataset.
     fn live_arrays<'a, 'f>(
         &'a self,
-        arrays: &'a [ArrayInfo],
+        segment: &'a Segment,
         declared: &'a [Option<&'f DType>],
     ) -> impl Iterator<Item = LiveArray<'a, 'f>> + 'a {
         let footer = self.footer();
-        arrays
-            .iter()
+        segment
+            .arrays()
             .enumerate()
             .filter_map(move |(position, info)| {
-                let (index, _, &schema) = footer.datasets.get_full(info.name.as_str())?;
+                let (index, _, &schema) = footer.datasets.get_full(info.name())?;
                 let ordinal = u32::try_from(index).ok()?;
                 let dtype = declared.get(schema as usize).copied().flatten()?;
                 self.is_live(ordinal).then_some(LiveArray {
@@ -116,22 +115,17 @@ impl Atlas {
             ordinal,
             dtype,
             ..
-        } in self.live_arrays(segment.file.arrays(), &declared)
+        } in self.live_arrays(&segment, &declared)
         {
             seen = seen.saturating_add(1);
-            if let Some(problem) = segment.problem(info.name.as_str()) {
-                return Err(AtlasError::corrupt(format!(
-                    "segment {array:?}, array {:?}: {problem}",
-                    info.name
-                )));
-            }
-            check_dtype(array, dtype, info, info.name.as_str())?;
-            if let Some(stats) = &info.stats {
+            segment.check(info.name())?;
+            check_dtype(array, dtype, &info, info.name())?;
+            if let Some(stats) = info.stats() {
                 rows.push((
                     DatasetStats {
-                        dataset: info.name.to_string(),
+                        dataset: info.name().to_owned(),
                         ordinal,
-                        stats: ArrayStats::from(stats),
+                        stats,
                     },
                     dtype.clone(),
                 ));
@@ -216,7 +210,7 @@ impl Atlas {
                 "datasets declare attribute {key:?}, but the container has no {segment_name:?} segment"
             ))
         })?;
-        let column = segment.file.attribute_column(key).ok_or_else(|| {
+        let column = segment.attribute_column(key).ok_or_else(|| {
             AtlasError::corrupt(format!(
                 "datasets declare attribute {key:?}, but segment {segment_name:?} stores it nowhere"
             ))
@@ -228,17 +222,16 @@ impl Atlas {
             ordinal,
             dtype,
             ..
-        } in self.live_arrays(segment.file.arrays(), &declared)
+        } in self.live_arrays(&segment, &declared)
         {
-            let value = column.get(position).and_then(Option::as_ref).ok_or_else(|| {
+            let attr = column.get(position).ok_or_else(|| {
                 AtlasError::corrupt(format!(
                     "segment {segment_name:?}: dataset {:?} declares attribute {key:?}, but none is stored",
-                    info.name
+                    info.name()
                 ))
             })?;
-            let attr = Attr::from_stored(value);
-            check_attr_type(&attr, dtype, segment_name, info.name.as_str(), key)?;
-            rows.push((ordinal, info.name.to_string(), attr));
+            check_attr_type(&attr, dtype, segment_name, info.name(), key)?;
+            rows.push((ordinal, info.name().to_owned(), attr));
         }
         if rows.len() != wanted.len() {
             return Err(AtlasError::corrupt(format!(

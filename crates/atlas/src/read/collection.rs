@@ -1,27 +1,28 @@
 //! [`Atlas`]: an opened collection. Opening reads the container's tail and the
 //! deletion mask; every catalogue question afterwards is answered from memory.
 
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::sync::{Arc, RwLockReadGuard, RwLockWriteGuard};
 
 use atlas_format::{
     CONTAINER_FILE, Codec, CollectionFooter, DATASETS_SEGMENT, DecodeLimits, DeletionMask,
-    MASK_FILE, OpenedContainer,
+    MASK_FILE,
 };
 use atlas_io::open::{OpenError, open_collection};
 use atlas_io::{IoError, IoErrorKind};
 use opendal::Operator;
 
-use super::dataset::DatasetView;
-use super::segments::{OpenSegment, Segments};
+use atlas_segment::{Segment, SegmentOptions, SegmentSet};
+
+use super::catalogue::{Catalogue, MaskState};
+use super::dataset::Dataset;
 use crate::error::{AtlasError, Result};
 
 /// How [`Atlas::open_with`] reads a collection.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct OpenOptions {
-    /// Bytes of decompressed blocks kept in memory: one bounded
-    /// `array_format::BlockCache` shared by every segment (0 disables it).
+    /// Bytes of decompressed blocks kept in memory: one bounded cache
+    /// shared by every segment (0 disables it).
     pub block_cache_bytes: u64,
     /// Least bytes read from the end of a segment when it is first used; the
     /// read grows to cover the footer expected from the number of datasets.
@@ -34,8 +35,8 @@ impl Default for OpenOptions {
     /// 256 MiB of block cache, 256 KiB segment prefetch, default decode limits.
     fn default() -> Self {
         Self {
-            block_cache_bytes: array_format::DEFAULT_CACHE_CAPACITY as u64,
-            segment_prefetch_bytes: atlas_io::DEFAULT_PREFETCH,
+            block_cache_bytes: atlas_segment::DEFAULT_BLOCK_CACHE_BYTES,
+            segment_prefetch_bytes: atlas_segment::DEFAULT_PREFETCH,
             limits: DecodeLimits::default(),
         }
     }
@@ -52,43 +53,39 @@ pub struct VariableInfo {
     pub len: u64,
 }
 
-/// The deletion state: which ordinals are hidden, and what the mask file had wrong.
-#[derive(Debug, Default)]
-pub(crate) struct MaskState {
-    pub mask: DeletionMask,
-    pub warnings: Vec<String>,
-}
-
-/// An opened collection, shareable across tasks (`Send + Sync`).
+/// An opened collection. Cheap to clone (one `Arc`), `Send + Sync + 'static`:
+/// hand clones to as many tasks as you like; they share the catalogue, the
+/// opened segments and the block cache.
 ///
 /// Catalogue calls (counts, names, schemas) cost no request. Array data,
 /// statistics and attribute values come from the per-variable segments, each
 /// opened once on first use and then shared by every dataset.
+#[derive(Clone)]
 pub struct Atlas {
+    inner: Arc<Inner>,
+}
+
+/// What every clone of one [`Atlas`] shares.
+pub(crate) struct Inner {
     pub(crate) op: Operator,
     /// Set when opened from a local directory: deletes write through an fs
     /// operator with an atomic write directory built at that time.
     pub(crate) fs_root: Option<PathBuf>,
     pub(crate) container_path: String,
     pub(crate) mask_path: String,
-    pub(crate) opened: OpenedContainer,
-    pub(crate) state: RwLock<MaskState>,
+    pub(crate) catalogue: Catalogue,
     /// Deletes through one handle run one at a time, so they never race each other.
     pub(crate) delete_lock: tokio::sync::Mutex<()>,
-    pub(crate) segments: Segments,
-    /// Variable name to its position in the footer's variables.
-    variable_index: HashMap<String, usize>,
-    /// Per variable, how many arrays its segment should hold (sizes the first read).
-    expected_arrays: Vec<u64>,
+    pub(crate) segments: SegmentSet,
 }
 
 impl std::fmt::Debug for Atlas {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Atlas")
-            .field("container", &self.container_path)
+            .field("container", &self.inner.container_path)
             .field("datasets", &self.dataset_count_total())
             .field("live", &self.dataset_count())
-            .field("variables", &self.opened.footer.variables.len())
+            .field("variables", &self.footer().variables.len())
             .finish_non_exhaustive()
     }
 }
@@ -114,6 +111,15 @@ impl Atlas {
 
     /// Opens the collection under `prefix` of `op`.
     pub async fn open_with(op: Operator, prefix: &str, options: OpenOptions) -> Result<Atlas> {
+        Self::open_inner(op, prefix, options, None).await
+    }
+
+    async fn open_inner(
+        op: Operator,
+        prefix: &str,
+        options: OpenOptions,
+        fs_root: Option<PathBuf>,
+    ) -> Result<Atlas> {
         atlas_io::install_http_transport();
         let container_path = join(prefix, CONTAINER_FILE);
         let mask_path = join(prefix, MASK_FILE);
@@ -137,14 +143,6 @@ impl Atlas {
                 MaskState { mask, warnings }
             }
         };
-        let footer = &container.footer;
-        let variable_index: HashMap<String, usize> = footer
-            .variables
-            .iter()
-            .enumerate()
-            .filter_map(|(i, v)| Some((footer.string(v.name)?.to_owned(), i)))
-            .collect();
-        let expected_arrays = expected_arrays(footer, &variable_index);
         // Keep only the probe's bytes in front of the footer: segment bytes.
         let segment_bytes_end = container.footer_offset();
         let probe_start = container
@@ -152,12 +150,13 @@ impl Atlas {
             .saturating_sub(opened.tail.tail.len() as u64);
         let keep = usize::try_from(segment_bytes_end.saturating_sub(probe_start)).unwrap_or(0);
         let probe = opened.tail.tail.slice(..keep.min(opened.tail.tail.len()));
-        let segments = Segments::new(
+        let segments = SegmentSet::new(
             op.clone(),
             container_path.clone(),
-            footer.variables.len(),
-            options.block_cache_bytes,
-            options.segment_prefetch_bytes,
+            container.footer.variables.len(),
+            SegmentOptions::default()
+                .block_cache_bytes(options.block_cache_bytes)
+                .prefetch_bytes(options.segment_prefetch_bytes),
             probe,
             segment_bytes_end,
         );
@@ -168,16 +167,15 @@ impl Atlas {
             "opened collection"
         );
         Ok(Atlas {
-            op,
-            fs_root: None,
-            container_path,
-            mask_path,
-            opened: container,
-            state: RwLock::new(state),
-            delete_lock: tokio::sync::Mutex::new(()),
-            segments,
-            variable_index,
-            expected_arrays,
+            inner: Arc::new(Inner {
+                op,
+                fs_root,
+                container_path,
+                mask_path,
+                catalogue: Catalogue::new(container, state)?,
+                delete_lock: tokio::sync::Mutex::new(()),
+                segments,
+            }),
         })
     }
 
@@ -187,6 +185,11 @@ impl Atlas {
     /// deletes write the mask through an fs operator with an atomic write
     /// directory (`.atlas-tmp`), created then.
     pub async fn open_path(path: impl AsRef<Path>) -> Result<Atlas> {
+        Self::open_path_with(path, OpenOptions::default()).await
+    }
+
+    /// Opens the collection in local directory `path` with `options`.
+    pub async fn open_path_with(path: impl AsRef<Path>, options: OpenOptions) -> Result<Atlas> {
         let path = path.as_ref();
         let shown = path.to_string_lossy().into_owned();
         let meta = std::fs::metadata(path).map_err(|e| {
@@ -204,25 +207,31 @@ impl Atlas {
         }
         let builder = opendal::services::Fs::default().root(&shown);
         let op = Operator::new(builder).map_err(|e| IoError::from_opendal(e, "open", &shown))?;
-        let mut atlas = Self::open(op, "").await?;
-        atlas.fs_root = Some(path.to_path_buf());
-        Ok(atlas)
+        Self::open_inner(op, "", options, Some(path.to_path_buf())).await
+    }
+
+    pub(crate) fn inner(&self) -> &Inner {
+        &self.inner
+    }
+
+    pub(crate) fn catalogue(&self) -> &Catalogue {
+        &self.inner.catalogue
     }
 
     pub(crate) fn footer(&self) -> &CollectionFooter {
-        &self.opened.footer
+        self.catalogue().footer()
     }
 
     pub(crate) fn mask(&self) -> RwLockReadGuard<'_, MaskState> {
-        self.state.read().unwrap_or_else(|e| e.into_inner())
+        self.catalogue().mask()
     }
 
     pub(crate) fn mask_mut(&self) -> RwLockWriteGuard<'_, MaskState> {
-        self.state.write().unwrap_or_else(|e| e.into_inner())
+        self.catalogue().mask_mut()
     }
 
     pub(crate) fn is_live(&self, ordinal: u32) -> bool {
-        !self.mask().mask.contains(ordinal)
+        self.catalogue().is_live(ordinal)
     }
 
     /// The format version of the container (8).
@@ -242,12 +251,12 @@ impl Atlas {
 
     /// Size of `data.atlas` in bytes.
     pub fn container_bytes(&self) -> u64 {
-        self.opened.container_len
+        self.catalogue().opened().container_len
     }
 
     /// Size of the compressed container footer in bytes.
     pub fn footer_bytes(&self) -> u64 {
-        self.opened.footer_len
+        self.catalogue().opened().footer_len
     }
 
     /// Datasets not hidden by the deletion mask.
@@ -289,27 +298,22 @@ impl Atlas {
             .collect()
     }
 
-    /// Views of the live datasets, in ordinal order (a snapshot of the mask at the call).
-    pub fn datasets(&self) -> impl Iterator<Item = DatasetView<'_>> {
+    /// Handles of the live datasets, in ordinal order (a snapshot of the mask at the call).
+    pub fn datasets(&self) -> impl Iterator<Item = Dataset> + use<> {
         let live: Vec<usize> = {
             let state = self.mask();
             (0..self.dataset_count_total())
                 .filter(|i| u32::try_from(*i).is_ok_and(|o| !state.mask.contains(o)))
                 .collect()
         };
-        live.into_iter().filter_map(|i| self.view_at(i))
+        let atlas = self.clone();
+        live.into_iter().filter_map(move |i| atlas.handle_at(i))
     }
 
-    fn view_at(&self, index: usize) -> Option<DatasetView<'_>> {
-        let footer = self.footer();
-        let (name, &schema) = footer.datasets.get_index(index)?;
+    fn handle_at(&self, index: usize) -> Option<Dataset> {
+        let (name, &schema) = self.footer().datasets.get_index(index)?;
         let ordinal = u32::try_from(index).ok()?;
-        Some(DatasetView::new(
-            self,
-            name.as_str(),
-            ordinal,
-            footer.schema_view(schema)?,
-        ))
+        Some(Dataset::new(self.clone(), name.as_str(), ordinal, schema))
     }
 
     /// Whether a live dataset has this name.
@@ -322,7 +326,7 @@ impl Atlas {
     }
 
     /// The live dataset called `name`; `DatasetNotFound` if there is none or it is deleted.
-    pub fn dataset(&self, name: &str) -> Result<DatasetView<'_>> {
+    pub fn dataset(&self, name: &str) -> Result<Dataset> {
         let not_found = || AtlasError::DatasetNotFound {
             name: name.to_owned(),
         };
@@ -335,7 +339,7 @@ impl Atlas {
         if !self.is_live(ordinal) {
             return Err(not_found());
         }
-        self.view_at(index)
+        self.handle_at(index)
             .ok_or_else(|| AtlasError::corrupt(format!("dataset {name:?} has no schema")))
     }
 
@@ -372,57 +376,19 @@ impl Atlas {
 
     /// Segments opened so far: each is opened once, on first use, and kept.
     pub fn segments_opened(&self) -> usize {
-        self.segments.opened()
+        self.inner.segments.opened()
     }
 
     /// The segment of variable `name`, opened on first use; `None` if the container has none.
-    pub(crate) async fn segment(&self, name: &str) -> Result<Option<Arc<OpenSegment>>> {
-        let Some(&index) = self.variable_index.get(name) else {
+    pub(crate) async fn segment(&self, name: &str) -> Result<Option<Arc<Segment>>> {
+        let Some((index, range)) = self.catalogue().segment_range(name) else {
             return Ok(None);
         };
-        let entry = *self
-            .footer()
-            .variables
-            .get(index)
-            .ok_or_else(|| AtlasError::corrupt(format!("variable {name:?} vanished")))?;
-        let hint = self.expected_arrays.get(index).copied().unwrap_or(0);
-        self.segments.get(index, entry, name, hint).await.map(Some)
+        Ok(Some(self.inner.segments.get(index, &range).await?))
     }
 
     /// Whether the container has a segment for `name`.
     pub(crate) fn has_variable(&self, name: &str) -> bool {
-        self.variable_index.contains_key(name)
+        self.catalogue().has_variable(name)
     }
-}
-
-/// For each variable, the number of datasets whose schema puts an array in its
-/// segment (for `_datasets`: those declaring a dataset-level attribute).
-fn expected_arrays(footer: &CollectionFooter, index: &HashMap<String, usize>) -> Vec<u64> {
-    let mut per_schema = vec![0u64; footer.schema_pool.len()];
-    for &schema in footer.datasets.values() {
-        if let Some(n) = per_schema.get_mut(schema as usize) {
-            *n = n.saturating_add(1);
-        }
-    }
-    let mut out = vec![0u64; footer.variables.len()];
-    let mut add = |name: &str, n: u64| {
-        if let Some(slot) = index.get(name).and_then(|&i| out.get_mut(i)) {
-            *slot = slot.saturating_add(n);
-        }
-    };
-    for (schema, &n) in per_schema.iter().enumerate() {
-        let Some(view) = u32::try_from(schema)
-            .ok()
-            .and_then(|s| footer.schema_view(s))
-        else {
-            continue;
-        };
-        for array in view.arrays() {
-            add(array.name(), n);
-        }
-        if view.has_attributes() {
-            add(DATASETS_SEGMENT, n);
-        }
-    }
-    out
 }

@@ -1,19 +1,15 @@
-//! [`DatasetView`]: one dataset of an opened collection. Its schema comes from
+//! [`Dataset`]: one dataset of an opened collection, as an owned handle. Its schema comes from
 //! the container footer (no request); layouts, statistics, attribute values and
 //! data come from the segments.
 
 use std::sync::Arc;
 
-use array_format::{ArrayInfo, FillValue};
 use atlas_format::{ArrayMeta, DATASETS_SEGMENT, DType, DatasetSchema, SchemaView};
+use atlas_segment::{AnyArray, ArrayRef, ArrayStats, Attr, Element, FillValue, Segment};
 
 use super::collection::Atlas;
-use super::segments::{OpenSegment, track_io};
-use super::stats::ArrayStats;
-use crate::attr::Attr;
-use crate::element::{Element, from_array_dtype};
+use super::region::{Region, Resolved};
 use crate::error::{AtlasError, Result};
-use crate::guard::guarded;
 
 /// A single read may materialize this many bytes whatever the segment's size...
 const READ_FLOOR_BYTES: u64 = 1 << 30;
@@ -39,35 +35,32 @@ pub struct ArrayLayout {
     pub element_count: u64,
 }
 
-/// One live dataset of an [`Atlas`]: cheap to copy, `Send + Sync`.
-#[derive(Clone, Copy)]
-pub struct DatasetView<'a> {
-    atlas: &'a Atlas,
-    name: &'a str,
+/// One live dataset of an [`Atlas`]: an owned handle (the collection's `Arc`,
+/// the name, the ordinal and the schema's pool index), cheap to clone and
+/// `Send + Sync + 'static`, so it can move into a spawned task.
+#[derive(Clone)]
+pub struct Dataset {
+    atlas: Atlas,
+    name: Arc<str>,
     ordinal: u32,
-    schema: SchemaView<'a>,
+    schema: u32,
 }
 
-impl std::fmt::Debug for DatasetView<'_> {
+impl std::fmt::Debug for Dataset {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("DatasetView")
+        f.debug_struct("Dataset")
             .field("name", &self.name)
             .field("ordinal", &self.ordinal)
-            .field("schema", &self.schema.index())
+            .field("schema", &self.schema)
             .finish()
     }
 }
 
-impl<'a> DatasetView<'a> {
-    pub(crate) fn new(
-        atlas: &'a Atlas,
-        name: &'a str,
-        ordinal: u32,
-        schema: SchemaView<'a>,
-    ) -> Self {
+impl Dataset {
+    pub(crate) fn new(atlas: Atlas, name: &str, ordinal: u32, schema: u32) -> Self {
         Self {
             atlas,
-            name,
+            name: Arc::from(name),
             ordinal,
             schema,
         }
@@ -75,7 +68,7 @@ impl<'a> DatasetView<'a> {
 
     /// The dataset's name.
     pub fn name(&self) -> &str {
-        self.name
+        &self.name
     }
 
     /// The dataset's ordinal: its position in the container, which never changes.
@@ -83,43 +76,48 @@ impl<'a> DatasetView<'a> {
         self.ordinal
     }
 
+    /// The collection this dataset belongs to.
+    pub fn atlas(&self) -> &Atlas {
+        &self.atlas
+    }
+
     /// The dataset's declaration (array names and types, attribute keys), from memory.
     pub fn schema(&self) -> SchemaView<'_> {
-        self.schema
+        self.atlas.catalogue().schema(self.schema)
     }
 
     /// The declaration of array `array`, if the dataset has one.
     pub fn array_meta(&self, array: &str) -> Option<ArrayMeta<'_>> {
-        self.schema.array(array)
+        self.schema().array(array)
     }
 
     /// An owned copy of the declaration.
     pub fn to_owned_schema(&self) -> DatasetSchema {
-        self.schema.to_owned_schema()
+        self.schema().to_owned_schema()
     }
 
-    /// `DatasetNotFound` if the dataset was deleted since this view was taken.
+    /// `DatasetNotFound` if the dataset was deleted since this handle was taken.
     fn ensure_live(&self) -> Result<()> {
         if self.atlas.is_live(self.ordinal) {
             Ok(())
         } else {
             Err(AtlasError::DatasetNotFound {
-                name: self.name.to_owned(),
+                name: self.name.to_string(),
             })
         }
     }
 
-    fn declared(&self, array: &str) -> Result<ArrayMeta<'a>> {
-        self.schema
+    fn declared(&self, array: &str) -> Result<ArrayMeta<'_>> {
+        self.schema()
             .array(array)
             .ok_or_else(|| AtlasError::ArrayNotFound {
-                dataset: Some(self.name.to_owned()),
+                dataset: Some(self.name.to_string()),
                 array: array.to_owned(),
             })
     }
 
     /// The segment of `array`, which the dataset declares.
-    async fn segment_of(&self, array: &str) -> Result<Arc<OpenSegment>> {
+    async fn segment_of(&self, array: &str) -> Result<Arc<Segment>> {
         self.atlas.segment(array).await?.ok_or_else(|| {
             AtlasError::corrupt(format!(
                 "dataset {:?} declares array {array:?}, but the container has no segment for it",
@@ -129,9 +127,9 @@ impl<'a> DatasetView<'a> {
     }
 
     /// The segment's record of this dataset's `array`, checked against the footer.
-    fn info<'s>(&self, meta: &ArrayMeta<'_>, segment: &'s OpenSegment) -> Result<&'s ArrayInfo> {
-        let info = segment.array(self.name)?;
-        check_dtype(meta.name(), meta.dtype(), info, self.name)?;
+    fn info<'s>(&self, meta: &ArrayMeta<'_>, segment: &'s Segment) -> Result<ArrayRef<'s>> {
+        let info = segment.array(&self.name)?;
+        check_dtype(meta.name(), meta.dtype(), &info, &self.name)?;
         Ok(info)
     }
 
@@ -141,7 +139,7 @@ impl<'a> DatasetView<'a> {
         let meta = self.declared(array)?;
         let segment = self.segment_of(array).await?;
         let info = self.info(&meta, &segment)?;
-        layout_of(meta.dtype(), info)
+        layout_of(meta.dtype(), &info)
     }
 
     /// Statistics of `array` as its segment records them; `None` if it records none.
@@ -150,28 +148,30 @@ impl<'a> DatasetView<'a> {
         let meta = self.declared(array)?;
         let segment = self.segment_of(array).await?;
         let info = self.info(&meta, &segment)?;
-        Ok(info.stats.as_ref().map(ArrayStats::from))
+        Ok(info.stats())
     }
 
     /// Dataset-level attributes in the order they were set. No request when the
     /// schema declares none; else one open of the `_datasets` segment.
     pub async fn attributes(&self) -> Result<Vec<(String, Attr)>> {
         self.ensure_live()?;
-        if !self.schema.has_attributes() {
+        let schema = self.schema();
+        if !schema.has_attributes() {
             return Ok(Vec::new());
         }
         let segment = self.datasets_segment().await?;
-        stored_attrs(&segment, self.name, self.schema.attributes())
+        stored_attrs(&segment, &self.name, schema.attributes())
     }
 
     /// Dataset-level attribute `key`; `None` without any request if the schema does not declare it.
     pub async fn get_attribute(&self, key: &str) -> Result<Option<Attr>> {
         self.ensure_live()?;
-        let Some(dtype) = self.schema.attribute_dtype(key) else {
+        let schema = self.schema();
+        let Some(dtype) = schema.attribute_dtype(key) else {
             return Ok(None);
         };
         let segment = self.datasets_segment().await?;
-        stored_attr(&segment, self.name, key, dtype).map(Some)
+        stored_attr(&segment, &self.name, key, dtype).map(Some)
     }
 
     /// Attributes of `array` in the order they were set. No request when it declares none.
@@ -182,7 +182,7 @@ impl<'a> DatasetView<'a> {
             return Ok(Vec::new());
         }
         let segment = self.segment_of(array).await?;
-        stored_attrs(&segment, self.name, meta.attributes())
+        stored_attrs(&segment, &self.name, meta.attributes())
     }
 
     /// Attribute `key` of `array`; `None` without any request if the schema does not declare it.
@@ -193,21 +193,22 @@ impl<'a> DatasetView<'a> {
             return Ok(None);
         };
         let segment = self.segment_of(array).await?;
-        stored_attr(&segment, self.name, key, dtype).map(Some)
+        stored_attr(&segment, &self.name, key, dtype).map(Some)
     }
 
-    /// Reads the region of `array` starting at `start` with extent `shape`
-    /// (both empty: the whole array), row-major.
+    /// Reads `region` of `array` (e.g. [`Region::all()`], `[0..4]`,
+    /// `Region::new().index(3).range(2..)`), row-major; an indexed axis is
+    /// dropped from the result's shape.
     ///
     /// `T` must be the declared element type (`DTypeMismatch` otherwise; nothing
     /// is reinterpreted). The region must have the array's rank and lie inside
-    /// it (`InvalidRegion`). Unwritten elements read as the fill value and cost
-    /// no request; written chunks cost one read per block not already cached.
+    /// it (`InvalidRegion`). Cost: unwritten elements read as the fill value
+    /// and cost no request; written chunks cost one read per block not already
+    /// cached (see [`Region`]).
     pub async fn read_array<T: Element>(
         &self,
         array: &str,
-        start: &[u64],
-        shape: &[u64],
+        region: impl Into<Region>,
     ) -> Result<ndarray::ArrayD<T>> {
         self.ensure_live()?;
         let meta = self.declared(array)?;
@@ -219,15 +220,61 @@ impl<'a> DatasetView<'a> {
             });
         }
         let segment = self.segment_of(array).await?;
+        let resolved = self.checked_region::<T>(&meta, &segment, &region.into())?;
+        let data = segment
+            .read::<T>(&self.name, &resolved.origin, &resolved.extent)
+            .await?;
+        data.into_shape_with_order(ndarray::IxDyn(&resolved.shape))
+            .map_err(|e| AtlasError::corrupt(format!("{array:?} read back in another shape: {e}")))
+    }
+
+    /// Reads `region` of `array` like [`read_array`](Self::read_array), in
+    /// whatever element type it holds: the data with its fill value and the
+    /// names of the axes it keeps. `DTypeMismatch` for arrays of bool or lists.
+    pub async fn read_any(&self, array: &str, region: impl Into<Region>) -> Result<AnyArray> {
+        self.ensure_live()?;
+        let meta = self.declared(array)?;
+        let segment = self.segment_of(array).await?;
+        let resolved = self.checked_region::<u64>(&meta, &segment, &region.into())?;
         let info = self.info(&meta, &segment)?;
-        let (origin, extent) = region(array, &info.shape, start, shape)?;
-        let elements = extent
+        let data = segment
+            .read_any(&self.name, &resolved.origin, &resolved.extent)
+            .await?
+            .into_shape(&resolved.shape)
+            .ok_or_else(|| AtlasError::corrupt(format!("{array:?} read back in another shape")))?;
+        let names = info.dimension_names();
+        let dimension_names = if names.len() == resolved.kept.len() {
+            names
+                .iter()
+                .zip(&resolved.kept)
+                .filter(|(_, keep)| **keep)
+                .map(|(n, _)| n.clone())
+                .collect()
+        } else {
+            names.to_vec()
+        };
+        Ok(AnyArray::new(data, info.fill(), dimension_names))
+    }
+
+    /// Checks a region against the array's shape and the read budget. `T`
+    /// sizes the elements (8 bytes for an untyped read).
+    fn checked_region<T>(
+        &self,
+        meta: &ArrayMeta<'_>,
+        segment: &Segment,
+        region: &Region,
+    ) -> Result<Resolved> {
+        let array = meta.name();
+        let info = self.info(meta, segment)?;
+        let resolved = region.resolve(array, info.shape())?;
+        let elements = resolved
+            .extent
             .iter()
-            .try_fold(1u64, |acc, &n| acc.checked_mul(n as u64))
+            .try_fold(1u64, |acc, &n| acc.checked_mul(n))
             .ok_or_else(|| invalid(array, "the region's element count overflows"))?;
         let bytes = elements.saturating_mul(std::mem::size_of::<T>() as u64);
         let budget = segment
-            .len
+            .len()
             .saturating_mul(READ_EXPANSION)
             .max(READ_FLOOR_BYTES);
         if bytes > budget {
@@ -235,26 +282,14 @@ impl<'a> DatasetView<'a> {
                 array,
                 &format!(
                     "a region of {elements} elements ({bytes} bytes) exceeds the {budget}-byte limit for one read from a segment of {} bytes; read it in parts",
-                    segment.len
+                    segment.len()
                 ),
             ));
         }
-        let what = format!("reading {array:?} of dataset {:?}", self.name);
-        let (outcome, failure) = track_io(guarded(
-            &what,
-            segment.file.read_array::<T>(self.name, origin, extent),
-        ))
-        .await;
-        match outcome? {
-            Ok(data) => Ok(data.into_owned()),
-            Err(e) => Err(match failure {
-                Some(failure) => failure.into_error(),
-                None => AtlasError::corrupt(format!("{what}: {e}")),
-            }),
-        }
+        Ok(resolved)
     }
 
-    async fn datasets_segment(&self) -> Result<Arc<OpenSegment>> {
+    async fn datasets_segment(&self) -> Result<Arc<Segment>> {
         self.atlas.segment(DATASETS_SEGMENT).await?.ok_or_else(|| {
             AtlasError::corrupt(format!(
                 "dataset {:?} declares attributes, but the container has no {DATASETS_SEGMENT} segment",
@@ -276,10 +311,10 @@ fn invalid(array: &str, what: &str) -> AtlasError {
 pub(crate) fn check_dtype(
     array: &str,
     declared: &DType,
-    info: &ArrayInfo,
+    info: &ArrayRef<'_>,
     dataset: &str,
 ) -> Result<()> {
-    let stored = from_array_dtype(&info.dtype);
+    let stored = info.dtype();
     if stored != *declared {
         return Err(AtlasError::corrupt(format!(
             "dataset {dataset:?}, array {array:?}: the footer declares {declared}, the segment holds {stored}"
@@ -289,46 +324,45 @@ pub(crate) fn check_dtype(
 }
 
 /// The layout the segment records, with the footer's dtype (already checked equal).
-pub(crate) fn layout_of(dtype: &DType, info: &ArrayInfo) -> Result<ArrayLayout> {
-    let shape: Vec<u64> = info.shape.iter().map(|&d| u64::from(d)).collect();
+pub(crate) fn layout_of(dtype: &DType, info: &ArrayRef<'_>) -> Result<ArrayLayout> {
+    let shape: Vec<u64> = info.shape().iter().map(|&d| u64::from(d)).collect();
     let element_count = shape
         .iter()
         .try_fold(1u64, |acc, &d| acc.checked_mul(d))
         .ok_or_else(|| {
-            AtlasError::corrupt(format!("array {:?}: element count overflows", info.name))
+            AtlasError::corrupt(format!("array {:?}: element count overflows", info.name()))
         })?;
     Ok(ArrayLayout {
         dtype: dtype.clone(),
         shape,
-        chunk_shape: info.chunk_shape.iter().map(|&c| u64::from(c)).collect(),
-        dimension_names: info.dimension_names.clone(),
-        fill_value: info.fill_value.clone(),
+        chunk_shape: info.chunk_shape().iter().map(|&c| u64::from(c)).collect(),
+        dimension_names: info.dimension_names().to_vec(),
+        fill_value: info.fill(),
         element_count,
     })
 }
 
 /// The value of `key` on array `array_name` of `segment`, checked against the declared type.
 pub(crate) fn stored_attr(
-    segment: &OpenSegment,
+    segment: &Segment,
     array_name: &str,
     key: &str,
     declared: &DType,
 ) -> Result<Attr> {
-    let value = segment.file.get_attribute(array_name, key).ok_or_else(|| {
+    let attr = segment.attribute(array_name, key).ok_or_else(|| {
         AtlasError::corrupt(format!(
             "segment {:?}: dataset {array_name:?} declares attribute {key:?}, but none is stored",
-            segment.name
+            segment.name()
         ))
     })?;
-    let attr = Attr::from_stored(value);
-    check_attr_type(&attr, declared, &segment.name, array_name, key)?;
+    check_attr_type(&attr, declared, segment.name(), array_name, key)?;
     Ok(attr)
 }
 
 /// The values of the `declared` keys on array `array_name` of `segment`, in
 /// the order given, each checked against its declared type.
 fn stored_attrs<'k>(
-    segment: &OpenSegment,
+    segment: &Segment,
     array_name: &str,
     declared: impl Iterator<Item = (&'k str, &'k DType)>,
 ) -> Result<Vec<(String, Attr)>> {
@@ -357,79 +391,4 @@ pub(crate) fn check_attr_type(
         )));
     }
     Ok(())
-}
-
-/// Checks a requested region against the array's shape; returns origin and extent.
-fn region(
-    array: &str,
-    dims: &[u32],
-    start: &[u64],
-    shape: &[u64],
-) -> Result<(Vec<usize>, Vec<usize>)> {
-    let rank = dims.len();
-    if start.is_empty() && shape.is_empty() {
-        return Ok((vec![0; rank], dims.iter().map(|&d| d as usize).collect()));
-    }
-    if start.len() != rank || shape.len() != rank {
-        return Err(invalid(
-            array,
-            &format!(
-                "start has {} axes and shape {}, but the array has {rank}",
-                start.len(),
-                shape.len()
-            ),
-        ));
-    }
-    let mut origin = Vec::with_capacity(rank);
-    let mut extent = Vec::with_capacity(rank);
-    for (axis, ((&s, &n), &d)) in start.iter().zip(shape).zip(dims).enumerate() {
-        let end = s
-            .checked_add(n)
-            .ok_or_else(|| invalid(array, &format!("axis {axis}: {s} + {n} overflows")))?;
-        if end > u64::from(d) {
-            return Err(invalid(
-                array,
-                &format!("axis {axis}: region {s}..{end} is outside 0..{d}"),
-            ));
-        }
-        let (Ok(s), Ok(n)) = (usize::try_from(s), usize::try_from(n)) else {
-            return Err(invalid(array, &format!("axis {axis}: region too large")));
-        };
-        origin.push(s);
-        extent.push(n);
-    }
-    Ok((origin, extent))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::region;
-
-    #[test]
-    fn regions_must_have_the_rank_and_fit() {
-        assert_eq!(
-            region("a", &[4, 8], &[], &[]).ok(),
-            Some((vec![0, 0], vec![4, 8]))
-        );
-        assert_eq!(
-            region("a", &[4, 8], &[1, 2], &[3, 6]).ok(),
-            Some((vec![1, 2], vec![3, 6]))
-        );
-        assert!(region("a", &[4, 8], &[1], &[3]).is_err(), "wrong rank");
-        assert!(region("a", &[4, 8], &[], &[4, 8]).is_err(), "start missing");
-        assert!(
-            region("a", &[4, 8], &[2, 0], &[3, 8]).is_err(),
-            "out of bounds"
-        );
-        assert!(
-            region("a", &[4, 8], &[u64::MAX, 0], &[1, 8]).is_err(),
-            "overflow"
-        );
-        assert_eq!(region("a", &[], &[], &[]).ok(), Some((vec![], vec![])));
-        assert_eq!(
-            region("a", &[5], &[5], &[0]).ok(),
-            Some((vec![5], vec![0])),
-            "an empty region at the end is fine"
-        );
-    }
 }

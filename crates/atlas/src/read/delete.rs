@@ -4,7 +4,7 @@
 use std::collections::BTreeSet;
 
 use atlas_format::{DeletionMask, FormatError};
-use atlas_io::{UpdateError, WriteGuarantee, update_conditionally};
+use atlas_io::{UpdateError, WriteGuarantee, update_checked};
 use bytes::Bytes;
 
 use super::collection::Atlas;
@@ -51,7 +51,8 @@ impl Atlas {
                 guarantee: WriteGuarantee::Conditional,
             });
         }
-        let _one_at_a_time = self.delete_lock.lock().await;
+        let inner = self.inner();
+        let _one_at_a_time = inner.delete_lock.lock().await;
         let total = u32::try_from(footer.datasets.len())
             .map_err(|_| AtlasError::corrupt("more than u32::MAX datasets"))?;
         let mut merged: Option<DeletionMask> = None;
@@ -72,14 +73,19 @@ impl Atlas {
             Ok(bytes)
         };
         let writer_op;
-        let op = match &self.fs_root {
+        let op = match &inner.fs_root {
             Some(root) => {
                 writer_op = atlas_io::fs_operator(root)?;
                 &writer_op
             }
-            None => &self.op,
+            None => &inner.op,
         };
-        let outcome = update_conditionally(op, &self.mask_path, MAX_RETRIES, update)
+        // Read back after a conditional write: every ordinal of this delete must be there.
+        let holds = |stored: &[u8]| {
+            DeletionMask::decode(stored, total)
+                .is_ok_and(|(mask, _)| ordinals.iter().all(|&o| mask.contains(o)))
+        };
+        let outcome = update_checked(op, &inner.mask_path, MAX_RETRIES, update, holds)
             .await
             .map_err(|e| match e {
                 UpdateError::Io(io) => AtlasError::Io(io),
@@ -87,7 +93,7 @@ impl Atlas {
                 UpdateError::Contended { last, .. } => AtlasError::Io(last),
             })?;
         for w in &warnings {
-            tracing::warn!(mask = %self.mask_path, "{w}");
+            tracing::warn!(mask = %inner.mask_path, "{w}");
         }
         let mut state = self.mask_mut();
         let deleted = ordinals
@@ -99,6 +105,12 @@ impl Atlas {
         }
         for &o in &ordinals {
             state.mask.insert(o);
+        }
+        if outcome.lost_conditional_write {
+            tracing::warn!(
+                mask = %inner.mask_path,
+                "the backend's conditional writes are not atomic: a conditional mask write was lost and redone"
+            );
         }
         tracing::debug!(deleted, attempts = outcome.attempts, "deleted datasets");
         Ok(DeleteOutcome {

@@ -8,16 +8,12 @@
 //! `{"bytes": [...]}`; timestamps as integer nanoseconds; binary as a list of
 //! byte values; non-finite floats as the strings `"NaN"`, `"inf"`, `"-inf"`.
 
-use array_format::{FillValue, StatValue, TimestampNs};
-use atlas_format::DType;
+use atlas_segment::{ArrayData, ArrayStats, Attr, FillValue, Stat, for_each_array_data};
 use serde_json::{Map, Value, json};
 
 use super::collection::Atlas;
-use super::dataset::DatasetView;
-use super::stats::ArrayStats;
-use crate::attr::Attr;
-use crate::element::Element;
-use crate::error::Result;
+use super::dataset::Dataset;
+use crate::error::{AtlasError, Result};
 
 /// A float as JSON: a number, or `"NaN"` / `"inf"` / `"-inf"`.
 pub fn float_json(x: f64) -> Value {
@@ -96,13 +92,14 @@ pub fn attrs_json(attrs: &[(String, Attr)]) -> Value {
 }
 
 /// A statistic bound as `{"float": x}`, `{"int": n}`, `{"uint": n}`, `{"timestamp_ns": n}` or `{"bytes": [...]}`.
-pub fn stat_json(v: &StatValue) -> Value {
+pub fn stat_json(v: &Stat) -> Value {
     match v {
-        StatValue::Int(n) => json!({ "int": n }),
-        StatValue::UInt(n) => json!({ "uint": n }),
-        StatValue::Float(x) => json!({ "float": float_json(*x) }),
-        StatValue::TimestampNs(n) => json!({ "timestamp_ns": n }),
-        StatValue::Bytes(b) => json!({ "bytes": bytes_json(b) }),
+        Stat::Int(n) => json!({ "int": n }),
+        Stat::UInt(n) => json!({ "uint": n }),
+        Stat::Float(x) => json!({ "float": float_json(*x) }),
+        Stat::Timestamp(t) => json!({ "timestamp_ns": t.nanos() }),
+        Stat::Bytes(b) => json!({ "bytes": bytes_json(b) }),
+        _ => Value::Null,
     }
 }
 
@@ -128,45 +125,75 @@ pub fn fill_json(fill: Option<&FillValue>) -> Value {
         Some(FillValue::UInt(n)) => Value::from(*n),
         Some(FillValue::Float(x)) => float_json(*x),
         Some(FillValue::String(s)) => Value::from(s.as_str()),
-        Some(FillValue::TimestampNs(n)) => Value::from(*n),
+        Some(FillValue::Timestamp(t)) => Value::from(t.nanos()),
+        Some(_) => Value::Null,
     }
 }
 
-async fn read_flat<T: Element>(
-    view: &DatasetView<'_>,
-    array: &str,
-    f: impl Fn(&T) -> Value,
-) -> Result<Value> {
-    let data = view.read_array::<T>(array, &[], &[]).await?;
-    Ok(Value::Array(data.iter().map(f).collect()))
+/// One element as JSON.
+trait ElementJson {
+    fn json(&self) -> Value;
+}
+
+macro_rules! plain_json {
+    ($($t:ty),*) => {$(
+        impl ElementJson for $t {
+            fn json(&self) -> Value {
+                Value::from(*self)
+            }
+        }
+    )*};
+}
+plain_json!(i8, i16, i32, i64, u8, u16, u32, u64);
+
+impl ElementJson for f32 {
+    fn json(&self) -> Value {
+        f32_json(*self)
+    }
+}
+
+impl ElementJson for f64 {
+    fn json(&self) -> Value {
+        float_json(*self)
+    }
+}
+
+impl ElementJson for String {
+    fn json(&self) -> Value {
+        Value::from(self.as_str())
+    }
+}
+
+impl ElementJson for Vec<u8> {
+    fn json(&self) -> Value {
+        bytes_json(self)
+    }
+}
+
+impl ElementJson for crate::Timestamp {
+    fn json(&self) -> Value {
+        Value::from(self.nanos())
+    }
+}
+
+/// Every element of `data`, row-major, as a JSON list.
+pub fn data_json(data: &ArrayData) -> Value {
+    for_each_array_data!(data, a => Value::Array(a.iter().map(ElementJson::json).collect()))
 }
 
 /// Every element of `array`, row-major; `null` for element types the facade
 /// cannot read (bool, lists).
-pub async fn values_json(view: &DatasetView<'_>, array: &str, dtype: &DType) -> Result<Value> {
-    match dtype {
-        DType::Int8 => read_flat::<i8>(view, array, |x| Value::from(*x)).await,
-        DType::Int16 => read_flat::<i16>(view, array, |x| Value::from(*x)).await,
-        DType::Int32 => read_flat::<i32>(view, array, |x| Value::from(*x)).await,
-        DType::Int64 => read_flat::<i64>(view, array, |x| Value::from(*x)).await,
-        DType::UInt8 => read_flat::<u8>(view, array, |x| Value::from(*x)).await,
-        DType::UInt16 => read_flat::<u16>(view, array, |x| Value::from(*x)).await,
-        DType::UInt32 => read_flat::<u32>(view, array, |x| Value::from(*x)).await,
-        DType::UInt64 => read_flat::<u64>(view, array, |x| Value::from(*x)).await,
-        DType::Float32 => read_flat::<f32>(view, array, |x| f32_json(*x)).await,
-        DType::Float64 => read_flat::<f64>(view, array, |x| float_json(*x)).await,
-        DType::String => read_flat::<String>(view, array, |x| Value::from(x.as_str())).await,
-        DType::Binary => read_flat::<Vec<u8>>(view, array, |x| bytes_json(x)).await,
-        DType::TimestampNs => {
-            read_flat::<TimestampNs>(view, array, |x| Value::from(x.nanos())).await
-        }
-        DType::Bool | DType::FixedSizeList { .. } | DType::List { .. } => Ok(Value::Null),
+pub async fn values_json(view: &Dataset, array: &str) -> Result<Value> {
+    match view.read_any(array, crate::Region::all()).await {
+        Ok(any) => Ok(data_json(any.data())),
+        Err(AtlasError::DTypeMismatch { .. }) => Ok(Value::Null),
+        Err(e) => Err(e),
     }
 }
 
 /// One array of a dataset: name, dtype, dims, shape, chunk_shape, fill, stats,
 /// attributes, and (with `with_values`) values.
-pub async fn array_json(view: &DatasetView<'_>, array: &str, with_values: bool) -> Result<Value> {
+pub async fn array_json(view: &Dataset, array: &str, with_values: bool) -> Result<Value> {
     let layout = view.array_layout(array).await?;
     let stats = view.array_stats(array).await?;
     let attributes = view.array_attributes(array).await?;
@@ -189,16 +216,13 @@ pub async fn array_json(view: &DatasetView<'_>, array: &str, with_values: bool) 
     out.insert("stats".into(), stats_json(stats.as_ref()));
     out.insert("attributes".into(), attrs_json(&attributes));
     if with_values {
-        out.insert(
-            "values".into(),
-            values_json(view, array, &layout.dtype).await?,
-        );
+        out.insert("values".into(), values_json(view, array).await?);
     }
     Ok(Value::Object(out))
 }
 
 /// One dataset: name, ordinal, attributes and arrays (in definition order).
-pub async fn dataset_json(view: &DatasetView<'_>, with_values: bool) -> Result<Value> {
+pub async fn dataset_json(view: &Dataset, with_values: bool) -> Result<Value> {
     let attributes = view.attributes().await?;
     let names: Vec<String> = view
         .schema()
@@ -269,9 +293,9 @@ mod tests {
 
     #[test]
     fn stats_and_attributes_use_the_manifest_encoding() {
-        assert_eq!(stat_json(&StatValue::UInt(2)), json!({"uint": 2}));
+        assert_eq!(stat_json(&Stat::UInt(2)), json!({"uint": 2}));
         assert_eq!(
-            stat_json(&StatValue::Bytes(vec![1, 2])),
+            stat_json(&Stat::Bytes(vec![1, 2])),
             json!({"bytes": [1, 2]})
         );
         assert_eq!(

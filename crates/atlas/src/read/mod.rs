@@ -2,13 +2,15 @@
 //!
 //! - [`Atlas`] (`collection`): the open (one tail read of `data.atlas` plus the
 //!   mask, concurrently) and every catalogue question, answered from memory;
-//! - [`DatasetView`] (`dataset`): one dataset's schema, layouts, statistics,
-//!   attributes and data;
+//! - `catalogue`: the footer, the mask and their indexes, in one value;
+//! - [`Dataset`] (`dataset`): an owned handle on one dataset's schema,
+//!   layouts, statistics, attributes and data;
 //! - `across_datasets`: statistics and attribute columns over every live
 //!   dataset, one segment open and one pass each;
+//! - [`Region`] (`region`): which part of an array a read returns;
 //! - `delete`: the deletion mask, one GET and one PUT per batch;
-//! - `segments` and `segment_footer`: each variable's segment opened once,
-//!   screened, and handed to array-format;
+//! - segments come from `atlas-segment`'s `SegmentSet`: each opened once,
+//!   screened, on first use;
 //! - [`json`]: the manifest-shaped JSON renderings the `dump` example and the CLI print.
 
 #![cfg_attr(
@@ -22,17 +24,17 @@
 )]
 
 mod across_datasets;
+mod catalogue;
 mod collection;
 mod dataset;
 mod delete;
 pub mod json;
-mod segment_footer;
-mod segments;
+mod region;
 mod stats;
 
-pub use array_format::{FillValue, StatValue};
 pub use atlas_io::WriteGuarantee;
 pub use collection::{Atlas, OpenOptions, VariableInfo};
-pub use dataset::{ArrayLayout, DatasetView};
+pub use dataset::{ArrayLayout, Dataset};
 pub use delete::DeleteOutcome;
-pub use stats::{ArrayStats, DatasetStats};
+pub use region::{Region, Selection};
+pub use stats::DatasetStats;

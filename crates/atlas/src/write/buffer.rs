@@ -13,11 +13,10 @@ use std::any::Any;
 use std::collections::BTreeMap;
 use std::ops::Range;
 
-use array_format::{ArrayWriter, FillValue};
 use atlas_format::DType;
+use atlas_segment::{Element, FillValue, SegmentError, SegmentWriter};
 use ndarray::{ArrayViewD, ArrayViewMutD, IxDyn, Slice};
 
-use crate::element::Element;
 use crate::error::{AtlasError, Result};
 
 /// The geometry of one array as array-format will store it.
@@ -142,7 +141,7 @@ pub(crate) trait ArrayBuffer: Send + Sync {
     /// chunk past `u32` offsets); run before anything is pushed.
     fn check_encodable(&self, array: &str) -> Result<()>;
     /// Defines the array as `name` in `writer` and writes every touched chunk.
-    fn push(&self, writer: &mut ArrayWriter, name: &str) -> array_format::Result<()>;
+    fn push(&self, writer: &mut SegmentWriter, name: &str) -> Result<(), SegmentError>;
 }
 
 /// The typed buffer of one array.
@@ -281,13 +280,6 @@ pub(super) fn grid_coords(ranges: &[Range<u64>]) -> impl Iterator<Item = Vec<u64
     })
 }
 
-fn to_usizes(v: &[u64]) -> Vec<usize> {
-    // Every value was checked against u32::MAX at definition.
-    v.iter()
-        .map(|&x| usize::try_from(x).unwrap_or(usize::MAX))
-        .collect()
-}
-
 impl<T: Element> ArrayBuffer for TypedBuffer<T> {
     fn dtype(&self) -> DType {
         T::ATLAS_DTYPE
@@ -336,22 +328,26 @@ impl<T: Element> ArrayBuffer for TypedBuffer<T> {
         Ok(())
     }
 
-    fn push(&self, writer: &mut ArrayWriter, name: &str) -> array_format::Result<()> {
+    fn push(&self, writer: &mut SegmentWriter, name: &str) -> Result<(), SegmentError> {
         let g = &self.geometry;
         writer.define_array::<T>(
             name,
             g.dimension_names.clone(),
-            to_usizes(&g.shape),
-            g.declared_chunk_shape.as_deref().map(to_usizes),
-            self.fill.clone(),
+            &g.shape,
+            g.declared_chunk_shape.as_deref(),
+            self.fill.as_ref(),
         )?;
         for (coord, values) in &self.chunks {
             let ranges = g.chunk_ranges(coord);
-            let origin: Vec<usize> = ranges.iter().map(|r| r.start as usize).collect();
+            let origin: Vec<u64> = ranges.iter().map(|r| r.start).collect();
             let shape: Vec<usize> = ranges.iter().map(|r| (r.end - r.start) as usize).collect();
-            let view = ArrayViewD::from_shape(IxDyn(&shape), values.as_slice())
-                .map_err(|e| array_format::Error::InvalidFooter(e.to_string()))?;
-            writer.write_array(name, origin, view)?;
+            let view = ArrayViewD::from_shape(IxDyn(&shape), values.as_slice()).map_err(|e| {
+                SegmentError::InvalidRegion {
+                    array: name.to_owned(),
+                    what: format!("chunk buffer: {e}"),
+                }
+            })?;
+            writer.write_array(name, &origin, view)?;
         }
         Ok(())
     }

@@ -1,13 +1,14 @@
 //! [`AtlasWriter`]: builds one collection and commits it in a single streaming pass.
 
 use std::collections::{HashMap, HashSet};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 
 use atlas_format::{
-    ArrayDecl, CONTAINER_FILE, DATASETS_SEGMENT, DType, DatasetSchema, FooterBuilder, MASK_FILE,
-    Trailer, encode_header, validate_name,
+    CONTAINER_FILE, DATASETS_SEGMENT, FooterBuilder, MASK_FILE, Trailer, encode_header,
+    validate_name,
 };
-use atlas_io::{IoError, IoErrorKind, SinkError, SinkStore};
+use atlas_io::IoError;
+use atlas_segment::ContainerSink;
 use bytes::Bytes;
 use indexmap::IndexSet;
 use opendal::Operator;
@@ -15,9 +16,9 @@ use smol_str::SmolStr;
 
 use super::config::WriterConfig;
 use super::dataset::DatasetWriter;
+use super::state::{Phase, SchemaKey, Shared, SlotStatus, State};
 use super::variables::Variables;
 use crate::error::{AtlasError, Result};
-use crate::guard::guarded;
 
 /// Part size of the container upload on object stores (multipart).
 const UPLOAD_CHUNK: usize = 8 << 20;
@@ -33,156 +34,6 @@ pub struct WriteSummary {
     pub container_bytes: u64,
     /// Each segment's variable name and length, in container order.
     pub segments: Vec<(String, u64)>,
-}
-
-/// Keys and value types of attributes, in set order.
-pub(crate) type AttrKeys = Vec<(SmolStr, DType)>;
-
-/// A dataset's declaration without shapes: what the footer's schema pool holds.
-/// Hashable, so datasets of one declaration share one entry while writing.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub(crate) struct SchemaKey {
-    /// `(array, dtype, array attribute keys and types)` in definition order.
-    pub arrays: Vec<(SmolStr, DType, AttrKeys)>,
-    /// Dataset-level attribute keys and types, in set order.
-    pub attrs: AttrKeys,
-}
-
-impl SchemaKey {
-    fn to_schema(&self) -> DatasetSchema {
-        DatasetSchema {
-            arrays: self
-                .arrays
-                .iter()
-                .map(|(name, dtype, attributes)| ArrayDecl {
-                    name: name.clone(),
-                    dtype: dtype.clone(),
-                    attributes: attributes.clone(),
-                })
-                .collect(),
-            attributes: self.attrs.clone(),
-        }
-    }
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum SlotStatus {
-    /// A `DatasetWriter` holds it.
-    Open,
-    /// Its `finish` is pushing arrays into the variables.
-    Finishing,
-    /// Finished: in the collection with this (local) schema.
-    Done(u32),
-    /// Aborted, dropped or failed: not in the collection; later ordinals close up.
-    Gone,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Phase {
-    Open,
-    Committing,
-    Committed,
-    Failed,
-    Dropped,
-}
-
-pub(crate) struct State {
-    phase: Phase,
-    /// Set when a push failed half-way: some segment holds an array that must not exist.
-    poisoned: Option<String>,
-    /// Every name handed out, including abandoned ones.
-    names: HashSet<SmolStr>,
-    /// One per `add_dataset`, in call order.
-    slots: Vec<(SmolStr, SlotStatus)>,
-    /// Distinct declarations of finished datasets.
-    schemas: IndexSet<SchemaKey>,
-}
-
-/// What every writer of one collection shares.
-pub(crate) struct Shared {
-    pub(crate) config: WriterConfig,
-    op: Operator,
-    container_path: String,
-    state: Mutex<State>,
-    pub(crate) variables: Variables,
-}
-
-impl Shared {
-    pub(crate) fn state(&self) -> MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    /// Moves slot `slot` from `Open` to `Finishing`; refuses if the collection
-    /// is no longer accepting datasets.
-    pub(crate) fn begin_finish(&self, slot: usize) -> Result<()> {
-        let mut st = self.state();
-        st.check_accepting()?;
-        match st.slots.get_mut(slot) {
-            Some((_, status @ SlotStatus::Open)) => {
-                *status = SlotStatus::Finishing;
-                Ok(())
-            }
-            _ => Err(AtlasError::invalid_use(
-                "this dataset writer is no longer open",
-            )),
-        }
-    }
-
-    /// Records the outcome of a dataset's finish.
-    pub(crate) fn end_finish(&self, slot: usize, outcome: std::result::Result<SchemaKey, String>) {
-        let mut st = self.state();
-        let status = match outcome {
-            Ok(key) => {
-                let (id, _) = st.schemas.insert_full(key);
-                SlotStatus::Done(u32::try_from(id).unwrap_or(u32::MAX))
-            }
-            Err(reason) => {
-                if st.poisoned.is_none() {
-                    tracing::warn!(%reason, "collection writer poisoned");
-                    st.poisoned = Some(reason);
-                }
-                SlotStatus::Gone
-            }
-        };
-        if let Some((_, s)) = st.slots.get_mut(slot) {
-            *s = status;
-        }
-    }
-
-    /// Marks an open slot as abandoned (drop or abort of its writer).
-    pub(crate) fn abandon(&self, slot: usize) {
-        let mut st = self.state();
-        if let Some((_, s @ SlotStatus::Open)) = st.slots.get_mut(slot) {
-            *s = SlotStatus::Gone;
-        }
-    }
-}
-
-impl State {
-    fn check_accepting(&self) -> Result<()> {
-        match self.phase {
-            Phase::Open => {}
-            Phase::Committing | Phase::Committed => {
-                return Err(AtlasError::invalid_use(
-                    "the collection writer has already been finished",
-                ));
-            }
-            Phase::Failed => {
-                return Err(AtlasError::invalid_use("the collection writer failed"));
-            }
-            Phase::Dropped => {
-                return Err(AtlasError::invalid_use(
-                    "the collection writer was dropped; nothing will be committed",
-                ));
-            }
-        }
-        if let Some(reason) = &self.poisoned {
-            return Err(AtlasError::invalid_use(format!(
-                "the collection writer is unusable after an earlier failure: {reason}"
-            )));
-        }
-        Ok(())
-    }
 }
 
 /// Builds one collection. Cheap to share (`Send + Sync`): call
@@ -216,18 +67,6 @@ async fn exists(op: &Operator, path: &str) -> Result<bool> {
         Ok(_) => Ok(true),
         Err(e) if e.kind() == opendal::ErrorKind::NotFound => Ok(false),
         Err(e) => Err(IoError::from_opendal(e, "stat", path).into()),
-    }
-}
-
-fn sink_error(e: SinkError) -> AtlasError {
-    match e {
-        SinkError::Io(io) => AtlasError::Io(io),
-        other => AtlasError::Io(IoError::new(
-            IoErrorKind::Other,
-            "write",
-            CONTAINER_FILE,
-            other.to_string(),
-        )),
     }
 }
 
@@ -386,7 +225,7 @@ fn take_plan(shared: &Shared) -> Result<Plan> {
 }
 
 /// Aborts the container upload if the commit is dropped half-way (a cancelled future).
-struct AbortOnDrop(Option<SinkStore>);
+struct AbortOnDrop(Option<ContainerSink>);
 
 impl Drop for AbortOnDrop {
     fn drop(&mut self) {
@@ -404,7 +243,8 @@ async fn commit(shared: &Shared) -> Result<WriteSummary> {
     let plan = take_plan(shared)?;
 
     // Footer pools, in ordinal order, so equal input gives an equal footer.
-    let mut builder = FooterBuilder::new(shared.config.codec, now_unix_ms());
+    let created = shared.config.created_unix_ms.unwrap_or_else(now_unix_ms);
+    let mut builder = FooterBuilder::new(shared.config.codec, created);
     let mut pool_ids: HashMap<u32, u32> = HashMap::new();
     let mut order: IndexSet<SmolStr> = IndexSet::new();
     let mut dataset_attrs = false;
@@ -445,11 +285,15 @@ async fn commit(shared: &Shared) -> Result<WriteSummary> {
     let writer = request
         .await
         .map_err(|e| IoError::from_opendal(e, "write", path))?;
-    let sink = SinkStore::new(writer, path);
+    let sink = ContainerSink::new(writer, path);
     let mut guard = AbortOnDrop(Some(sink.clone()));
 
     let result = match stream(shared, &sink, builder, &order).await {
-        Ok(summary) => sink.close().await.map(|_| summary).map_err(sink_error),
+        Ok(summary) => sink
+            .close()
+            .await
+            .map(|_| summary)
+            .map_err(AtlasError::from),
         Err(e) => Err(e),
     };
     guard.0 = None;
@@ -468,7 +312,7 @@ async fn commit(shared: &Shared) -> Result<WriteSummary> {
 /// Leaves nothing that opens after a failed commit: aborts the upload, and
 /// where the backend cannot abort (fs without an atomic write dir writes in
 /// place) deletes the partial object, which `if_not_exists` made ours.
-async fn discard(op: &Operator, sink: &SinkStore, path: &str, ours: bool) {
+async fn discard(op: &Operator, sink: &ContainerSink, path: &str, ours: bool) {
     match sink.abort().await {
         Ok(()) => {}
         Err(abort) if ours => {
@@ -505,16 +349,14 @@ fn pre_intern(builder: &mut FooterBuilder, key: &SchemaKey) {
 
 async fn stream(
     shared: &Shared,
-    sink: &SinkStore,
+    sink: &ContainerSink,
     mut builder: FooterBuilder,
     order: &IndexSet<SmolStr>,
 ) -> Result<WriteSummary> {
     sink.write_raw(Bytes::copy_from_slice(&encode_header()))
-        .await
-        .map_err(sink_error)?;
-    let store: Arc<dyn object_store::ObjectStore> = Arc::new(sink.clone());
+        .await?;
     let mut segments = Vec::with_capacity(order.len());
-    for (i, name) in order.iter().enumerate() {
+    for name in order {
         let writer = shared
             .variables
             .get(name)
@@ -522,14 +364,7 @@ async fn stream(
             .ok_or_else(|| {
                 AtlasError::corrupt(format!("variable {name:?} has no segment writer"))
             })?;
-        let seg_path = object_store::path::Path::from(format!("segment-{i}"));
-        let what = format!("writing segment {name:?}");
-        let finished = guarded(&what, writer.finish(store.clone(), seg_path.clone())).await?;
-        // The returned reader is built from the footer in memory; nothing is read back.
-        drop(finished.map_err(|e| segment_error(name, e))?);
-        let written = sink.segment(&seg_path).ok_or_else(|| {
-            AtlasError::corrupt(format!("segment {name:?} was not recorded by the sink"))
-        })?;
+        let written = writer.finish(sink).await?;
         let entry = builder.push_variable(name, written.len)?;
         if entry.seg_offset != written.offset {
             return Err(AtlasError::corrupt(format!(
@@ -542,10 +377,7 @@ async fn stream(
     let footer_start = builder.next_offset();
     let footer = builder.finish().encode()?;
     let footer_len = footer.len() as u64;
-    let at = sink
-        .write_raw(Bytes::from(footer))
-        .await
-        .map_err(sink_error)?;
+    let at = sink.write_raw(Bytes::from(footer)).await?;
     if at != footer_start {
         return Err(AtlasError::corrupt(format!(
             "footer landed at byte {at}, expected {footer_start}"
@@ -555,31 +387,10 @@ async fn stream(
         footer_size: footer_len,
     }
     .encode();
-    let end = sink
-        .write_raw(Bytes::copy_from_slice(&trailer))
-        .await
-        .map_err(sink_error)?
-        + trailer.len() as u64;
+    let end = sink.write_raw(Bytes::copy_from_slice(&trailer)).await? + trailer.len() as u64;
     Ok(WriteSummary {
         datasets: 0,
         container_bytes: end,
         segments,
     })
-}
-
-/// An array-format failure while finishing a segment: storage errors keep their text.
-fn segment_error(name: &str, e: array_format::Error) -> AtlasError {
-    let io = |msg: String| {
-        AtlasError::Io(IoError::new(
-            IoErrorKind::Other,
-            "write",
-            CONTAINER_FILE,
-            format!("segment {name:?}: {msg}"),
-        ))
-    };
-    match e {
-        array_format::Error::Storage(msg) => io(msg),
-        array_format::Error::Io(err) => io(err.to_string()),
-        other => AtlasError::corrupt(format!("segment {name:?}: {other}")),
-    }
 }

@@ -1,6 +1,7 @@
 //! How a collection is written: block codec, zstd level, block size.
 
 use atlas_format::Codec;
+use atlas_segment::WriteOptions;
 
 use crate::error::{AtlasError, Result};
 
@@ -16,6 +17,10 @@ pub struct WriterConfig {
     pub zstd_level: i32,
     /// Raw bytes packed into one block before it is compressed; default 8 MiB.
     pub block_target_size: usize,
+    /// The creation time the footer records, in milliseconds since the Unix
+    /// epoch; `None` (default) takes the clock at commit. Fix it to write a
+    /// collection byte for byte reproducibly.
+    pub created_unix_ms: Option<i64>,
 }
 
 /// Default zstd level of [`WriterConfig`].
@@ -26,12 +31,27 @@ impl Default for WriterConfig {
         Self {
             codec: Codec::Zstd,
             zstd_level: DEFAULT_ZSTD_LEVEL,
-            block_target_size: array_format::DEFAULT_BLOCK_TARGET_SIZE,
+            block_target_size: atlas_segment::DEFAULT_BLOCK_TARGET_SIZE,
+            created_unix_ms: None,
         }
     }
 }
 
 impl WriterConfig {
+    /// Records `unix_ms` as the creation time instead of the clock at commit.
+    pub fn with_created_unix_ms(mut self, unix_ms: i64) -> Self {
+        self.created_unix_ms = Some(unix_ms);
+        self
+    }
+
+    /// How the segment writers compress their blocks.
+    pub(crate) fn segment_options(&self) -> WriteOptions {
+        WriteOptions::default()
+            .codec(self.codec)
+            .zstd_level(self.zstd_level)
+            .block_target_size(self.block_target_size)
+    }
+
     /// Checks the options before anything is written.
     pub(crate) fn validate(&self) -> Result<()> {
         if self.block_target_size == 0 {

@@ -2,19 +2,16 @@
 
 use std::sync::Arc;
 
-use array_format::{ArrayWriter, FillValue};
 use atlas_format::{DATASETS_SEGMENT, validate_name};
+use atlas_segment::{Attr, Element, FillValue, SegmentWriter};
 use indexmap::IndexMap;
 use ndarray::ArrayViewD;
 use smol_str::SmolStr;
 
 use super::buffer::{ArrayBuffer, Geometry, TypedBuffer};
-use super::collection::{SchemaKey, Shared};
+use super::state::{SchemaKey, Shared};
 use super::variables::{PushJob, Variable, push_blocking, push_ready};
-use crate::attr::Attr;
-use crate::element::Element;
 use crate::error::{AtlasError, Result};
-use crate::guard::guarded_sync;
 
 /// One dataset under construction. Owned and `Send`: build many at once on
 /// different tasks. Nothing reaches the collection until [`finish`](Self::finish);
@@ -112,10 +109,10 @@ impl DatasetWriter {
         self.define_array_with_fill::<T>(name, dimension_names, shape, chunk_shape, fill)
     }
 
-    /// [`define_array`](Self::define_array) with array-format's own fill value,
-    /// as a reader reports it (e.g. to copy an array exactly). The variant must
-    /// be one array-format applies to `T` (`Int`/`UInt`/`Float` for numbers,
-    /// `TimestampNs`/`Int` for timestamps, `String` for strings).
+    /// [`define_array`](Self::define_array) with a [`FillValue`], as a reader
+    /// reports it (e.g. to copy an array exactly). The variant must be one that
+    /// applies to `T` (`Int`/`UInt`/`Float` for numbers, `Timestamp`/`Int` for
+    /// timestamps, `String` for strings).
     pub fn define_array_with_fill<T: Element>(
         &mut self,
         name: &str,
@@ -315,7 +312,7 @@ impl PushJob for DatasetJob {
         }
     }
 
-    fn run(&self, writer: &mut ArrayWriter) -> Result<()> {
+    fn run(&self, writer: &mut SegmentWriter) -> Result<()> {
         run(writer, &self.dataset, &self.job)
     }
 }
@@ -420,41 +417,20 @@ impl Drop for Push {
     }
 }
 
-fn run(writer: &mut ArrayWriter, dataset: &str, job: &Job) -> Result<()> {
-    // Names go into the message only on failure: this runs once per array.
-    let what = || match job {
-        Job::Array(name, _) => format!("array {name:?} of dataset {dataset:?}"),
-        Job::Attributes(_) => format!("the attributes of dataset {dataset:?}"),
+fn run(writer: &mut SegmentWriter, dataset: &str, job: &Job) -> Result<()> {
+    let attrs = match job {
+        Job::Array(_, entry) => {
+            entry.buffer.push(writer, dataset)?;
+            &entry.attrs
+        }
+        Job::Attributes(attrs) => {
+            // A rank-0 UInt8 array, never written, that only carries attributes.
+            writer.define_array::<u8>(dataset, Vec::new(), &[], None, None)?;
+            attrs
+        }
     };
-    let pushed = guarded_sync(
-        "pushing a dataset into a segment",
-        || -> array_format::Result<()> {
-            let attrs = match job {
-                Job::Array(_, entry) => {
-                    entry.buffer.push(writer, dataset)?;
-                    &entry.attrs
-                }
-                Job::Attributes(attrs) => {
-                    // A rank-0 UInt8 array, never written, that only carries attributes.
-                    writer.define_array::<u8>(dataset, Vec::new(), Vec::new(), None, None)?;
-                    attrs
-                }
-            };
-            for (key, value) in attrs {
-                writer.set_attribute(dataset, key, value.to_stored())?;
-            }
-            Ok(())
-        },
-    );
-    match pushed {
-        Ok(Ok(())) => Ok(()),
-        Ok(Err(array_format::Error::Io(io))) => Err(AtlasError::Io(atlas_io::IoError::new(
-            atlas_io::IoErrorKind::Other,
-            "write",
-            "block temp file",
-            format!("writing {}: {io}", what()),
-        ))),
-        Ok(Err(other)) => Err(AtlasError::corrupt(format!("writing {}: {other}", what()))),
-        Err(panicked) => Err(AtlasError::corrupt(format!("{panicked} ({})", what()))),
+    for (key, value) in attrs {
+        writer.set_attribute(dataset, key, value)?;
     }
+    Ok(())
 }

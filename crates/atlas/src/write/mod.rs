@@ -8,11 +8,11 @@
 //! pass. `docs/write-path.md` has the whole story.
 
 mod buffer;
-mod codec;
 mod collection;
 mod config;
 mod dataset;
 mod rewrite;
+mod state;
 mod variables;
 
 pub use collection::{AtlasWriter, WriteSummary};

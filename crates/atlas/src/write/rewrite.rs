@@ -12,13 +12,13 @@ use std::ops::Range;
 use futures::StreamExt;
 use ndarray::{ArrayD, Slice};
 
+use atlas_segment::{ArrayStats, Element, for_each_array_data};
+
 use super::buffer::grid_coords;
 use super::collection::{AtlasWriter, WriteSummary};
 use super::dataset::DatasetWriter;
-use crate::element::Element;
 use crate::error::{AtlasError, Result};
-use crate::read::{ArrayLayout, ArrayStats, Atlas, DatasetView};
-use crate::{DType, TimestampNs};
+use crate::read::{ArrayLayout, Atlas, Dataset};
 
 /// Datasets copied at once (reads of one overlap compression of another).
 const DATASETS_IN_FLIGHT: usize = 4;
@@ -62,7 +62,7 @@ pub async fn rewrite(
     dst.finish().await
 }
 
-async fn copy_dataset(view: &DatasetView<'_>, dst: &mut DatasetWriter) -> Result<()> {
+async fn copy_dataset(view: &Dataset, dst: &mut DatasetWriter) -> Result<()> {
     let arrays: Vec<String> = view
         .schema()
         .arrays()
@@ -82,47 +82,41 @@ async fn copy_dataset(view: &DatasetView<'_>, dst: &mut DatasetWriter) -> Result
     Ok(())
 }
 
+/// Copies one array whatever its element type: an empty read through
+/// `read_any` says which type, then the typed copy runs with it.
 async fn copy_array_any(
-    view: &DatasetView<'_>,
+    view: &Dataset,
     dst: &mut DatasetWriter,
     array: &str,
     layout: &ArrayLayout,
     stats: Option<&ArrayStats>,
 ) -> Result<()> {
-    macro_rules! copy {
-        ($t:ty) => {
-            copy_array::<$t>(view, dst, array, layout, stats).await
-        };
-    }
-    match &layout.dtype {
-        DType::Int8 => copy!(i8),
-        DType::Int16 => copy!(i16),
-        DType::Int32 => copy!(i32),
-        DType::Int64 => copy!(i64),
-        DType::UInt8 => copy!(u8),
-        DType::UInt16 => copy!(u16),
-        DType::UInt32 => copy!(u32),
-        DType::UInt64 => copy!(u64),
-        DType::Float32 => copy!(f32),
-        DType::Float64 => copy!(f64),
-        DType::String => copy!(String),
-        DType::Binary => copy!(Vec<u8>),
-        DType::TimestampNs => copy!(TimestampNs),
-        other @ (DType::Bool | DType::FixedSizeList { .. } | DType::List { .. }) => {
-            Err(AtlasError::invalid_use(format!(
-                "array {array:?} of dataset {:?} holds {other}, which this library cannot copy",
+    let nothing = vec![0u64; layout.shape.len()];
+    let probe = match Box::pin(view.read_any(array, crate::Region::block(&nothing, &nothing))).await
+    {
+        Ok(probe) => probe.into_data(),
+        Err(AtlasError::DTypeMismatch { stored, .. }) => {
+            return Err(AtlasError::invalid_use(format!(
+                "array {array:?} of dataset {:?} holds {stored}, which this library cannot copy",
                 view.name()
-            )))
+            )));
         }
-    }
+        Err(e) => return Err(e),
+    };
+    // Boxed: thirteen typed copies inline would make this future large
+    // enough to overflow a thread's stack in debug builds.
+    for_each_array_data!(probe, typed => {
+        Box::pin(copy_array(view, dst, array, layout, stats, &typed)).await
+    })
 }
 
-async fn copy_array<T: Element + PartialEq>(
-    view: &DatasetView<'_>,
+async fn copy_array<T: Element>(
+    view: &Dataset,
     dst: &mut DatasetWriter,
     array: &str,
     layout: &ArrayLayout,
     stats: Option<&ArrayStats>,
+    _element_type: &ArrayD<T>,
 ) -> Result<()> {
     let dims: Vec<&str> = layout.dimension_names.iter().map(String::as_str).collect();
     dst.define_array_with_fill::<T>(
@@ -147,7 +141,7 @@ async fn copy_array<T: Element + PartialEq>(
         .saturating_mul(std::mem::size_of::<T>() as u64)
         <= WHOLE_ARRAY_READ;
     let all: Option<ArrayD<T>> = if whole {
-        let a = view.read_array::<T>(array, &[], &[]).await?;
+        let a = view.read_array::<T>(array, crate::Region::all()).await?;
         let shape: Vec<u64> = a.shape().iter().map(|&n| n as u64).collect();
         if shape != layout.shape {
             return Err(AtlasError::corrupt(format!(
@@ -184,7 +178,10 @@ async fn copy_array<T: Element + PartialEq>(
                     Slice::from(start[i] as usize..(start[i] + extent[i]) as usize)
                 })
                 .to_owned(),
-            None => view.read_array::<T>(array, &start, &extent).await?,
+            None => {
+                view.read_array::<T>(array, crate::Region::block(&start, &extent))
+                    .await?
+            }
         };
         if skip_fill_chunks && chunk.iter().all(|v| *v == fill) {
             continue;

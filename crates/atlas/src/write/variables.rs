@@ -15,18 +15,16 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard, TryLockError};
 
-use array_format::ArrayWriter;
+use atlas_segment::SegmentWriter;
 use smol_str::SmolStr;
 
-use super::codec::new_array_writer;
 use super::config::WriterConfig;
 use crate::error::Result;
-use crate::guard::guarded_sync;
 
 /// What one variable's lock protects.
 #[derive(Default)]
 pub(crate) struct VarState {
-    writer: Option<ArrayWriter>,
+    writer: Option<SegmentWriter>,
     /// Bytes in the writer's open (not yet compressed) block, as array-format
     /// fills it: one allocation per chunk pushed, flushed once it reaches the
     /// block target size.
@@ -35,6 +33,7 @@ pub(crate) struct VarState {
 
 /// One variable: a segment under construction.
 pub(crate) struct Variable {
+    name: SmolStr,
     state: Mutex<VarState>,
 }
 
@@ -43,7 +42,7 @@ pub(crate) trait PushJob {
     /// Encoded bytes of each chunk the push allocates, in order.
     fn chunk_bytes(&self) -> Vec<u64>;
     /// Does the push.
-    fn run(&self, writer: &mut ArrayWriter) -> Result<()>;
+    fn run(&self, writer: &mut SegmentWriter) -> Result<()>;
 }
 
 impl Variable {
@@ -63,7 +62,7 @@ impl Variable {
     }
 
     /// Takes the finished writer out (at commit).
-    pub(crate) fn take(&self) -> Option<ArrayWriter> {
+    pub(crate) fn take(&self) -> Option<SegmentWriter> {
         self.lock().writer.take()
     }
 }
@@ -85,6 +84,7 @@ fn simulate(mut open: u64, chunks: &[u64], target: u64) -> (bool, u64) {
 /// Runs `job` on the locked variable, creating its writer (and block temp
 /// file) on first use.
 fn run_locked<J: PushJob>(
+    name: &str,
     state: &mut VarState,
     config: &WriterConfig,
     job: &J,
@@ -92,11 +92,7 @@ fn run_locked<J: PushJob>(
 ) -> Result<()> {
     let writer = match &mut state.writer {
         Some(w) => w,
-        slot @ None => {
-            // array-format `expect`s on creating its block temp file.
-            let w = guarded_sync("creating a variable writer", || new_array_writer(config))?;
-            slot.insert(w)
-        }
+        slot @ None => slot.insert(SegmentWriter::new(name, &config.segment_options())?),
     };
     job.run(writer)?;
     state.open_block = simulate(state.open_block, chunks, config.block_target_size as u64).1;
@@ -122,7 +118,7 @@ pub(crate) fn push_ready<J: PushJob>(
             left.push((var, job));
             continue;
         }
-        run_locked(&mut state, config, &job, &chunks)?;
+        run_locked(&var.name, &mut state, config, &job, &chunks)?;
     }
     Ok(left)
 }
@@ -140,7 +136,7 @@ pub(crate) fn push_blocking<J: PushJob>(
             let (var, job) = &jobs[i];
             let done = match var.try_lock() {
                 Some(mut state) => {
-                    run_locked(&mut state, config, job, &job.chunk_bytes())?;
+                    run_locked(&var.name, &mut state, config, job, &job.chunk_bytes())?;
                     true
                 }
                 None => false,
@@ -155,7 +151,7 @@ pub(crate) fn push_blocking<J: PushJob>(
         if !progressed {
             let (var, job) = jobs.remove(0);
             let mut state = var.lock();
-            run_locked(&mut state, config, &job, &job.chunk_bytes())?;
+            run_locked(&var.name, &mut state, config, &job, &job.chunk_bytes())?;
         }
     }
     Ok(())
@@ -186,6 +182,7 @@ impl Variables {
                     .entry(SmolStr::new(name))
                     .or_insert_with(|| {
                         Arc::new(Variable {
+                            name: SmolStr::new(name),
                             state: Mutex::new(VarState::default()),
                         })
                     })

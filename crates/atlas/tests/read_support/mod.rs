@@ -1,17 +1,16 @@
 //! Shared helpers of the read-path tests: operators over fixtures, a counting
-//! layer, and builders of synthetic collections (array-format segments,
-//! `FooterBuilder`, `assemble`), independent of the writer.
+//! layer, and builders of synthetic collections (segments written with
+//! atlas-segment's `SegmentWriter`, `FooterBuilder`, `assemble`), independent
+//! of the facade's writer.
 
 #![allow(dead_code)]
 
 use std::path::PathBuf;
-use std::sync::Arc;
 
-use array_format::{ArrayWriter, AttributeValue, WriterConfig, ZstdCodec};
-use atlas::{Codec, DType};
+use atlas::{Attr, Codec, DType};
 use atlas_format::{ArrayDecl, DatasetSchema, FooterBuilder, assemble};
 use atlas_io::{CountingLayer, RequestStats};
-use object_store::ObjectStoreExt;
+use atlas_segment::{SegmentWriter, WriteOptions};
 use opendal::Operator;
 use smol_str::SmolStr;
 
@@ -71,24 +70,14 @@ pub fn join(prefix: &str, file: &str) -> String {
     }
 }
 
-/// The bytes of a finished array-format file.
-pub async fn finish_segment(writer: ArrayWriter) -> Vec<u8> {
-    let store = Arc::new(object_store::memory::InMemory::new());
-    let path = object_store::path::Path::from("segment");
-    writer.finish(store.clone(), path.clone()).await.unwrap();
-    store
-        .get(&path)
-        .await
-        .unwrap()
-        .bytes()
-        .await
-        .unwrap()
-        .to_vec()
+/// The bytes of a finished segment.
+pub async fn finish_segment(writer: SegmentWriter) -> Vec<u8> {
+    writer.finish_to_bytes().await.unwrap().to_vec()
 }
 
 /// A writer for one segment, zstd blocks.
-pub fn segment_writer() -> ArrayWriter {
-    ArrayWriter::new(WriterConfig::new(ZstdCodec::default()))
+pub fn segment_writer() -> SegmentWriter {
+    SegmentWriter::new("test", &WriteOptions::default()).unwrap()
 }
 
 /// Name of dataset `i` of a uniform collection.
@@ -114,17 +103,17 @@ pub async fn uniform_collection(n: usize) -> Vec<u8> {
     for i in 0..n {
         let name = uniform_name(i);
         footer.push_dataset(&name, schema).unwrap();
-        v.define_array::<f32>(&name, vec!["x".into()], vec![4], None, None)
+        v.define_array::<f32>(&name, vec!["x".into()], &[4], None, None)
             .unwrap();
         let base = (i * 10) as f32;
         let data =
             ndarray::Array::from_vec(vec![base, base + 1.0, base + 2.0, base + 3.0]).into_dyn();
-        v.write_array(&name, vec![0], data.view()).unwrap();
-        v.set_attribute(&name, "units", AttributeValue::String("K".into()))
+        v.write_array(&name, &[0], data.view()).unwrap();
+        v.set_attribute(&name, "units", &Attr::String("K".into()))
             .unwrap();
-        d.define_array::<u8>(&name, vec![], vec![], None, None)
+        d.define_array::<u8>(&name, vec![], &[], None, None)
             .unwrap();
-        d.set_attribute(&name, "idx", AttributeValue::Int64(i as i64))
+        d.set_attribute(&name, "idx", &Attr::Int64(i as i64))
             .unwrap();
     }
     let v = finish_segment(v).await;

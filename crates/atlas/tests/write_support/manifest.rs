@@ -4,8 +4,9 @@
 
 use std::path::{Path, PathBuf};
 
-use array_format::{ArrayElement, FillValue, StatValue};
-use atlas::{AtlasWriter, Attr, Codec, DatasetWriter, Element, TimestampNs, WriterConfig};
+use atlas::{
+    AtlasWriter, Attr, Codec, DatasetWriter, Element, FillValue, Stat, Timestamp, WriterConfig,
+};
 use atlas_format::DeletionMask;
 use ndarray::{ArrayD, IxDyn, Slice};
 use serde_json::Value;
@@ -78,9 +79,9 @@ impl FromJson for Vec<u8> {
     }
 }
 
-impl FromJson for TimestampNs {
+impl FromJson for Timestamp {
     fn from_json(v: &Value) -> Self {
-        TimestampNs(v.as_i64().expect("nanoseconds"))
+        Timestamp(v.as_i64().expect("nanoseconds"))
     }
 }
 
@@ -211,7 +212,7 @@ fn build_any(d: &mut DatasetWriter, a: &Value) {
         "float64" => build_array::<f64>(d, a),
         "string" => build_array::<String>(d, a),
         "binary" => build_array::<Vec<u8>>(d, a),
-        "timestamp_ns" => build_array::<TimestampNs>(d, a),
+        "timestamp_ns" => build_array::<Timestamp>(d, a),
         other => panic!("unknown dtype {other}"),
     }
 }
@@ -260,25 +261,26 @@ fn fill_matches(stored: &Option<FillValue>, json: &Value, dtype: &str) -> bool {
         (Some(FillValue::Float(f)), j) => j.as_f64() == Some(*f),
         (Some(FillValue::Int(i)), j) => j.as_i64() == Some(*i),
         (Some(FillValue::UInt(u)), j) => j.as_u64() == Some(*u),
-        (Some(FillValue::TimestampNs(t)), j) => j.as_i64() == Some(*t),
+        (Some(FillValue::Timestamp(t)), j) => j.as_i64() == Some(t.nanos()),
         (Some(FillValue::String(s)), j) => j.as_str() == Some(s.as_str()),
         (Some(FillValue::Bool(b)), j) => j.as_bool() == Some(*b) || dtype == "bool",
         _ => false,
     }
 }
 
-fn stat_json(v: &Option<StatValue>) -> Value {
+fn stat_json(v: &Option<Stat>) -> Value {
     match v {
         None => Value::Null,
-        Some(StatValue::Float(f)) => serde_json::json!({ "float": f }),
-        Some(StatValue::Int(i)) => serde_json::json!({ "int": i }),
-        Some(StatValue::UInt(u)) => serde_json::json!({ "uint": u }),
-        Some(StatValue::TimestampNs(t)) => serde_json::json!({ "timestamp_ns": t }),
-        Some(StatValue::Bytes(b)) => serde_json::json!({ "bytes": b }),
+        Some(Stat::Float(f)) => serde_json::json!({ "float": f }),
+        Some(Stat::Int(i)) => serde_json::json!({ "int": i }),
+        Some(Stat::UInt(u)) => serde_json::json!({ "uint": u }),
+        Some(Stat::Timestamp(t)) => serde_json::json!({ "timestamp_ns": t.nanos() }),
+        Some(Stat::Bytes(b)) => serde_json::json!({ "bytes": b }),
+        Some(other) => panic!("unknown statistic {other:?}"),
     }
 }
 
-async fn check_values<T: FromJson + ArrayElement>(out: &Written, dataset: &str, a: &Value) {
+async fn check_values<T: FromJson + Element>(out: &Written, dataset: &str, a: &Value) {
     let name = a["name"].as_str().unwrap();
     let got: Vec<T> = out.read::<T>(name, dataset).await.iter().cloned().collect();
     let want: Vec<T> = list(&a["values"], T::from_json);
@@ -324,7 +326,6 @@ pub async fn check(out: &Written, manifest: &Value) {
                 .attributes("_datasets", name)
                 .await
                 .into_iter()
-                .map(|(k, v)| (k, Attr::from_stored(&v)))
                 .collect();
             got.sort_by(|a, b| a.0.cmp(&b.0));
             let mut want = want_attrs.clone();
@@ -341,29 +342,29 @@ pub async fn check(out: &Written, manifest: &Value) {
             let seg = out.segment(array).await;
             let info = seg.array(name).expect("dataset's copy in the segment");
             assert_eq!(
-                info.shape,
+                info.shape(),
                 u64s(&a["shape"])
                     .iter()
                     .map(|&x| x as u32)
                     .collect::<Vec<_>>()
             );
             assert_eq!(
-                info.chunk_shape,
+                info.chunk_shape(),
                 u64s(&a["chunk_shape"])
                     .iter()
                     .map(|&x| x as u32)
                     .collect::<Vec<_>>()
             );
             let dims: Vec<String> = list(&a["dims"], |x| x.as_str().unwrap().to_owned());
-            assert_eq!(info.dimension_names, dims);
+            assert_eq!(info.dimension_names(), dims);
             assert!(
-                fill_matches(&info.fill_value, &a["fill"], a["dtype"].as_str().unwrap()),
+                fill_matches(&info.fill(), &a["fill"], a["dtype"].as_str().unwrap()),
                 "fill of {name}/{array}: {:?} vs {}",
-                info.fill_value,
+                info.fill(),
                 a["fill"]
             );
             if !a["stats"].is_null() {
-                let stats = info.stats.as_ref().expect("stats");
+                let stats = info.stats().expect("stats");
                 assert_eq!(
                     stat_json(&stats.min),
                     a["stats"]["min"],
@@ -395,12 +396,8 @@ pub async fn check(out: &Written, manifest: &Value) {
                     .map(|(k, v)| (k.clone(), v.dtype()))
                     .collect::<Vec<_>>()
             );
-            let mut got: Vec<(String, Attr)> = out
-                .attributes(array, name)
-                .await
-                .into_iter()
-                .map(|(k, v)| (k, Attr::from_stored(&v)))
-                .collect();
+            let mut got: Vec<(String, Attr)> =
+                out.attributes(array, name).await.into_iter().collect();
             got.sort_by(|a, b| a.0.cmp(&b.0));
             let mut want = want_attrs;
             want.sort_by(|a, b| a.0.cmp(&b.0));
@@ -418,7 +415,7 @@ pub async fn check(out: &Written, manifest: &Value) {
                 "float64" => check_values::<f64>(out, name, a).await,
                 "string" => check_values::<String>(out, name, a).await,
                 "binary" => check_values::<Vec<u8>>(out, name, a).await,
-                "timestamp_ns" => check_values::<TimestampNs>(out, name, a).await,
+                "timestamp_ns" => check_values::<Timestamp>(out, name, a).await,
                 other => panic!("unknown dtype {other}"),
             }
         }

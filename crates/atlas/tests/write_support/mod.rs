@@ -1,5 +1,5 @@
 //! Helpers for the write tests: read what the writer produced with the format
-//! layer and array-format directly, independently of the facade's reader.
+//! layer and atlas-segment directly, independently of the facade's reader.
 #![allow(dead_code, missing_docs)]
 
 pub mod manifest;
@@ -7,11 +7,9 @@ pub mod manifest;
 use std::path::Path;
 use std::sync::Arc;
 
-use array_format::{ArrayElement, ArrayFile, AttributeValue, ReadConfig};
-use atlas::{AtlasWriter, WriterConfig};
+use atlas::{AtlasWriter, Attr, Element, WriterConfig};
 use atlas_format::{DecodeLimits, OpenedContainer, open_bytes};
-use object_store::ObjectStoreExt;
-use object_store::memory::InMemory;
+use atlas_segment::Segment;
 
 /// A finished container, decoded by atlas-format, with its segments opened by array-format.
 pub struct Written {
@@ -58,39 +56,26 @@ impl Written {
         &self.bytes[v.seg_offset as usize..(v.seg_offset + v.seg_len) as usize]
     }
 
-    /// Segment `variable` opened by array-format from its bytes alone.
-    pub async fn segment(&self, variable: &str) -> ArrayFile {
-        let store = Arc::new(InMemory::new());
-        let path = object_store::path::Path::from("segment");
-        store
-            .put(&path, self.segment_bytes(variable).to_vec().into())
-            .await
-            .expect("put");
-        ArrayFile::open(store, path, ReadConfig::default())
+    /// Segment `variable` opened from its bytes alone.
+    pub async fn segment(&self, variable: &str) -> Arc<Segment> {
+        let bytes = bytes::Bytes::copy_from_slice(self.segment_bytes(variable));
+        atlas_segment::open_bytes(variable, bytes)
             .await
             .expect("segment opens as an array-format file")
     }
 
     /// The whole of dataset `dataset`'s copy of `variable`.
-    pub async fn read<T: ArrayElement>(
-        &self,
-        variable: &str,
-        dataset: &str,
-    ) -> ndarray::ArcArray<T, ndarray::IxDyn> {
+    pub async fn read<T: Element>(&self, variable: &str, dataset: &str) -> ndarray::ArrayD<T> {
         self.segment(variable)
             .await
-            .read_array::<T>(dataset, vec![], vec![])
+            .read::<T>(dataset, &[], &[])
             .await
             .expect("array reads")
     }
 
     /// The attributes of array `dataset` in segment `variable`, sorted by key.
-    pub async fn attributes(&self, variable: &str, dataset: &str) -> Vec<(String, AttributeValue)> {
-        let seg = self.segment(variable).await;
-        let mut out: Vec<(String, AttributeValue)> = seg
-            .attributes(dataset)
-            .map(|it| it.map(|(k, v)| (k.to_string(), v.clone())).collect())
-            .unwrap_or_default();
+    pub async fn attributes(&self, variable: &str, dataset: &str) -> Vec<(String, Attr)> {
+        let mut out = self.segment(variable).await.attributes(dataset);
         out.sort_by(|a, b| a.0.cmp(&b.0));
         out
     }

@@ -1,13 +1,12 @@
 //! Claims about `SinkStore`: array-format segments appended to one container writer.
 
-mod common;
-
 use std::sync::Arc;
 
+use crate::sink::{SinkStore, WrittenSegment};
+use crate::store::{DEFAULT_PREFETCH, SegmentStore, segment_path};
+use crate::test_support::{counted_memory, values, writer_with};
 use array_format::{ArrayFile, ReadConfig};
-use atlas_io::{DEFAULT_PREFETCH, SegmentStore, SinkStore, WrittenSegment, segment_path};
 use bytes::Bytes;
-use common::{counted_memory, values, writer_with};
 use object_store::{ObjectStore, ObjectStoreExt, PutPayload};
 
 #[tokio::test]
@@ -177,7 +176,10 @@ async fn a_failing_backend_write_surfaces_as_an_error() {
     assert_eq!(sink.segment(&segment_path(0)), None);
     // The container holds a partial segment now: it cannot be completed.
     let err = sink.close().await.unwrap_err();
-    assert!(matches!(err, atlas_io::SinkError::Poisoned { .. }), "{err}");
+    assert!(
+        matches!(err, crate::sink::SinkError::Poisoned { .. }),
+        "{err}"
+    );
     assert!(
         sink.put(&segment_path(1), PutPayload::from_static(b"x"))
             .await

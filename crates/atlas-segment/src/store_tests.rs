@@ -1,13 +1,11 @@
 //! Claims about `SegmentStore`: array-format reading segments of one container object.
 
-mod common;
-
 use std::sync::Arc;
 
+use crate::store::{DEFAULT_PREFETCH, SegmentStore, StoreError, segment_path};
+use crate::test_support::{array_file_bytes, counted_memory, embed, values};
 use array_format::{ArrayFile, BlockCache, ReadConfig};
-use atlas_io::{DEFAULT_PREFETCH, SegmentError, SegmentStore, segment_path};
 use bytes::Bytes;
-use common::{array_file_bytes, counted_memory, embed, values};
 use futures::StreamExt;
 use object_store::path::Path;
 use object_store::{GetOptions, GetRange, ObjectStore, ObjectStoreExt, PutPayload};
@@ -159,11 +157,11 @@ async fn one_store_serves_several_segments_under_distinct_paths() {
     );
     assert!(matches!(
         store.register(&segment_path(1), 0, 1),
-        Err(SegmentError::AlreadyRegistered { .. })
+        Err(StoreError::AlreadyRegistered { .. })
     ));
     assert!(matches!(
         store.register(&segment_path(7), u64::MAX, 2),
-        Err(SegmentError::OutOfRange { .. })
+        Err(StoreError::OutOfRange { .. })
     ));
 }
 
@@ -309,7 +307,7 @@ async fn two_segments_never_answer_each_others_reads() {
     assert_eq!(rb.iter().copied().collect::<Vec<_>>(), b);
 }
 
-type Expect = fn(&SegmentError) -> bool;
+type Expect = fn(&StoreError) -> bool;
 
 fn with_trailer(mut file: Vec<u8>, footer_size: u64, magic: &[u8; 4]) -> Vec<u8> {
     let n = file.len();
@@ -325,13 +323,13 @@ async fn a_corrupt_segment_trailer_is_rejected_before_array_format_sees_it() {
     let cases: [(Vec<u8>, Expect); 3] = [
         (
             with_trailer(file.clone(), 10, b"ARRX"),
-            |e| matches!(e, SegmentError::NotAnArrayFile { found, .. } if found == b"ARRX"),
+            |e| matches!(e, StoreError::NotAnArrayFile { found, .. } if found == b"ARRX"),
         ),
         (with_trailer(file.clone(), len, b"ARRF"), |e| {
-            matches!(e, SegmentError::FooterOutOfBounds { .. })
+            matches!(e, StoreError::FooterOutOfBounds { .. })
         }),
         (with_trailer(file.clone(), u64::MAX - 4, b"ARRF"), |e| {
-            matches!(e, SegmentError::FooterOutOfBounds { .. })
+            matches!(e, StoreError::FooterOutOfBounds { .. })
         }),
     ];
     for (bad, expected) in cases {
@@ -371,6 +369,6 @@ async fn a_segment_shorter_than_a_trailer_is_rejected() {
     let (store, _layer) = store_with(b"ARRF").await;
     assert!(matches!(
         store.prefetch_tail(&segment_path(0), 1024).await,
-        Err(SegmentError::TooShort { len: 4, .. })
+        Err(StoreError::TooShort { len: 4, .. })
     ));
 }

@@ -16,12 +16,12 @@ use array_format::block::CodecId;
 use array_format::{CompressionCodec, Error as AfError, Lz4Codec, NoCompression, ZstdCodec};
 use atlas_format::Codec;
 
-use super::config::WriterConfig;
+use crate::writer::WriteOptions;
 
 /// Size of one zstdmt job.
 pub(crate) const MT_JOB_SIZE: u32 = 1 << 20;
 /// Blocks at least this large are compressed by several threads.
-pub const MT_MIN_BLOCK: usize = 2 * MT_JOB_SIZE as usize;
+pub(crate) const MT_MIN_BLOCK: usize = 2 * MT_JOB_SIZE as usize;
 /// Most zstd worker threads one block uses.
 const MAX_WORKERS: usize = 8;
 /// Most idle multi-threaded contexts kept for reuse.
@@ -34,7 +34,7 @@ static MT_CONTEXTS: Mutex<Vec<zstd::bulk::Compressor<'static>>> = Mutex::new(Vec
 
 /// zstd with the stock codec id, multi-threaded for large blocks.
 #[derive(Debug, Clone)]
-pub struct ParallelZstd {
+pub(crate) struct ParallelZstd {
     level: i32,
     workers: u32,
 }
@@ -100,11 +100,19 @@ impl CompressionCodec for ParallelZstd {
 }
 
 /// A fresh array-format writer for one variable, with the configured codec.
-pub(crate) fn new_array_writer(config: &WriterConfig) -> array_format::ArrayWriter {
+pub(crate) fn new_array_writer(config: &WriteOptions) -> array_format::ArrayWriter {
     let block_target_size = config.block_target_size;
     match config.codec {
+        Codec::Zstd if config.parallel_zstd => {
+            array_format::ArrayWriter::new(array_format::WriterConfig {
+                codec: ParallelZstd::with_available_parallelism(config.zstd_level),
+                block_target_size,
+            })
+        }
         Codec::Zstd => array_format::ArrayWriter::new(array_format::WriterConfig {
-            codec: ParallelZstd::with_available_parallelism(config.zstd_level),
+            codec: ZstdCodec {
+                level: config.zstd_level,
+            },
             block_target_size,
         }),
         Codec::Lz4 => array_format::ArrayWriter::new(array_format::WriterConfig {

@@ -41,7 +41,7 @@ macro_rules! attr_mapping {
     (scalars: $($s:ident),*; lists: $($l:ident => $child:ident),*) => {
         impl Attr {
             /// Rebuilds a value from what a segment stores; the stored tag alone decides the variant.
-            pub fn from_stored(value: &AttributeValue) -> Self {
+            pub(crate) fn from_stored(value: &AttributeValue) -> Self {
                 match value {
                     $(AttributeValue::$s(v) => Attr::$s(*v),)*
                     AttributeValue::String(v) => Attr::String(v.to_string()),
@@ -53,7 +53,7 @@ macro_rules! attr_mapping {
             }
 
             /// The value as a segment stores it.
-            pub fn to_stored(&self) -> AttributeValue {
+            pub(crate) fn to_stored(&self) -> AttributeValue {
                 match self {
                     $(Attr::$s(v) => AttributeValue::$s(*v),)*
                     Attr::String(v) => AttributeValue::String(EcoString::from(v.as_str())),

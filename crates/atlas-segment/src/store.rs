@@ -16,8 +16,11 @@
 //!
 //! array-format panics (arithmetic underflow) on a trailer whose footer size
 //! exceeds the file, so the trailer is screened before array-format sees it:
-//! at prefetch time (typed [`SegmentError`]) and on any read that returns the
+//! at prefetch time (typed [`StoreError`]) and on any read that returns the
 //! last 12 bytes of a segment without a validated tail.
+
+// Some helpers serve only the tests (which drive array-format through this store).
+#![cfg_attr(not(test), allow(dead_code))]
 
 use std::collections::HashMap;
 use std::fmt;
@@ -35,11 +38,11 @@ use object_store::{
 };
 use opendal::Operator;
 
-use crate::error::{IoError, IoErrorKind};
-use crate::read::{DEFAULT_PIECE_SIZE, concat, piece_count, read_ranges_in_pieces};
+use atlas_io::read::{DEFAULT_PIECE_SIZE, concat, piece_count, read_ranges_in_pieces};
+use atlas_io::{IoError, IoErrorKind};
 
 /// Size of array-format's trailer: `footer_size: u64 LE` then `b"ARRF"`.
-pub const TRAILER_LEN: u64 = 12;
+pub const ARRF_TRAILER_LEN: u64 = 12;
 /// The magic bytes that end every array-format file.
 pub const ARRF_MAGIC: [u8; 4] = *b"ARRF";
 /// Default tail prefetch: 256 KiB, enough for the trailer and a typical footer.
@@ -55,7 +58,7 @@ pub fn segment_path(index: u64) -> Path {
 
 /// Why a segment cannot be registered, prefetched or read.
 #[derive(Debug, thiserror::Error)]
-pub enum SegmentError {
+pub enum StoreError {
     /// No segment is registered under this path.
     #[error("no segment is registered at {path:?}")]
     Unknown {
@@ -143,25 +146,25 @@ pub enum SegmentError {
 ///
 /// Returns the footer length including the trailer (`footer_size + 12`), which
 /// is guaranteed to be at most `segment_len`.
-pub fn validate_trailer(path: &str, tail: &[u8], segment_len: u64) -> Result<u64, SegmentError> {
+pub fn validate_trailer(path: &str, tail: &[u8], segment_len: u64) -> Result<u64, StoreError> {
     let trailer = tail
-        .last_chunk::<{ TRAILER_LEN as usize }>()
-        .ok_or_else(|| SegmentError::TooShort {
+        .last_chunk::<{ ARRF_TRAILER_LEN as usize }>()
+        .ok_or_else(|| StoreError::TooShort {
             path: path.to_string(),
             len: tail.len() as u64,
         })?;
     let [size_bytes @ .., m0, m1, m2, m3] = *trailer;
     let found = [m0, m1, m2, m3];
     if found != ARRF_MAGIC {
-        return Err(SegmentError::NotAnArrayFile {
+        return Err(StoreError::NotAnArrayFile {
             path: path.to_string(),
             found,
         });
     }
     let footer_size = u64::from_le_bytes(size_bytes);
-    match footer_size.checked_add(TRAILER_LEN) {
+    match footer_size.checked_add(ARRF_TRAILER_LEN) {
         Some(total) if total <= segment_len => Ok(total),
-        _ => Err(SegmentError::FooterOutOfBounds {
+        _ => Err(StoreError::FooterOutOfBounds {
             path: path.to_string(),
             footer_size,
             segment_len,
@@ -222,23 +225,6 @@ impl SegmentStore {
         }
     }
 
-    /// Sets how many pieces of one big read are fetched at once (default 8).
-    pub fn with_read_concurrency(mut self, n: usize) -> Self {
-        self.read_concurrency = n.max(1);
-        self
-    }
-
-    /// Sets the piece size big reads are split into (default 8 MiB).
-    pub fn with_piece_size(mut self, bytes: u64) -> Self {
-        self.piece_size = bytes.max(1);
-        self
-    }
-
-    /// The container object's path.
-    pub fn container(&self) -> &str {
-        &self.container
-    }
-
     /// Requests this store has sent to the backend so far (one per ranged read).
     pub fn requests(&self) -> u64 {
         self.requests.load(Ordering::Relaxed)
@@ -257,11 +243,11 @@ impl SegmentStore {
         self.segments.write().unwrap_or_else(|e| e.into_inner())
     }
 
-    fn lookup(&self, path: &str) -> Result<Segment, SegmentError> {
+    fn lookup(&self, path: &str) -> Result<Segment, StoreError> {
         self.read_map()
             .get(path)
             .cloned()
-            .ok_or_else(|| SegmentError::Unknown {
+            .ok_or_else(|| StoreError::Unknown {
                 path: path.to_string(),
             })
     }
@@ -269,7 +255,7 @@ impl SegmentStore {
     /// Registers `[offset, offset + len)` of the container under `path`; no request.
     ///
     /// The trailer is then screened on the read that fetches it.
-    pub fn register(&self, path: &Path, offset: u64, len: u64) -> Result<(), SegmentError> {
+    pub fn register(&self, path: &Path, offset: u64, len: u64) -> Result<(), StoreError> {
         self.insert(path.as_ref(), offset, len, Bytes::new())
     }
 
@@ -283,10 +269,10 @@ impl SegmentStore {
         offset: u64,
         len: u64,
         tail: Bytes,
-    ) -> Result<(), SegmentError> {
+    ) -> Result<(), StoreError> {
         let p = path.as_ref();
         if tail.len() as u64 > len {
-            return Err(SegmentError::TailTooLong {
+            return Err(StoreError::TailTooLong {
                 path: p.to_string(),
                 tail_len: tail.len() as u64,
                 segment_len: len,
@@ -303,7 +289,7 @@ impl SegmentStore {
         offset: u64,
         len: u64,
         prefetch: u64,
-    ) -> Result<(), SegmentError> {
+    ) -> Result<(), StoreError> {
         self.register(path, offset, len)?;
         if let Err(e) = self.prefetch_tail(path, prefetch).await {
             self.remove(path);
@@ -312,9 +298,9 @@ impl SegmentStore {
         Ok(())
     }
 
-    fn insert(&self, path: &str, offset: u64, len: u64, tail: Bytes) -> Result<(), SegmentError> {
+    fn insert(&self, path: &str, offset: u64, len: u64, tail: Bytes) -> Result<(), StoreError> {
         if offset.checked_add(len).is_none() {
-            return Err(SegmentError::OutOfRange {
+            return Err(StoreError::OutOfRange {
                 path: path.to_string(),
                 offset,
                 len,
@@ -322,7 +308,7 @@ impl SegmentStore {
         }
         let mut map = self.write_map();
         if map.contains_key(path) {
-            return Err(SegmentError::AlreadyRegistered {
+            return Err(StoreError::AlreadyRegistered {
                 path: path.to_string(),
             });
         }
@@ -347,16 +333,16 @@ impl SegmentStore {
     /// reads the missing front part with exactly one more (possibly split) read.
     ///
     /// Afterwards array-format's trailer and footer requests cost no request.
-    pub async fn prefetch_tail(&self, path: &Path, n: u64) -> Result<(), SegmentError> {
+    pub async fn prefetch_tail(&self, path: &Path, n: u64) -> Result<(), StoreError> {
         let p = path.as_ref();
         let seg = self.lookup(p)?;
-        if seg.len < TRAILER_LEN {
-            return Err(SegmentError::TooShort {
+        if seg.len < ARRF_TRAILER_LEN {
+            return Err(StoreError::TooShort {
                 path: p.to_string(),
                 len: seg.len,
             });
         }
-        let want = n.max(TRAILER_LEN).min(seg.len);
+        let want = n.max(ARRF_TRAILER_LEN).min(seg.len);
         let tail_start = seg.len - want;
         let tail = self.fetch(p, &seg, tail_start..seg.len).await?;
         let footer_total = validate_trailer(p, &tail, seg.len)?;
@@ -375,12 +361,7 @@ impl SegmentStore {
     }
 
     /// Reads `rel` (relative to the segment, within it) from the container.
-    async fn fetch(
-        &self,
-        path: &str,
-        seg: &Segment,
-        rel: Range<u64>,
-    ) -> Result<Bytes, SegmentError> {
+    async fn fetch(&self, path: &str, seg: &Segment, rel: Range<u64>) -> Result<Bytes, StoreError> {
         if rel.start >= rel.end {
             return Ok(Bytes::new());
         }
@@ -390,7 +371,7 @@ impl SegmentStore {
         ) {
             (Some(s), Some(e)) => s..e,
             _ => {
-                return Err(SegmentError::OutOfRange {
+                return Err(StoreError::OutOfRange {
                     path: path.to_string(),
                     offset: seg.offset,
                     len: seg.len,
@@ -416,7 +397,7 @@ impl SegmentStore {
         path: &str,
         seg: &Segment,
         rel: Range<u64>,
-    ) -> Result<Bytes, SegmentError> {
+    ) -> Result<Bytes, StoreError> {
         let tail_start = seg.tail_start();
         let tail_part = |from: u64, to: u64| -> Bytes {
             let a = usize::try_from(from.saturating_sub(tail_start)).unwrap_or(usize::MAX);
@@ -429,7 +410,7 @@ impl SegmentStore {
         };
         if seg.tail.is_empty() || rel.end <= tail_start {
             let bytes = self.fetch(path, seg, rel.clone()).await?;
-            if seg.tail.is_empty() && rel.end == seg.len && bytes.len() as u64 >= TRAILER_LEN {
+            if seg.tail.is_empty() && rel.end == seg.len && bytes.len() as u64 >= ARRF_TRAILER_LEN {
                 validate_trailer(path, &bytes, seg.len)?;
             }
             return Ok(bytes);
@@ -445,7 +426,7 @@ impl SegmentStore {
         &self,
         location: &Path,
         options: GetOptions,
-    ) -> Result<GetResult, SegmentError> {
+    ) -> Result<GetResult, StoreError> {
         let p = location.as_ref();
         let seg = self.lookup(p)?;
         let meta = object_meta(location, seg.len);
@@ -455,7 +436,7 @@ impl SegmentStore {
         let rel = match &options.range {
             None => 0..seg.len,
             Some(r) => {
-                r.is_valid().map_err(|e| SegmentError::InvalidRange {
+                r.is_valid().map_err(|e| StoreError::InvalidRange {
                     path: p.to_string(),
                     message: e.to_string(),
                 })?;
@@ -465,7 +446,7 @@ impl SegmentStore {
                         object_store::GetRange::Offset(o) => *o,
                         object_store::GetRange::Suffix(_) => 0,
                     };
-                    SegmentError::StartPastEnd {
+                    StoreError::StartPastEnd {
                         path: p.to_string(),
                         start,
                         len: seg.len,
@@ -505,19 +486,19 @@ fn not_supported(what: &str) -> object_store::Error {
     }
 }
 
-fn to_object_store_error(err: SegmentError) -> object_store::Error {
+fn to_object_store_error(err: StoreError) -> object_store::Error {
     match err {
-        SegmentError::Unknown { ref path } => object_store::Error::NotFound {
+        StoreError::Unknown { ref path } => object_store::Error::NotFound {
             path: path.clone(),
             source: Box::new(err),
         },
-        SegmentError::Io(ref io) if io.kind() == IoErrorKind::NotFound => {
+        StoreError::Io(ref io) if io.kind() == IoErrorKind::NotFound => {
             object_store::Error::NotFound {
                 path: io.path().to_string(),
                 source: Box::new(err),
             }
         }
-        SegmentError::Io(ref io) if io.kind() == IoErrorKind::PermissionDenied => {
+        StoreError::Io(ref io) if io.kind() == IoErrorKind::PermissionDenied => {
             object_store::Error::PermissionDenied {
                 path: io.path().to_string(),
                 source: Box::new(err),
@@ -594,11 +575,11 @@ mod tests {
     fn a_footer_larger_than_the_segment_is_rejected() {
         assert!(matches!(
             validate_trailer("s", &trailer(101), 112),
-            Err(SegmentError::FooterOutOfBounds { .. })
+            Err(StoreError::FooterOutOfBounds { .. })
         ));
         assert!(matches!(
             validate_trailer("s", &trailer(u64::MAX), u64::MAX),
-            Err(SegmentError::FooterOutOfBounds { .. })
+            Err(StoreError::FooterOutOfBounds { .. })
         ));
     }
 
@@ -608,11 +589,11 @@ mod tests {
         t[11] = b'X';
         assert!(matches!(
             validate_trailer("s", &t, 12),
-            Err(SegmentError::NotAnArrayFile { .. })
+            Err(StoreError::NotAnArrayFile { .. })
         ));
         assert!(matches!(
             validate_trailer("s", b"ARRF", 12),
-            Err(SegmentError::TooShort { .. })
+            Err(StoreError::TooShort { .. })
         ));
     }
 }

@@ -1,0 +1,204 @@
+//! The element types an array can hold.
+
+use array_format::{ArrayElement, TimestampNs};
+use atlas_format::DType;
+use ndarray::{ArrayD, ArrayViewD};
+
+use crate::value::{FillValue, Timestamp, fill_to_stored};
+
+/// A Rust type that can be an array element: the integers, `f32`, `f64`,
+/// [`Timestamp`], `String` and `Vec<u8>` (binary). Sealed: these are the types
+/// a segment stores.
+pub trait Element:
+    sealed::Sealed + Clone + PartialEq + std::fmt::Debug + Send + Sync + 'static
+{
+    /// The footer dtype of this element type.
+    const ATLAS_DTYPE: DType;
+
+    /// The fill value stored for `value`: `Int` for the signed integers,
+    /// `UInt` for the unsigned ones, `Float` for `f32`/`f64`, `Timestamp`,
+    /// `String`. `None` for binary, which cannot have a fill value.
+    fn to_fill_value(value: Self) -> Option<FillValue>;
+
+    /// Whether `fill` is a fill value that applies to this type.
+    fn accepts_fill(fill: &FillValue) -> bool;
+
+    /// The element unwritten positions read as under `fill` (zero or empty without one).
+    fn fill_element(fill: Option<&FillValue>) -> Self;
+
+    /// Bytes of payload this element adds to a variable-length chunk (0 for
+    /// fixed-size types). Segments address that payload with `u32` offsets,
+    /// so a writer must keep one chunk's total below `u32::MAX`.
+    fn payload_len(&self) -> usize {
+        0
+    }
+}
+
+pub(crate) mod sealed {
+    use super::*;
+
+    /// How an element type meets array-format: the type it stores as, and the
+    /// conversions (identities except for [`Timestamp`]).
+    pub trait Sealed: Sized {
+        /// array-format's element type.
+        type Stored: ArrayElement;
+        /// An array read back, as this type.
+        fn from_stored(a: ArrayD<Self::Stored>) -> ArrayD<Self>;
+        /// Calls `f` with `view` as array-format's type.
+        fn with_stored<R>(
+            view: ArrayViewD<'_, Self>,
+            f: impl FnOnce(ArrayViewD<'_, Self::Stored>) -> R,
+        ) -> R;
+    }
+}
+
+macro_rules! same_stored {
+    ($($ty:ty),*) => {$(
+        impl sealed::Sealed for $ty {
+            type Stored = $ty;
+            fn from_stored(a: ArrayD<Self>) -> ArrayD<Self> {
+                a
+            }
+            fn with_stored<R>(view: ArrayViewD<'_, Self>, f: impl FnOnce(ArrayViewD<'_, Self>) -> R) -> R {
+                f(view)
+            }
+        }
+    )*};
+}
+
+same_stored!(
+    i8,
+    i16,
+    i32,
+    i64,
+    u8,
+    u16,
+    u32,
+    u64,
+    f32,
+    f64,
+    String,
+    Vec<u8>
+);
+
+macro_rules! elements {
+    ($($ty:ty => $dtype:ident, $fill:ident as $wide:ty, [$($ok:ident),*]);* $(;)?) => {
+        $(
+            impl Element for $ty {
+                const ATLAS_DTYPE: DType = DType::$dtype;
+
+                fn to_fill_value(value: Self) -> Option<FillValue> {
+                    Some(FillValue::$fill(<$wide>::from(value)))
+                }
+
+                fn accepts_fill(fill: &FillValue) -> bool {
+                    matches!(fill, $(FillValue::$ok(_))|*)
+                }
+
+                fn fill_element(fill: Option<&FillValue>) -> Self {
+                    <$ty as ArrayElement>::fill_element(fill.map(fill_to_stored).as_ref())
+                }
+            }
+        )*
+    };
+}
+
+elements!(
+    i8 => Int8, Int as i64, [Int, UInt, Float];
+    i16 => Int16, Int as i64, [Int, UInt, Float];
+    i32 => Int32, Int as i64, [Int, UInt, Float];
+    i64 => Int64, Int as i64, [Int, UInt, Float];
+    u8 => UInt8, UInt as u64, [UInt, Int, Float, Bool];
+    u16 => UInt16, UInt as u64, [UInt, Int, Float, Bool];
+    u32 => UInt32, UInt as u64, [UInt, Int, Float, Bool];
+    u64 => UInt64, UInt as u64, [UInt, Int, Float, Bool];
+    f32 => Float32, Float as f64, [Float, Int, UInt];
+    f64 => Float64, Float as f64, [Float, Int, UInt];
+);
+
+impl sealed::Sealed for Timestamp {
+    type Stored = TimestampNs;
+    fn from_stored(a: ArrayD<TimestampNs>) -> ArrayD<Self> {
+        a.mapv(|t| Timestamp(t.0))
+    }
+    fn with_stored<R>(
+        view: ArrayViewD<'_, Self>,
+        f: impl FnOnce(ArrayViewD<'_, TimestampNs>) -> R,
+    ) -> R {
+        let stored = view.mapv(|t| TimestampNs(t.0));
+        f(stored.view())
+    }
+}
+
+impl Element for Timestamp {
+    const ATLAS_DTYPE: DType = DType::TimestampNs;
+
+    fn to_fill_value(value: Self) -> Option<FillValue> {
+        Some(FillValue::Timestamp(value))
+    }
+
+    fn accepts_fill(fill: &FillValue) -> bool {
+        matches!(fill, FillValue::Timestamp(_) | FillValue::Int(_))
+    }
+
+    fn fill_element(fill: Option<&FillValue>) -> Self {
+        Timestamp(TimestampNs::fill_element(fill.map(fill_to_stored).as_ref()).0)
+    }
+}
+
+impl Element for String {
+    const ATLAS_DTYPE: DType = DType::String;
+
+    fn to_fill_value(value: Self) -> Option<FillValue> {
+        Some(FillValue::String(value))
+    }
+
+    fn accepts_fill(fill: &FillValue) -> bool {
+        matches!(fill, FillValue::String(_))
+    }
+
+    fn fill_element(fill: Option<&FillValue>) -> Self {
+        <String as ArrayElement>::fill_element(fill.map(fill_to_stored).as_ref())
+    }
+
+    fn payload_len(&self) -> usize {
+        self.len()
+    }
+}
+
+impl Element for Vec<u8> {
+    const ATLAS_DTYPE: DType = DType::Binary;
+
+    fn to_fill_value(_value: Self) -> Option<FillValue> {
+        None
+    }
+
+    fn accepts_fill(_fill: &FillValue) -> bool {
+        false
+    }
+
+    fn fill_element(fill: Option<&FillValue>) -> Self {
+        <Vec<u8> as ArrayElement>::fill_element(fill.map(fill_to_stored).as_ref())
+    }
+
+    fn payload_len(&self) -> usize {
+        self.len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Element, FillValue, Timestamp};
+
+    #[test]
+    fn fill_elements_follow_the_fill_value() {
+        assert_eq!(i16::fill_element(Some(&FillValue::Int(-9))), -9);
+        assert_eq!(f32::fill_element(Some(&FillValue::Float(0.5))), 0.5);
+        assert_eq!(
+            Timestamp::fill_element(Some(&FillValue::Timestamp(Timestamp(4)))),
+            Timestamp(4)
+        );
+        assert_eq!(u8::fill_element(None), 0);
+        assert_eq!(String::fill_element(None), "");
+    }
+}

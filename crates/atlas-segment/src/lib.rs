@@ -1,0 +1,69 @@
+//! # atlas-segment
+//!
+//! The one crate that knows array-format. An Atlas container holds one
+//! array-format file ("segment") per variable, back to back; this crate opens
+//! them from byte ranges of the container, screens their footers before
+//! array-format parses them, reads arrays, layouts, statistics and attributes,
+//! and writes new segments into a container being streamed. Its API is typed
+//! and does not panic whatever the bytes: no array-format or object_store type
+//! appears in it, so an upgrade of either stays inside.
+//!
+//! What lives here:
+//! - [`reader`]: [`SegmentSet`] (every segment of a container, opened once on
+//!   first use) and [`Segment`] (one opened segment);
+//! - [`writer`]: [`SegmentWriter`] and the [`ContainerSink`] it appends to;
+//! - [`screen`]: the footer screen and its typed findings;
+//! - [`element`], [`attr`], [`value`], [`any`]: the element types, attribute
+//!   values, fill values, statistics and untyped arrays of the API;
+//! - privately: the object_store shims array-format reads and writes through
+//!   (`store`, `sink`), the panic firewall (`guard`), the recovery of error
+//!   kinds array-format flattens into strings (`track`) and the block codecs
+//!   (`codec`). `docs/array-format-notes.md` says why each exists.
+
+#![cfg_attr(
+    not(test),
+    deny(
+        clippy::unwrap_used,
+        clippy::expect_used,
+        clippy::panic,
+        clippy::indexing_slicing
+    )
+)]
+
+#[macro_use]
+mod refusals;
+
+pub mod any;
+pub mod attr;
+mod codec;
+pub mod element;
+pub mod error;
+mod guard;
+pub mod reader;
+pub mod screen;
+mod sink;
+mod store;
+mod track;
+pub mod value;
+pub mod writer;
+
+#[cfg(test)]
+mod sink_tests;
+#[cfg(test)]
+mod store_tests;
+#[cfg(test)]
+mod test_support;
+
+pub use any::{AnyArray, ArrayData};
+pub use attr::Attr;
+pub use element::Element;
+pub use error::SegmentError;
+pub use reader::{
+    ArrayRef, AttributeColumn, DEFAULT_BLOCK_CACHE_BYTES, Segment, SegmentOptions, SegmentRange,
+    SegmentSet, open_bytes,
+};
+pub use screen::{ArrayProblem, FooterProblem};
+pub use sink::{SinkError, WrittenSegment};
+pub use store::{ARRF_MAGIC, ARRF_TRAILER_LEN, DEFAULT_PREFETCH};
+pub use value::{ArrayStats, FillValue, Stat, Timestamp};
+pub use writer::{ContainerSink, DEFAULT_BLOCK_TARGET_SIZE, SegmentWriter, WriteOptions};

@@ -1,0 +1,583 @@
+//! The read side: every segment of one container, each opened at most once.
+//!
+//! A segment is a complete array-format file inside the container. Opening one
+//! costs one ranged read of its tail (the trailer, the footer, and for a small
+//! segment its data too), sized to cover the footer in one go. Before
+//! array-format sees those bytes the trailer is checked against the segment
+//! length and the footer is screened (see [`crate::screen`]); then
+//! array-format opens the segment through the crate's `SegmentStore`, which
+//! answers its trailer and footer reads from the bytes already in hand.
+//!
+//! Every array-format call runs under the panic guard, and I/O failures that
+//! array-format flattens into strings are recovered by [`crate::track`], so an
+//! error still says not-found versus transient.
+
+use std::collections::HashMap;
+use std::ops::Range;
+use std::sync::Arc;
+
+use array_format::{ArrayFile, ArrayInfo, AttributeValue, BlockCache, ReadConfig};
+use atlas_format::DType;
+use bytes::Bytes;
+use ndarray::ArrayD;
+use object_store::ObjectStore;
+use opendal::Operator;
+use tokio::sync::OnceCell;
+
+use crate::any::ArrayData;
+use crate::attr::Attr;
+use crate::element::{Element, sealed::Sealed};
+use crate::error::SegmentError;
+use crate::guard::guarded;
+use crate::screen::{self, ArrayProblem};
+use crate::store::{
+    ARRF_TRAILER_LEN, DEFAULT_PREFETCH, SegmentStore, StoreError, segment_path, validate_trailer,
+};
+use crate::track::{KindTrackingStore, track_io};
+use crate::value::{ArrayStats, FillValue, dtype_from_stored, fill_from_stored, stats_from_stored};
+
+/// Pieces of one big segment read in flight at once.
+const READ_CONCURRENCY: usize = 8;
+/// Bytes of footer array-format spends per array in a segment (about 330 measured), rounded up.
+const FOOTER_BYTES_PER_ARRAY: u64 = 512;
+/// Block cache of [`SegmentOptions::default`]: 256 MiB.
+pub const DEFAULT_BLOCK_CACHE_BYTES: u64 = array_format::DEFAULT_CACHE_CAPACITY as u64;
+
+/// How a [`SegmentSet`] reads its segments.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct SegmentOptions {
+    /// Bytes of decompressed blocks kept in memory, one cache shared by every
+    /// segment of the set (0 disables it).
+    pub block_cache_bytes: u64,
+    /// Least bytes read from the end of a segment when it is first used.
+    pub prefetch_bytes: u64,
+}
+
+impl Default for SegmentOptions {
+    /// 256 MiB of block cache, 256 KiB prefetch.
+    fn default() -> Self {
+        Self {
+            block_cache_bytes: DEFAULT_BLOCK_CACHE_BYTES,
+            prefetch_bytes: DEFAULT_PREFETCH,
+        }
+    }
+}
+
+impl SegmentOptions {
+    /// Sets the block cache size in bytes.
+    pub fn block_cache_bytes(mut self, bytes: u64) -> Self {
+        self.block_cache_bytes = bytes;
+        self
+    }
+
+    /// Sets the least bytes read from a segment's end when it is opened.
+    pub fn prefetch_bytes(mut self, bytes: u64) -> Self {
+        self.prefetch_bytes = bytes;
+        self
+    }
+}
+
+/// Where a segment lies in the container, and what to call it in errors.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SegmentRange {
+    /// The variable name.
+    pub name: String,
+    /// Offset of the segment's first byte in the container.
+    pub offset: u64,
+    /// Length of the segment in bytes.
+    pub len: u64,
+    /// How many arrays it is expected to hold, to size the one tail read (0: unknown).
+    pub arrays_hint: u64,
+}
+
+/// Every segment of one container object, each opened at most once, on first use.
+pub struct SegmentSet {
+    op: Operator,
+    container: String,
+    store: Arc<SegmentStore>,
+    tracked: Arc<dyn ObjectStore>,
+    cache: Option<Arc<BlockCache>>,
+    prefetch: u64,
+    /// Container bytes already in hand (e.g. from the open); reads inside are served from here.
+    probe: Bytes,
+    probe_start: u64,
+    cells: Vec<OnceCell<Arc<Segment>>>,
+}
+
+impl std::fmt::Debug for SegmentSet {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SegmentSet")
+            .field("container", &self.container)
+            .field("segments", &self.cells.len())
+            .field("opened", &self.opened())
+            .finish_non_exhaustive()
+    }
+}
+
+impl SegmentSet {
+    /// The `count` segments of object `container` in `op`; `probe` holds the
+    /// container's bytes that end at `probe_end` (may be empty).
+    pub fn new(
+        op: Operator,
+        container: impl Into<String>,
+        count: usize,
+        options: SegmentOptions,
+        probe: Bytes,
+        probe_end: u64,
+    ) -> Self {
+        let container = container.into();
+        let store = Arc::new(SegmentStore::new(op.clone(), container.clone()));
+        let tracked: Arc<dyn ObjectStore> = Arc::new(KindTrackingStore {
+            inner: store.clone(),
+        });
+        let cache = (options.block_cache_bytes > 0)
+            .then(|| Arc::new(BlockCache::new(options.block_cache_bytes, 0)));
+        let probe_start = probe_end.saturating_sub(probe.len() as u64);
+        Self {
+            op,
+            container,
+            store,
+            tracked,
+            cache,
+            prefetch: options.prefetch_bytes,
+            probe,
+            probe_start,
+            cells: (0..count).map(|_| OnceCell::new()).collect(),
+        }
+    }
+
+    /// The segment at position `index`, lying at `range`, opened on first use
+    /// (one read of its tail); later calls cost nothing.
+    pub async fn get(
+        &self,
+        index: usize,
+        range: &SegmentRange,
+    ) -> Result<Arc<Segment>, SegmentError> {
+        let cell = self.cells.get(index).ok_or_else(|| {
+            SegmentError::corrupt(&range.name, None, format!("no segment at position {index}"))
+        })?;
+        cell.get_or_try_init(|| self.open(index, range))
+            .await
+            .cloned()
+    }
+
+    /// The segments opened so far.
+    pub fn opened(&self) -> usize {
+        self.cells.iter().filter(|c| c.initialized()).count()
+    }
+
+    async fn open(&self, index: usize, range: &SegmentRange) -> Result<Arc<Segment>, SegmentError> {
+        let name = range.name.as_str();
+        let len = range.len;
+        let path = segment_path(index as u64);
+        let want = range
+            .arrays_hint
+            .saturating_mul(FOOTER_BYTES_PER_ARRAY)
+            .max(self.prefetch)
+            .max(ARRF_TRAILER_LEN)
+            .min(len);
+        let tail_start = len.saturating_sub(want);
+        let mut tail = self.read(range, tail_start..len).await?;
+        let footer_total =
+            validate_trailer(path.as_ref(), &tail, len).map_err(|e| store_error(name, e))?;
+        if footer_total > want {
+            let front = self
+                .read(range, len.saturating_sub(footer_total)..tail_start)
+                .await?;
+            tail = atlas_io::read::concat(vec![front, tail]);
+        }
+        let screened = screen::screen(&tail, len).map_err(|problem| SegmentError::Footer {
+            segment: name.to_owned(),
+            problem,
+        })?;
+        // A tail no larger than the prefetch stays: a small segment's reads then cost nothing.
+        let keep_tail = tail.len() as u64 <= self.prefetch;
+        self.store.remove(&path);
+        self.store
+            .register_with_tail(&path, range.offset, len, tail)
+            .map_err(|e| store_error(name, e))?;
+        let config = ReadConfig {
+            cache_capacity: 0,
+            io_cache_capacity: 0,
+            cache: self.cache.clone(),
+        };
+        let (opened, failure) = track_io(guarded(ArrayFile::open(
+            self.tracked.clone(),
+            path.clone(),
+            config,
+        )))
+        .await;
+        let file = match opened {
+            Ok(Ok(file)) => file,
+            Ok(Err(e)) => {
+                self.store.remove(&path);
+                return Err(match failure {
+                    Some(f) => SegmentError::Io(f.into_error()),
+                    None => {
+                        SegmentError::corrupt(name, None, format!("array-format refused it: {e}"))
+                    }
+                });
+            }
+            Err(panicked) => {
+                self.store.remove(&path);
+                return Err(SegmentError::corrupt(name, None, panicked.to_string()));
+            }
+        };
+        if !keep_tail {
+            self.store.release_tail(&path);
+        }
+        if file.arrays().len() != screened.array_count {
+            return Err(SegmentError::corrupt(
+                name,
+                None,
+                format!(
+                    "array-format sees {} arrays, the footer holds {}",
+                    file.arrays().len(),
+                    screened.array_count
+                ),
+            ));
+        }
+        tracing::debug!(segment = name, len, "opened segment");
+        Ok(Arc::new(Segment {
+            name: name.to_owned(),
+            file,
+            problems: screened.problems,
+            len,
+        }))
+    }
+
+    /// Reads `rel` of segment `range`: from the probe when it covers it, else
+    /// one ranged read (split into concurrent 8 MiB pieces when larger).
+    async fn read(&self, range: &SegmentRange, rel: Range<u64>) -> Result<Bytes, SegmentError> {
+        let start = range.offset.checked_add(rel.start);
+        let end = range.offset.checked_add(rel.end);
+        let (Some(start), Some(end)) = (start, end) else {
+            return Err(SegmentError::corrupt(
+                &range.name,
+                None,
+                "segment range overflows u64",
+            ));
+        };
+        if let Some(offset) = start.checked_sub(self.probe_start) {
+            let from = usize::try_from(offset).ok();
+            let to = usize::try_from(end.saturating_sub(self.probe_start)).ok();
+            if let Some(bytes) = from
+                .zip(to)
+                .filter(|(f, t)| f <= t && *t <= self.probe.len())
+                .map(|(f, t)| self.probe.slice(f..t))
+            {
+                return Ok(bytes);
+            }
+        }
+        let mut parts = atlas_io::read_ranges_concurrently(
+            &self.op,
+            &self.container,
+            std::slice::from_ref(&(start..end)),
+            READ_CONCURRENCY,
+        )
+        .await?;
+        Ok(parts.pop().unwrap_or_default())
+    }
+}
+
+fn store_error(name: &str, err: StoreError) -> SegmentError {
+    match err {
+        StoreError::Io(io) => SegmentError::Io(io),
+        other => SegmentError::corrupt(name, None, other.to_string()),
+    }
+}
+
+/// Opens `bytes` as a whole segment called `name` (for tests, tools and fuzzing):
+/// the same screening and guards as a segment inside a container.
+pub async fn open_bytes(name: &str, bytes: Bytes) -> Result<Arc<Segment>, SegmentError> {
+    let op = Operator::new(opendal::services::Memory::default())
+        .map_err(|e| atlas_io::IoError::from_opendal(e, "open", "memory"))?;
+    let len = bytes.len() as u64;
+    op.write("segment", bytes)
+        .await
+        .map_err(|e| atlas_io::IoError::from_opendal(e, "write", "segment"))?;
+    let set = SegmentSet::new(op, "segment", 1, SegmentOptions::default(), Bytes::new(), 0);
+    set.get(
+        0,
+        &SegmentRange {
+            name: name.to_owned(),
+            offset: 0,
+            len,
+            arrays_hint: 0,
+        },
+    )
+    .await
+}
+
+/// One opened segment: its arrays' layouts, statistics and attributes in
+/// memory, their data on demand.
+pub struct Segment {
+    name: String,
+    file: ArrayFile,
+    /// Array (dataset) name to why that array cannot be used.
+    problems: HashMap<String, ArrayProblem>,
+    len: u64,
+}
+
+impl std::fmt::Debug for Segment {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Segment")
+            .field("name", &self.name)
+            .field("len", &self.len)
+            .field("arrays", &self.file.arrays().len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Segment {
+    /// The segment's (variable's) name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Bytes of the segment.
+    pub fn len(&self) -> u64 {
+        self.len
+    }
+
+    /// Whether the segment has no bytes (never true of an opened one).
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Arrays in the segment.
+    pub fn array_count(&self) -> usize {
+        self.file.arrays().len()
+    }
+
+    /// Every array in segment order (damaged ones included: see [`Segment::problem`]).
+    pub fn arrays(&self) -> impl Iterator<Item = ArrayRef<'_>> {
+        self.file.arrays().iter().map(|info| ArrayRef { info })
+    }
+
+    /// The array called `array`, screened: `Array` if screening found it
+    /// damaged, `Corrupt` if the segment holds none.
+    pub fn array(&self, array: &str) -> Result<ArrayRef<'_>, SegmentError> {
+        if let Some(problem) = self.problems.get(array) {
+            return Err(SegmentError::Array {
+                segment: self.name.clone(),
+                array: array.to_owned(),
+                problem: problem.clone(),
+            });
+        }
+        self.file
+            .array(array)
+            .map(|info| ArrayRef { info })
+            .ok_or_else(|| {
+                SegmentError::corrupt(
+                    &self.name,
+                    Some(array),
+                    "the segment holds no array for this dataset",
+                )
+            })
+    }
+
+    /// Why screening flagged array `array`, if it did.
+    pub fn problem(&self, array: &str) -> Option<&ArrayProblem> {
+        self.problems.get(array)
+    }
+
+    /// The same as [`Segment::problem`], as the error a use of the array returns.
+    pub fn check(&self, array: &str) -> Result<(), SegmentError> {
+        match self.problems.get(array) {
+            None => Ok(()),
+            Some(problem) => Err(SegmentError::Array {
+                segment: self.name.clone(),
+                array: array.to_owned(),
+                problem: problem.clone(),
+            }),
+        }
+    }
+
+    /// Attribute `key` of array `array`, if stored.
+    pub fn attribute(&self, array: &str, key: &str) -> Option<Attr> {
+        self.file.get_attribute(array, key).map(Attr::from_stored)
+    }
+
+    /// Every attribute of array `array` as `(key, value)`, in the segment's
+    /// key order; empty if the array does not exist.
+    pub fn attributes(&self, array: &str) -> Vec<(String, Attr)> {
+        self.file
+            .attributes(array)
+            .map(|it| {
+                it.map(|(k, v)| (k.to_string(), Attr::from_stored(v)))
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    /// The column of attribute `key` over every array, in segment order; `None`
+    /// if no array stores it.
+    pub fn attribute_column(&self, key: &str) -> Option<AttributeColumn<'_>> {
+        self.file
+            .attribute_column(key)
+            .map(|cells| AttributeColumn { cells })
+    }
+
+    /// Reads the region of `array` from `origin` with `extent` (both empty:
+    /// the whole array), row-major. `T` must be the stored element type.
+    ///
+    /// Unwritten chunks read as the fill value and cost no request; written
+    /// ones cost one read per block not already cached.
+    pub async fn read<T: Element>(
+        &self,
+        array: &str,
+        origin: &[u64],
+        extent: &[u64],
+    ) -> Result<ArrayD<T>, SegmentError> {
+        let stored = self.array(array)?.dtype();
+        if stored != T::ATLAS_DTYPE {
+            return Err(SegmentError::DTypeMismatch {
+                array: array.to_owned(),
+                stored,
+                requested: T::ATLAS_DTYPE,
+            });
+        }
+        let to_usize = |v: &[u64]| -> Result<Vec<usize>, SegmentError> {
+            v.iter()
+                .map(|&x| {
+                    usize::try_from(x).map_err(|_| SegmentError::InvalidRegion {
+                        array: array.to_owned(),
+                        what: format!("{x} does not fit in memory"),
+                    })
+                })
+                .collect()
+        };
+        let (origin, extent) = (to_usize(origin)?, to_usize(extent)?);
+        let (outcome, failure) = track_io(guarded(
+            self.file
+                .read_array::<<T as Sealed>::Stored>(array, origin, extent),
+        ))
+        .await;
+        match outcome {
+            Ok(Ok(data)) => Ok(T::from_stored(data.into_owned())),
+            Ok(Err(e)) => Err(match failure {
+                Some(failure) => SegmentError::Io(failure.into_error()),
+                None => SegmentError::corrupt(&self.name, Some(array), format!("reading: {e}")),
+            }),
+            Err(panicked) => Err(SegmentError::corrupt(
+                &self.name,
+                Some(array),
+                format!("reading: {panicked}"),
+            )),
+        }
+    }
+
+    /// [`Segment::read`] for an element type known only at run time: one
+    /// variant of [`ArrayData`] per stored type. `Unsupported` for bool and list arrays.
+    pub async fn read_any(
+        &self,
+        array: &str,
+        origin: &[u64],
+        extent: &[u64],
+    ) -> Result<ArrayData, SegmentError> {
+        let dtype = self.array(array)?.dtype();
+        macro_rules! read {
+            ($variant:ident, $t:ty) => {
+                ArrayData::$variant(self.read::<$t>(array, origin, extent).await?)
+            };
+        }
+        Ok(match dtype {
+            DType::Int8 => read!(Int8, i8),
+            DType::Int16 => read!(Int16, i16),
+            DType::Int32 => read!(Int32, i32),
+            DType::Int64 => read!(Int64, i64),
+            DType::UInt8 => read!(UInt8, u8),
+            DType::UInt16 => read!(UInt16, u16),
+            DType::UInt32 => read!(UInt32, u32),
+            DType::UInt64 => read!(UInt64, u64),
+            DType::Float32 => read!(Float32, f32),
+            DType::Float64 => read!(Float64, f64),
+            DType::TimestampNs => read!(Timestamp, crate::value::Timestamp),
+            DType::String => read!(String, String),
+            DType::Binary => read!(Binary, Vec<u8>),
+            other => {
+                return Err(SegmentError::Unsupported {
+                    array: array.to_owned(),
+                    dtype: other,
+                });
+            }
+        })
+    }
+}
+
+/// One array of a segment as its footer records it (no data).
+#[derive(Debug, Clone, Copy)]
+pub struct ArrayRef<'a> {
+    info: &'a ArrayInfo,
+}
+
+impl<'a> ArrayRef<'a> {
+    /// The array's (dataset's) name.
+    pub fn name(&self) -> &'a str {
+        self.info.name.as_str()
+    }
+
+    /// The stored element type.
+    pub fn dtype(&self) -> DType {
+        dtype_from_stored(&self.info.dtype)
+    }
+
+    /// Length of each axis.
+    pub fn shape(&self) -> &'a [u32] {
+        &self.info.shape
+    }
+
+    /// Extent of one chunk along each axis.
+    pub fn chunk_shape(&self) -> &'a [u32] {
+        &self.info.chunk_shape
+    }
+
+    /// Name of each axis.
+    pub fn dimension_names(&self) -> &'a [String] {
+        &self.info.dimension_names
+    }
+
+    /// What unwritten elements read as; `None` means zero (or empty).
+    pub fn fill(&self) -> Option<FillValue> {
+        self.info.fill_value.as_ref().map(fill_from_stored)
+    }
+
+    /// The statistics the writer recorded, if any.
+    pub fn stats(&self) -> Option<ArrayStats> {
+        self.info.stats.as_ref().map(stats_from_stored)
+    }
+
+    /// Coordinates (in chunks) of every written chunk, sorted; unwritten
+    /// chunks read as the fill value.
+    pub fn written_chunks(&self) -> impl Iterator<Item = &'a [u32]> + 'a {
+        self.info.written_chunks()
+    }
+}
+
+/// One attribute key's values over the arrays of a segment, in segment order.
+#[derive(Debug, Clone, Copy)]
+pub struct AttributeColumn<'a> {
+    cells: &'a [Option<AttributeValue>],
+}
+
+impl AttributeColumn<'_> {
+    /// The value of the array at `position`; `None` if it stores none.
+    pub fn get(&self, position: usize) -> Option<Attr> {
+        self.cells
+            .get(position)
+            .and_then(Option::as_ref)
+            .map(Attr::from_stored)
+    }
+
+    /// Cells in the column (one per array).
+    pub fn len(&self) -> usize {
+        self.cells.len()
+    }
+
+    /// Whether the column has no cells.
+    pub fn is_empty(&self) -> bool {
+        self.cells.is_empty()
+    }
+}

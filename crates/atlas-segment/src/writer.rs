@@ -1,0 +1,299 @@
+//! The write side: one segment built in memory (blocks spill to a temp
+//! file), then appended to the container through a [`ContainerSink`].
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use array_format::ArrayWriter;
+use atlas_format::Codec;
+use atlas_io::{IoError, IoErrorKind};
+use bytes::Bytes;
+use ndarray::ArrayViewD;
+use object_store::ObjectStore;
+
+use crate::attr::Attr;
+use crate::codec::new_array_writer;
+use crate::element::{Element, sealed::Sealed};
+use crate::error::SegmentError;
+use crate::guard::{guarded, guarded_sync};
+use crate::sink::{SinkStore, WrittenSegment};
+use crate::value::{FillValue, fill_to_stored};
+
+/// Raw bytes packed into one block before it is compressed, by default (8 MiB).
+pub const DEFAULT_BLOCK_TARGET_SIZE: usize = array_format::DEFAULT_BLOCK_TARGET_SIZE;
+
+/// How a [`SegmentWriter`] compresses its blocks.
+#[derive(Debug, Clone, Copy, PartialEq)]
+#[non_exhaustive]
+pub struct WriteOptions {
+    /// Block compression.
+    pub codec: Codec,
+    /// zstd level (ignored for other codecs).
+    pub zstd_level: i32,
+    /// Raw bytes packed into one block before it is compressed.
+    pub block_target_size: usize,
+    /// Compress large zstd blocks on several threads (same frames; default true).
+    pub parallel_zstd: bool,
+}
+
+impl Default for WriteOptions {
+    /// zstd level 3, 8 MiB blocks, multi-threaded for large blocks.
+    fn default() -> Self {
+        Self {
+            codec: Codec::Zstd,
+            zstd_level: 3,
+            block_target_size: DEFAULT_BLOCK_TARGET_SIZE,
+            parallel_zstd: true,
+        }
+    }
+}
+
+impl WriteOptions {
+    /// Sets the block codec.
+    pub fn codec(mut self, codec: Codec) -> Self {
+        self.codec = codec;
+        self
+    }
+
+    /// Sets the zstd level.
+    pub fn zstd_level(mut self, level: i32) -> Self {
+        self.zstd_level = level;
+        self
+    }
+
+    /// Sets the block target size in bytes.
+    pub fn block_target_size(mut self, bytes: usize) -> Self {
+        self.block_target_size = bytes;
+        self
+    }
+
+    /// Whether large zstd blocks use several threads.
+    pub fn parallel_zstd(mut self, on: bool) -> Self {
+        self.parallel_zstd = on;
+        self
+    }
+}
+
+/// The streaming writer of one container, shown to segment writers as a
+/// place to append segments; the caller writes its own bytes between them.
+#[derive(Clone)]
+pub struct ContainerSink {
+    inner: SinkStore,
+    next: Arc<AtomicU64>,
+}
+
+impl std::fmt::Debug for ContainerSink {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ContainerSink")
+            .field("inner", &self.inner)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ContainerSink {
+    /// A sink appending to `writer`, the writer of object `container`, at position 0.
+    pub fn new(writer: opendal::Writer, container: impl Into<String>) -> Self {
+        Self {
+            inner: SinkStore::new(writer, container),
+            next: Arc::new(AtomicU64::new(0)),
+        }
+    }
+
+    /// Appends bytes of the caller's own (header, footer, trailer); returns
+    /// the offset they landed at. Refused while a segment is being written.
+    pub async fn write_raw(&self, bytes: Bytes) -> Result<u64, SegmentError> {
+        Ok(self.inner.write_raw(bytes).await?)
+    }
+
+    /// Bytes accepted so far.
+    pub async fn position(&self) -> u64 {
+        self.inner.position().await
+    }
+
+    /// Closes the container writer, making the object visible.
+    pub async fn close(&self) -> Result<(), SegmentError> {
+        self.inner.close().await?;
+        Ok(())
+    }
+
+    /// Aborts the container upload: nothing becomes visible (where the backend allows).
+    pub async fn abort(&self) -> Result<(), SegmentError> {
+        Ok(self.inner.abort().await?)
+    }
+}
+
+/// One segment under construction: arrays defined, written and given
+/// attributes, then appended to a container with [`SegmentWriter::finish`].
+pub struct SegmentWriter {
+    name: String,
+    inner: ArrayWriter,
+}
+
+impl std::fmt::Debug for SegmentWriter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SegmentWriter")
+            .field("name", &self.name)
+            .finish_non_exhaustive()
+    }
+}
+
+fn to_usizes(v: &[u64], array: &str) -> Result<Vec<usize>, SegmentError> {
+    v.iter()
+        .map(|&x| {
+            usize::try_from(x).map_err(|_| SegmentError::InvalidRegion {
+                array: array.to_owned(),
+                what: format!("{x} does not fit in memory"),
+            })
+        })
+        .collect()
+}
+
+impl SegmentWriter {
+    /// A writer for the segment called `name` (used in errors).
+    pub fn new(name: &str, options: &WriteOptions) -> Result<Self, SegmentError> {
+        // array-format `expect`s on creating its block temp file.
+        let inner = guarded_sync(|| new_array_writer(options)).map_err(|p| {
+            SegmentError::Io(IoError::new(
+                IoErrorKind::Other,
+                "write",
+                "block temp file",
+                p.to_string(),
+            ))
+        })?;
+        Ok(Self {
+            name: name.to_owned(),
+            inner,
+        })
+    }
+
+    /// The segment's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn refused(&self, array: &str, e: array_format::Error) -> SegmentError {
+        match e {
+            array_format::Error::Io(io) => SegmentError::Io(IoError::new(
+                IoErrorKind::Other,
+                "write",
+                "block temp file",
+                format!("segment {:?}, array {array:?}: {io}", self.name),
+            )),
+            other => SegmentError::corrupt(&self.name, Some(array), other.to_string()),
+        }
+    }
+
+    fn run<R>(
+        &mut self,
+        array: &str,
+        f: impl FnOnce(&mut ArrayWriter) -> array_format::Result<R>,
+    ) -> Result<R, SegmentError> {
+        match guarded_sync(|| f(&mut self.inner)) {
+            Ok(Ok(r)) => Ok(r),
+            Ok(Err(e)) => Err(self.refused(array, e)),
+            Err(p) => Err(SegmentError::corrupt(
+                &self.name,
+                Some(array),
+                p.to_string(),
+            )),
+        }
+    }
+
+    /// Declares array `array` of element type `T`. `dimension_names`: one per
+    /// axis or none; `chunk_shape`: `None` stores the array as one chunk.
+    pub fn define_array<T: Element>(
+        &mut self,
+        array: &str,
+        dimension_names: Vec<String>,
+        shape: &[u64],
+        chunk_shape: Option<&[u64]>,
+        fill: Option<&FillValue>,
+    ) -> Result<(), SegmentError> {
+        let shape = to_usizes(shape, array)?;
+        let chunk_shape = chunk_shape.map(|c| to_usizes(c, array)).transpose()?;
+        let fill = fill.map(fill_to_stored);
+        self.run(array, |w| {
+            w.define_array::<<T as Sealed>::Stored>(
+                array,
+                dimension_names,
+                shape,
+                chunk_shape,
+                fill,
+            )
+        })
+    }
+
+    /// Writes `data` into `array` with its first element at `origin`.
+    pub fn write_array<T: Element>(
+        &mut self,
+        array: &str,
+        origin: &[u64],
+        data: ArrayViewD<'_, T>,
+    ) -> Result<(), SegmentError> {
+        let origin = to_usizes(origin, array)?;
+        self.run(array, |w| {
+            T::with_stored(data, |stored| w.write_array(array, origin, stored))
+        })
+    }
+
+    /// Sets attribute `key` of `array`.
+    pub fn set_attribute(
+        &mut self,
+        array: &str,
+        key: &str,
+        value: &Attr,
+    ) -> Result<(), SegmentError> {
+        let value = value.to_stored();
+        self.run(array, |w| w.set_attribute(array, key, value))
+    }
+
+    /// Appends the finished segment to `sink`; returns where it landed.
+    /// Nothing is read back.
+    pub async fn finish(self, sink: &ContainerSink) -> Result<WrittenSegment, SegmentError> {
+        let n = sink.next.fetch_add(1, Ordering::Relaxed);
+        let path = object_store::path::Path::from(format!("segment-{n}"));
+        let store: Arc<dyn ObjectStore> = Arc::new(sink.inner.clone());
+        let name = self.name;
+        let finished = guarded(self.inner.finish(store, path.clone())).await;
+        match finished {
+            // The returned reader is built from the footer in memory.
+            Ok(Ok(file)) => drop(file),
+            Ok(Err(array_format::Error::Storage(msg))) => {
+                return Err(finish_io(&name, msg));
+            }
+            Ok(Err(array_format::Error::Io(err))) => return Err(finish_io(&name, err.to_string())),
+            Ok(Err(other)) => return Err(SegmentError::corrupt(&name, None, other.to_string())),
+            Err(p) => return Err(SegmentError::corrupt(&name, None, p.to_string())),
+        }
+        sink.inner.segment(&path).ok_or_else(|| {
+            SegmentError::corrupt(&name, None, "the sink did not record the segment")
+        })
+    }
+
+    /// The finished segment's bytes, in memory (for tests and tools).
+    pub async fn finish_to_bytes(self) -> Result<Bytes, SegmentError> {
+        let op = opendal::Operator::new(opendal::services::Memory::default())
+            .map_err(|e| IoError::from_opendal(e, "open", "memory"))?;
+        let writer = op
+            .writer("segment")
+            .await
+            .map_err(|e| IoError::from_opendal(e, "write", "segment"))?;
+        let sink = ContainerSink::new(writer, "segment");
+        self.finish(&sink).await?;
+        sink.close().await?;
+        let bytes = op
+            .read("segment")
+            .await
+            .map_err(|e| IoError::from_opendal(e, "read", "segment"))?;
+        Ok(bytes.to_bytes())
+    }
+}
+
+fn finish_io(name: &str, msg: String) -> SegmentError {
+    SegmentError::Io(IoError::new(
+        IoErrorKind::Other,
+        "write",
+        atlas_format::CONTAINER_FILE,
+        format!("segment {name:?}: {msg}"),
+    ))
+}

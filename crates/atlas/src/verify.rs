@@ -1,0 +1,390 @@
+//! [`Atlas::verify`]: read everything a reader relies on and list what is wrong.
+//!
+//! What is checked, in order:
+//! 1. the container's trailer and footer (already validated by the open);
+//! 2. every data segment opens (its footer is screened and parsed once);
+//! 3. for each live dataset and each array it declares: the segment holds the
+//!    array with the footer's dtype, the whole array reads (every block of it
+//!    decompresses), and the dataset's and the array's attributes read back;
+//! 4. the deletion mask parses (what it had wrong is a warning, not a failure).
+//!
+//! With [`VerifyOptions::deep`], each array's statistics are also recomputed
+//! from its values and compared with the recorded ones.
+//!
+//! What it cannot see: v8 stores no checksums, so a damaged byte that still
+//! decodes (inside a block's payload, a statistic, an attribute value, a fill
+//! value) reads back as a different value without any error; the deep check
+//! catches it only where values and statistics then disagree.
+
+use std::sync::Arc;
+
+use atlas_format::{DATASETS_SEGMENT, DType};
+use futures::StreamExt;
+
+use crate::error::AtlasError;
+use crate::recompute;
+use crate::{AnyArray, Atlas, Dataset, Region};
+
+/// Datasets checked at once by default.
+const DEFAULT_CONCURRENCY: usize = 8;
+
+/// Called with the number of datasets checked so far (for a progress bar).
+pub type ProgressFn = Arc<dyn Fn(u64) + Send + Sync>;
+
+/// How [`Atlas::verify`] runs.
+#[derive(Clone)]
+#[non_exhaustive]
+pub struct VerifyOptions {
+    concurrency: usize,
+    progress: Option<ProgressFn>,
+    deep: bool,
+}
+
+impl std::fmt::Debug for VerifyOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("VerifyOptions")
+            .field("concurrency", &self.concurrency)
+            .field("progress", &self.progress.is_some())
+            .field("deep", &self.deep)
+            .finish()
+    }
+}
+
+impl Default for VerifyOptions {
+    /// Eight datasets at once, no progress callback, not deep.
+    fn default() -> Self {
+        Self {
+            concurrency: DEFAULT_CONCURRENCY,
+            progress: None,
+            deep: false,
+        }
+    }
+}
+
+impl VerifyOptions {
+    /// The defaults.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Datasets checked at once (at least 1).
+    pub fn concurrency(mut self, n: usize) -> Self {
+        self.concurrency = n.max(1);
+        self
+    }
+
+    /// Also recompute every array's statistics (count, nulls, min, max) from
+    /// its values and compare them with the recorded ones: catches damage
+    /// that still decodes, in the values or in the statistics. Costs no
+    /// extra request (the values are read anyway), only CPU.
+    pub fn deep(mut self, yes: bool) -> Self {
+        self.deep = yes;
+        self
+    }
+
+    /// A callback told how many datasets have been checked, after each one.
+    pub fn on_progress(mut self, f: impl Fn(u64) + Send + Sync + 'static) -> Self {
+        self.progress = Some(Arc::new(f));
+        self
+    }
+}
+
+/// One thing `verify` found wrong (or, for [`Finding::MaskWarning`], tolerated).
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum Finding {
+    /// A data segment does not open: its footer is damaged or unreadable.
+    Segment {
+        /// The variable.
+        segment: String,
+        /// Offset of the segment in the container.
+        offset: u64,
+        /// Length of the segment.
+        len: u64,
+        /// Why it does not open.
+        error: AtlasError,
+    },
+    /// A live dataset's attributes do not read back.
+    DatasetAttributes {
+        /// The dataset.
+        dataset: String,
+        /// Why.
+        error: AtlasError,
+    },
+    /// An array of a live dataset is missing, damaged, or does not read whole.
+    Array {
+        /// The dataset.
+        dataset: String,
+        /// The array.
+        array: String,
+        /// Why.
+        error: AtlasError,
+    },
+    /// The segment holds the array with another element type than the footer declares.
+    DTypeDisagrees {
+        /// The dataset.
+        dataset: String,
+        /// The array.
+        array: String,
+        /// The footer's dtype.
+        declared: DType,
+        /// The segment's dtype.
+        stored: DType,
+    },
+    /// An array's attributes do not read back.
+    ArrayAttributes {
+        /// The dataset.
+        dataset: String,
+        /// The array.
+        array: String,
+        /// Why.
+        error: AtlasError,
+    },
+    /// `verify --deep`: the statistics recorded for an array disagree with
+    /// its values (one of the two is damaged).
+    StatisticsDisagree {
+        /// The dataset.
+        dataset: String,
+        /// The array.
+        array: String,
+        /// How they disagree.
+        what: String,
+    },
+    /// The deletion mask had something wrong that the reader tolerates
+    /// (an ordinal out of range, a truncated body): a warning.
+    MaskWarning {
+        /// What was wrong.
+        message: String,
+    },
+}
+
+impl Finding {
+    /// Whether this finding makes the collection unsound (all but mask warnings).
+    pub fn is_problem(&self) -> bool {
+        !matches!(self, Finding::MaskWarning { .. })
+    }
+}
+
+impl std::fmt::Display for Finding {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Finding::Segment {
+                segment,
+                offset,
+                len,
+                error,
+            } => write!(f, "segment {segment:?} ({len} bytes at {offset}): {error}"),
+            Finding::DatasetAttributes { dataset, error } => {
+                write!(f, "dataset {dataset:?}: attributes: {error}")
+            }
+            Finding::Array {
+                dataset,
+                array,
+                error,
+            } => write!(f, "dataset {dataset:?} array {array:?}: {error}"),
+            Finding::DTypeDisagrees {
+                dataset,
+                array,
+                declared,
+                stored,
+            } => write!(
+                f,
+                "dataset {dataset:?} array {array:?}: the footer declares {declared}, the segment holds {stored}"
+            ),
+            Finding::ArrayAttributes {
+                dataset,
+                array,
+                error,
+            } => write!(
+                f,
+                "dataset {dataset:?} array {array:?}: attributes: {error}"
+            ),
+            Finding::StatisticsDisagree {
+                dataset,
+                array,
+                what,
+            } => write!(f, "dataset {dataset:?} array {array:?}: {what}"),
+            Finding::MaskWarning { message } => write!(f, "deletion mask: {message}"),
+        }
+    }
+}
+
+/// What was checked: the counts behind a clean report.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Checked {
+    /// Segments in the container, `_datasets` included.
+    pub variables: usize,
+    /// Data segments (all but `_datasets`).
+    pub data_segments: usize,
+    /// Data segments that opened.
+    pub segments_opened: usize,
+    /// Live datasets checked.
+    pub datasets: usize,
+    /// Arrays checked across those datasets.
+    pub arrays: usize,
+    /// Elements read back.
+    pub elements: u64,
+    /// Datasets the mask hides.
+    pub hidden: usize,
+}
+
+/// The outcome of [`Atlas::verify`].
+#[derive(Debug, Default)]
+#[non_exhaustive]
+pub struct VerifyReport {
+    /// Everything found, problems and warnings, in the order checked.
+    pub findings: Vec<Finding>,
+    /// What was checked.
+    pub checked: Checked,
+}
+
+impl VerifyReport {
+    /// No problem found (mask warnings allowed).
+    pub fn is_sound(&self) -> bool {
+        self.problems().next().is_none()
+    }
+
+    /// The findings that make the collection unsound.
+    pub fn problems(&self) -> impl Iterator<Item = &Finding> {
+        self.findings.iter().filter(|f| f.is_problem())
+    }
+
+    /// The tolerated findings.
+    pub fn warnings(&self) -> impl Iterator<Item = &Finding> {
+        self.findings.iter().filter(|f| !f.is_problem())
+    }
+}
+
+impl Atlas {
+    /// Reads every segment footer, every array of every live dataset (so every
+    /// block of them decompresses) and every attribute, and reports what is
+    /// wrong. Never fails: what it cannot read is a [`Finding`].
+    ///
+    /// Cost: one open per segment, then every block of every live array once
+    /// (the whole container's data, in ranged reads).
+    pub async fn verify(&self, options: &VerifyOptions) -> VerifyReport {
+        let mut report = VerifyReport::default();
+        let variables = self.variables();
+        report.checked.variables = variables.len();
+        for v in variables.iter().filter(|v| v.name != DATASETS_SEGMENT) {
+            report.checked.data_segments += 1;
+            // One statistics pass opens (screens and parses) the segment's footer.
+            match self.array_stats_by_dataset(&v.name).await {
+                Ok(_) => report.checked.segments_opened += 1,
+                Err(error) => report.findings.push(Finding::Segment {
+                    segment: v.name.clone(),
+                    offset: v.offset,
+                    len: v.len,
+                    error,
+                }),
+            }
+        }
+
+        let mut checks = futures::stream::iter(self.datasets())
+            .map(|view| async move { check_dataset(&view, options.deep).await })
+            .buffered(options.concurrency);
+        while let Some(c) = checks.next().await {
+            report.checked.datasets += 1;
+            report.checked.arrays += c.arrays;
+            report.checked.elements = report.checked.elements.saturating_add(c.elements);
+            report.findings.extend(c.findings);
+            if let Some(progress) = &options.progress {
+                progress(report.checked.datasets as u64);
+            }
+        }
+
+        report.checked.hidden = self
+            .dataset_count_total()
+            .saturating_sub(self.dataset_count());
+        report.findings.extend(
+            self.mask_warnings()
+                .into_iter()
+                .map(|message| Finding::MaskWarning { message }),
+        );
+        report
+    }
+}
+
+/// What checking one dataset found.
+#[derive(Default)]
+struct DatasetCheck {
+    findings: Vec<Finding>,
+    arrays: usize,
+    elements: u64,
+}
+
+async fn check_dataset(view: &Dataset, deep: bool) -> DatasetCheck {
+    let mut c = DatasetCheck::default();
+    let dataset = view.name().to_owned();
+    let schema = view.schema();
+    if schema.has_attributes()
+        && let Err(error) = view.attributes().await
+    {
+        c.findings.push(Finding::DatasetAttributes {
+            dataset: dataset.clone(),
+            error,
+        });
+    }
+    for meta in schema.arrays() {
+        let array = meta.name().to_owned();
+        c.arrays += 1;
+        let layout = match view.array_layout(&array).await {
+            Ok(l) => l,
+            Err(error) => {
+                c.findings.push(Finding::Array {
+                    dataset: dataset.clone(),
+                    array,
+                    error,
+                });
+                continue;
+            }
+        };
+        if layout.dtype != *meta.dtype() {
+            c.findings.push(Finding::DTypeDisagrees {
+                dataset: dataset.clone(),
+                array,
+                declared: meta.dtype().clone(),
+                stored: layout.dtype,
+            });
+            continue;
+        }
+        match view.read_any(&array, Region::all()).await {
+            Ok(whole) => {
+                c.elements = c.elements.saturating_add(whole.data().len() as u64);
+                if deep && let Some(what) = statistics_problem(view, &array, &whole).await {
+                    c.findings.push(Finding::StatisticsDisagree {
+                        dataset: dataset.clone(),
+                        array: array.clone(),
+                        what,
+                    });
+                }
+            }
+            Err(error) => c.findings.push(Finding::Array {
+                dataset: dataset.clone(),
+                array: array.clone(),
+                error,
+            }),
+        }
+        if meta.attributes().next().is_some()
+            && let Err(error) = view.array_attributes(&array).await
+        {
+            c.findings.push(Finding::ArrayAttributes {
+                dataset: dataset.clone(),
+                array,
+                error,
+            });
+        }
+    }
+    c
+}
+
+/// What is wrong with the recorded statistics of `array` given its values.
+async fn statistics_problem(view: &Dataset, array: &str, whole: &AnyArray) -> Option<String> {
+    match view.array_stats(array).await {
+        Err(e) => Some(format!("statistics do not read: {e}")),
+        // A segment from a writer that records none: nothing to compare.
+        Ok(None) => None,
+        Ok(Some(recorded)) => recompute::disagreement(&recompute::recompute(whole), &recorded),
+    }
+}
