@@ -7,6 +7,11 @@
 //! - `fuzz [seconds]`: seeds every fuzz corpus from `testdata/v8` and runs
 //!   every target for `seconds` (default 60). Needs `cargo install cargo-fuzz`.
 //! - `seed-fuzz`: only the seeding.
+//! - `test`: the whole test suite: `cargo test --workspace`, then the Python
+//!   package's pytest suite (`scripts/py-test.sh`).
+//! - `py-fixture DIR`: writes the collection the Python suite reads (see `py_fixture`).
+//! - `bench-read DIR ARRAY`: reads a float32 array of every dataset from Rust
+//!   (the baseline of the Python package's benchmark).
 //! - `ci`: `.ci/run`.
 
 use std::io::{BufRead, BufReader};
@@ -19,6 +24,9 @@ use atlas_format::{
     FooterBuilder, TRAILER_LEN, decompress_bounded, open_bytes,
 };
 use smol_str::SmolStr;
+
+mod bench_read;
+mod py_fixture;
 
 type Result<T = (), E = String> = std::result::Result<T, E>;
 
@@ -36,11 +44,20 @@ fn main() -> ExitCode {
         ),
         Some("fuzz") => fuzz(parse_or(arg(1), 60, "seconds")),
         Some("seed-fuzz") => seed_fuzz().map(|_| ()),
+        Some("test") => test(),
+        Some("py-fixture") => match arg(1) {
+            Some(dir) => py_fixture::write(Path::new(dir)),
+            None => Err("usage: cargo xtask py-fixture DIR".to_owned()),
+        },
+        Some("bench-read") => match (arg(1), arg(2)) {
+            (Some(dir), Some(array)) => bench_read::run(Path::new(dir), array),
+            _ => Err("usage: cargo xtask bench-read DIR ARRAY".to_owned()),
+        },
         Some("ci") => run(Command::new("bash").arg(root().join(".ci/run"))),
         _ => {
             eprintln!(
                 "usage: cargo xtask <bench [iterations] | bench-footer [iterations] [datasets] | \
-                 fuzz [seconds] | seed-fuzz | ci>"
+                 fuzz [seconds] | seed-fuzz | test | py-fixture DIR | bench-read DIR ARRAY | ci>"
             );
             return ExitCode::from(2);
         }
@@ -92,6 +109,14 @@ fn run(cmd: &mut Command) -> Result {
 
 // ---------------------------------------------------------------------------
 // bench
+
+/// Every test: the Rust workspace, then the Python package.
+fn test() -> Result {
+    run(cargo().args(["test", "--workspace"]))?;
+    run(Command::new("bash")
+        .arg(root().join("scripts/py-test.sh"))
+        .current_dir(root()))
+}
 
 fn bench(iterations: Option<&str>) -> Result {
     let mut footer = cargo();

@@ -1,0 +1,55 @@
+"""atlasds: read Atlas v8 collections from Python.
+
+- `Collection.open(path_or_url, storage_options)`: the collection as a mapping of live dataset names to
+  `Dataset` handles; `Dataset.read(array, region)` gives numpy arrays.
+- `Collection.catalogue()`: one pandas row per dataset (attributes and statistics).
+- `xarray.open_dataset(path, engine="atlas", group=NAME)` and
+  `xarray.open_datatree(path, engine="atlas")`: lazily loaded xarray objects.
+- `open_mfdataarray(path, variable)`: one variable of many datasets as one
+  dask-backed DataArray along a new dimension.
+
+Handles pickle by location, so all of it runs on dask.distributed.
+"""
+
+from __future__ import annotations
+
+from importlib.metadata import PackageNotFoundError, version
+
+from ._collection import (
+    ArrayLayout,
+    ArrayStats,
+    Collection,
+    Dataset,
+    DeleteResult,
+    VerifyResult,
+)
+from ._errors import (
+    AtlasError,
+    CorruptCollection,
+    InvalidArgument,
+    NotAnAtlasCollection,
+    NotFound,
+    StorageError,
+)
+from ._multi import open_mfdataarray
+
+try:
+    __version__ = version("atlasds")
+except PackageNotFoundError:  # running from a source tree
+    __version__ = "0+unknown"
+
+__all__ = [
+    "ArrayLayout",
+    "ArrayStats",
+    "AtlasError",
+    "Collection",
+    "CorruptCollection",
+    "Dataset",
+    "DeleteResult",
+    "InvalidArgument",
+    "NotAnAtlasCollection",
+    "NotFound",
+    "StorageError",
+    "VerifyResult",
+    "open_mfdataarray",
+]

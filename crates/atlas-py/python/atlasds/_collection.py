@@ -1,0 +1,461 @@
+"""Collections and dataset handles: the numpy-level API.
+
+A `Collection` is an open Atlas collection; `collection[name]` gives a `Dataset`
+handle. Both pickle by location (and options), and unpickling reuses the
+process's open collection of that location, so a dask worker opens a
+collection once however many tasks it runs.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Iterator, Literal, Mapping, Sequence
+
+import numpy as np
+
+from . import _native
+from ._errors import InvalidArgument
+
+if TYPE_CHECKING:
+    import pandas
+    import pyarrow
+
+__all__ = [
+    "ArrayLayout",
+    "ArrayStats",
+    "Collection",
+    "Dataset",
+    "DeleteResult",
+    "VerifyResult",
+]
+
+_NUMERIC = {
+    "int8", "int16", "int32", "int64",
+    "uint8", "uint16", "uint32", "uint64",
+    "float32", "float64",
+}  # fmt: skip
+
+
+def numpy_dtype(atlas_dtype: str) -> np.dtype:
+    """The numpy dtype `Dataset.read` returns for an Atlas dtype name."""
+    if atlas_dtype in _NUMERIC or atlas_dtype == "bool":
+        return np.dtype(atlas_dtype)
+    if atlas_dtype == "timestamp_ns":
+        return np.dtype("datetime64[ns]")
+    if atlas_dtype in ("string", "binary"):
+        return np.dtype(object)
+    raise InvalidArgument(f"dtype {atlas_dtype} has no numpy mapping yet")
+
+
+def _attr_value(dtype: str, value: Any) -> Any:
+    """Numeric scalars as numpy scalars of their own type; everything else as is."""
+    if dtype in _NUMERIC:
+        return np.dtype(dtype).type(value)
+    return value
+
+
+def _attrs(rows: list[tuple[str, str, Any]]) -> dict[str, Any]:
+    return {key: _attr_value(dtype, value) for key, dtype, value in rows}
+
+
+@dataclass(frozen=True)
+class ArrayStats:
+    """Statistics a segment records: elements (nulls included), nulls, min and max of the rest."""
+
+    count: int
+    nulls: int
+    min: Any
+    max: Any
+
+    @classmethod
+    def _from(cls, row: tuple[int, int, Any, Any] | None) -> ArrayStats | None:
+        return None if row is None else cls(*row)
+
+
+@dataclass(frozen=True)
+class ArrayLayout:
+    """What a segment records about one array."""
+
+    dtype: np.dtype
+    """The numpy dtype `read` returns."""
+    atlas_dtype: str
+    """The stored dtype's name (`float32`, `timestamp_ns`, `string`, ...)."""
+    shape: tuple[int, ...]
+    chunk_shape: tuple[int, ...]
+    dims: tuple[str, ...]
+    fill: Any
+    """Value of unwritten elements, or None when the writer gave none."""
+
+
+@dataclass(frozen=True)
+class DeleteResult:
+    """What `Collection.delete` did."""
+
+    deleted: int
+    """Datasets named (all hidden now)."""
+    guarantee: Literal["conditional", "locked", "last_writer_wins"]
+    """`conditional` (checked write) or `locked` (local disk, a lock file held):
+    a concurrent delete cannot have been lost; `last_writer_wins`: it may have been."""
+
+
+@dataclass(frozen=True)
+class VerifyResult:
+    """What `Collection.verify` found."""
+
+    sound: bool
+    """No problem found (warnings allowed)."""
+    problems: list[str]
+    """Damage found: one message per problem."""
+    warnings: list[str]
+    """Tolerated oddities, e.g. names in the deletion mask that match no dataset."""
+    checked: dict[str, int]
+    """What was checked: variables, data_segments, segments_opened, datasets, arrays, elements, hidden."""
+
+    def __bool__(self) -> bool:
+        return self.sound
+
+
+def _region(
+    key: Any, shape: Sequence[int]
+) -> tuple[list[int], list[int], list[int]]:
+    """numpy basic indexing (ints, step-1 slices, one `...`) as start, extent and the kept axes."""
+    if not isinstance(key, tuple):
+        key = (key,)
+    ellipses = [i for i, k in enumerate(key) if k is Ellipsis]
+    if len(ellipses) > 1:
+        raise InvalidArgument("an index can only have one ellipsis ('...')")
+    if ellipses:
+        at = ellipses[0]
+        missing = len(shape) - (len(key) - 1)
+        if missing < 0:
+            raise InvalidArgument(
+                f"too many indices: {len(key) - 1} for an array of rank {len(shape)}"
+            )
+        key = key[:at] + (slice(None),) * missing + key[at + 1 :]
+    if len(key) > len(shape):
+        raise InvalidArgument(
+            f"too many indices: {len(key)} for an array of rank {len(shape)}"
+        )
+    key = key + (slice(None),) * (len(shape) - len(key))
+    start: list[int] = []
+    extent: list[int] = []
+    kept: list[int] = []
+    for axis, (k, n) in enumerate(zip(key, shape)):
+        if isinstance(k, (bool, np.bool_)):
+            raise InvalidArgument(f"axis {axis}: boolean indices are not supported")
+        if isinstance(k, (int, np.integer)):
+            i = int(k)
+            if i < 0:
+                i += n
+            if not 0 <= i < n:
+                raise InvalidArgument(
+                    f"axis {axis}: index {int(k)} is out of bounds for length {n}"
+                )
+            start.append(i)
+            extent.append(1)
+        elif isinstance(k, slice):
+            s, e, step = k.indices(n)
+            if step != 1:
+                raise InvalidArgument(
+                    f"axis {axis}: only slices with step 1 are supported, got {step}"
+                )
+            count = max(0, e - s)
+            start.append(s if count else min(s, n))
+            extent.append(count)
+            kept.append(axis)
+        else:
+            raise InvalidArgument(
+                f"axis {axis}: unsupported index {k!r} (ints, slices with step 1 and ... only)"
+            )
+    return start, extent, kept
+
+
+def _location(url_or_path: str | os.PathLike[str]) -> str:
+    location = os.fspath(url_or_path)
+    if "://" in location:
+        return location
+    return os.path.abspath(location)
+
+
+def _storage(options: dict[str, Any] | None) -> tuple[list[tuple[str, str]], bool]:
+    """`storage_options` as OpenDAL key/value strings, and the `anonymous` flag."""
+    pairs: list[tuple[str, str]] = []
+    anonymous = False
+    for key, value in (options or {}).items():
+        if not isinstance(key, str):
+            raise InvalidArgument(f"storage_options keys are strings, got {key!r}")
+        if key == "anonymous":
+            if not isinstance(value, (bool, np.bool_)):
+                raise InvalidArgument(
+                    f"storage_options['anonymous'] must be True or False, got {value!r}"
+                )
+            anonymous = bool(value)
+        elif value is None:
+            continue
+        elif isinstance(value, (bool, np.bool_)):
+            pairs.append((key, "true" if value else "false"))
+        elif isinstance(value, (str, int, float, np.integer, np.floating)):
+            pairs.append((key, str(value)))
+        else:
+            raise InvalidArgument(
+                f"storage_options[{key!r}] must be a string, number or bool, got {value!r}"
+            )
+    return pairs, anonymous
+
+
+def _reopen(
+    location: str,
+    storage_options: dict[str, Any] | None,
+    open_options: dict[str, int] | None = None,
+) -> Collection:
+    """Unpickling: this process's open collection of `location`, opened on first use."""
+    return Collection.open(location, storage_options, cache=True, **(open_options or {}))
+
+
+class Collection:
+    """An open Atlas collection: a mapping from live dataset names to `Dataset` handles.
+
+    Open with `Collection.open`. Counting, listing and membership cost no I/O;
+    statistics and attributes across every dataset cost one segment open per
+    variable. Safe to share across threads; pickles by location.
+    """
+
+    __slots__ = ("_native", "_location", "_storage_options", "_open_options")
+
+    def __init__(
+        self,
+        native: _native._Collection,
+        location: str,
+        storage_options: dict[str, Any] | None,
+        open_options: dict[str, int] | None = None,
+    ) -> None:
+        self._native = native
+        self._location = location
+        self._storage_options = storage_options
+        self._open_options = open_options
+
+    @classmethod
+    def open(
+        cls,
+        url_or_path: str | os.PathLike[str],
+        storage_options: Mapping[str, Any] | None = None,
+        *,
+        cache: bool = False,
+        block_cache_bytes: int | None = None,
+        segment_prefetch_bytes: int | None = None,
+    ) -> Collection:
+        """Opens the collection at a path or URL (one read of the container's tail).
+
+        URLs: `file://`, `s3://bucket/prefix`, `gs://`, `az://`, `http(s)://`.
+        `storage_options` configures the backend: OpenDAL configuration keys
+        (`endpoint`, `region`, `access_key_id`, ...) with string, number or bool
+        values, plus `anonymous=True` for unsigned requests; a local path ignores
+        them. `block_cache_bytes` (decompressed blocks kept in memory, 0 for
+        none) and `segment_prefetch_bytes` override the reader's defaults. With
+        `cache`, reuse this process's open handle of the same location and
+        options (what unpickling and the xarray backend do).
+        """
+        location = _location(url_or_path)
+        options = dict(storage_options) if storage_options else None
+        pairs, anonymous = _storage(options)
+        open_options = {
+            k: v
+            for k, v in (
+                ("block_cache_bytes", block_cache_bytes),
+                ("segment_prefetch_bytes", segment_prefetch_bytes),
+            )
+            if v is not None
+        }
+        for k, v in open_options.items():
+            if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 0:
+                raise InvalidArgument(f"{k} must be a non-negative integer, got {v!r}")
+        native = _native.open(
+            location,
+            cache,
+            pairs,
+            anonymous,
+            block_cache_bytes,
+            segment_prefetch_bytes,
+        )
+        return cls(native, location, options, open_options or None)
+
+    @property
+    def location(self) -> str:
+        """Where the collection is: an absolute path or a URL."""
+        return self._location
+
+    def __reduce__(self):
+        return (_reopen, (self._location, self._storage_options, self._open_options))
+
+    def __repr__(self) -> str:
+        return f"<atlasds.Collection {self._location!r}: {len(self)} datasets>"
+
+    def __len__(self) -> int:
+        return len(self._native)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._native.names())
+
+    def __contains__(self, name: object) -> bool:
+        return isinstance(name, str) and self._native.contains(name)
+
+    def __getitem__(self, name: str) -> Dataset:
+        self._native.ordinal(name)  # NotFound unless live
+        return Dataset(self, name)
+
+    def names(self) -> list[str]:
+        """Live dataset names, in ordinal order."""
+        return self._native.names()
+
+    @property
+    def arrays(self) -> list[str]:
+        """Every array name any dataset declares."""
+        return self._native.array_names()
+
+    def stats(self, array: str) -> ArrayStats | None:
+        """Statistics of `array` over every live dataset (one segment open)."""
+        return ArrayStats._from(self._native.stats(array))
+
+    def stats_by_dataset(self, array: str) -> dict[str, ArrayStats]:
+        """Statistics of `array` per live dataset declaring it, in ordinal order (one segment open)."""
+        return {
+            name: ArrayStats(count, nulls, lo, hi)
+            for name, _ordinal, count, nulls, lo, hi in self._native.stats_by_dataset(
+                array
+            )
+        }
+
+    def attrs_by_dataset(self, key: str, array: str | None = None) -> dict[str, Any]:
+        """Attribute `key` of every live dataset declaring it (of `array` when given), in ordinal order."""
+        return {
+            name: _attr_value(dtype, value)
+            for name, dtype, value in self._native.attrs_by_dataset(key, array)
+        }
+
+    def delete(self, names: Sequence[str]) -> DeleteResult:
+        """Hides the named datasets with one write of the deletion mask (all or nothing)."""
+        if isinstance(names, str):
+            raise InvalidArgument("delete takes a list of dataset names, not one string")
+        count, guarantee = self._native.delete(list(names))
+        return DeleteResult(count, guarantee)
+
+    def verify(self, deep: bool = False) -> VerifyResult:
+        """Checks every segment, dataset and array the container names (`deep`:
+        also recomputes every array's statistics from its values). Damage is
+        reported, not raised."""
+        sound, problems, warnings, checked = self._native.verify(deep)
+        return VerifyResult(sound, problems, warnings, checked)
+
+    def catalogue(
+        self, format: Literal["pandas", "arrow"] = "pandas"
+    ) -> pandas.DataFrame | pyarrow.Table:
+        """One row per live dataset: name, ordinal, every dataset attribute, and
+        per array `ARRAY.count`, `.nulls`, `.min`, `.max`.
+
+        Costs one segment open per variable whatever the number of datasets.
+        `format="arrow"` gives a `pyarrow.Table` instead of a DataFrame.
+        """
+        import pandas as pd
+
+        if format not in ("pandas", "arrow"):
+            raise InvalidArgument(f"format must be 'pandas' or 'arrow', not {format!r}")
+        names, ordinals, attributes, stats = self._native.catalogue()
+        columns: dict[str, Any] = {
+            "name": names,
+            "ordinal": np.asarray(ordinals, dtype=np.uint32),
+        }
+        for key, values in attributes.items():
+            columns[key if key not in columns else f"attrs.{key}"] = values
+        for array, rows in stats.items():
+            counts = pd.array([None if r is None else r[0] for r in rows], dtype="UInt64")
+            nulls = pd.array([None if r is None else r[1] for r in rows], dtype="UInt64")
+            columns[f"{array}.count"] = counts
+            columns[f"{array}.nulls"] = nulls
+            columns[f"{array}.min"] = [None if r is None else r[2] for r in rows]
+            columns[f"{array}.max"] = [None if r is None else r[3] for r in rows]
+        frame = pd.DataFrame(columns)
+        if format == "arrow":
+            import pyarrow as pa
+
+            return pa.Table.from_pandas(frame, preserve_index=False)
+        return frame
+
+
+class Dataset:
+    """One live dataset of a collection, looked up by name on every call."""
+
+    __slots__ = ("_collection", "_name")
+
+    def __init__(self, collection: Collection, name: str) -> None:
+        self._collection = collection
+        self._name = name
+
+    def __reduce__(self):
+        return (Dataset, (self._collection, self._name))
+
+    def __repr__(self) -> str:
+        return f"<atlasds.Dataset {self._name!r} of {self._collection.location!r}>"
+
+    @property
+    def name(self) -> str:
+        """The dataset's name."""
+        return self._name
+
+    @property
+    def collection(self) -> Collection:
+        """The collection it belongs to."""
+        return self._collection
+
+    @property
+    def ordinal(self) -> int:
+        """Its position in the container, which never changes."""
+        return self._collection._native.ordinal(self._name)
+
+    @property
+    def arrays(self) -> list[str]:
+        """The arrays it declares, in declaration order (no I/O)."""
+        return self._collection._native.arrays(self._name)
+
+    @property
+    def attrs(self) -> dict[str, Any]:
+        """Dataset attributes in the order they were set."""
+        return _attrs(self._collection._native.attrs(self._name))
+
+    def array_attrs(self, array: str) -> dict[str, Any]:
+        """Attributes of `array` in the order they were set."""
+        return _attrs(self._collection._native.array_attrs(self._name, array))
+
+    def layout(self, array: str) -> ArrayLayout:
+        """Dtype, shape, chunking, dimension names and fill value of `array`."""
+        raw = self._collection._native.layout(self._name, array)
+        return ArrayLayout(
+            dtype=numpy_dtype(raw["dtype"]),
+            atlas_dtype=raw["dtype"],
+            shape=tuple(raw["shape"]),
+            chunk_shape=tuple(raw["chunk_shape"]),
+            dims=tuple(raw["dims"]),
+            fill=raw["fill"],
+        )
+
+    def read(self, array: str, region: Any = None) -> np.ndarray:
+        """The values of `array`, or of the region numpy basic indexing names
+        (ints, slices with step 1, `...`), as a numpy array of the stored dtype.
+
+        Timestamps come as `datetime64[ns]` with NaT where unwritten, strings
+        and binary as object arrays. Unwritten elements of other arrays hold the
+        fill value (see `layout`).
+        """
+        native = self._collection._native
+        if region is None:
+            return native.read(self._name, array, [], [])
+        shape = native.layout(self._name, array)["shape"]
+        start, extent, kept = _region(region, shape)
+        values = native.read(self._name, array, start, extent)
+        if len(kept) != len(extent):
+            values = values.reshape([extent[axis] for axis in kept])
+        return values
+
+    def stats(self, array: str) -> ArrayStats | None:
+        """Statistics of `array` as its segment records them (None if it records none)."""
+        return ArrayStats._from(self._collection._native.stats(array, self._name))

@@ -1,0 +1,225 @@
+"""The xarray backend, registered as ``engine="atlas"``.
+
+``xr.open_dataset(path, engine="atlas", group=NAME)`` opens one dataset of a
+collection lazily: each variable is a `BackendArray` that reads only the
+region asked for. ``xr.open_datatree(path, engine="atlas")`` gives one node per
+live dataset and reads no array bytes. Fill values travel as ``_FillValue`` so
+xarray's CF decoding masks them; timestamps arrive as ``datetime64[ns]`` with
+NaT already in place. Coordinates are restored from the ``_pyatlas_coords``
+dataset attribute (a JSON list of names) that v8 tooling writes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any, Iterable
+
+import numpy as np
+import xarray as xr
+from xarray.backends import BackendArray, BackendEntrypoint
+from xarray.core import indexing
+
+from ._collection import Collection, Dataset, numpy_dtype
+from ._errors import InvalidArgument
+
+__all__ = ["AtlasBackendArray", "AtlasBackendEntrypoint", "COORDS_ATTRIBUTE"]
+
+COORDS_ATTRIBUTE = "_pyatlas_coords"
+"""Dataset attribute naming the coordinate variables, as a JSON list."""
+
+# Attributes of a timestamp array that would make xarray decode it a second time.
+_TIME_ENCODING = ("units", "calendar", "_FillValue")
+
+
+class AtlasBackendArray(BackendArray):
+    """One array of one dataset, read region by region on demand."""
+
+    def __init__(
+        self, dataset: Dataset, array: str, shape: tuple[int, ...], dtype: np.dtype
+    ) -> None:
+        self.dataset = dataset
+        self.array = array
+        self.shape = shape
+        self.dtype = dtype
+
+    def __getitem__(self, key: indexing.ExplicitIndexer) -> np.ndarray:
+        return indexing.explicit_indexing_adapter(
+            key, self.shape, indexing.IndexingSupport.BASIC, self._read
+        )
+
+    def _read(self, key: tuple[Any, ...]) -> np.ndarray:
+        # Basic indexing may still carry slice steps: read the covering step-1
+        # region, then take every step-th element.
+        contiguous: list[Any] = []
+        strides: list[Any] = []
+        for k, n in zip(key, self.shape):
+            if isinstance(k, slice):
+                start, stop, step = k.indices(n)
+                if step == 1:
+                    contiguous.append(slice(start, stop))
+                    strides.append(slice(None))
+                else:
+                    contiguous.append(slice(start, max(start, stop)))
+                    strides.append(slice(None, None, step))
+            else:
+                contiguous.append(k)
+        values = self.dataset.read(self.array, tuple(contiguous))
+        if any(s != slice(None) for s in strides):
+            values = values[tuple(strides)]
+        return values
+
+
+def _dims(array: str, dims: tuple[str, ...], rank: int) -> tuple[str, ...]:
+    if len(dims) == rank and all(dims):
+        return dims
+    return tuple(f"{array}_dim_{i}" for i in range(rank))
+
+
+def _variable(handle: Dataset, array: str) -> xr.Variable:
+    layout = handle.layout(array)
+    attrs = handle.array_attrs(array)
+    encoding: dict[str, Any] = {}
+    dims = _dims(array, layout.dims, len(layout.shape))
+    if layout.chunk_shape and len(layout.chunk_shape) == len(dims):
+        encoding["preferred_chunks"] = dict(zip(dims, layout.chunk_shape))
+        encoding["chunksizes"] = tuple(layout.chunk_shape)
+    if layout.atlas_dtype == "timestamp_ns":
+        for key in _TIME_ENCODING:
+            if key in attrs:
+                encoding[key] = attrs.pop(key)
+    elif layout.fill is not None and layout.dtype.kind in "iuf":
+        attrs["_FillValue"] = layout.dtype.type(layout.fill)
+    backend = AtlasBackendArray(handle, array, layout.shape, numpy_dtype(layout.atlas_dtype))
+    data = indexing.LazilyIndexedArray(backend)
+    return xr.Variable(dims, data, attrs=attrs, encoding=encoding)
+
+
+def _coords(attrs: dict[str, Any]) -> list[str]:
+    raw = attrs.pop(COORDS_ATTRIBUTE, None)
+    if raw is None:
+        return []
+    try:
+        names = json.loads(raw)
+    except (TypeError, ValueError) as e:
+        raise InvalidArgument(f"{COORDS_ATTRIBUTE} is not a JSON list of names: {raw!r}") from e
+    if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+        raise InvalidArgument(f"{COORDS_ATTRIBUTE} is not a JSON list of names: {raw!r}")
+    return names
+
+
+def _open_one(
+    handle: Dataset, drop_variables: Iterable[str] | None, decoders: dict[str, Any]
+) -> xr.Dataset:
+    drop = {drop_variables} if isinstance(drop_variables, str) else set(drop_variables or ())
+    variables = {a: _variable(handle, a) for a in handle.arrays if a not in drop}
+    attrs = handle.attrs
+    coords = _coords(attrs)
+    variables, attrs, coord_names = xr.conventions.decode_cf_variables(
+        variables, attrs, **decoders
+    )
+    ds = xr.Dataset(variables, attrs=attrs)
+    return ds.set_coords([c for c in {*coord_names, *coords} if c in ds.variables])
+
+
+def _collection(filename_or_obj: Any) -> Collection:
+    if isinstance(filename_or_obj, Collection):
+        return filename_or_obj
+    if isinstance(filename_or_obj, (str, os.PathLike)):
+        return Collection.open(filename_or_obj, cache=True)
+    raise InvalidArgument(
+        f"the atlas engine opens a path or an atlasds.Collection, not {type(filename_or_obj).__name__}"
+    )
+
+
+def _node_name(dataset: str) -> str:
+    # DataTree paths use '/', which Atlas dataset names may hold.
+    return dataset.replace("/", "\N{DIVISION SLASH}")
+
+
+_DECODERS = (
+    "mask_and_scale",
+    "decode_times",
+    "concat_characters",
+    "decode_coords",
+    "use_cftime",
+    "decode_timedelta",
+)
+
+
+class AtlasBackendEntrypoint(BackendEntrypoint):
+    """Opens Atlas collections: one dataset as a Dataset (``group=NAME``), all of them as a DataTree."""
+
+    description = "Atlas v8 collections (thousands of datasets in one container) via atlasds"
+    url = "https://example.invalid/atlas"
+    open_dataset_parameters = ("filename_or_obj", "drop_variables", "group", *_DECODERS)
+    supports_groups = True
+
+    def guess_can_open(self, filename_or_obj: Any) -> bool:
+        if isinstance(filename_or_obj, Collection):
+            return True
+        if isinstance(filename_or_obj, (str, os.PathLike)):
+            path = os.fspath(filename_or_obj)
+            if path.startswith("file://"):
+                path = path[len("file://") :]
+            return os.path.isfile(os.path.join(path, "data.atlas"))
+        return False
+
+    def open_dataset(
+        self,
+        filename_or_obj: Any,
+        *,
+        drop_variables: str | Iterable[str] | None = None,
+        group: str | None = None,
+        mask_and_scale: bool = True,
+        decode_times: bool = True,
+        concat_characters: bool = True,
+        decode_coords: bool = True,
+        use_cftime: bool | None = None,
+        decode_timedelta: bool | None = None,
+    ) -> xr.Dataset:
+        collection = _collection(filename_or_obj)
+        if group is None:
+            if len(collection) != 1:
+                raise InvalidArgument(
+                    f"{collection.location} holds {len(collection)} datasets: "
+                    "name one with group=, or use xr.open_datatree"
+                )
+            group = next(iter(collection))
+        decoders = dict(
+            mask_and_scale=mask_and_scale,
+            decode_times=decode_times,
+            concat_characters=concat_characters,
+            decode_coords=decode_coords,
+            use_cftime=use_cftime,
+            decode_timedelta=decode_timedelta,
+        )
+        return _open_one(collection[group.lstrip("/")], drop_variables, decoders)
+
+    def open_groups_as_dict(
+        self,
+        filename_or_obj: Any,
+        *,
+        drop_variables: str | Iterable[str] | None = None,
+        **decoders: Any,
+    ) -> dict[str, xr.Dataset]:
+        collection = _collection(filename_or_obj)
+        decoders = {k: v for k, v in decoders.items() if k in _DECODERS}
+        groups: dict[str, xr.Dataset] = {"/": xr.Dataset()}
+        for name in collection:
+            groups[f"/{_node_name(name)}"] = _open_one(
+                Dataset(collection, name), drop_variables, decoders
+            )
+        return groups
+
+    def open_datatree(
+        self,
+        filename_or_obj: Any,
+        *,
+        drop_variables: str | Iterable[str] | None = None,
+        **decoders: Any,
+    ) -> xr.DataTree:
+        groups = self.open_groups_as_dict(
+            filename_or_obj, drop_variables=drop_variables, **decoders
+        )
+        return xr.DataTree.from_dict(groups)

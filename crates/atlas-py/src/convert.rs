@@ -1,0 +1,149 @@
+//! Rust values of [`crate::core`] as Python objects: numpy arrays that take
+//! ownership of the read buffers, attribute and statistic values, exceptions.
+
+use numpy::{PyArray, PyArray1};
+use pyo3::IntoPyObjectExt;
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyDict, PyString};
+
+use crate::core::{ArrayData, Attr, CoreError, ErrorClass, Scalar, Stats, attr_dtype};
+
+/// The Python exception of a core failure, an instance of a class of `atlasds._errors`.
+pub fn py_err(e: CoreError) -> PyErr {
+    Python::attach(|py| match exception(py, &e) {
+        Ok(err) => err,
+        Err(import_failed) => import_failed,
+    })
+}
+
+fn exception(py: Python<'_>, e: &CoreError) -> PyResult<PyErr> {
+    let errors = py.import("atlasds._errors")?;
+    let (class, retryable) = match e.class {
+        ErrorClass::NotAnAtlasCollection => ("NotAnAtlasCollection", None),
+        ErrorClass::CorruptCollection => ("CorruptCollection", None),
+        ErrorClass::NotFound => ("NotFound", None),
+        ErrorClass::Storage { retryable } => ("StorageError", Some(retryable)),
+        ErrorClass::InvalidArgument => ("InvalidArgument", None),
+    };
+    let class = errors.getattr(class)?;
+    let instance = match retryable {
+        Some(r) => {
+            let kwargs = PyDict::new(py);
+            kwargs.set_item("retryable", r)?;
+            class.call((e.message.as_str(),), Some(&kwargs))?
+        }
+        None => class.call1((e.message.as_str(),))?,
+    };
+    Ok(PyErr::from_value(instance))
+}
+
+/// A numpy array of the values; numeric arrays hand their buffer over without a copy.
+pub fn values(py: Python<'_>, values: ArrayData) -> PyResult<Bound<'_, PyAny>> {
+    Ok(match values {
+        ArrayData::Int8(a) => PyArray::from_owned_array(py, a).into_any(),
+        ArrayData::Int16(a) => PyArray::from_owned_array(py, a).into_any(),
+        ArrayData::Int32(a) => PyArray::from_owned_array(py, a).into_any(),
+        ArrayData::Int64(a) => PyArray::from_owned_array(py, a).into_any(),
+        ArrayData::UInt8(a) => PyArray::from_owned_array(py, a).into_any(),
+        ArrayData::UInt16(a) => PyArray::from_owned_array(py, a).into_any(),
+        ArrayData::UInt32(a) => PyArray::from_owned_array(py, a).into_any(),
+        ArrayData::UInt64(a) => PyArray::from_owned_array(py, a).into_any(),
+        ArrayData::Float32(a) => PyArray::from_owned_array(py, a).into_any(),
+        ArrayData::Float64(a) => PyArray::from_owned_array(py, a).into_any(),
+        ArrayData::Timestamp(a) => PyArray::from_owned_array(py, a.mapv(|t| t.nanos()))
+            .into_any()
+            .call_method1("view", ("datetime64[ns]",))?,
+        ArrayData::String(a) => {
+            let objects = a.mapv(|s| PyString::new(py, &s).into_any().unbind());
+            PyArray::from_owned_object_array(py, objects).into_any()
+        }
+        ArrayData::Binary(a) => {
+            let objects = a.mapv(|b| PyBytes::new(py, &b).into_any().unbind());
+            PyArray::from_owned_object_array(py, objects).into_any()
+        }
+    })
+}
+
+/// A statistic or fill value: int, float, str, bytes, bool, or `numpy.datetime64` in ns.
+pub fn scalar<'py>(py: Python<'py>, value: &Scalar) -> PyResult<Bound<'py, PyAny>> {
+    match value {
+        Scalar::Bool(v) => v.into_bound_py_any(py),
+        Scalar::Int(v) => v.into_bound_py_any(py),
+        Scalar::UInt(v) => v.into_bound_py_any(py),
+        Scalar::Float(v) => v.into_bound_py_any(py),
+        Scalar::Str(v) => v.into_bound_py_any(py),
+        Scalar::Bytes(v) => Ok(PyBytes::new(py, v).into_any()),
+        Scalar::Timestamp(v) => py.import("numpy")?.getattr("datetime64")?.call1((*v, "ns")),
+    }
+}
+
+/// A statistic or fill value, or None.
+pub fn optional_scalar<'py>(
+    py: Python<'py>,
+    value: Option<&Scalar>,
+) -> PyResult<Bound<'py, PyAny>> {
+    match value {
+        Some(v) => scalar(py, v),
+        None => Ok(py.None().into_bound(py)),
+    }
+}
+
+/// Statistics as the tuple `(count, nulls, min, max)`.
+pub fn stats<'py>(py: Python<'py>, s: &Stats) -> PyResult<Bound<'py, PyAny>> {
+    (
+        s.count,
+        s.nulls,
+        optional_scalar(py, s.min.as_ref())?,
+        optional_scalar(py, s.max.as_ref())?,
+    )
+        .into_bound_py_any(py)
+}
+
+fn list<'py, T: numpy::Element + Clone>(py: Python<'py>, v: &[T]) -> Bound<'py, PyAny> {
+    PyArray1::from_slice(py, v).into_any()
+}
+
+/// An attribute value: scalars as Python scalars, numeric lists as 1-D numpy
+/// arrays of their own dtype, string and binary lists as Python lists.
+pub fn attr<'py>(py: Python<'py>, value: &Attr) -> PyResult<Bound<'py, PyAny>> {
+    match value {
+        Attr::Bool(v) => v.into_bound_py_any(py),
+        Attr::Int8(v) => v.into_bound_py_any(py),
+        Attr::Int16(v) => v.into_bound_py_any(py),
+        Attr::Int32(v) => v.into_bound_py_any(py),
+        Attr::Int64(v) => v.into_bound_py_any(py),
+        Attr::UInt8(v) => v.into_bound_py_any(py),
+        Attr::UInt16(v) => v.into_bound_py_any(py),
+        Attr::UInt32(v) => v.into_bound_py_any(py),
+        Attr::UInt64(v) => v.into_bound_py_any(py),
+        Attr::Float32(v) => v.into_bound_py_any(py),
+        Attr::Float64(v) => v.into_bound_py_any(py),
+        Attr::String(v) => v.into_bound_py_any(py),
+        Attr::Binary(v) => Ok(PyBytes::new(py, v).into_any()),
+        Attr::BoolList(v) => Ok(list(py, v)),
+        Attr::Int8List(v) => Ok(list(py, v)),
+        Attr::Int16List(v) => Ok(list(py, v)),
+        Attr::Int32List(v) => Ok(list(py, v)),
+        Attr::Int64List(v) => Ok(list(py, v)),
+        Attr::UInt8List(v) => Ok(list(py, v)),
+        Attr::UInt16List(v) => Ok(list(py, v)),
+        Attr::UInt32List(v) => Ok(list(py, v)),
+        Attr::UInt64List(v) => Ok(list(py, v)),
+        Attr::Float32List(v) => Ok(list(py, v)),
+        Attr::Float64List(v) => Ok(list(py, v)),
+        Attr::StringList(v) => v.into_bound_py_any(py),
+        Attr::BinaryList(v) => {
+            let items: Vec<Bound<'py, PyBytes>> = v.iter().map(|b| PyBytes::new(py, b)).collect();
+            items.into_bound_py_any(py)
+        }
+    }
+}
+
+/// Attributes as a list of `(key, dtype name, value)`.
+pub fn attrs<'py>(py: Python<'py>, attrs: &[(String, Attr)]) -> PyResult<Bound<'py, PyAny>> {
+    let mut out = Vec::with_capacity(attrs.len());
+    for (key, value) in attrs {
+        out.push((key.as_str(), attr_dtype(value), attr(py, value)?));
+    }
+    out.into_bound_py_any(py)
+}

@@ -1,0 +1,606 @@
+//! Every call the binding makes into the `atlas` crate, and nothing Python.
+//!
+//! Keeping every facade call here means an API change touches this file only.
+//! The rest of the binding sees plain Rust values: [`ArrayData`] (reads),
+//! [`Scalar`], [`Stats`], [`Layout`], [`Catalogue`], [`Verified`] and [`CoreError`].
+//!
+//! It also owns the process's tokio runtime and the per-process cache of open
+//! collections that lets a dask worker open a collection once, not once per task.
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use atlas::{
+    Atlas, AtlasError, DType, FillValue, IoErrorKind, OpenOptions, Region, Stat, StorageOptions,
+    Timestamp, VerifyOptions, WriteGuarantee,
+};
+use tokio::runtime::Runtime;
+
+/// The values of one read, in the element type they are stored as (converted
+/// to numpy in `convert`). Timestamps read as nanoseconds with the fill value
+/// replaced by `i64::MIN` (numpy's NaT).
+pub use atlas::ArrayData;
+/// Attribute values as the library returns them (converted to Python in `convert`).
+pub use atlas::Attr;
+
+/// Which Python exception a failure becomes; the binding's whole error vocabulary.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ErrorClass {
+    /// The location holds something that is not a readable Atlas container.
+    NotAnAtlasCollection,
+    /// The container, a segment or the mask is damaged.
+    CorruptCollection,
+    /// No such dataset, array or path.
+    NotFound,
+    /// The storage backend failed; `retryable` when trying again can help.
+    Storage {
+        /// Whether the backend marked the failure temporary.
+        retryable: bool,
+    },
+    /// The caller asked for something the collection or the API cannot give.
+    InvalidArgument,
+}
+
+/// A failure: its class and the library's message.
+#[derive(Debug, Clone)]
+pub struct CoreError {
+    /// What kind of failure it is.
+    pub class: ErrorClass,
+    /// The library's message, shown to the user as is.
+    pub message: String,
+}
+
+impl From<AtlasError> for CoreError {
+    fn from(e: AtlasError) -> Self {
+        let class = match &e {
+            AtlasError::NotAnAtlasCollection { .. } | AtlasError::UnsupportedVersion { .. } => {
+                ErrorClass::NotAnAtlasCollection
+            }
+            AtlasError::CorruptCollection { .. } | AtlasError::CorruptMask { .. } => {
+                ErrorClass::CorruptCollection
+            }
+            AtlasError::DatasetNotFound { .. } | AtlasError::ArrayNotFound { .. } => {
+                ErrorClass::NotFound
+            }
+            AtlasError::Io(io) if io.kind() == IoErrorKind::NotFound => ErrorClass::NotFound,
+            AtlasError::Io(io) => ErrorClass::Storage {
+                retryable: io.is_transient(),
+            },
+            AtlasError::InvalidLocation { .. } => ErrorClass::InvalidArgument,
+            _ => ErrorClass::InvalidArgument,
+        };
+        Self {
+            class,
+            message: e.to_string(),
+        }
+    }
+}
+
+/// Result alias of this module.
+pub type Result<T, E = CoreError> = std::result::Result<T, E>;
+
+/// The runtime and the process it was built in: a forked child builds its own,
+/// because the parent's worker threads do not exist there.
+static RUNTIME: Mutex<Option<(u32, Arc<Runtime>)>> = Mutex::new(None);
+
+fn runtime() -> Result<Arc<Runtime>> {
+    let pid = std::process::id();
+    let mut slot = RUNTIME.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some((owner, rt)) = slot.as_ref()
+        && *owner == pid
+    {
+        return Ok(Arc::clone(rt));
+    }
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .thread_name("atlasds-io")
+        .build()
+        .map_err(|e| CoreError {
+            class: ErrorClass::Storage { retryable: false },
+            message: format!("cannot start the I/O runtime: {e}"),
+        })?;
+    let rt = Arc::new(rt);
+    if let Some(inherited) = slot.replace((pid, Arc::clone(&rt))) {
+        // Inherited across fork: dropping it would wait for threads that are gone.
+        std::mem::forget(inherited);
+    }
+    Ok(rt)
+}
+
+/// Runs `fut` to completion on the module's runtime (the caller has released the GIL).
+pub fn block_on<F: Future>(fut: F) -> Result<F::Output> {
+    Ok(runtime()?.block_on(fut))
+}
+
+/// Collections opened by this process (cached or not): what the dask test counts.
+static OPENS: AtomicU64 = AtomicU64::new(0);
+
+/// Open collections by location and options, and the process they were opened in.
+type Cached = (u32, HashMap<String, Atlas>);
+
+/// Open collections shared by every handle of this process that asks for the cache.
+static CACHE: Mutex<Option<Cached>> = Mutex::new(None);
+
+/// How many collections this process has opened.
+pub fn open_count() -> u64 {
+    OPENS.load(Ordering::Relaxed)
+}
+
+/// Forgets every cached collection (handles already given out stay usable).
+pub fn clear_cache() {
+    *CACHE.lock().unwrap_or_else(|e| e.into_inner()) = None;
+}
+
+/// How to reach and read a collection: the backend's configuration and the
+/// reader's options, as the Python layer passes them.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct OpenRequest {
+    /// OpenDAL configuration keys of the backend and their values.
+    pub storage: Vec<(String, String)>,
+    /// Unsigned requests, no credentials loaded (a public bucket).
+    pub anonymous: bool,
+    /// Bytes of decompressed blocks kept in memory (None: the library's default).
+    pub block_cache_bytes: Option<u64>,
+    /// Least bytes read from a segment's end on first use (None: the default).
+    pub segment_prefetch_bytes: Option<u64>,
+}
+
+impl OpenRequest {
+    fn storage_options(&self) -> StorageOptions {
+        self.storage
+            .iter()
+            .fold(StorageOptions::new(), |o, (k, v)| o.set(k, v))
+            .anonymous(self.anonymous)
+    }
+
+    fn open_options(&self) -> OpenOptions {
+        let mut options = OpenOptions::default();
+        if let Some(bytes) = self.block_cache_bytes {
+            options.block_cache_bytes = bytes;
+        }
+        if let Some(bytes) = self.segment_prefetch_bytes {
+            options.segment_prefetch_bytes = bytes;
+        }
+        options
+    }
+
+    /// The cache key: the location and everything that changes what is opened.
+    fn key(&self, location: &str) -> String {
+        format!("{location}\u{0}{self:?}")
+    }
+}
+
+/// An open collection: the shared library handle.
+#[derive(Debug, Clone)]
+pub struct Collection {
+    atlas: Atlas,
+}
+
+/// Opens the collection at `location` (a path or a `file://`, `s3://`,
+/// `gs://`, `az://` or `http(s)://` URL). With `cached`, a collection this
+/// process already opened at the same location with the same request is
+/// reused and a new one is remembered.
+pub async fn open(location: &str, request: &OpenRequest, cached: bool) -> Result<Collection> {
+    let key = request.key(location);
+    if cached {
+        let guard = CACHE.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((pid, map)) = guard.as_ref()
+            && *pid == std::process::id()
+            && let Some(atlas) = map.get(&key)
+        {
+            return Ok(Collection {
+                atlas: atlas.clone(),
+            });
+        }
+    }
+    let atlas =
+        Atlas::open_url_with(location, &request.storage_options(), request.open_options()).await?;
+    OPENS.fetch_add(1, Ordering::Relaxed);
+    if cached {
+        let mut guard = CACHE.lock().unwrap_or_else(|e| e.into_inner());
+        let pid = std::process::id();
+        if guard.as_ref().is_none_or(|(owner, _)| *owner != pid) {
+            *guard = Some((pid, HashMap::new()));
+        }
+        if let Some((_, map)) = guard.as_mut() {
+            map.insert(key, atlas.clone());
+        }
+    }
+    Ok(Collection { atlas })
+}
+
+/// A single value: a statistic, a fill value. Timestamps are nanoseconds since the epoch.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Scalar {
+    /// A boolean.
+    Bool(bool),
+    /// A signed integer.
+    Int(i64),
+    /// An unsigned integer.
+    UInt(u64),
+    /// A float.
+    Float(f64),
+    /// Text.
+    Str(String),
+    /// Bytes that are not text.
+    Bytes(Vec<u8>),
+    /// Nanoseconds since the Unix epoch.
+    Timestamp(i64),
+}
+
+/// Statistics of one array or a fold of many, as the segments record them.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Stats {
+    /// Elements, nulls included.
+    pub count: u64,
+    /// Elements equal to the fill value (or NaN).
+    pub nulls: u64,
+    /// Smallest non-null element.
+    pub min: Option<Scalar>,
+    /// Largest non-null element.
+    pub max: Option<Scalar>,
+}
+
+/// An array's layout: dtype name (`float32`, `timestamp_ns`, ...), shape,
+/// chunking, dimension names and fill value.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Layout {
+    /// The dtype's user-facing name.
+    pub dtype: String,
+    /// Length of each axis.
+    pub shape: Vec<u64>,
+    /// Extent of one stored chunk along each axis.
+    pub chunk_shape: Vec<u64>,
+    /// Name of each axis.
+    pub dims: Vec<String>,
+    /// Value of unwritten elements, if the writer gave one.
+    pub fill: Option<Scalar>,
+}
+
+/// One row per live dataset: names, ordinals, every dataset attribute and the
+/// statistics of every array (`None` where a dataset lacks it).
+#[derive(Debug, Default)]
+pub struct Catalogue {
+    /// Live dataset names, in ordinal order.
+    pub names: Vec<String>,
+    /// Their ordinals.
+    pub ordinals: Vec<u32>,
+    /// Per dataset attribute key (first-seen order), the value of each row.
+    pub attributes: Vec<(String, Vec<Option<Attr>>)>,
+    /// Per array, the statistics of each row.
+    pub stats: Vec<(String, Vec<Option<Stats>>)>,
+}
+
+/// What a delete did: how many datasets it hid, and the guarantee the mask write had.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Deleted {
+    /// Datasets named in the request (hidden now, whether or not they were before).
+    pub count: usize,
+    /// The guarantee's Python name: `conditional`, `locked` (local disk) or
+    /// `last_writer_wins` (a concurrent delete could have been lost).
+    pub guarantee: &'static str,
+}
+
+/// What `verify` found: soundness, each finding as text, and what it checked.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Verified {
+    /// No problem found (warnings allowed).
+    pub sound: bool,
+    /// Damage found, one message each.
+    pub problems: Vec<String>,
+    /// Tolerated oddities (e.g. unknown names in the deletion mask).
+    pub warnings: Vec<String>,
+    /// What was checked, as `(name, count)`: variables, data_segments,
+    /// segments_opened, datasets, arrays, elements, hidden.
+    pub checked: Vec<(&'static str, u64)>,
+}
+
+/// The dtype name of an attribute value (`float32`, `list<int32>`, ...), which
+/// the Python layer uses to give numeric scalars their own numpy type.
+pub fn attr_dtype(value: &Attr) -> String {
+    value.dtype().display_name()
+}
+
+fn scalar_of_stat(value: &Stat, dtype: &DType) -> Option<Scalar> {
+    Some(match value {
+        Stat::Int(v) => Scalar::Int(*v),
+        Stat::UInt(v) => Scalar::UInt(*v),
+        Stat::Float(v) => Scalar::Float(*v),
+        Stat::Timestamp(v) => Scalar::Timestamp(v.nanos()),
+        Stat::Bytes(b) => match (dtype, std::str::from_utf8(b)) {
+            (DType::String, Ok(s)) => Scalar::Str(s.to_owned()),
+            _ => Scalar::Bytes(b.clone()),
+        },
+        // A kind of bound this binding does not know yet: shown as unknown.
+        _ => return None,
+    })
+}
+
+fn scalar_of_fill(value: &FillValue, dtype: &DType) -> Option<Scalar> {
+    Some(match (value, dtype) {
+        (FillValue::Int(v), DType::TimestampNs) => Scalar::Timestamp(*v),
+        (FillValue::Bool(v), _) => Scalar::Bool(*v),
+        (FillValue::Int(v), _) => Scalar::Int(*v),
+        (FillValue::UInt(v), _) => Scalar::UInt(*v),
+        (FillValue::Float(v), _) => Scalar::Float(*v),
+        (FillValue::String(v), _) => Scalar::Str(v.clone()),
+        (FillValue::Timestamp(v), _) => Scalar::Timestamp(v.nanos()),
+        _ => return None,
+    })
+}
+
+/// The nanoseconds of a timestamp array's fill value, if it has one.
+fn timestamp_fill(fill: Option<&FillValue>) -> Option<i64> {
+    match fill? {
+        FillValue::Timestamp(t) => Some(t.nanos()),
+        FillValue::Int(v) => Some(*v),
+        _ => None,
+    }
+}
+
+fn stats_of(s: &atlas::ArrayStats, dtype: &DType) -> Stats {
+    Stats {
+        count: s.row_count,
+        nulls: s.null_count,
+        min: s.min.as_ref().and_then(|v| scalar_of_stat(v, dtype)),
+        max: s.max.as_ref().and_then(|v| scalar_of_stat(v, dtype)),
+    }
+}
+
+fn array_not_found(dataset: &str, array: &str) -> CoreError {
+    AtlasError::ArrayNotFound {
+        dataset: Some(dataset.to_owned()),
+        array: array.to_owned(),
+    }
+    .into()
+}
+
+impl Collection {
+    /// Live dataset names, in ordinal order.
+    pub fn names(&self) -> Vec<String> {
+        self.atlas
+            .list_datasets()
+            .into_iter()
+            .map(str::to_owned)
+            .collect()
+    }
+
+    /// Number of live datasets.
+    pub fn len(&self) -> usize {
+        self.atlas.dataset_count()
+    }
+
+    /// Whether a live dataset has this name.
+    pub fn contains(&self, name: &str) -> bool {
+        self.atlas.dataset_exists(name)
+    }
+
+    /// Distinct array names over the whole collection.
+    pub fn array_names(&self) -> Vec<String> {
+        self.atlas
+            .list_arrays()
+            .into_iter()
+            .map(str::to_owned)
+            .collect()
+    }
+
+    /// The ordinal of live dataset `dataset`.
+    pub fn ordinal(&self, dataset: &str) -> Result<u32> {
+        Ok(self.atlas.dataset(dataset)?.ordinal())
+    }
+
+    /// The arrays dataset `dataset` declares, in declaration order.
+    pub fn arrays(&self, dataset: &str) -> Result<Vec<String>> {
+        let view = self.atlas.dataset(dataset)?;
+        Ok(view
+            .schema()
+            .arrays()
+            .map(|a| a.name().to_owned())
+            .collect())
+    }
+
+    fn dtype(&self, dataset: &str, array: &str) -> Result<DType> {
+        let view = self.atlas.dataset(dataset)?;
+        let meta = view
+            .array_meta(array)
+            .ok_or_else(|| array_not_found(dataset, array))?;
+        Ok(meta.dtype().clone())
+    }
+
+    /// The dtype of `array` in the first live dataset declaring it.
+    fn collection_dtype(&self, array: &str) -> Option<DType> {
+        self.atlas
+            .datasets()
+            .find_map(|v| v.array_meta(array).map(|m| m.dtype().clone()))
+    }
+
+    /// Dataset attributes of `dataset`, in the order they were set.
+    pub async fn attributes(&self, dataset: &str) -> Result<Vec<(String, Attr)>> {
+        Ok(self.atlas.dataset(dataset)?.attributes().await?)
+    }
+
+    /// Attributes of `array` of `dataset`, in the order they were set.
+    pub async fn array_attributes(
+        &self,
+        dataset: &str,
+        array: &str,
+    ) -> Result<Vec<(String, Attr)>> {
+        Ok(self.atlas.dataset(dataset)?.array_attributes(array).await?)
+    }
+
+    /// Layout of `array` of `dataset`.
+    pub async fn layout(&self, dataset: &str, array: &str) -> Result<Layout> {
+        let layout = self.atlas.dataset(dataset)?.array_layout(array).await?;
+        Ok(Layout {
+            dtype: layout.dtype.display_name(),
+            fill: layout
+                .fill_value
+                .as_ref()
+                .and_then(|f| scalar_of_fill(f, &layout.dtype)),
+            shape: layout.shape,
+            chunk_shape: layout.chunk_shape,
+            dims: layout.dimension_names,
+        })
+    }
+
+    /// Reads the region of `array` starting at `start` with extent `shape`
+    /// (both empty: everything), in the stored element type; timestamps equal
+    /// to the fill value read as `i64::MIN` (NaT).
+    pub async fn read(
+        &self,
+        dataset: &str,
+        array: &str,
+        start: &[u64],
+        shape: &[u64],
+    ) -> Result<ArrayData> {
+        let read = self
+            .atlas
+            .dataset(dataset)?
+            .read_any(array, Region::block(start, shape))
+            .await?;
+        let fill = timestamp_fill(read.fill());
+        Ok(match read.into_data() {
+            ArrayData::Timestamp(a) => ArrayData::Timestamp(match fill {
+                Some(f) => a.mapv(|t| {
+                    if t.nanos() == f {
+                        Timestamp(i64::MIN)
+                    } else {
+                        t
+                    }
+                }),
+                None => a,
+            }),
+            other => other,
+        })
+    }
+
+    /// Statistics of `array` of `dataset`; `None` where the segment records none.
+    pub async fn dataset_stats(&self, dataset: &str, array: &str) -> Result<Option<Stats>> {
+        let dtype = self.dtype(dataset, array)?;
+        let stats = self.atlas.dataset(dataset)?.array_stats(array).await?;
+        Ok(stats.as_ref().map(|s| stats_of(s, &dtype)))
+    }
+
+    /// Statistics of `array` folded over every live dataset (of the first declaring dataset's dtype).
+    pub async fn stats(&self, array: &str) -> Result<Option<Stats>> {
+        let stats = self.atlas.array_stats(array).await?;
+        let dtype = self.collection_dtype(array);
+        Ok(match (stats, dtype) {
+            (Some(s), Some(d)) => Some(stats_of(&s, &d)),
+            _ => None,
+        })
+    }
+
+    /// Statistics of `array` per live dataset declaring it: name, ordinal, stats.
+    pub async fn stats_by_dataset(&self, array: &str) -> Result<Vec<(String, u32, Stats)>> {
+        let rows = self.atlas.array_stats_by_dataset(array).await?;
+        Ok(rows
+            .into_iter()
+            .map(|row| {
+                let dtype = self.dtype(&row.dataset, array).unwrap_or(DType::Binary);
+                let stats = stats_of(&row.stats, &dtype);
+                (row.dataset, row.ordinal, stats)
+            })
+            .collect())
+    }
+
+    /// Attribute `key` of every live dataset declaring it (of `array`, when given).
+    pub async fn attributes_by_dataset(
+        &self,
+        key: &str,
+        array: Option<&str>,
+    ) -> Result<Vec<(String, Attr)>> {
+        Ok(self.atlas.attributes_by_dataset(array, key).await?)
+    }
+
+    /// Hides the named datasets with one mask write.
+    pub async fn delete(&self, names: &[String]) -> Result<Deleted> {
+        let names: Vec<&str> = names.iter().map(String::as_str).collect();
+        let outcome = self.atlas.delete_datasets(&names).await?;
+        Ok(Deleted {
+            count: outcome.deleted,
+            guarantee: match outcome.guarantee {
+                WriteGuarantee::Conditional => "conditional",
+                WriteGuarantee::Locked => "locked",
+                // LastWriterWins, and anything newer: promise nothing.
+                _ => "last_writer_wins",
+            },
+        })
+    }
+
+    /// Checks the collection (`deep`: also recomputes every array's statistics).
+    pub async fn verify(&self, deep: bool) -> Verified {
+        let report = self.atlas.verify(&VerifyOptions::new().deep(deep)).await;
+        let c = &report.checked;
+        let count = |n: usize| u64::try_from(n).unwrap_or(u64::MAX);
+        Verified {
+            sound: report.is_sound(),
+            problems: report.problems().map(ToString::to_string).collect(),
+            warnings: report.warnings().map(ToString::to_string).collect(),
+            checked: vec![
+                ("variables", count(c.variables)),
+                ("data_segments", count(c.data_segments)),
+                ("segments_opened", count(c.segments_opened)),
+                ("datasets", count(c.datasets)),
+                ("arrays", count(c.arrays)),
+                ("elements", c.elements),
+                ("hidden", count(c.hidden)),
+            ],
+        }
+    }
+
+    /// The catalogue: one segment open per variable, whatever the number of datasets.
+    pub async fn catalogue(&self) -> Result<Catalogue> {
+        let mut out = Catalogue::default();
+        let mut keys: Vec<String> = Vec::new();
+        let mut seen_schemas = std::collections::HashSet::new();
+        for view in self.atlas.datasets() {
+            out.names.push(view.name().to_owned());
+            out.ordinals.push(view.ordinal());
+            if seen_schemas.insert(view.schema().index()) {
+                for (key, _) in view.schema().attributes() {
+                    if !keys.iter().any(|k| k == key) {
+                        keys.push(key.to_owned());
+                    }
+                }
+            }
+        }
+        let row: HashMap<&str, usize> = out
+            .names
+            .iter()
+            .enumerate()
+            .map(|(i, n)| (n.as_str(), i))
+            .collect();
+        let rows = out.names.len();
+        for key in keys {
+            let mut column: Vec<Option<Attr>> = vec![None; rows];
+            for (name, value) in self.atlas.attributes_by_dataset(None, &key).await? {
+                if let Some(slot) = row.get(name.as_str()).and_then(|&i| column.get_mut(i)) {
+                    *slot = Some(value);
+                }
+            }
+            out.attributes.push((key, column));
+        }
+        for array in self.atlas.list_arrays() {
+            let mut column: Vec<Option<Stats>> = vec![None; rows];
+            for stat in self.atlas.array_stats_by_dataset(array).await? {
+                let Some(&i) = row.get(stat.dataset.as_str()) else {
+                    continue;
+                };
+                let dtype = self
+                    .atlas
+                    .dataset(&stat.dataset)
+                    .ok()
+                    .and_then(|v| v.array_meta(array).map(|m| m.dtype().clone()))
+                    .unwrap_or(DType::Binary);
+                if let Some(slot) = column.get_mut(i) {
+                    *slot = Some(stats_of(&stat.stats, &dtype));
+                }
+            }
+            out.stats.push((array.to_owned(), column));
+        }
+        Ok(out)
+    }
+}

@@ -1,0 +1,270 @@
+//! `atlasds._native`: the extension module under the `atlasds` Python package.
+//!
+//! One class, `_Collection`, over an open collection, and three functions. The
+//! Python package (`python/atlasds`) wraps them in the public, typed API:
+//! indexing, pickling, DataFrames, the xarray backend. Every call that does I/O
+//! releases the GIL and runs on the module's tokio runtime (see [`core`]).
+
+use std::future::Future;
+
+use pyo3::IntoPyObjectExt;
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+
+mod convert;
+mod core;
+
+/// Runs the future `make` builds on the module's runtime with the GIL released.
+fn run<T, Fut>(py: Python<'_>, make: impl FnOnce() -> Fut + Send) -> PyResult<T>
+where
+    T: Send,
+    Fut: Future<Output = core::Result<T>>,
+{
+    py.detach(|| core::block_on(make()).and_then(|r| r))
+        .map_err(convert::py_err)
+}
+
+/// An open collection (the Python package's `Collection` wraps it).
+#[pyclass(name = "_Collection", module = "atlasds._native", frozen)]
+struct PyCollection {
+    inner: core::Collection,
+}
+
+#[pymethods]
+impl PyCollection {
+    /// Live dataset names, in ordinal order.
+    fn names(&self) -> Vec<String> {
+        self.inner.names()
+    }
+
+    fn __len__(&self) -> usize {
+        self.inner.len()
+    }
+
+    /// Whether a live dataset has this name.
+    fn contains(&self, name: &str) -> bool {
+        self.inner.contains(name)
+    }
+
+    /// Array names over the whole collection.
+    fn array_names(&self) -> Vec<String> {
+        self.inner.array_names()
+    }
+
+    /// Ordinal of a live dataset.
+    fn ordinal(&self, dataset: &str) -> PyResult<u32> {
+        self.inner.ordinal(dataset).map_err(convert::py_err)
+    }
+
+    /// Arrays a dataset declares.
+    fn arrays(&self, dataset: &str) -> PyResult<Vec<String>> {
+        self.inner.arrays(dataset).map_err(convert::py_err)
+    }
+
+    /// Dataset attributes as `[(key, dtype, value)]`.
+    fn attrs<'py>(&self, py: Python<'py>, dataset: &str) -> PyResult<Bound<'py, PyAny>> {
+        let attrs = run(py, || self.inner.attributes(dataset))?;
+        convert::attrs(py, &attrs)
+    }
+
+    /// Attributes of one array as `[(key, dtype, value)]`.
+    fn array_attrs<'py>(
+        &self,
+        py: Python<'py>,
+        dataset: &str,
+        array: &str,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let attrs = run(py, || self.inner.array_attributes(dataset, array))?;
+        convert::attrs(py, &attrs)
+    }
+
+    /// Layout of one array as a dict: dtype, shape, chunk_shape, dims, fill.
+    fn layout<'py>(
+        &self,
+        py: Python<'py>,
+        dataset: &str,
+        array: &str,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let layout = run(py, || self.inner.layout(dataset, array))?;
+        let out = PyDict::new(py);
+        out.set_item("dtype", layout.dtype)?;
+        out.set_item("shape", layout.shape)?;
+        out.set_item("chunk_shape", layout.chunk_shape)?;
+        out.set_item("dims", layout.dims)?;
+        match &layout.fill {
+            Some(fill) => out.set_item("fill", convert::scalar(py, fill)?)?,
+            None => out.set_item("fill", py.None())?,
+        }
+        Ok(out.into_any())
+    }
+
+    /// Reads a region (`start`, `shape`; both empty for everything) as a numpy array.
+    fn read<'py>(
+        &self,
+        py: Python<'py>,
+        dataset: &str,
+        array: &str,
+        start: Vec<u64>,
+        shape: Vec<u64>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let values = run(py, || self.inner.read(dataset, array, &start, &shape))?;
+        convert::values(py, values)
+    }
+
+    /// Statistics `(count, nulls, min, max)` of one dataset's array, or folded
+    /// over the collection when `dataset` is None; None where none are recorded.
+    #[pyo3(signature = (array, dataset=None))]
+    fn stats<'py>(
+        &self,
+        py: Python<'py>,
+        array: &str,
+        dataset: Option<&str>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let stats = match dataset {
+            Some(d) => run(py, || self.inner.dataset_stats(d, array))?,
+            None => run(py, || self.inner.stats(array))?,
+        };
+        match stats {
+            Some(s) => convert::stats(py, &s),
+            None => Ok(py.None().into_bound(py)),
+        }
+    }
+
+    /// `[(name, ordinal, count, nulls, min, max)]` for every live dataset declaring `array`.
+    fn stats_by_dataset<'py>(&self, py: Python<'py>, array: &str) -> PyResult<Bound<'py, PyAny>> {
+        let rows = run(py, || self.inner.stats_by_dataset(array))?;
+        let mut out = Vec::with_capacity(rows.len());
+        for (name, ordinal, s) in &rows {
+            out.push((
+                name.as_str(),
+                *ordinal,
+                s.count,
+                s.nulls,
+                convert::optional_scalar(py, s.min.as_ref())?,
+                convert::optional_scalar(py, s.max.as_ref())?,
+            ));
+        }
+        out.into_bound_py_any(py)
+    }
+
+    /// `[(name, dtype, value)]` of attribute `key` for every live dataset declaring it.
+    #[pyo3(signature = (key, array=None))]
+    fn attrs_by_dataset<'py>(
+        &self,
+        py: Python<'py>,
+        key: &str,
+        array: Option<&str>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let rows = run(py, || self.inner.attributes_by_dataset(key, array))?;
+        let mut out = Vec::with_capacity(rows.len());
+        for (name, value) in &rows {
+            out.push((
+                name.as_str(),
+                core::attr_dtype(value),
+                convert::attr(py, value)?,
+            ));
+        }
+        out.into_bound_py_any(py)
+    }
+
+    /// Hides datasets with one mask write; returns `(count, guarantee)`, the
+    /// guarantee being `conditional`, `locked` or `last_writer_wins`.
+    fn delete(&self, py: Python<'_>, names: Vec<String>) -> PyResult<(usize, &'static str)> {
+        let done = run(py, || self.inner.delete(&names))?;
+        Ok((done.count, done.guarantee))
+    }
+
+    /// Checks the collection; returns `(sound, problems, warnings, {checked: count})`.
+    #[pyo3(signature = (deep=false))]
+    fn verify<'py>(&self, py: Python<'py>, deep: bool) -> PyResult<Bound<'py, PyAny>> {
+        let report = run(py, || async { Ok(self.inner.verify(deep).await) })?;
+        let checked = PyDict::new(py);
+        for (name, count) in &report.checked {
+            checked.set_item(name, count)?;
+        }
+        (report.sound, report.problems, report.warnings, checked).into_bound_py_any(py)
+    }
+
+    /// The catalogue as `(names, ordinals, {attribute key: values}, {array: [stats or None]})`.
+    fn catalogue<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let cat = run(py, || self.inner.catalogue())?;
+        let attributes = PyDict::new(py);
+        for (key, column) in &cat.attributes {
+            let mut values = Vec::with_capacity(column.len());
+            for v in column {
+                values.push(match v {
+                    Some(v) => convert::attr(py, v)?,
+                    None => py.None().into_bound(py),
+                });
+            }
+            attributes.set_item(key, values)?;
+        }
+        let stats = PyDict::new(py);
+        for (array, column) in &cat.stats {
+            let mut values = Vec::with_capacity(column.len());
+            for s in column {
+                values.push(match s {
+                    Some(s) => convert::stats(py, s)?,
+                    None => py.None().into_bound(py),
+                });
+            }
+            stats.set_item(array, values)?;
+        }
+        (cat.names, cat.ordinals, attributes, stats).into_bound_py_any(py)
+    }
+}
+
+/// Opens the collection at a path or URL (`file://`, `s3://`, `gs://`, `az://`,
+/// `http(s)://`). `storage` holds OpenDAL configuration keys of the backend;
+/// `anonymous` sends unsigned requests; the byte counts override the reader's
+/// defaults. With `cached`, reuses this process's open handle of the same
+/// location and options.
+#[pyfunction]
+#[pyo3(signature = (
+    location,
+    cached=false,
+    storage=Vec::new(),
+    anonymous=false,
+    block_cache_bytes=None,
+    segment_prefetch_bytes=None,
+))]
+fn open(
+    py: Python<'_>,
+    location: &str,
+    cached: bool,
+    storage: Vec<(String, String)>,
+    anonymous: bool,
+    block_cache_bytes: Option<u64>,
+    segment_prefetch_bytes: Option<u64>,
+) -> PyResult<PyCollection> {
+    let request = core::OpenRequest {
+        storage,
+        anonymous,
+        block_cache_bytes,
+        segment_prefetch_bytes,
+    };
+    let inner = run(py, || core::open(location, &request, cached))?;
+    Ok(PyCollection { inner })
+}
+
+/// How many collections this process has opened (cache hits excluded).
+#[pyfunction]
+fn open_count() -> u64 {
+    core::open_count()
+}
+
+/// Forgets this process's cached collections.
+#[pyfunction]
+fn clear_cache() {
+    core::clear_cache();
+}
+
+/// The extension module.
+#[pymodule]
+fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<PyCollection>()?;
+    m.add_function(wrap_pyfunction!(open, m)?)?;
+    m.add_function(wrap_pyfunction!(open_count, m)?)?;
+    m.add_function(wrap_pyfunction!(clear_cache, m)?)?;
+    Ok(())
+}

@@ -1,0 +1,115 @@
+"""Reads: every dtype as itself, fills, NaN and NaT, and numpy basic-indexing regions."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import atlasds
+
+INTS = {
+    "i8": (np.int8, [-128, -1, 7, 127]),
+    "i16": (np.int16, [-32768, -1, 7, -999]),
+    "i32": (np.int32, [-(2**31), -1, 7, -999]),
+    "i64": (np.int64, [-(2**63), -1, 9_000_000_000, -999]),
+    "u8": (np.uint8, [0, 1, 200, 255]),
+    "u16": (np.uint16, [0, 1, 60_000, 65_535]),
+    "u32": (np.uint32, [0, 1, 4_000_000_000, 7]),
+    "u64": (np.uint64, [0, 1, 2**64 - 2, 2**64 - 1]),
+}
+
+
+@pytest.fixture(scope="module")
+def every(kinds):
+    return atlasds.Collection.open(kinds)["every_dtype"]
+
+
+@pytest.mark.parametrize("array", sorted(INTS))
+def test_every_integer_dtype_reads_as_itself_with_the_fill_where_unwritten(every, array):
+    dtype, want = INTS[array]
+    values = every.read(array)
+    assert values.dtype == dtype
+    assert values.tolist() == want
+    assert every.layout(array).fill == want[-1]
+
+
+def test_floats_keep_nan_and_read_the_fill_where_unwritten(every):
+    f32 = every.read("f32")
+    assert f32.dtype == np.float32
+    assert f32[0] == -1.5 and np.isnan(f32[1]) and f32[2] == 3.25 and f32[3] == 99999.0
+    f64 = every.read("f64")
+    assert f64.dtype == np.float64
+    assert f64.tolist() == [-1.5, 0.1, 1e300, -9999.0]
+
+
+def test_timestamps_are_datetime64_ns_with_nat_for_the_fill(every):
+    t = every.read("time")
+    assert t.dtype == np.dtype("datetime64[ns]")
+    assert t[0] == np.datetime64("2024-01-01T00:00:00", "ns")
+    assert t[1] == np.datetime64(-1, "ns"), "a written value before the epoch is not NaT"
+    assert t[2] - t[0] == np.timedelta64(1, "ns")
+    assert np.isnat(t[3])
+
+
+def test_strings_and_binary_are_object_arrays(every):
+    labels = every.read("label")
+    assert labels.dtype == object and labels.tolist() == ["a", "é ü", ""]
+    blobs = every.read("blob")
+    assert blobs.dtype == object and blobs.tolist() == [b"\x00\xff", b"", b"\x07"]
+
+
+def test_a_numeric_read_is_a_writeable_c_contiguous_array(every):
+    grid = every.read("grid")
+    assert grid.flags.c_contiguous and grid.flags.writeable
+    grid[0, 0] = 42.0  # the caller owns it
+    assert every.read("grid")[0, 0] == 0.0
+
+
+GRID = np.array([[10.0 * r + c for c in range(10)] for r in range(5)] + [[-1.0] * 10])
+
+
+@pytest.mark.parametrize(
+    "region",
+    [
+        (slice(1, 4), slice(2, 9)),
+        (2,),
+        (2, 3),
+        (-1, slice(None)),
+        (Ellipsis, 5),
+        (slice(None), Ellipsis),
+        (slice(3, 3),),
+        (slice(5, 100), slice(-3, None)),
+        (np.int64(1), slice(0, 2)),
+        Ellipsis,
+    ],
+    ids=repr,
+)
+def test_regions_follow_numpy_basic_indexing(every, region):
+    got = every.read("grid", region)
+    want = GRID[region]
+    assert got.shape == want.shape
+    np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize(
+    "region",
+    [
+        (slice(0, 6, 2),),
+        (6,),
+        (-7,),
+        (0, 0, 0),
+        (Ellipsis, Ellipsis),
+        ([0, 1],),
+        (True,),
+        ("a",),
+    ],
+    ids=repr,
+)
+def test_a_region_numpy_basic_indexing_cannot_express_is_invalid(every, region):
+    with pytest.raises(atlasds.InvalidArgument):
+        every.read("grid", region)
+
+
+def test_a_region_of_a_string_array_reads_only_those_elements(every):
+    assert every.read("label", slice(1, 3)).tolist() == ["é ü", ""]
+    assert every.read("label", 0).tolist() == "a"
