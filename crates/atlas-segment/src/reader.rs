@@ -197,6 +197,8 @@ impl SegmentSet {
         self.store
             .register_with_tail(&path, range.offset, len, tail)
             .map_err(|e| store_error(name, e))?;
+        self.store
+            .expect_lz4_prefixes(&path, screened.lz4_blocks.iter().copied());
         let config = ReadConfig {
             cache_capacity: 0,
             io_cache_capacity: 0,

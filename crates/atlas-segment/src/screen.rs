@@ -43,6 +43,10 @@ const TRAILER_BYTES: usize = ARRF_TRAILER_LEN as usize;
 const ZSTD_MAX_EXPANSION: u64 = 32 * 1024;
 /// Slack on top of that for frame headers of tiny blocks.
 const ZSTD_SLACK: u64 = 64 * 1024;
+/// The most an LZ4 block can expand: a match length is coded in bytes of 255.
+const LZ4_MAX_EXPANSION: u64 = 255;
+/// Slack on top of that for the 4-byte size prefix and the last literals.
+const LZ4_SLACK: u64 = 64;
 
 /// Bytes one attribute cell costs array-format (`Option<AttributeValue>`).
 const ATTRIBUTE_CELL_BYTES: u64 = 24;
@@ -175,13 +179,15 @@ pub enum FooterProblem {
         /// Where the data region ends.
         data_end: u64,
     },
-    /// A zstd block claims more bytes than its compressed bytes can expand to.
+    /// A compressed block claims more bytes than its compressed bytes can expand to.
     #[error(
-        "block {index} claims {uncompressed} bytes from {compressed} compressed (zstd expands at most {ZSTD_MAX_EXPANSION}x)"
+        "block {index} claims {uncompressed} bytes from {compressed} compressed ({codec} cannot expand that far)"
     )]
     BlockExpansion {
         /// Position in the block table.
         index: usize,
+        /// The block's codec.
+        codec: &'static str,
         /// The size it claims.
         uncompressed: u64,
         /// Its compressed size.
@@ -308,6 +314,9 @@ pub(crate) struct Screened {
     pub array_count: usize,
     /// Array name to why it cannot be used.
     pub problems: HashMap<String, ArrayProblem>,
+    /// `(offset, declared size)` of every LZ4 block: the size prefix inside
+    /// the block must agree before array-format decodes it (see `SegmentStore`).
+    pub lz4_blocks: Vec<(u64, u64)>,
 }
 
 /// Screens the footer at the end of `tail` (the last bytes of a segment of
@@ -341,6 +350,10 @@ pub(crate) fn screen(tail: &[u8], segment_len: u64) -> Result<Screened, FooterPr
     let mut screened = Screened {
         array_count: footer.arrays.len(),
         problems: HashMap::new(),
+        lz4_blocks: blocks
+            .iter()
+            .filter_map(|b| b.lz4_at.map(|at| (at, b.decoded_len)))
+            .collect(),
     };
     for array in footer.arrays.iter() {
         if let Err(problem) = screen_array(array, &blocks) {
@@ -379,6 +392,8 @@ fn footer_slice(tail: &[u8]) -> Result<(&[u8], u64), FooterProblem> {
 /// What a chunk check needs to know about a block: the bytes it decodes to.
 struct BlockBound {
     decoded_len: u64,
+    /// Where the block starts, if it is LZ4 (whose size prefix needs a check).
+    lz4_at: Option<u64>,
 }
 
 fn screen_blocks(footer: &ArchivedFooter, data_end: u64) -> Result<Vec<BlockBound>, FooterProblem> {
@@ -401,28 +416,50 @@ fn screen_blocks(footer: &ArchivedFooter, data_end: u64) -> Result<Vec<BlockBoun
                 data_end,
             });
         }
-        let decoded_len = match &block.codec {
-            ArchivedCodecId::None => compressed,
-            ArchivedCodecId::Named(name) if name.as_str() == "zstd" => {
-                // zstd allocates the declared size up front: bound it by what
-                // the compressed bytes can possibly expand to.
-                let ceiling = compressed
-                    .saturating_mul(ZSTD_MAX_EXPANSION)
-                    .saturating_add(ZSTD_SLACK);
-                if uncompressed > ceiling {
-                    return Err(FooterProblem::BlockExpansion {
-                        index,
-                        uncompressed,
-                        compressed,
-                    });
-                }
-                uncompressed
+        let expansion = |codec, ceiling: u64| {
+            if uncompressed > ceiling {
+                Err(FooterProblem::BlockExpansion {
+                    index,
+                    codec,
+                    uncompressed,
+                    compressed,
+                })
+            } else {
+                Ok(uncompressed)
             }
-            // LZ4 sizes its output from the block's own prefix (at most 4 GiB);
-            // unknown codecs fail at read time. Neither allocates the declared size.
-            ArchivedCodecId::Named(_) => uncompressed,
         };
-        out.push(BlockBound { decoded_len });
+        // Both codecs allocate the decoded size up front (zstd from the
+        // footer, LZ4 from the block's own prefix, which the segment store
+        // holds to the footer's figure): bound it by what the compressed
+        // bytes can possibly expand to.
+        let (decoded_len, lz4_at) = match &block.codec {
+            ArchivedCodecId::None => (compressed, None),
+            ArchivedCodecId::Named(name) if name.as_str() == "zstd" => (
+                expansion(
+                    "zstd",
+                    compressed
+                        .saturating_mul(ZSTD_MAX_EXPANSION)
+                        .saturating_add(ZSTD_SLACK),
+                )?,
+                None,
+            ),
+            ArchivedCodecId::Named(name) if name.as_str() == "lz4" => (
+                expansion(
+                    "lz4",
+                    compressed
+                        .saturating_mul(LZ4_MAX_EXPANSION)
+                        .saturating_add(LZ4_SLACK)
+                        .min(u64::from(u32::MAX)),
+                )?,
+                Some(offset),
+            ),
+            // Unknown codecs fail at read time, before any allocation.
+            ArchivedCodecId::Named(_) => (uncompressed, None),
+        };
+        out.push(BlockBound {
+            decoded_len,
+            lz4_at,
+        });
     }
     Ok(out)
 }
@@ -674,23 +711,37 @@ mod tests {
     }
 
     #[test]
-    fn a_zstd_block_claiming_more_than_zstd_can_expand_is_refused() {
+    fn a_block_claiming_more_than_its_codec_can_expand_is_refused() {
         let data = [0u8; 40];
         let claim = 1u64 << 56;
-        let f = footer(
-            vec![block(claim, 40, "zstd")],
-            vec![array("a", vec![4], vec![4], vec![vec![0]])],
-        );
-        let bytes = segment(&f, &data);
-        let err = screen(&bytes, bytes.len() as u64).unwrap_err();
-        assert!(
-            matches!(err, FooterProblem::BlockExpansion { index: 0, .. }),
-            "{err}"
-        );
-        // LZ4 and stored blocks do not allocate the declared size.
-        let f = footer(vec![block(claim, 40, "lz4")], vec![]);
+        for codec in ["zstd", "lz4"] {
+            let f = footer(
+                vec![block(claim, 40, codec)],
+                vec![array("a", vec![4], vec![4], vec![vec![0]])],
+            );
+            let bytes = segment(&f, &data);
+            let err = screen(&bytes, bytes.len() as u64).unwrap_err();
+            assert!(
+                matches!(err, FooterProblem::BlockExpansion { index: 0, codec: c, .. } if c == codec),
+                "{err}"
+            );
+        }
+        // A stored block decodes to its own bytes whatever it claims.
+        let f = footer(vec![block(claim, 40, "")], vec![]);
         let bytes = segment(&f, &data);
         assert!(screen(&bytes, bytes.len() as u64).is_ok());
+    }
+
+    #[test]
+    fn the_screen_lists_where_each_lz4_block_starts_and_what_it_declares() {
+        let data = [0u8; 40];
+        let mut second = block(300, 20, "lz4");
+        second.id = BlockId(1);
+        second.file_offset = 20;
+        let f = footer(vec![block(64, 20, "zstd"), second], vec![]);
+        let bytes = segment(&f, &data);
+        let screened = screen(&bytes, bytes.len() as u64).unwrap();
+        assert_eq!(screened.lz4_blocks, vec![(20, 300)]);
     }
 
     /// End to end: without the screen, this read would ask zstd for a 2^56-byte
@@ -714,6 +765,30 @@ mod tests {
             ),
             "{err}"
         );
+    }
+
+    /// LZ4 sizes its output from the block's own 4-byte prefix; a prefix
+    /// that disagrees with the footer is refused before it becomes an
+    /// allocation (the segment fuzz target found a 4 GiB one).
+    #[tokio::test]
+    async fn an_lz4_block_whose_prefix_lies_is_an_error_not_a_4_gib_allocation() {
+        let values: Vec<u8> = (0..16u8).collect();
+        let honest = lz4_flex::compress_prepend_size(&values);
+        let read = |data: Vec<u8>| async move {
+            let f = footer(
+                vec![block(16, data.len() as u64, "lz4")],
+                vec![array("d0", vec![4], vec![4], vec![vec![0]])],
+            );
+            let seg = crate::open_bytes("v", segment(&f, &data).into()).await?;
+            seg.read::<f32>("d0", &[], &[]).await
+        };
+        let ok = read(honest.clone()).await.unwrap();
+        assert_eq!(ok.len(), 4);
+        let mut lying = honest;
+        lying[..4].copy_from_slice(&0xFFFF_FFF0u32.to_le_bytes());
+        let err = read(lying).await.unwrap_err();
+        assert!(matches!(&err, crate::SegmentError::Corrupt { .. }), "{err}");
+        assert!(err.to_string().contains("LZ4 block"), "{err}");
     }
 
     #[test]

@@ -12,7 +12,10 @@
 //!   an end past the segment is clamped, a start at or past it is an error;
 //! - reads that fall inside a prefetched tail are served from memory, so a
 //!   trailer + footer lookup costs nothing after [`SegmentStore::prefetch_tail`];
-//! - any other path is `NotFound`; writes, deletes, copies and lists are `NotSupported`.
+//! - any other path is `NotFound`; writes, deletes, copies and lists are `NotSupported`;
+//! - an LZ4 block whose 4-byte size prefix disagrees with the size its footer
+//!   declares (see [`SegmentStore::expect_lz4_prefixes`]) is refused before
+//!   array-format sees it: LZ4 allocates whatever the prefix says.
 //!
 //! array-format panics (arithmetic underflow) on a trailer whose footer size
 //! exceeds the file, so the trailer is screened before array-format sees it:
@@ -22,11 +25,11 @@
 // Some helpers serve only the tests (which drive array-format through this store).
 #![cfg_attr(not(test), allow(dead_code))]
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 use std::ops::Range;
-use std::sync::RwLock;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, RwLock};
 
 use async_trait::async_trait;
 use bytes::Bytes;
@@ -137,6 +140,20 @@ pub enum StoreError {
         /// What was wrong.
         message: String,
     },
+    /// An LZ4 block's size prefix disagrees with the size the footer declares.
+    #[error(
+        "LZ4 block at byte {offset} of segment {path:?} says it decodes to {prefix} bytes; its footer says {declared}"
+    )]
+    Lz4Prefix {
+        /// The virtual path.
+        path: String,
+        /// Where the block starts, relative to the segment.
+        offset: u64,
+        /// The size in the block's prefix.
+        prefix: u32,
+        /// The size the (screened) footer declares.
+        declared: u64,
+    },
     /// The container read failed.
     #[error(transparent)]
     Io(#[from] IoError),
@@ -178,6 +195,8 @@ struct Segment {
     len: u64,
     /// The last `tail.len()` bytes of the segment, trailer validated; empty if none.
     tail: Bytes,
+    /// Start of each LZ4 block to the size its footer declares.
+    lz4: Arc<BTreeMap<u64, u64>>,
 }
 
 impl Segment {
@@ -312,8 +331,25 @@ impl SegmentStore {
                 path: path.to_string(),
             });
         }
-        map.insert(path.to_string(), Segment { offset, len, tail });
+        map.insert(
+            path.to_string(),
+            Segment {
+                offset,
+                len,
+                tail,
+                lz4: Arc::default(),
+            },
+        );
         Ok(())
+    }
+
+    /// Holds every LZ4 block of `path` to its declared size: `blocks` are
+    /// `(offset in the segment, declared decoded size)`, as the screen found
+    /// them. A read that returns a block's first 4 bytes then checks them.
+    pub fn expect_lz4_prefixes(&self, path: &Path, blocks: impl IntoIterator<Item = (u64, u64)>) {
+        if let Some(seg) = self.write_map().get_mut(path.as_ref()) {
+            seg.lz4 = Arc::new(blocks.into_iter().collect());
+        }
     }
 
     /// Forgets the segment at `path`; true if there was one.
@@ -455,8 +491,41 @@ impl SegmentStore {
             }
         };
         let bytes = self.read_segment(p, &seg, rel.clone()).await?;
+        check_lz4_prefixes(p, &seg, rel.start, &bytes)?;
         Ok(one_shot(meta, rel, bytes))
     }
+}
+
+/// Checks the size prefix of every LZ4 block that starts inside `bytes`
+/// (which begin at `start` of the segment) against its declared size.
+fn check_lz4_prefixes(
+    path: &str,
+    seg: &Segment,
+    start: u64,
+    bytes: &Bytes,
+) -> Result<(), StoreError> {
+    let end = start.saturating_add(bytes.len() as u64);
+    for (&offset, &declared) in seg.lz4.range(start..end) {
+        let at = usize::try_from(offset.saturating_sub(start)).unwrap_or(usize::MAX);
+        let Some(prefix) = at
+            .checked_add(4)
+            .and_then(|to| bytes.get(at..to))
+            .and_then(|b| <[u8; 4]>::try_from(b).ok())
+        else {
+            // The read ends inside the prefix: no block is decoded from it.
+            continue;
+        };
+        let prefix = u32::from_le_bytes(prefix);
+        if u64::from(prefix) != declared {
+            return Err(StoreError::Lz4Prefix {
+                path: path.to_string(),
+                offset,
+                prefix,
+                declared,
+            });
+        }
+    }
+    Ok(())
 }
 
 /// What `head` says about a segment: its length, no time, no ETag, no version.
