@@ -30,9 +30,6 @@ mod py_fixture;
 
 type Result<T = (), E = String> = std::result::Result<T, E>;
 
-/// The fuzz targets, in the order `fuzz` runs them.
-const FUZZ_TARGETS: [&str; 4] = ["open", "footer", "mask", "segment"];
-
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let arg = |i: usize| args.get(i).map(String::as_str);
@@ -309,8 +306,18 @@ fn summary(times: &mut [Duration]) -> String {
 /// 4-byte dataset count the target reads first) for `mask`. Returns the
 /// number of files written.
 fn seed_fuzz() -> Result<usize> {
-    let fixtures = root().join("testdata/v8");
+    // Our writer's output seeds the corpora too: every dtype, fills, a 2-D
+    // chunked array (the Python suite's collection), written fresh.
+    let written_dir = root().join("target/fuzz-seed/writer");
+    let _ = std::fs::remove_dir_all(&written_dir);
+    py_fixture::write(&written_dir)?;
     let corpus = root().join("fuzz/corpus");
+    let ours = seed_from(&root().join("target/fuzz-seed"), &corpus)?;
+    Ok(ours + seed_from(&root().join("testdata/v8"), &corpus)?)
+}
+
+/// Seeds the corpora from every collection directory under `fixtures`.
+fn seed_from(fixtures: &Path, corpus: &Path) -> Result<usize> {
     let mut written = 0;
     let mut write = |target: &str, name: String, bytes: &[u8]| -> Result {
         let dir = corpus.join(target);
@@ -320,7 +327,7 @@ fn seed_fuzz() -> Result<usize> {
         written += 1;
         Ok(())
     };
-    let mut dirs: Vec<PathBuf> = std::fs::read_dir(&fixtures)
+    let mut dirs: Vec<PathBuf> = std::fs::read_dir(fixtures)
         .map_err(|e| format!("{}: {e}", fixtures.display()))?
         .filter_map(|entry| entry.ok().map(|e| e.path()))
         .filter(|p| p.is_dir())
@@ -342,7 +349,13 @@ fn seed_fuzz() -> Result<usize> {
         let msgpack = decompress_bounded(footer, 1 << 30).map_err(|e| e.to_string())?;
         write("footer", format!("{name}.msgpack"), &msgpack)?;
         let count = opened.footer.datasets.len() as u32;
-        if let Ok(mask) = std::fs::read(dir.join("deleted.mask")) {
+        let mask = std::fs::read(dir.join("deleted.mask")).ok();
+        write(
+            "collection",
+            format!("{name}.input"),
+            &atlas_fuzzing::collection_input(&container, mask.as_deref()),
+        )?;
+        if let Some(mask) = mask {
             let mut seed = count.to_le_bytes().to_vec();
             seed.extend_from_slice(&mask);
             write("mask", format!("{name}.mask"), &seed)?;
@@ -377,11 +390,11 @@ fn fuzz(seconds: u64) -> Result {
         return Err("cargo-fuzz is not installed: run `cargo install cargo-fuzz` first".into());
     }
     let seeds = seed_fuzz()?;
-    println!("seeded fuzz/corpus with {seeds} files from testdata/v8");
+    println!("seeded fuzz/corpus with {seeds} files from testdata/v8 and our writer");
     let dict = root().join("fuzz/atlas.dict");
     let mut report = Vec::new();
     let mut failed = Vec::new();
-    for target in FUZZ_TARGETS {
+    for target in atlas_fuzzing::TARGETS.map(|t| t.name) {
         println!("== fuzz {target} for {seconds} s");
         let mut cmd = cargo();
         // The sanitizer flags cargo-fuzz passes are nightly-only; RUSTC_BOOTSTRAP

@@ -1,5 +1,5 @@
 //! The `--json` shapes. Statistics, attributes and datasets are rendered by
-//! `atlas::json`, the manifest's encodings; this module only adapts them to
+//! `atlas_manifest`, the manifest's encodings; this module only adapts them to
 //! what each command prints.
 
 use atlas::{ArrayStats, AtlasError, Attr, Dataset, Stat};
@@ -7,21 +7,21 @@ use serde_json::Value as Json;
 
 /// A min or max: `{"float": x}`, `{"int": n}`, ... or `null`.
 pub fn stat_value(v: Option<&Stat>) -> Json {
-    v.map_or(Json::Null, atlas::json::stat_json)
+    v.map_or(Json::Null, atlas_manifest::stat_json)
 }
 
 /// `{"min", "max", "null_count", "row_count"}`, or `null` without statistics.
 pub fn stats(s: Option<&ArrayStats>) -> Json {
-    atlas::json::stats_json(s)
+    atlas_manifest::stats_json(s)
 }
 
 /// `{"type": ..., "value": ...}`.
 pub fn attr(a: &Attr) -> Json {
-    atlas::json::attr_json(a)
+    atlas_manifest::attr_json(a)
 }
 
 /// One dataset in the manifest's per-dataset shape, without `values` (and without
 /// `deleted`: only live datasets are shown).
 pub async fn dataset(view: &Dataset) -> Result<Json, AtlasError> {
-    atlas::json::dataset_json(view, false).await
+    atlas_manifest::dataset_json(view, false).await
 }

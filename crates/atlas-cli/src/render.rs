@@ -211,6 +211,7 @@ pub fn attr(a: &Attr) -> String {
         Attr::Float64List(v) => join(v, |x| float(*x)),
         Attr::StringList(v) => join(v, |s| format!("{s:?}")),
         Attr::BinaryList(v) => join(v, |b| hex(b)),
+        other => format!("({})", other.dtype().display_name()),
     }
 }
 

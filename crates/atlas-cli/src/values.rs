@@ -50,7 +50,7 @@ int_cell!(i8, i16, i32, i64, u8, u16, u32, u64);
 
 impl Cell for f32 {
     fn json(&self) -> Json {
-        atlas::json::f32_json(*self)
+        atlas::query::f32_json(*self)
     }
     fn text(&self) -> String {
         render::float(*self)
@@ -63,7 +63,7 @@ impl Cell for f32 {
 
 impl Cell for f64 {
     fn json(&self) -> Json {
-        atlas::json::float_json(*self)
+        atlas::query::float_json(*self)
     }
     fn text(&self) -> String {
         render::float(*self)
@@ -116,12 +116,16 @@ impl Cell for Timestamp {
 impl Values {
     /// The array's shape.
     pub fn shape(&self) -> Vec<u64> {
-        for_each_array_data!(&self.0, a => a.shape().iter().map(|&d| d as u64).collect())
+        self.0.shape().iter().map(|&d| d as u64).collect()
     }
 
     /// The elements in row-major order as a JSON list.
     pub fn to_json(&self) -> Json {
-        for_each_array_data!(&self.0, a => Json::Array(a.iter().map(Cell::json).collect()))
+        for_each_array_data!(
+            &self.0,
+            a => Json::Array(a.iter().map(Cell::json).collect()),
+            _ => Json::Null
+        )
     }
 
     /// The elements in row-major order as text; an element equal to the fill value is `_`
@@ -133,7 +137,7 @@ impl Values {
                 Some(f) if v.is_fill(f) => "_".to_owned(),
                 _ => v.text(),
             })
-            .collect())
+            .collect(), _ => Vec::new())
     }
 }
 

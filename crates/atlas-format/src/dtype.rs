@@ -7,6 +7,8 @@ use serde::{Deserialize, Serialize};
 /// On the wire an externally tagged enum: a kind without fields is a bare
 /// snake_case string (`"u_int8"`, `"timestamp_nanoseconds"`), a kind with
 /// fields a one-key map to the array of its fields.
+/// Exhaustive on purpose: the v8 format text fixes this set, so a new variant
+/// would be a new format version, not a minor release.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum DType {

@@ -2,6 +2,7 @@
 
 /// Why bytes could not be read as (part of) an Atlas collection.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum FormatError {
     /// The bytes are not an Atlas container at all; `found` says what they look like.
     #[error("not an Atlas collection: found {found}")]

@@ -14,6 +14,8 @@ use crate::dtype::DType;
 use crate::error::{FormatError, Result};
 
 /// How the writer compressed blocks. Informational: each block names its own codec.
+/// Exhaustive on purpose: the v8 format text fixes this set, so a new codec
+/// would be a new format version, not a minor release.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
 pub enum Codec {
     /// Zstandard blocks (the default).
@@ -92,13 +94,24 @@ pub struct CollectionFooter {
     pub datasets: IndexMap<SmolStr, u32>,
 }
 
-/// Limits that keep a hostile footer from exhausting memory.
+/// Limits that keep a hostile footer from exhausting memory: `default()` or [`DecodeLimits::new`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct DecodeLimits {
     /// Largest compressed footer (the trailer's `footer_size`) accepted.
     pub max_footer_bytes: u64,
     /// Largest decompressed footer accepted.
     pub max_decompressed_bytes: u64,
+}
+
+impl DecodeLimits {
+    /// Limits of `max_footer_bytes` compressed and `max_decompressed_bytes` decompressed.
+    pub const fn new(max_footer_bytes: u64, max_decompressed_bytes: u64) -> Self {
+        Self {
+            max_footer_bytes,
+            max_decompressed_bytes,
+        }
+    }
 }
 
 impl Default for DecodeLimits {

@@ -17,6 +17,7 @@ pub struct DeletionMask {
 
 /// Something tolerated while decoding a mask, returned to the caller to report.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum MaskWarning {
     /// An ordinal at or past the container's dataset count; dropped.
     OrdinalOutOfRange {

@@ -59,6 +59,23 @@ impl CollectionFooter {
         })
     }
 
+    /// The view of schema `index`, or of a schema with no arrays and no
+    /// attributes when the pool has no such entry. For callers whose index was
+    /// checked when the footer was validated, so the fallback never shows.
+    pub fn schema_view_or_empty(&self, index: u32) -> SchemaView<'_> {
+        /// The schema that declares nothing.
+        static EMPTY: InternedSchema = InternedSchema {
+            arrays: SmallVec::new_const(),
+            attrs: SmallVec::new_const(),
+            array_attrs: SmallVec::new_const(),
+        };
+        SchemaView {
+            footer: self,
+            schema: self.schema(index).unwrap_or(&EMPTY),
+            index,
+        }
+    }
+
     fn resolve<'a>(
         &'a self,
         pairs: &'a [NameType],

@@ -148,7 +148,13 @@ proptest! {
             let index = decoded.datasets[name.as_str()];
             let view = decoded.schema_view(index).unwrap();
             prop_assert_eq!(&view.to_owned_schema(), schema);
+            prop_assert_eq!(&decoded.schema_view_or_empty(index).to_owned_schema(), schema);
         }
+        // An index past the pool is no schema, or an empty one: never a panic.
+        let past = u32::try_from(decoded.schema_pool.len()).unwrap();
+        prop_assert!(decoded.schema_view(past).is_none());
+        let empty = decoded.schema_view_or_empty(past).to_owned_schema();
+        prop_assert!(empty.arrays.is_empty() && empty.attributes.is_empty());
         prop_assert_eq!(
             decoded.datasets.keys().cloned().collect::<Vec<_>>(),
             plan.datasets.iter().map(|(n, _)| n.clone()).collect::<Vec<_>>()

@@ -10,6 +10,7 @@ use std::fmt;
 ///
 /// OpenDAL's own kinds are finer; [`IoError::from_opendal`] documents the mapping.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum IoErrorKind {
     /// The object does not exist.
     NotFound,

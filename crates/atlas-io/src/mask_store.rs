@@ -171,6 +171,7 @@ pub struct UpdateOutcome {
 
 /// Why [`update_conditionally`] gave up.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum UpdateError<E> {
     /// A read or write failed for a reason other than a lost race.
     #[error(transparent)]

@@ -31,6 +31,7 @@ const FOOTER_READ_CONCURRENCY: usize = 8;
 
 /// Why a container could not be opened: the transport failed, or the bytes are not a valid container.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum OpenError {
     /// A read or stat failed; the kind says whether retrying can help.
     #[error(transparent)]

@@ -4,7 +4,7 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use atlas_io::{Counts, read_range};
+use atlas_io::{Counts, IoErrorKind, read_range};
 use common::counted_memory;
 
 #[tokio::test]
@@ -54,7 +54,8 @@ async fn the_nth_read_fails_once() {
     op.write("a", vec![1u8; 100]).await.unwrap();
     layer.faults().fail_nth_read(2);
     assert!(read_range(&op, "a", 0..1).await.is_ok());
-    assert!(read_range(&op, "a", 0..1).await.is_err());
+    let err = read_range(&op, "a", 0..1).await.unwrap_err();
+    assert_eq!(err.kind(), IoErrorKind::Other, "{err}");
     assert!(read_range(&op, "a", 0..1).await.is_ok());
     assert_eq!(
         layer.stats().snapshot().reads,
@@ -69,7 +70,10 @@ async fn reads_of_matching_paths_fail_until_cleared() {
     op.write("coll/data.atlas", vec![1u8; 10]).await.unwrap();
     op.write("coll/deleted.mask", vec![1u8; 10]).await.unwrap();
     layer.faults().fail_reads_matching("mask");
-    assert!(read_range(&op, "coll/deleted.mask", 0..1).await.is_err());
+    let err = read_range(&op, "coll/deleted.mask", 0..1)
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind(), IoErrorKind::Other, "{err}");
     assert!(read_range(&op, "coll/data.atlas", 0..1).await.is_ok());
     layer.faults().clear();
     assert!(read_range(&op, "coll/deleted.mask", 0..1).await.is_ok());

@@ -70,7 +70,8 @@ async fn an_atomic_put_on_a_plain_fs_operator_is_atomic_too() {
     // What put_atomic avoids: a plain fs write truncates the target in place,
     // so a failure mid-way destroys the old content (here: leaves it empty).
     layer.faults().fail_writes_after(2);
-    assert!(plain.write("m", vec![9u8; 100]).await.is_err());
+    let err = plain.write("m", vec![9u8; 100]).await.unwrap_err();
+    assert_eq!(err.kind(), opendal::ErrorKind::Unexpected, "{err}");
     let torn = std::fs::read(dir.path().join("m")).unwrap();
     assert_ne!(torn, b"old");
     assert!(torn.len() < 100);

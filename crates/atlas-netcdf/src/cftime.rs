@@ -226,8 +226,12 @@ mod tests {
     #[test]
     fn a_date_past_2262_is_refused() {
         let coder = TimeCoder::new("days since 2000-01-01", "standard").unwrap();
-        assert!(coder.decode_int(Some(200_000)).is_err());
-        assert!(coder.decode_float(1e9).is_err());
+        for err in [
+            coder.decode_int(Some(200_000)).unwrap_err(),
+            coder.decode_float(1e9).unwrap_err(),
+        ] {
+            assert!(err.contains("2262") || err.contains("range"), "{err}");
+        }
         assert_eq!(coder.decode_float(f64::NAN), Ok(i64::MIN));
     }
 }

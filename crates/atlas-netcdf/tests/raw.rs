@@ -62,7 +62,7 @@ async fn values(view: &atlas::Dataset, name: &str, dtype: &DType) -> Value {
         ArrayData::Float64(a) => list(a, |x| float(*x)),
         ArrayData::Timestamp(a) => list(a, |x| json!(x.nanos())),
         ArrayData::Binary(_) => panic!("unexpected dtype {dtype}"),
-        other => atlas::json::data_json(other),
+        other => atlas_manifest::data_json(other),
     }
 }
 
@@ -136,7 +136,7 @@ async fn raw_mode_stores_every_file_as_netcdf4_reads_it_unmasked() {
             );
 
             // The fill is the declared _FillValue, or NetCDF's default.
-            let fill = atlas::json::fill_json(layout.fill_value.as_ref());
+            let fill = atlas_manifest::fill_json(layout.fill_value.as_ref());
             match declared_fill {
                 Some(f) if want["dtype"] != "string" => {
                     let f = &f["value"];
@@ -161,7 +161,7 @@ async fn an_undeclared_fill_is_netcdfs_default_so_nulls_mean_missing() {
     let view = atlas.dataset("nc4.nc4").unwrap();
     let view = &view;
     let fill = |a: &'static str| async move {
-        atlas::json::fill_json(view.array_layout(a).await.unwrap().fill_value.as_ref())
+        atlas_manifest::fill_json(view.array_layout(a).await.unwrap().fill_value.as_ref())
     };
     assert_eq!(fill("plain_i1").await, json!(-127));
     assert_eq!(fill("plain_u2").await, json!(65535));

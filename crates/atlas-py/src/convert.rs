@@ -61,6 +61,12 @@ pub fn values(py: Python<'_>, values: ArrayData) -> PyResult<Bound<'_, PyAny>> {
             let objects = a.mapv(|b| PyBytes::new(py, &b).into_any().unbind());
             PyArray::from_owned_object_array(py, objects).into_any()
         }
+        other => {
+            return Err(pyo3::exceptions::PyNotImplementedError::new_err(format!(
+                "arrays of {} are not supported by this version of atlasds",
+                other.dtype()
+            )));
+        }
     })
 }
 
@@ -136,6 +142,10 @@ pub fn attr<'py>(py: Python<'py>, value: &Attr) -> PyResult<Bound<'py, PyAny>> {
             let items: Vec<Bound<'py, PyBytes>> = v.iter().map(|b| PyBytes::new(py, b)).collect();
             items.into_bound_py_any(py)
         }
+        other => Err(pyo3::exceptions::PyNotImplementedError::new_err(format!(
+            "attributes of type {} are not supported by this version of atlasds",
+            other.dtype()
+        ))),
     }
 }
 

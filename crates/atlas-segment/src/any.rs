@@ -11,6 +11,7 @@ use crate::value::{FillValue, Timestamp};
 /// element type is a breaking change either way.
 #[derive(Debug, Clone, PartialEq)]
 #[allow(missing_docs)]
+#[non_exhaustive]
 pub enum ArrayData {
     Int8(ArrayD<i8>),
     Int16(ArrayD<i16>),
@@ -28,8 +29,30 @@ pub enum ArrayData {
 }
 
 /// Runs `$body` with `$a` bound to the array inside any [`ArrayData`] variant.
+///
+/// [`ArrayData`] is `#[non_exhaustive]`, so outside this crate give the arm
+/// for variants a later release adds: `for_each_array_data!(d, a => a.len(), _ => 0)`.
 #[macro_export]
 macro_rules! for_each_array_data {
+    ($data:expr, $a:ident => $body:expr, _ => $other:expr) => {
+        match $data {
+            $crate::ArrayData::Int8($a) => $body,
+            $crate::ArrayData::Int16($a) => $body,
+            $crate::ArrayData::Int32($a) => $body,
+            $crate::ArrayData::Int64($a) => $body,
+            $crate::ArrayData::UInt8($a) => $body,
+            $crate::ArrayData::UInt16($a) => $body,
+            $crate::ArrayData::UInt32($a) => $body,
+            $crate::ArrayData::UInt64($a) => $body,
+            $crate::ArrayData::Float32($a) => $body,
+            $crate::ArrayData::Float64($a) => $body,
+            $crate::ArrayData::Timestamp($a) => $body,
+            $crate::ArrayData::String($a) => $body,
+            $crate::ArrayData::Binary($a) => $body,
+            #[allow(unreachable_patterns)]
+            _ => $other,
+        }
+    };
     ($data:expr, $a:ident => $body:expr) => {
         match $data {
             $crate::ArrayData::Int8($a) => $body,

@@ -9,6 +9,7 @@ use atlas_format::DType;
 #[derive(Debug, Clone, PartialEq)]
 #[allow(missing_docs)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize))]
+#[non_exhaustive]
 pub enum Attr {
     Bool(bool),
     Int8(i8),

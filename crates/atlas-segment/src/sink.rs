@@ -53,6 +53,7 @@ pub struct WrittenSegment {
 
 /// Why the sink refused or failed an operation.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum SinkError {
     /// An upload is in progress; segments are written one at a time.
     #[error("upload of {requested:?} refused: upload of {active:?} is still active")]

@@ -472,10 +472,7 @@ fn child(args: &HashMap<String, String>) -> Result<(), BoxError> {
     let writers: usize = args["writers"].parse()?;
     let count: usize = args["count"].parse()?;
     let dir = PathBuf::from(&args["dir"]);
-    let config = WriterConfig {
-        codec: parse_codec(&args["codec"])?,
-        ..WriterConfig::default()
-    };
+    let config = WriterConfig::default().codec(parse_codec(&args["codec"])?);
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;

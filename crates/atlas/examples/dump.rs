@@ -14,7 +14,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     for warning in atlas.mask_warnings() {
         eprintln!("warning: {warning}");
     }
-    let doc = atlas::json::collection_json(&atlas, true).await?;
+    let doc = atlas_manifest::collection_json(&atlas, true).await?;
     println!("{}", serde_json::to_string_pretty(&doc)?);
     Ok(())
 }

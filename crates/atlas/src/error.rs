@@ -137,6 +137,9 @@ impl From<FormatError> for AtlasError {
             FormatError::Misuse { what } => Self::InvalidUse {
                 what: what.to_owned(),
             },
+            other => Self::CorruptCollection {
+                what: other.to_string(),
+            },
         }
     }
 }

@@ -66,7 +66,9 @@ async fn a_deletion_applies_at_once_everywhere() {
     assert_eq!(folded.row_count, 64);
     let months = atlas.attributes_by_dataset(None, "month").await.unwrap();
     assert_eq!(months.len(), 2);
-    let doc = atlas::json::collection_json(&atlas, false).await.unwrap();
+    let doc = atlas_manifest::collection_json(&atlas, false)
+        .await
+        .unwrap();
     assert_eq!(doc["datasets"].as_array().unwrap().len(), 2);
 
     // Deleting it again is fine and changes nothing.

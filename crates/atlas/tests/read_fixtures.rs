@@ -4,8 +4,8 @@
 
 mod read_support;
 
-use atlas::json::collection_json;
 use atlas::{Atlas, AtlasError, Attr, Stat, Timestamp};
+use atlas_manifest::collection_json;
 use read_support::{FIXTURES, fixture_dir, load_fixture, manifest, memory};
 use serde_json::Value;
 
@@ -596,7 +596,7 @@ async fn every_read_future_is_send() {
     send(&view.array_attributes("lat"));
     send(&view.get_array_attribute("lat", "units"));
     send(&view.read_array::<f64>("lat", atlas::Region::all()));
-    send(&atlas::json::collection_json(&atlas, true));
+    send(&atlas_manifest::collection_json(&atlas, true));
 }
 
 /// A one-dataset collection with one array per element type, built with
@@ -713,7 +713,7 @@ async fn every_element_type_reads_back_as_written() {
         .collect();
     assert_eq!(f[0], 0.5);
     assert!(f[1].is_nan());
-    let doc = atlas::json::dataset_json(&d, true).await.unwrap();
+    let doc = atlas_manifest::dataset_json(&d, true).await.unwrap();
     let f32_values = &doc["arrays"][8]["values"];
     assert_eq!(f32_values, &serde_json::json!([0.5, "NaN", -2.0]));
     assert_eq!(

@@ -8,8 +8,8 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use atlas::json::{collection_json, stats_json};
 use atlas::{Atlas, AtlasError, VerifyOptions};
+use atlas_manifest::{collection_json, stats_json};
 use futures::StreamExt;
 use read_support::{fixture_dir, memory};
 use serde_json::{Value, json};

@@ -160,7 +160,7 @@ async fn segments_inside_the_open_probe_cost_no_request() {
     load_fixture(&op, "small", "").await;
     let atlas = Atlas::open(op, "").await.unwrap();
     stats.reset();
-    let doc = atlas::json::collection_json(&atlas, true).await.unwrap();
+    let doc = atlas_manifest::collection_json(&atlas, true).await.unwrap();
     assert_eq!(doc["datasets"].as_array().unwrap().len(), 3);
     assert_eq!(
         stats.snapshot().requests(),
@@ -307,11 +307,9 @@ async fn options_bound_the_segment_prefetch_and_cache() {
     op.write("data.atlas", uniform_collection(200).await)
         .await
         .unwrap();
-    let options = OpenOptions {
-        block_cache_bytes: 0,
-        segment_prefetch_bytes: 4096,
-        ..OpenOptions::default()
-    };
+    let options = OpenOptions::default()
+        .block_cache_bytes(0)
+        .segment_prefetch_bytes(4096);
     let atlas = Atlas::open_with(op, "", options).await.unwrap();
     stats.reset();
     let view = atlas.dataset(&uniform_name(3)).unwrap();
@@ -357,16 +355,9 @@ async fn unwritten_elements_read_as_fill_without_a_request() {
 
     let (op, stats, _) = counted_memory();
     op.write("data.atlas", container).await.unwrap();
-    let atlas = Atlas::open_with(
-        op,
-        "",
-        OpenOptions {
-            segment_prefetch_bytes: 4096,
-            ..OpenOptions::default()
-        },
-    )
-    .await
-    .unwrap();
+    let atlas = Atlas::open_with(op, "", OpenOptions::default().segment_prefetch_bytes(4096))
+        .await
+        .unwrap();
     let view = atlas.dataset(&uniform_name(42)).unwrap();
     view.array_layout("v").await.unwrap();
     stats.reset();

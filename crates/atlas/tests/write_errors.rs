@@ -216,14 +216,8 @@ async fn malformed_definitions_are_refused() {
 async fn invalid_configurations_are_refused_before_anything_is_written() {
     let dir = tempfile::tempdir().unwrap();
     for config in [
-        WriterConfig {
-            zstd_level: 99,
-            ..WriterConfig::default()
-        },
-        WriterConfig {
-            block_target_size: 0,
-            ..WriterConfig::default()
-        },
+        WriterConfig::default().zstd_level(99),
+        WriterConfig::default().block_target_size(0),
     ] {
         let err = atlas::AtlasWriter::create_path(dir.path(), config)
             .await
@@ -233,11 +227,7 @@ async fn invalid_configurations_are_refused_before_anything_is_written() {
     // The level is only checked for zstd.
     atlas::AtlasWriter::create_path(
         dir.path(),
-        WriterConfig {
-            codec: Codec::Lz4,
-            zstd_level: 99,
-            ..WriterConfig::default()
-        },
+        WriterConfig::default().codec(Codec::Lz4).zstd_level(99),
     )
     .await
     .unwrap();

@@ -89,16 +89,9 @@ async fn faulty_fs(
     let layer = CountingLayer::new();
     let (faults, stats) = (layer.faults(), layer.stats());
     let op = atlas_io::fs_operator(dir).unwrap().layer(layer);
-    let w = AtlasWriter::create(
-        op,
-        "",
-        WriterConfig {
-            block_target_size: 4096,
-            ..WriterConfig::default()
-        },
-    )
-    .await
-    .unwrap();
+    let w = AtlasWriter::create(op, "", WriterConfig::default().block_target_size(4096))
+        .await
+        .unwrap();
     (w, faults, stats)
 }
 
@@ -200,5 +193,6 @@ async fn finishing_with_a_dataset_writer_still_open_is_refused_and_commits_nothi
         "{err}"
     );
     assert!(nothing_opens(dir.path()));
-    assert!(open.finish().await.is_err());
+    let err = open.finish().await.unwrap_err();
+    assert!(matches!(err, AtlasError::InvalidUse { .. }), "{err}");
 }

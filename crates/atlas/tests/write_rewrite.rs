@@ -24,7 +24,7 @@ fn comparable(mut dump: Value) -> Value {
 
 async fn dump(dir: &std::path::Path) -> Value {
     let atlas = Atlas::open_path(dir).await.unwrap();
-    atlas::json::collection_json(&atlas, true).await.unwrap()
+    atlas_manifest::collection_json(&atlas, true).await.unwrap()
 }
 
 #[tokio::test]
@@ -34,10 +34,7 @@ async fn rewriting_each_fixture_keeps_every_live_dataset_and_drops_the_deleted_o
             let src_dir = fixtures_dir().join(name);
             let src = Atlas::open_path(&src_dir).await.unwrap();
             let dst_dir = tempfile::tempdir().unwrap();
-            let config = WriterConfig {
-                codec: codec.unwrap_or(src.codec()),
-                ..WriterConfig::default()
-            };
+            let config = WriterConfig::default().codec(codec.unwrap_or(src.codec()));
             let dst = AtlasWriter::create_path(dst_dir.path(), config)
                 .await
                 .unwrap();

@@ -480,10 +480,7 @@ async fn a_collection_without_dataset_attributes_has_no_datasets_segment() {
 #[tokio::test]
 async fn one_array_name_may_hold_different_dtypes_in_different_datasets() {
     let dir = tempfile::tempdir().unwrap();
-    let config = WriterConfig {
-        codec: Codec::Uncompressed,
-        ..WriterConfig::default()
-    };
+    let config = WriterConfig::default().codec(Codec::Uncompressed);
     let w = writer_in(dir.path(), config).await;
     let mut a = w.add_dataset("a").unwrap();
     a.define_array::<f32>("value", &["x"], &[3], None, None)
@@ -570,11 +567,7 @@ async fn datasets_of_unequal_length_share_one_schema() {
 async fn each_codec_is_recorded_in_the_footer_and_on_every_block() {
     for codec in [Codec::Zstd, Codec::Lz4, Codec::Uncompressed] {
         let dir = tempfile::tempdir().unwrap();
-        let config = WriterConfig {
-            codec,
-            block_target_size: 4096,
-            ..WriterConfig::default()
-        };
+        let config = WriterConfig::default().codec(codec).block_target_size(4096);
         let w = writer_in(dir.path(), config).await;
         let mut d = w.add_dataset("d").unwrap();
         let n = 10_000usize;

@@ -14,10 +14,7 @@ async fn write_grids(op: &Operator, count: usize) -> atlas::Result<atlas::WriteS
     let w = AtlasWriter::create(
         op.clone(),
         "grids",
-        WriterConfig {
-            codec: Codec::Uncompressed,
-            ..WriterConfig::default()
-        },
+        WriterConfig::default().codec(Codec::Uncompressed),
     )
     .await?;
     for i in 0..count {

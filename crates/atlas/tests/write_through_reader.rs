@@ -1,5 +1,5 @@
 //! What the writer stores reads back through the facade's reader (`Atlas`,
-//! `Dataset`, `atlas::json`), and rebuilt fixtures dump as their manifests.
+//! `Dataset`, `atlas_manifest`), and rebuilt fixtures dump as their manifests.
 
 mod write_support;
 
@@ -175,7 +175,7 @@ async fn every_fixture_rebuilt_from_its_manifest_dumps_as_its_manifest() {
         let dir = tempfile::tempdir().unwrap();
         rebuild(&manifest, dir.path()).await;
         let atlas = Atlas::open_path(dir.path()).await.unwrap();
-        let mut dumped = atlas::json::collection_json(&atlas, true).await.unwrap();
+        let mut dumped = atlas_manifest::collection_json(&atlas, true).await.unwrap();
         let mut expected = manifest_as_dump(&manifest);
         // Segments are byte-identical (write_fixtures.rs); the footer differs
         // in its clock, so its compressed size may differ by a few bytes.

@@ -22,11 +22,7 @@ fn le_u64(b: &[u8]) -> u64 {
 async fn sample(dir: &std::path::Path, codec: Codec) -> Written {
     sample_with(
         dir,
-        WriterConfig {
-            codec,
-            block_target_size: 1024,
-            ..WriterConfig::default()
-        },
+        WriterConfig::default().codec(codec).block_target_size(1024),
     )
     .await
 }
@@ -156,15 +152,9 @@ fn lcg(seed: &mut u64) -> u64 {
 /// random delay; some on several variables, some abandoned.
 async fn build_concurrently(dir: &std::path::Path, seed: u64) -> Written {
     let w = Arc::new(
-        AtlasWriter::create_path(
-            dir,
-            WriterConfig {
-                block_target_size: 4096,
-                ..WriterConfig::default()
-            },
-        )
-        .await
-        .unwrap(),
+        AtlasWriter::create_path(dir, WriterConfig::default().block_target_size(4096))
+            .await
+            .unwrap(),
     );
     let mut seed = seed;
     let mut tasks = Vec::new();
@@ -277,11 +267,9 @@ async fn with_a_fixed_creation_time_the_same_input_gives_the_same_container_byte
     let mut outs = Vec::new();
     for _ in 0..2 {
         let dir = tempfile::tempdir().unwrap();
-        let config = WriterConfig {
-            block_target_size: 1024,
-            ..WriterConfig::default()
-        }
-        .with_created_unix_ms(created);
+        let config = WriterConfig::default()
+            .block_target_size(1024)
+            .with_created_unix_ms(created);
         outs.push(sample_with(dir.path(), config).await);
         let atlas = atlas::Atlas::open_path(dir.path()).await.unwrap();
         assert_eq!(

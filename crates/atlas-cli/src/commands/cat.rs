@@ -116,8 +116,22 @@ mod tests {
 
     #[test]
     fn a_region_of_the_wrong_rank_or_past_the_end_is_refused() {
-        assert!(region("a", &[4, 8], Some(&[1]), None).is_err());
-        assert!(region("a", &[4, 8], Some(&[5, 0]), None).is_err());
-        assert!(region("a", &[4, 8], Some(&[3, 0]), Some(&[2, 1])).is_err());
+        let message =
+            |start: &[u64], count: Option<&[u64]>| match region("a", &[4, 8], Some(start), count) {
+                Err(CliError::Message(text)) => text,
+                other => panic!("expected a usage message, got {other:?}"),
+            };
+        assert!(
+            message(&[1], None).contains("dimension(s)"),
+            "{}",
+            message(&[1], None)
+        );
+        assert!(
+            message(&[5, 0], None).contains("past"),
+            "{}",
+            message(&[5, 0], None)
+        );
+        let over = message(&[3, 0], Some(&[2, 1]));
+        assert!(over.contains("past"), "{over}");
     }
 }

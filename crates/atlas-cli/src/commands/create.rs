@@ -31,14 +31,11 @@ pub async fn run(ctx: &Ctx, args: &CreateArgs) -> CliResult {
         .with_skip_unsupported(args.skip_unsupported)
         .with_chunks(parse_chunks(args.chunks.as_deref())?)
         .with_jobs(usize::from(args.jobs));
-    let mut config = WriterConfig {
-        codec: match args.codec {
-            CodecArg::Zstd => Codec::Zstd,
-            CodecArg::Lz4 => Codec::Lz4,
-            CodecArg::None => Codec::Uncompressed,
-        },
-        ..WriterConfig::default()
-    };
+    let mut config = WriterConfig::default().codec(match args.codec {
+        CodecArg::Zstd => Codec::Zstd,
+        CodecArg::Lz4 => Codec::Lz4,
+        CodecArg::None => Codec::Uncompressed,
+    });
     if let Some(size) = &args.block_size {
         config.block_target_size = parse_size(size)?;
     }

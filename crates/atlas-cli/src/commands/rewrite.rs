@@ -23,14 +23,11 @@ pub async fn run(ctx: &Ctx, args: &RewriteArgs) -> CliResult {
     }
     refuse_existing(&dst).await?;
 
-    let mut config = WriterConfig {
-        codec: match args.codec {
-            CodecArg::Zstd => Codec::Zstd,
-            CodecArg::Lz4 => Codec::Lz4,
-            CodecArg::None => Codec::Uncompressed,
-        },
-        ..WriterConfig::default()
-    };
+    let mut config = WriterConfig::default().codec(match args.codec {
+        CodecArg::Zstd => Codec::Zstd,
+        CodecArg::Lz4 => Codec::Lz4,
+        CodecArg::None => Codec::Uncompressed,
+    });
     if let Some(bytes) = args.block_size {
         config.block_target_size = bytes;
     }

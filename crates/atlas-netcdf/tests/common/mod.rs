@@ -29,7 +29,7 @@ pub async fn ingest_into(
 /// fields that describe the container bytes rather than the content.
 pub async fn dump(dir: &Path) -> Value {
     let atlas = Atlas::open_path(dir).await.expect("open collection");
-    let mut doc = atlas::json::collection_json(&atlas, true)
+    let mut doc = atlas_manifest::collection_json(&atlas, true)
         .await
         .expect("dump");
     if let Some(map) = doc.as_object_mut() {

@@ -20,11 +20,11 @@ use atlas_format::DType;
 use super::error::QueryError;
 use super::eval::{Declared, Plan, eval, has_order};
 use super::facts::Facts;
+use super::json_value::attr_value_json;
 use super::predicate::Predicate;
 use super::value::{Scalar, stat_scalar};
 use crate::ArrayStats;
 use crate::Attr;
-use crate::read::json::attr_value_json;
 use crate::read::{Atlas, Dataset};
 
 /// What [`Atlas::catalogue`] puts in the table.

@@ -17,8 +17,8 @@ use arrow_schema::DataType;
 use serde_json::Value;
 
 use super::error::QueryError;
+use super::json_value::{f32_json, float_json};
 use super::time::format_instant;
-use crate::read::json::{f32_json, float_json};
 
 fn io_error(e: std::io::Error) -> QueryError {
     QueryError::Table {

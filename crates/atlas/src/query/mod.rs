@@ -32,6 +32,7 @@ mod error;
 mod eval;
 mod export;
 mod facts;
+mod json_value;
 mod parse;
 mod predicate;
 mod time;
@@ -42,6 +43,7 @@ pub use error::{ParseError, QueryError};
 #[cfg(feature = "parquet")]
 pub use export::write_parquet;
 pub use export::{cell_json, write_csv, write_ndjson};
+pub use json_value::{attr_value_json, bytes_json, f32_json, float_json};
 pub use parse::parse;
 pub use predicate::{CmpOp, Field, Predicate, StatField};
 pub use value::Value;

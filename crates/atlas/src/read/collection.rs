@@ -18,8 +18,9 @@ use super::dataset::Dataset;
 use super::directory::{Directory, MaskState};
 use crate::error::{AtlasError, Result};
 
-/// How [`Atlas::open_with`] reads a collection.
+/// How [`Atlas::open_with`] reads a collection: `OpenOptions::default()` and the setters.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct OpenOptions {
     /// Bytes of decompressed blocks kept in memory: one bounded cache
     /// shared by every segment (0 disables it).
@@ -39,6 +40,26 @@ impl Default for OpenOptions {
             segment_prefetch_bytes: atlas_segment::DEFAULT_PREFETCH,
             limits: DecodeLimits::default(),
         }
+    }
+}
+
+impl OpenOptions {
+    /// Sets the bytes of decompressed blocks kept in memory (0 disables the cache).
+    pub fn block_cache_bytes(mut self, bytes: u64) -> Self {
+        self.block_cache_bytes = bytes;
+        self
+    }
+
+    /// Sets the least bytes read from the end of a segment on its first use.
+    pub fn segment_prefetch_bytes(mut self, bytes: u64) -> Self {
+        self.segment_prefetch_bytes = bytes;
+        self
+    }
+
+    /// Sets the limits on the container footer.
+    pub fn limits(mut self, limits: DecodeLimits) -> Self {
+        self.limits = limits;
+        self
     }
 }
 
@@ -129,6 +150,7 @@ impl Atlas {
             .map_err(|e| match e {
                 OpenError::Io(io) => AtlasError::Io(io),
                 OpenError::Format(f) => AtlasError::from(f),
+                other => AtlasError::corrupt(other.to_string()),
             })?;
         let container = opened.tail.container;
         let total = u32::try_from(container.footer.datasets.len())

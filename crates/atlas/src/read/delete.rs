@@ -92,6 +92,7 @@ impl Atlas {
                 UpdateError::Io(io) => AtlasError::Io(io),
                 UpdateError::Compute(format) => AtlasError::from(format),
                 UpdateError::Contended { last, .. } => AtlasError::Io(last),
+                other => AtlasError::invalid_use(other.to_string()),
             })?;
         for w in &warnings {
             tracing::warn!(mask = %inner.mask_path, "{w}");

@@ -85,12 +85,9 @@ impl Directory {
 
     /// The schema at pool index `schema`, which must be a dataset's: every
     /// dataset's index was checked by [`Directory::new`] and the footer never
-    /// changes afterwards, so the lookup cannot fail.
+    /// changes afterwards, so the empty fallback of the lookup never shows.
     pub fn schema(&self, schema: u32) -> SchemaView<'_> {
-        match self.footer().schema_view(schema) {
-            Some(view) => view,
-            None => unreachable!("dataset schema indexes are checked when the directory is built"),
-        }
+        self.footer().schema_view_or_empty(schema)
     }
 
     /// Whether the container has a segment for `name`.

@@ -13,7 +13,6 @@
 //! - `delete`: the deletion mask, one GET and one PUT per batch;
 //! - segments come from `atlas-segment`'s `SegmentSet`: each opened once,
 //!   screened, on first use;
-//! - [`json`]: the manifest-shaped JSON renderings the `dump` example and the CLI print.
 
 #![cfg_attr(
     not(test),
@@ -30,7 +29,6 @@ mod collection;
 mod dataset;
 mod delete;
 mod directory;
-pub mod json;
 mod many;
 mod region;
 mod stats;

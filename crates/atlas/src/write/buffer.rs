@@ -392,10 +392,11 @@ mod tests {
         let g = Geometry::new("x", &[], &[4, 4], Some(&[2, 2])).unwrap();
         let mut b = TypedBuffer::<u8>::new(g, None);
         let data = Array::from_elem(IxDyn(&[2, 2]), 1u8);
-        assert!(b.write("x", &[3, 0], data.view()).is_err());
-        assert!(b.write("x", &[0], data.view()).is_err());
+        let refused = |r: Result<()>| matches!(r, Err(AtlasError::InvalidRegion { .. }));
+        assert!(refused(b.write("x", &[3, 0], data.view())));
+        assert!(refused(b.write("x", &[0], data.view())));
         let flat = Array::from_elem(IxDyn(&[2]), 1u8);
-        assert!(b.write("x", &[0, 0], flat.view()).is_err());
+        assert!(refused(b.write("x", &[0, 0], flat.view())));
         assert!(b.chunks.is_empty());
     }
 }

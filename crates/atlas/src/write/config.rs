@@ -9,7 +9,12 @@ use crate::error::{AtlasError, Result};
 ///
 /// The footer records `codec` for information; each block names its own codec,
 /// so readers need none of this.
+///
+/// Build it from [`WriterConfig::default`] and the setters
+/// (`WriterConfig::default().codec(Codec::Lz4)`), so new options can be added
+/// without breaking callers.
 #[derive(Debug, Clone, Copy, PartialEq)]
+#[non_exhaustive]
 pub struct WriterConfig {
     /// Block compression: [`Codec::Zstd`] (default), [`Codec::Lz4`] or [`Codec::Uncompressed`].
     pub codec: Codec,
@@ -38,6 +43,24 @@ impl Default for WriterConfig {
 }
 
 impl WriterConfig {
+    /// Sets the block codec.
+    pub fn codec(mut self, codec: Codec) -> Self {
+        self.codec = codec;
+        self
+    }
+
+    /// Sets the zstd level (checked when the writer is created).
+    pub fn zstd_level(mut self, level: i32) -> Self {
+        self.zstd_level = level;
+        self
+    }
+
+    /// Sets the raw bytes packed into one block (at least 1).
+    pub fn block_target_size(mut self, bytes: usize) -> Self {
+        self.block_target_size = bytes;
+        self
+    }
+
     /// Records `unix_ms` as the creation time instead of the clock at commit.
     pub fn with_created_unix_ms(mut self, unix_ms: i64) -> Self {
         self.created_unix_ms = Some(unix_ms);

@@ -107,7 +107,10 @@ async fn copy_array_any(
     // enough to overflow a thread's stack in debug builds.
     for_each_array_data!(probe, typed => {
         Box::pin(copy_array(view, dst, array, layout, stats, &typed)).await
-    })
+    }, _ => Err(AtlasError::invalid_use(format!(
+        "array {array:?} of dataset {:?} holds an element type this library cannot copy",
+        view.name()
+    ))))
 }
 
 async fn copy_array<T: Element>(

@@ -220,10 +220,7 @@ fn build_any(d: &mut DatasetWriter, a: &Value) {
 /// Writes every dataset of `manifest` (deleted ones too) into `dir`, then the
 /// deletion mask the manifest describes. Returns the writer's summary.
 pub async fn rebuild(manifest: &Value, dir: &Path) -> atlas::WriteSummary {
-    let config = WriterConfig {
-        codec: codec_of(manifest),
-        ..WriterConfig::default()
-    };
+    let config = WriterConfig::default().codec(codec_of(manifest));
     let w = AtlasWriter::create_path(dir, config).await.expect("create");
     let mut deleted = Vec::new();
     for ds in manifest["datasets"].as_array().expect("datasets") {

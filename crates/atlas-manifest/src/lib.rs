@@ -1,6 +1,12 @@
+//! # atlas-manifest
+//!
 //! JSON renderings of a collection in the shape of the conformance manifests
-//! (`testdata/v8/*/manifest.json`), shared by the `dump` example and the CLI's
-//! `--json` output.
+//! (`testdata/v8/*/manifest.json`): what the `atlas` command's `--json`
+//! output and the `dump` example print, and what the conformance tests
+//! compare with the manifests. Presentation, so it lives beside the library,
+//! not in it; single values use the library's own encoding
+//! ([`atlas::query::float_json`] and its siblings), which the catalogue
+//! export shares.
 //!
 //! Encodings: attributes as `[[key, {"type", "value"}], ...]` in set order;
 //! statistics as `{"min", "max", "null_count", "row_count"}` with each bound
@@ -8,73 +14,12 @@
 //! `{"bytes": [...]}`; timestamps as integer nanoseconds; binary as a list of
 //! byte values; non-finite floats as the strings `"NaN"`, `"inf"`, `"-inf"`.
 
-use atlas_segment::{ArrayData, ArrayStats, Attr, FillValue, Stat, for_each_array_data};
+use atlas::query::{attr_value_json, bytes_json, f32_json, float_json};
+use atlas::{
+    ArrayData, ArrayStats, Atlas, AtlasError, Attr, Dataset, FillValue, Region, Result, Stat,
+    Timestamp, for_each_array_data,
+};
 use serde_json::{Map, Value, json};
-
-use super::collection::Atlas;
-use super::dataset::Dataset;
-use crate::error::{AtlasError, Result};
-
-/// A float as JSON: a number, or `"NaN"` / `"inf"` / `"-inf"`.
-pub fn float_json(x: f64) -> Value {
-    if x.is_nan() {
-        Value::from("NaN")
-    } else if x.is_infinite() {
-        Value::from(if x > 0.0 { "inf" } else { "-inf" })
-    } else {
-        Value::from(x)
-    }
-}
-
-/// An `f32` as JSON, written with its shortest decimal form (0.1, not 0.10000000149).
-pub fn f32_json(x: f32) -> Value {
-    if !x.is_finite() {
-        return float_json(f64::from(x));
-    }
-    x.to_string()
-        .parse::<f64>()
-        .map_or_else(|_| float_json(f64::from(x)), float_json)
-}
-
-fn bytes_json(b: &[u8]) -> Value {
-    Value::Array(b.iter().map(|&x| Value::from(x)).collect())
-}
-
-fn list<T>(items: &[T], f: impl Fn(&T) -> Value) -> Value {
-    Value::Array(items.iter().map(f).collect())
-}
-
-/// The value of an attribute alone, as the manifests write it.
-pub fn attr_value_json(attr: &Attr) -> Value {
-    match attr {
-        Attr::Bool(v) => Value::from(*v),
-        Attr::Int8(v) => Value::from(*v),
-        Attr::Int16(v) => Value::from(*v),
-        Attr::Int32(v) => Value::from(*v),
-        Attr::Int64(v) => Value::from(*v),
-        Attr::UInt8(v) => Value::from(*v),
-        Attr::UInt16(v) => Value::from(*v),
-        Attr::UInt32(v) => Value::from(*v),
-        Attr::UInt64(v) => Value::from(*v),
-        Attr::Float32(v) => f32_json(*v),
-        Attr::Float64(v) => float_json(*v),
-        Attr::String(v) => Value::from(v.as_str()),
-        Attr::Binary(v) => bytes_json(v),
-        Attr::BoolList(v) => list(v, |x| Value::from(*x)),
-        Attr::Int8List(v) => list(v, |x| Value::from(*x)),
-        Attr::Int16List(v) => list(v, |x| Value::from(*x)),
-        Attr::Int32List(v) => list(v, |x| Value::from(*x)),
-        Attr::Int64List(v) => list(v, |x| Value::from(*x)),
-        Attr::UInt8List(v) => list(v, |x| Value::from(*x)),
-        Attr::UInt16List(v) => list(v, |x| Value::from(*x)),
-        Attr::UInt32List(v) => list(v, |x| Value::from(*x)),
-        Attr::UInt64List(v) => list(v, |x| Value::from(*x)),
-        Attr::Float32List(v) => list(v, |x| f32_json(*x)),
-        Attr::Float64List(v) => list(v, |x| float_json(*x)),
-        Attr::StringList(v) => list(v, |x| Value::from(x.as_str())),
-        Attr::BinaryList(v) => list(v, |x| bytes_json(x)),
-    }
-}
 
 /// An attribute as `{"type": "list<string>", "value": [...]}`.
 pub fn attr_json(attr: &Attr) -> Value {
@@ -170,7 +115,7 @@ impl ElementJson for Vec<u8> {
     }
 }
 
-impl ElementJson for crate::Timestamp {
+impl ElementJson for Timestamp {
     fn json(&self) -> Value {
         Value::from(self.nanos())
     }
@@ -178,13 +123,17 @@ impl ElementJson for crate::Timestamp {
 
 /// Every element of `data`, row-major, as a JSON list.
 pub fn data_json(data: &ArrayData) -> Value {
-    for_each_array_data!(data, a => Value::Array(a.iter().map(ElementJson::json).collect()))
+    for_each_array_data!(
+        data,
+        a => Value::Array(a.iter().map(ElementJson::json).collect()),
+        _ => Value::Null
+    )
 }
 
 /// Every element of `array`, row-major; `null` for element types the facade
 /// cannot read (bool, lists).
 pub async fn values_json(view: &Dataset, array: &str) -> Result<Value> {
-    match view.read_any(array, crate::Region::all()).await {
+    match view.read_any(array, Region::all()).await {
         Ok(any) => Ok(data_json(any.data())),
         Err(AtlasError::DTypeMismatch { .. }) => Ok(Value::Null),
         Err(e) => Err(e),
@@ -275,21 +224,6 @@ pub async fn collection_json(atlas: &Atlas, with_values: bool) -> Result<Value> 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn non_finite_floats_are_strings() {
-        assert_eq!(float_json(f64::NAN), json!("NaN"));
-        assert_eq!(float_json(f64::INFINITY), json!("inf"));
-        assert_eq!(float_json(f64::NEG_INFINITY), json!("-inf"));
-        assert_eq!(f32_json(f32::NAN), json!("NaN"));
-        assert_eq!(float_json(0.5), json!(0.5));
-    }
-
-    #[test]
-    fn f32_keeps_its_short_form() {
-        assert_eq!(f32_json(0.1), json!(0.1));
-        assert_eq!(f32_json(-999.0), json!(-999.0));
-    }
 
     #[test]
     fn stats_and_attributes_use_the_manifest_encoding() {
