@@ -46,7 +46,8 @@ impl Simulation {
         !self.latency.is_zero() || self.bandwidth.is_some()
     }
 
-    fn transfer(&self, bytes: u64) -> Duration {
+    /// How long `bytes` take to arrive at the simulated bandwidth.
+    pub fn transfer(&self, bytes: u64) -> Duration {
         match self.bandwidth {
             Some(rate) if rate > 0.0 => Duration::from_secs_f64(bytes as f64 / rate),
             _ => Duration::ZERO,

@@ -141,6 +141,12 @@ fn cell(c: &Cost) -> String {
     )
 }
 
+/// The least time `requests` dependent requests for `bytes` take on `sim`.
+fn floor_time(sim: Simulation, requests: u64, bytes: u64) -> Duration {
+    let rounds = u32::try_from(requests).unwrap_or(u32::MAX);
+    sim.latency.saturating_mul(rounds) + sim.transfer(bytes)
+}
+
 fn ratio(a: f64, b: f64) -> String {
     if b > 0.0 {
         format!("{:.2}×", a / b)
@@ -210,6 +216,9 @@ pub fn print_reads(store: &str, sim: Simulation, columns: &[(Impl, Costs)], floo
             };
         }
         line += &match floors.get(step) {
+            Some((r, b)) if sim.is_active() => {
+                format!(" {r}, {} ≈ {} |", bytes(b), ms(floor_time(sim, r, b)))
+            }
             Some((r, b)) => format!(" {r}, {} |", bytes(b)),
             None => " — |".into(),
         };
