@@ -1,7 +1,11 @@
 //! Project helpers, run as `cargo xtask <command>`:
 //!
-//! - `bench [iterations]`: the footer-decode benchmark in release, then the
-//!   write benchmark (`atlas`'s `bench_write` example) when it exists.
+//! - `bench [iterations] [--quick] [--dev] [--latency 20ms] [--bandwidth 100MB/s] ...`:
+//!   the footer-decode benchmark in release, then `atlas-bench` (this Atlas
+//!   beside atlas-rust and zarrs on the issue-9 workload, local and simulated
+//!   object store; `docs/performance.md`), then the write benchmark (`atlas`'s
+//!   `bench_write` example) when it exists. `--quick` runs only a small
+//!   `atlas-bench` (the CI smoke test); `--dev` builds in the dev profile.
 //! - `bench-footer [iterations] [datasets]`: the footer-decode benchmark in
 //!   this process (run it in release; `bench` does).
 //! - `fuzz [seconds]`: seeds every fuzz corpus from `testdata/v8` and runs
@@ -34,7 +38,7 @@ fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let arg = |i: usize| args.get(i).map(String::as_str);
     let result = match arg(0) {
-        Some("bench") => bench(arg(1)),
+        Some("bench") => bench(&args[1..]),
         Some("bench-footer") => bench_footer(
             parse_or(arg(1), 15, "iterations"),
             parse_or(arg(2), 100_000, "datasets"),
@@ -53,7 +57,7 @@ fn main() -> ExitCode {
         Some("ci") => run(Command::new("bash").arg(root().join(".ci/run"))),
         _ => {
             eprintln!(
-                "usage: cargo xtask <bench [iterations] | bench-footer [iterations] [datasets] | \
+                "usage: cargo xtask <bench [iterations] [--quick] [--dev] [atlas-bench options] | bench-footer [iterations] [datasets] | \
                  fuzz [seconds] | seed-fuzz | test | py-fixture DIR | bench-read DIR ARRAY | ci>"
             );
             return ExitCode::from(2);
@@ -115,25 +119,47 @@ fn test() -> Result {
         .current_dir(root()))
 }
 
-fn bench(iterations: Option<&str>) -> Result {
-    let mut footer = cargo();
-    footer.args([
-        "run",
-        "--release",
-        "--quiet",
-        "-p",
-        "xtask",
-        "--",
-        "bench-footer",
-    ]);
-    if let Some(n) = iterations {
-        footer.arg(n);
+/// `bench [iterations] [--dev] [atlas-bench options]`: the footer-decode
+/// benchmark (skipped with `--quick`), then `atlas-bench` (the issue-9
+/// workload through this Atlas, atlas-rust and zarrs; `bench/src/main.rs`
+/// lists its options), then the `bench_write` example (skipped with
+/// `--quick`). Everything runs in release unless `--dev` is given (the CI
+/// smoke run: the test build already compiled every dependency in dev).
+fn bench(args: &[String]) -> Result {
+    let mut rest: Vec<&str> = args.iter().map(String::as_str).collect();
+    let iterations = match rest.first() {
+        Some(n) if n.parse::<usize>().is_ok() => Some(rest.remove(0)),
+        _ => None,
+    };
+    let dev = rest.contains(&"--dev");
+    rest.retain(|a| *a != "--dev");
+    let quick = rest.contains(&"--quick");
+    let profile: &[&str] = if dev { &[] } else { &["--release"] };
+
+    if !quick {
+        let mut footer = cargo();
+        footer
+            .arg("run")
+            .args(profile)
+            .args(["--quiet", "-p", "xtask", "--", "bench-footer"]);
+        if let Some(n) = iterations {
+            footer.arg(n);
+        }
+        run(&mut footer)?;
+        println!();
     }
-    run(&mut footer)?;
+
+    let work = root().join("target/bench-work");
+    run(cargo()
+        .arg("run")
+        .args(profile)
+        .args(["--quiet", "-p", "atlas-bench", "--", "--work"])
+        .arg(&work)
+        .args(&rest))?;
 
     let example = root().join("crates/atlas/examples/bench_write.rs");
     let example_dir = root().join("crates/atlas/examples/bench_write");
-    if example.exists() || example_dir.is_dir() {
+    if !quick && (example.exists() || example_dir.is_dir()) {
         println!();
         run(cargo().args([
             "run",
@@ -144,13 +170,9 @@ fn bench(iterations: Option<&str>) -> Result {
             "bench_write",
             "--",
             "--quick",
-        ]))
-    } else {
-        println!(
-            "\nbench_write: skipped (crates/atlas/examples/bench_write.rs does not exist yet)"
-        );
-        Ok(())
+        ]))?;
     }
+    Ok(())
 }
 
 /// A footer shaped like a large Argo-style collection: `datasets` profiles

@@ -1,0 +1,40 @@
+//! The bench's one error type.
+
+/// Why a bench run failed.
+#[derive(Debug, thiserror::Error)]
+pub enum BenchError {
+    /// This Atlas failed.
+    #[error("atlas: {0}")]
+    Ours(#[from] atlas::AtlasError),
+    /// atlas-rust failed.
+    #[error("atlas-rust: {0}")]
+    Peer(#[from] atlas_peer::Error),
+    /// zarrs failed.
+    #[error("zarrs: {0}")]
+    Zarr(Box<dyn std::error::Error + Send + Sync>),
+    /// The local file system or a child process failed.
+    #[error("io: {0}")]
+    Io(#[from] std::io::Error),
+    /// Building an OpenDAL operator failed.
+    #[error("opendal: {0}")]
+    Opendal(#[from] opendal::Error),
+    /// A read returned something other than what was written.
+    #[error("mismatch: {0}")]
+    Mismatch(String),
+    /// A child process misbehaved.
+    #[error("child: {0}")]
+    Child(String),
+    /// The command line made no sense.
+    #[error("usage: {0}")]
+    Usage(String),
+}
+
+impl BenchError {
+    /// Wraps any zarrs error.
+    pub fn zarr(e: impl std::error::Error + Send + Sync + 'static) -> Self {
+        BenchError::Zarr(Box::new(e))
+    }
+}
+
+/// The bench's result type.
+pub type Result<T = (), E = BenchError> = std::result::Result<T, E>;

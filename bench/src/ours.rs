@@ -1,0 +1,229 @@
+//! The workload through this repository's Atlas.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use atlas::{Atlas, AtlasWriter, Attr, Region, WriterConfig};
+use atlas_io::CountingLayer;
+use opendal::Operator;
+
+use crate::digest::Digest;
+use crate::error::{BenchError, Result};
+use crate::measure::{Costs, Step, measure, probe_index};
+use crate::meter::{Meter, MeterLayer, Reading};
+use crate::workload::{self, FILL, JULD_UNITS, PROFILE_ARRAYS, Profile};
+
+/// An fs operator on `dir`, metered by `meter` and counted by atlas-io's
+/// `CountingLayer` (whose counts the bench checks against the meter's).
+pub fn operator(dir: &Path, meter: &Meter) -> Result<(Operator, CountingLayer)> {
+    let counting = CountingLayer::new();
+    let op = Operator::new(opendal::services::Fs::default().root(&dir.to_string_lossy()))?
+        .layer(counting.clone())
+        .layer(MeterLayer::new(meter.clone()));
+    Ok((op, counting))
+}
+
+/// Checks that atlas-io's `CountingLayer` saw what the meter saw.
+pub fn check_counts(counting: &CountingLayer, io: &Reading) -> Result {
+    let c = counting.stats().snapshot();
+    if (c.reads, c.stats, c.bytes_read) != (io.reads, io.stats, io.bytes_read) {
+        return Err(BenchError::Mismatch(format!(
+            "CountingLayer saw {} reads, {} stats, {} bytes; the meter {} reads, {} stats, {} bytes",
+            c.reads, c.stats, c.bytes_read, io.reads, io.stats, io.bytes_read
+        )));
+    }
+    Ok(())
+}
+
+fn write_profile(w: &AtlasWriter, p: Profile) -> Result<atlas::DatasetWriter> {
+    let mut d = w.add_dataset(&p.name)?;
+    let n = p.levels() as u64;
+    for ((name, units), values) in PROFILE_ARRAYS.iter().zip(p.arrays) {
+        d.define_array::<f32>(name, &["N_LEVELS"], &[n], None, Some(FILL))?;
+        d.write_array(name, &[0], ndarray::Array1::from(values).into_dyn().view())?;
+        d.set_array_attribute(name, "units", *units)?;
+    }
+    d.define_array::<f64>("JULD", &["N_PROF"], &[1], None, None)?;
+    d.write_array("JULD", &[0], ndarray::arr1(&[p.juld]).into_dyn().view())?;
+    d.set_array_attribute("JULD", "units", JULD_UNITS)?;
+    d.set_attribute("platform_number", p.platform_number)?;
+    d.set_attribute("cycle_number", Attr::Int32(p.cycle_number))?;
+    Ok(d)
+}
+
+/// Writes profiles `0..n` into `dir` from `tasks` concurrent tasks.
+pub async fn write_profiles(dir: &Path, n: usize, tasks: usize) -> Result {
+    let w = Arc::new(AtlasWriter::create_path(dir, WriterConfig::default()).await?);
+    let mut handles = Vec::new();
+    for t in 0..tasks.max(1) {
+        let w = w.clone();
+        handles.push(tokio::spawn(async move {
+            for i in (t..n).step_by(tasks.max(1)) {
+                write_profile(&w, workload::profile(i))?.finish().await?;
+            }
+            Ok::<_, BenchError>(())
+        }));
+    }
+    for h in handles {
+        h.await.map_err(|e| BenchError::Child(e.to_string()))??;
+    }
+    let w = Arc::try_unwrap(w).map_err(|_| BenchError::Child("writer still shared".into()))?;
+    w.finish().await?;
+    Ok(())
+}
+
+/// Writes `n` datasets of one `u8` of shape `[1]`.
+pub async fn write_tiny(dir: &Path, n: usize) -> Result {
+    let w = AtlasWriter::create_path(dir, WriterConfig::default()).await?;
+    for i in 0..n {
+        let mut d = w.add_dataset(&workload::tiny_name(i))?;
+        d.define_array::<u8>("v", &["x"], &[1], None, None)?;
+        d.write_array(
+            "v",
+            &[0],
+            ndarray::arr1(&[workload::tiny_value(i)]).into_dyn().view(),
+        )?;
+        d.finish().await?;
+    }
+    w.finish().await?;
+    Ok(())
+}
+
+/// Opens `dir` through `op`; the tiny bench's unit of work.
+pub async fn open(op: &Operator) -> Result<usize> {
+    Ok(Atlas::open(op.clone(), "").await?.dataset_count())
+}
+
+async fn read_one(atlas: &Atlas, index: usize, array: &str) -> Result<usize> {
+    let name = atlas
+        .list_datasets()
+        .get(index)
+        .map(|s| s.to_string())
+        .ok_or_else(|| BenchError::Mismatch(format!("no dataset {index}")))?;
+    Ok(atlas
+        .dataset(&name)?
+        .read_array::<f32>(array, Region::all())
+        .await?
+        .len())
+}
+
+/// The read steps over `op` (metered by `meter`).
+pub async fn read_steps(op: &Operator, meter: &Meter, counting: &CountingLayer) -> Result<Costs> {
+    let mut costs = Costs::new();
+    counting.stats().reset();
+    let (atlas, c) = measure(meter, async { Ok(Atlas::open(op.clone(), "").await?) }).await?;
+    check_counts(counting, &c.io)?;
+    costs.push((Step::Open, c));
+    let datasets = atlas.dataset_count();
+
+    let (_, c) = measure(meter, async {
+        let mut arrays = 0usize;
+        for d in atlas.datasets() {
+            let schema = d.schema();
+            arrays += schema.arrays().count();
+            arrays += schema.attributes().count();
+            std::hint::black_box(d.name());
+        }
+        Ok(arrays)
+    })
+    .await?;
+    costs.push((Step::Catalogue, c));
+
+    let (stats, c) = measure(meter, async { Ok(atlas.array_stats("TEMP").await?) }).await?;
+    let stats = stats.ok_or_else(|| BenchError::Mismatch("no TEMP statistics".into()))?;
+    if stats.null_count != datasets.div_ceil(10) as u64 {
+        return Err(BenchError::Mismatch(format!(
+            "TEMP null count {} for {datasets} datasets",
+            stats.null_count
+        )));
+    }
+    costs.push((Step::Stats, c));
+
+    let (rows, c) = measure(meter, async {
+        Ok(atlas.array_stats_by_dataset("PSAL").await?.len())
+    })
+    .await?;
+    expect_count("PSAL statistics", rows, datasets)?;
+    costs.push((Step::StatsByDataset, c));
+
+    let (rows, c) = measure(meter, async {
+        Ok(atlas
+            .attributes_by_dataset(None, "platform_number")
+            .await?
+            .len())
+    })
+    .await?;
+    expect_count("platform numbers", rows, datasets)?;
+    costs.push((Step::AttrsByDataset, c));
+
+    let (_, c) = measure(meter, async {
+        let mut values = 0usize;
+        for d in atlas.datasets() {
+            values += d.read_array::<f32>("TEMP", Region::all()).await?.len();
+        }
+        Ok(values)
+    })
+    .await?;
+    costs.push((Step::Sweep, c));
+
+    let probe = probe_index(datasets);
+    let (_, c) = measure(meter, read_one(&atlas, probe, "PRES")).await?;
+    costs.push((Step::OneFirst, c));
+    let (_, c) = measure(meter, read_one(&atlas, probe, "PRES")).await?;
+    costs.push((Step::OneWarm, c));
+
+    counting.stats().reset();
+    let (_, c) = measure(meter, async {
+        let fresh = Atlas::open(op.clone(), "").await?;
+        read_one(&fresh, probe, "PSAL").await
+    })
+    .await?;
+    check_counts(counting, &c.io)?;
+    costs.push((Step::OneCold, c));
+    Ok(costs)
+}
+
+fn expect_count(what: &str, got: usize, want: usize) -> Result {
+    if got == want {
+        Ok(())
+    } else {
+        Err(BenchError::Mismatch(format!(
+            "{got} {what} for {want} datasets"
+        )))
+    }
+}
+
+/// Reads every profile of the collection at `dir` into a digest.
+pub async fn digest(dir: &Path) -> Result<Digest> {
+    let atlas = Atlas::open_path(dir).await?;
+    let mut digest = Digest::default();
+    let platforms = atlas.attributes_by_dataset(None, "platform_number").await?;
+    let cycles = atlas.attributes_by_dataset(None, "cycle_number").await?;
+    for (i, d) in atlas.datasets().enumerate() {
+        let mut arrays: [Vec<f32>; 3] = Default::default();
+        for ((name, _), out) in PROFILE_ARRAYS.iter().zip(arrays.iter_mut()) {
+            *out = d
+                .read_array::<f32>(name, Region::all())
+                .await?
+                .into_raw_vec_and_offset()
+                .0;
+        }
+        let juld = d.read_array::<f64>("JULD", Region::all()).await?;
+        let platform = match platforms.get(i) {
+            Some((name, Attr::String(s))) if name == d.name() => s.clone(),
+            other => return Err(BenchError::Mismatch(format!("platform_number {other:?}"))),
+        };
+        let cycle = match cycles.get(i) {
+            Some((name, Attr::Int32(c))) if name == d.name() => *c,
+            other => return Err(BenchError::Mismatch(format!("cycle_number {other:?}"))),
+        };
+        digest.add_profile(
+            d.name(),
+            [&arrays[0], &arrays[1], &arrays[2]],
+            juld.iter().copied().next().unwrap_or(f64::NAN),
+            &platform,
+            cycle,
+        );
+    }
+    Ok(digest)
+}
