@@ -47,7 +47,7 @@ impl S3Server {
     }
 
     fn serve(atomic: bool) -> S3Server {
-        let dir = tempfile::tempdir().expect("a directory for the S3 server");
+        let dir = server_dir();
         std::fs::create_dir(dir.path().join(BUCKET)).expect("the test bucket");
         let fs = FileSystem::new(dir.path()).expect("s3s-fs over the directory");
         let mut builder = S3ServiceBuilder::new(Served::new(fs, dir.path(), atomic));
@@ -95,6 +95,33 @@ impl S3Server {
     pub fn dir(&self) -> &std::path::Path {
         self.dir.path()
     }
+}
+
+/// A fresh directory under `<tmp>/atlas-testkit-s3/`, named after this
+/// process. A server kept in a `static` is never dropped, so its directory
+/// outlives the test process: those of processes that have ended are removed
+/// here, by the next server started on the machine.
+fn server_dir() -> tempfile::TempDir {
+    let base = std::env::temp_dir().join("atlas-testkit-s3");
+    std::fs::create_dir_all(&base).expect("a directory for the S3 servers");
+    // Only where /proc tells which processes live (Linux); elsewhere nothing is swept.
+    let proc_known = std::path::Path::new("/proc/self").exists();
+    if let Ok(entries) = std::fs::read_dir(&base).map(|e| e.filter(|_| proc_known)) {
+        for entry in entries.flatten() {
+            let name = entry.file_name();
+            let pid = name.to_string_lossy().split('-').next().map(str::to_owned);
+            let ended = pid.is_some_and(|pid| {
+                pid.parse::<u32>().is_ok() && !std::path::Path::new("/proc").join(&pid).exists()
+            });
+            if ended {
+                let _ = std::fs::remove_dir_all(entry.path());
+            }
+        }
+    }
+    tempfile::Builder::new()
+        .prefix(&format!("{}-", std::process::id()))
+        .tempdir_in(&base)
+        .expect("a directory for the S3 server")
 }
 
 /// `s3s-fs` behind two repairs: a suffix range longer than the object gets
