@@ -46,6 +46,21 @@ fn azure(root: &str) -> (Operator, CountingLayer) {
     )
 }
 
+/// One runtime for every test here. OpenDAL's transport is one reqwest client
+/// per process, and Azurite keeps connections alive: a connection pooled by a
+/// runtime that has ended fails the next request that picks it up ("dispatch
+/// task is gone"), so tests and deleters share this runtime.
+fn rt() -> &'static tokio::runtime::Runtime {
+    static RT: OnceLock<tokio::runtime::Runtime> = OnceLock::new();
+    RT.get_or_init(|| {
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .unwrap()
+    })
+}
+
 fn unique(test: &str) -> String {
     format!(
         "/{test}-{}-{}/",
@@ -101,8 +116,12 @@ async fn check_every_profile(atlas: &Atlas) -> usize {
     n
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_collection_on_azurite_is_created_opened_read_deleted_verified_and_rewritten() {
+#[test]
+fn a_collection_on_azurite_is_created_opened_read_deleted_verified_and_rewritten() {
+    rt().block_on(round_trip());
+}
+
+async fn round_trip() {
     let root = unique("roundtrip");
     let (op, counting) = azure(&root);
     write_profiles(&op, 40).await;
@@ -138,35 +157,26 @@ async fn a_collection_on_azurite_is_created_opened_read_deleted_verified_and_rew
 #[test]
 fn eight_concurrent_deleters_on_azurite_lose_no_delete() {
     let root = unique("deletes");
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    rt.block_on(write_profiles(&azure(&root).0, 40));
-    // Eight threads, each with its own runtime, operator and handle, as
-    // eight processes would have; each deletes its own five.
-    let threads: Vec<_> = (0..8)
-        .map(|t| {
-            let root = root.clone();
-            std::thread::spawn(move || {
-                let rt = tokio::runtime::Builder::new_current_thread()
-                    .enable_all()
-                    .build()
-                    .unwrap();
-                rt.block_on(async {
+    rt().block_on(async {
+        write_profiles(&azure(&root).0, 40).await;
+        // Eight handles, each with its own operator, deleting their own five at once.
+        let tasks: Vec<_> = (0..8)
+            .map(|t| {
+                let root = root.clone();
+                tokio::spawn(async move {
                     let atlas = Atlas::open(azure(&root).0, "argo").await.unwrap();
                     let names: Vec<String> = (0..5).map(|k| name(t * 5 + k)).collect();
                     let refs: Vec<&str> = names.iter().map(String::as_str).collect();
                     atlas.delete_datasets(&refs).await.unwrap()
                 })
             })
-        })
-        .collect();
-    for t in threads {
-        let outcome = t.join().unwrap();
-        assert_eq!(outcome.deleted, 5);
-        assert_eq!(outcome.guarantee, WriteGuarantee::Conditional);
-    }
-    let atlas = rt.block_on(Atlas::open(azure(&root).0, "argo")).unwrap();
-    assert_eq!(atlas.dataset_count(), 0, "{:?}", atlas.list_datasets());
+            .collect();
+        for t in tasks {
+            let outcome = t.await.unwrap();
+            assert_eq!(outcome.deleted, 5);
+            assert_eq!(outcome.guarantee, WriteGuarantee::Conditional);
+        }
+        let atlas = Atlas::open(azure(&root).0, "argo").await.unwrap();
+        assert_eq!(atlas.dataset_count(), 0, "{:?}", atlas.list_datasets());
+    });
 }
