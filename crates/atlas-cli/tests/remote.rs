@@ -1,13 +1,12 @@
 //! Collections behind a URL: `http://` through a tiny range-capable server
-//! in the test itself, and `s3://` against a local S3-compatible server
-//! (moto, started by `scripts/s3-server.sh`). Everything stays on 127.0.0.1.
+//! in the test itself, and `s3://` against the S3 server of `atlas-testkit`
+//! running in the test process. Everything stays on 127.0.0.1.
 
 mod common;
 
 use std::io::{BufRead, BufReader, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::PathBuf;
-use std::process::Command as Process;
 
 use common::*;
 use serde_json::json;
@@ -125,17 +124,15 @@ fn an_http_location_without_a_collection_is_not_found() {
     assert!(err.contains("read-only"), "{err}");
 }
 
-/// The endpoint of the project's local S3 server (moto on 127.0.0.1), which
-/// `scripts/s3-server.sh` installs on first use, starts, and reuses after.
+/// The endpoint of the S3 server in this test process (`atlas_testkit`,
+/// a real S3 protocol server over a temporary directory); child `atlas`
+/// processes reach it over its socket.
 fn s3_endpoint() -> String {
-    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../../scripts/s3-server.sh");
-    let out = Process::new("bash").arg(script).output().unwrap();
-    assert!(
-        out.status.success(),
-        "the local S3 server did not start: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap().trim().to_owned()
+    static SERVER: std::sync::OnceLock<atlas_testkit::S3Server> = std::sync::OnceLock::new();
+    SERVER
+        .get_or_init(atlas_testkit::S3Server::start)
+        .endpoint()
+        .to_owned()
 }
 
 #[test]

@@ -1,6 +1,5 @@
-//! The whole path over a real S3 protocol: a local moto server that
-//! `scripts/s3-server.sh` installs and starts on 127.0.0.1 (no credentials,
-//! no network beyond PyPI on first use).
+//! The whole path over a real S3 protocol: the in-process S3 server of
+//! `atlas-testkit` on 127.0.0.1 (no credentials, no network, no Python).
 
 mod s3_support;
 

@@ -1,5 +1,5 @@
-//! The write path over a real S3 protocol (the local moto server of
-//! `scripts/s3-server.sh`): a container larger than one part goes up as one
+//! The write path over a real S3 protocol (the in-process server of
+//! `atlas-testkit`): a container larger than one part goes up as one
 //! multipart upload, and a failed upload leaves no object.
 
 mod s3_support;

@@ -1,0 +1,234 @@
+//! The `atlas` command against S3 from several processes: concurrent deletes,
+//! writers killed mid-way, and storage that fails. The S3 server (and the
+//! fault proxy) run in this test process (`atlas-testkit`); the child `atlas`
+//! processes reach them over 127.0.0.1.
+
+mod common;
+
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use atlas::{Atlas, AtlasError, IoErrorKind, StorageOptions, VerifyOptions};
+use atlas_testkit::{ACCESS_KEY, FaultPlan, FaultProxy, REGION, S3Server, SECRET_KEY};
+use serde_json::{Value as Json, json};
+
+/// `atlas` set up for the server at `endpoint`, with no AWS settings from outside.
+fn atlas_at(endpoint: &str) -> Command {
+    let mut cmd = Command::new(assert_cmd::cargo::cargo_bin("atlas"));
+    cmd.env_remove("RUST_LOG")
+        .env_remove("AWS_PROFILE")
+        .env_remove("AWS_ENDPOINT_URL")
+        .env("AWS_ACCESS_KEY_ID", ACCESS_KEY)
+        .env("AWS_SECRET_ACCESS_KEY", SECRET_KEY)
+        .env("AWS_EC2_METADATA_DISABLED", "true")
+        .args(["--endpoint", endpoint, "--region", REGION]);
+    cmd
+}
+
+/// Runs `atlas --json ARGS` and returns its JSON; panics with stderr if it fails.
+fn json_at(endpoint: &str, args: &[&str]) -> Json {
+    let out = atlas_at(endpoint)
+        .arg("--json")
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "atlas {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+fn url(test: &str) -> String {
+    format!(
+        "s3://{}/{test}-{}-{}",
+        atlas_testkit::BUCKET,
+        std::process::id(),
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_nanos()
+    )
+}
+
+fn storage(endpoint: &str) -> StorageOptions {
+    StorageOptions::new()
+        .from_env(false)
+        .endpoint(endpoint)
+        .region(REGION)
+        .set("access_key_id", ACCESS_KEY)
+        .set("secret_access_key", SECRET_KEY)
+        .set("disable_ec2_metadata", "true")
+}
+
+fn rt() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+fn live_names(endpoint: &str, url: &str) -> Vec<String> {
+    json_at(endpoint, &["ls", url])
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["name"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+/// Eight `atlas rm` processes started together, each deleting its own five
+/// of the collection's forty datasets; returns how many datasets are left
+/// and each process's JSON output.
+fn eight_racing_deletes(endpoint: &str, url: &str) -> (usize, Vec<Json>) {
+    json_at(endpoint, &["demo", url, "--count", "40"]);
+    let names = live_names(endpoint, url);
+    assert_eq!(names.len(), 40);
+    let children: Vec<_> = names
+        .chunks(5)
+        .map(|five| {
+            atlas_at(endpoint)
+                .args(["--json", "rm", url])
+                .args(five)
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    let outputs: Vec<Json> = children
+        .into_iter()
+        .map(|c| {
+            let out = c.wait_with_output().unwrap();
+            assert!(
+                out.status.success(),
+                "{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            serde_json::from_slice(&out.stdout).unwrap()
+        })
+        .collect();
+    (live_names(endpoint, url).len(), outputs)
+}
+
+#[test]
+fn eight_processes_deleting_at_once_on_s3_lose_no_delete() {
+    let server = S3Server::start();
+    let (left, outputs) = eight_racing_deletes(server.endpoint(), &url("rm8"));
+    for out in &outputs {
+        assert_eq!(out["deleted"], json!(5), "{out}");
+        assert_eq!(out["guarantee"], json!("conditional"), "{out}");
+    }
+    assert_eq!(left, 0, "every one of the 40 deletes is kept");
+}
+
+/// The same race on `s3s-fs` as shipped, whose conditional writes are not
+/// atomic: the client's read-back after each conditional write is what keeps
+/// the deletes. Prints the counts (`--nocapture`) docs/reliability.md quotes.
+#[test]
+fn eight_processes_deleting_at_once_on_a_server_whose_conditions_race() {
+    let server = S3Server::raw();
+    let rounds = 3;
+    let mut survivors = Vec::new();
+    for round in 0..rounds {
+        let (left, _) = eight_racing_deletes(server.endpoint(), &url(&format!("raw{round}")));
+        survivors.push(left);
+    }
+    eprintln!(
+        "unmodified s3s-fs, {rounds} rounds of 8 `atlas rm` x 5 of 40: \
+         datasets left undeleted per round {survivors:?}"
+    );
+    assert!(
+        survivors.iter().all(|&left| left == 0),
+        "deletes lost despite the read-back: {survivors:?}"
+    );
+}
+
+const PROFILES: usize = 200;
+const KILLS: u32 = 50;
+
+#[test]
+fn a_writer_killed_on_s3_leaves_nothing_that_opens_or_the_whole_collection() {
+    let server = S3Server::start();
+    let endpoint = server.endpoint();
+    let count = PROFILES.to_string();
+    let started = Instant::now();
+    json_at(endpoint, &["demo", &url("timing"), "--count", &count]);
+    let span = started.elapsed();
+    let rt = rt();
+    let storage = storage(endpoint);
+    let (mut absent, mut complete) = (0, 0);
+    for i in 0..KILLS {
+        let url = url(&format!("kill{i}"));
+        let mut child = atlas_at(endpoint)
+            .args(["-q", "demo", &url, "--count", &count])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        // Kill points spread evenly from the start to 1.5 times the usual end.
+        std::thread::sleep(span.mul_f64(1.5 * f64::from(i) / f64::from(KILLS)));
+        let _ = child.kill();
+        let _ = child.wait();
+        match rt.block_on(Atlas::open_url(&url, &storage)) {
+            Err(AtlasError::Io(io)) if io.kind() == IoErrorKind::NotFound => absent += 1,
+            Err(e) => panic!("kill {i}: a half-written collection: {e}"),
+            Ok(atlas) => {
+                assert_eq!(atlas.dataset_count(), PROFILES, "kill {i}");
+                let report = rt.block_on(atlas.verify(&VerifyOptions::default()));
+                assert!(report.is_sound(), "kill {i}: {:?}", report.findings);
+                complete += 1;
+            }
+        }
+    }
+    eprintln!(
+        "{KILLS} kills on S3 over {:.1} s writes: {absent} absent, {complete} complete",
+        span.as_secs_f64()
+    );
+    assert!(
+        absent > 0 && complete > 0,
+        "the kills covered the write: absent {absent}, complete {complete}"
+    );
+}
+
+#[test]
+fn s3_that_keeps_failing_exits_75_without_retries_and_works_with_them() {
+    let server = S3Server::start();
+    let url = url("faults");
+    json_at(server.endpoint(), &["demo", &url, "--count", "20"]);
+    let proxy = FaultProxy::start(server.endpoint(), FaultPlan::none().with_errors(1000));
+    for args in [
+        vec!["ls", url.as_str()],
+        vec!["rm", url.as_str(), "R6901234_002.nc"],
+    ] {
+        let out = atlas_at(proxy.endpoint())
+            .args(["--retries", "0"])
+            .args(&args)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(75), "{args:?}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    }
+    // Nothing was half done: all twenty are still there.
+    assert_eq!(live_names(server.endpoint(), &url).len(), 20);
+
+    // A fifth of requests answered 503/500, one GET in twenty dropped, cut
+    // short or delayed: the default retries (4) absorb them.
+    proxy.set_plan(FaultPlan::every_kind(7, 50, Duration::from_millis(50)).with_errors(200));
+    let before = proxy.counts();
+    assert_eq!(live_names(proxy.endpoint(), &url).len(), 20);
+    let rm = json_at(proxy.endpoint(), &["rm", &url, "R6901234_002.nc"]);
+    assert_eq!(rm["deleted"], json!(1));
+    assert_eq!(
+        json_at(proxy.endpoint(), &["verify", &url])["ok"],
+        json!(true)
+    );
+    assert_eq!(live_names(server.endpoint(), &url).len(), 19);
+    assert!(
+        proxy.counts().errors > before.errors,
+        "faults were injected: {:?}",
+        proxy.counts()
+    );
+}
