@@ -388,6 +388,29 @@ impl Atlas {
         Ok(Some(self.inner.segments.get(index, &range).await?))
     }
 
+    /// A segment holding array `name` of `dataset` (ordinal `ordinal`): the
+    /// whole segment when it is open or its footer small, else one found for
+    /// that array alone by a lookup in the segment footer. `None` if the
+    /// container has no segment for `name`.
+    pub(crate) async fn segment_holding(
+        &self,
+        name: &str,
+        dataset: &str,
+        ordinal: u32,
+    ) -> Result<Option<Arc<Segment>>> {
+        let directory = self.directory();
+        let Some((index, range)) = directory.segment_range(name) else {
+            return Ok(None);
+        };
+        let position = || directory.position_in_segment(name, ordinal);
+        Ok(Some(
+            self.inner
+                .segments
+                .get_array(index, &range, dataset, position)
+                .await?,
+        ))
+    }
+
     /// Whether the container has a segment for `name`.
     pub(crate) fn has_variable(&self, name: &str) -> bool {
         self.directory().has_variable(name)
