@@ -58,7 +58,8 @@ pub struct SegmentOptions {
     /// Bytes of decompressed blocks kept in memory, one cache shared by every
     /// segment of the set (0 disables it).
     pub block_cache_bytes: u64,
-    /// Least bytes read from the end of a segment when it is first used.
+    /// Bytes read from the end of a segment when it is first opened; a footer
+    /// larger than that costs one more read of exactly the bytes missing.
     pub prefetch_bytes: u64,
 }
 
@@ -79,7 +80,7 @@ impl SegmentOptions {
         self
     }
 
-    /// Sets the least bytes read from a segment's end when it is opened.
+    /// Sets the bytes first read from a segment's end when it is opened.
     pub fn prefetch_bytes(mut self, bytes: u64) -> Self {
         self.prefetch_bytes = bytes;
         self
@@ -95,7 +96,9 @@ pub struct SegmentRange {
     pub offset: u64,
     /// Length of the segment in bytes.
     pub len: u64,
-    /// How many arrays it is expected to hold, to size the one tail read (0: unknown).
+    /// How many arrays it is expected to hold (0: unknown): decides whether
+    /// [`SegmentSet::get_array`] looks one array up rather than reading the
+    /// whole footer.
     pub arrays_hint: u64,
 }
 

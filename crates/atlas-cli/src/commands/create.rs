@@ -40,7 +40,9 @@ pub async fn run(ctx: &Ctx, args: &CreateArgs) -> CliResult {
         ..WriterConfig::default()
     };
     if let Some(size) = &args.block_size {
+        // An explicit block size holds for every variable, small arrays too.
         config.block_target_size = parse_size(size)?;
+        config.small_block_target_size = 0;
     }
 
     let dst = ctx.locate(&args.destination, Access::Write).await?;

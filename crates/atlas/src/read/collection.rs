@@ -24,8 +24,8 @@ pub struct OpenOptions {
     /// Bytes of decompressed blocks kept in memory: one bounded cache
     /// shared by every segment (0 disables it).
     pub block_cache_bytes: u64,
-    /// Least bytes read from the end of a segment when it is first used; the
-    /// read grows to cover the footer expected from the number of datasets.
+    /// Bytes read from the end of a segment when it is first opened; a footer
+    /// larger than that costs one more read of exactly the bytes missing.
     pub segment_prefetch_bytes: u64,
     /// Limits on the container footer a hostile file could otherwise inflate.
     pub limits: DecodeLimits,
