@@ -507,6 +507,48 @@ mod tests {
         }
     }
 
+    #[tokio::test]
+    async fn a_lookup_at_the_wrong_position_falls_back_to_the_whole_footer() {
+        use crate::reader::{SegmentOptions, SegmentRange, SegmentSet};
+        let n = 4000;
+        let (file, _) = segment(n).await;
+        let (op, layer) = crate::test_support::counted_memory();
+        op.write("c", file.clone()).await.unwrap();
+        let set = SegmentSet::new(
+            op,
+            "c",
+            1,
+            SegmentOptions::default(),
+            bytes::Bytes::new(),
+            0,
+        );
+        let range = SegmentRange {
+            name: "v".into(),
+            offset: 0,
+            len: file.len() as u64,
+            arrays_hint: n as u64,
+        };
+        let expect = |i: usize| -> Vec<f32> {
+            (0..5 + (i * 7) % 36)
+                .map(|k| (i * 100 + k) as f32)
+                .collect()
+        };
+        let one = set.get_array(0, &range, "d0123", || 123).await.unwrap();
+        assert_eq!((set.opened(), one.array_count()), (0, 1), "found by lookup");
+        let got = one.read::<f32>("d0123", &[], &[]).await.unwrap();
+        assert_eq!(got.iter().copied().collect::<Vec<_>>(), expect(123));
+        let looked_up = layer.stats().snapshot();
+        assert!(
+            looked_up.bytes_read < (file.len() / 4) as u64,
+            "{looked_up:?}"
+        );
+        // The position says 5, the entry there is d0005: the whole footer is read.
+        let whole = set.get_array(0, &range, "d0124", || 5).await.unwrap();
+        assert_eq!((set.opened(), whole.array_count()), (1, n));
+        let got = whole.read::<f32>("d0124", &[], &[]).await.unwrap();
+        assert_eq!(got.iter().copied().collect::<Vec<_>>(), expect(124));
+    }
+
     #[test]
     fn a_root_pointing_outside_the_archive_is_a_miss() {
         let mut root = vec![0u8; ROOT_BYTES as usize];

@@ -205,6 +205,23 @@ impl SegmentSet {
         if let Some(segment) = self.singles().get(&key) {
             return Ok(segment.clone());
         }
+        // The rest (a lookup or an open) is boxed so this future stays small
+        // for the common case above.
+        Box::pin(self.get_array_cold(index, range, array, position)).await
+    }
+
+    /// [`SegmentSet::get_array`] when neither the segment nor the array is in hand.
+    async fn get_array_cold(
+        &self,
+        index: usize,
+        range: &SegmentRange,
+        array: &str,
+        position: impl FnOnce() -> u64,
+    ) -> Result<Arc<Segment>, SegmentError> {
+        let cell = self.cells.get(index).ok_or_else(|| {
+            SegmentError::corrupt(&range.name, None, format!("no segment at position {index}"))
+        })?;
+        let key = (index, array.to_owned());
         let expected_footer = range.arrays_hint.saturating_mul(FOOTER_BYTES_PER_ARRAY);
         let small = LOOKUP_MIN_FOOTER.max(self.prefetch);
         if expected_footer <= small || self.singles().len() >= LOOKUP_LIMIT {
@@ -654,10 +671,12 @@ impl Segment {
                 .collect()
         };
         let (origin, extent) = (to_usize(origin)?, to_usize(extent)?);
-        let (outcome, failure) = track_io(guarded(
+        // Boxed: array-format's read future is large, and moving it through
+        // the guard, the tracking scope and every caller cost a copy per read.
+        let (outcome, failure) = track_io(guarded(Box::pin(
             self.file
                 .read_array::<<T as Sealed>::Stored>(array, origin, extent),
-        ))
+        )))
         .await;
         match outcome {
             Ok(Ok(data)) => Ok(T::from_stored(data.into_owned())),
