@@ -39,6 +39,7 @@ mod codec;
 pub mod element;
 pub mod error;
 mod guard;
+mod lookup;
 pub mod reader;
 pub mod screen;
 mod sink;

@@ -21,6 +21,7 @@ use atlas_format::DType;
 use bytes::Bytes;
 use ndarray::ArrayD;
 use object_store::ObjectStore;
+use object_store::path::Path;
 use opendal::Operator;
 use tokio::sync::OnceCell;
 
@@ -29,6 +30,7 @@ use crate::attr::Attr;
 use crate::element::{Element, sealed::Sealed};
 use crate::error::SegmentError;
 use crate::guard::guarded;
+use crate::lookup::{self, Miss};
 use crate::screen::{self, ArrayProblem};
 use crate::store::{
     ARRF_TRAILER_LEN, DEFAULT_PREFETCH, SegmentStore, StoreError, segment_path, validate_trailer,
@@ -36,10 +38,16 @@ use crate::store::{
 use crate::track::{KindTrackingStore, track_io};
 use crate::value::{ArrayStats, FillValue, dtype_from_stored, fill_from_stored, stats_from_stored};
 
-/// Pieces of one big segment read in flight at once.
-const READ_CONCURRENCY: usize = 8;
 /// Bytes of footer array-format spends per array in a segment (about 330 measured), rounded up.
 const FOOTER_BYTES_PER_ARRAY: u64 = 512;
+/// First read of a segment opened for one array: enough for the footer's root
+/// and, for a small footer, all of it.
+const LOOKUP_TAIL: u64 = 64 * 1024;
+/// A footer up to this size is read whole even for one array: two reads of
+/// it cost the same round trips as a lookup, in fewer requests.
+const LOOKUP_MIN_FOOTER: u64 = 1024 * 1024;
+/// Arrays found by lookup kept per set; past that a segment is opened whole.
+const LOOKUP_LIMIT: usize = 256;
 /// Block cache of [`SegmentOptions::default`]: 256 MiB.
 pub const DEFAULT_BLOCK_CACHE_BYTES: u64 = array_format::DEFAULT_CACHE_CAPACITY as u64;
 
@@ -50,7 +58,8 @@ pub struct SegmentOptions {
     /// Bytes of decompressed blocks kept in memory, one cache shared by every
     /// segment of the set (0 disables it).
     pub block_cache_bytes: u64,
-    /// Least bytes read from the end of a segment when it is first used.
+    /// Bytes read from the end of a segment when it is first opened; a footer
+    /// larger than that costs one more read of exactly the bytes missing.
     pub prefetch_bytes: u64,
 }
 
@@ -71,7 +80,7 @@ impl SegmentOptions {
         self
     }
 
-    /// Sets the least bytes read from a segment's end when it is opened.
+    /// Sets the bytes first read from a segment's end when it is opened.
     pub fn prefetch_bytes(mut self, bytes: u64) -> Self {
         self.prefetch_bytes = bytes;
         self
@@ -87,7 +96,9 @@ pub struct SegmentRange {
     pub offset: u64,
     /// Length of the segment in bytes.
     pub len: u64,
-    /// How many arrays it is expected to hold, to size the one tail read (0: unknown).
+    /// How many arrays it is expected to hold (0: unknown): decides whether
+    /// [`SegmentSet::get_array`] looks one array up rather than reading the
+    /// whole footer.
     pub arrays_hint: u64,
 }
 
@@ -103,6 +114,10 @@ pub struct SegmentSet {
     probe: Bytes,
     probe_start: u64,
     cells: Vec<OnceCell<Arc<Segment>>>,
+    /// Segments of one array each, found by lookup: (segment index, array) to it.
+    singles: std::sync::Mutex<HashMap<(usize, String), Arc<Segment>>>,
+    /// One lookup at a time (each registers a virtual file of its own).
+    lookups: tokio::sync::Mutex<()>,
 }
 
 impl std::fmt::Debug for SegmentSet {
@@ -144,6 +159,8 @@ impl SegmentSet {
             probe,
             probe_start,
             cells: (0..count).map(|_| OnceCell::new()).collect(),
+            singles: std::sync::Mutex::new(HashMap::new()),
+            lookups: tokio::sync::Mutex::new(()),
         }
     }
 
@@ -162,43 +179,272 @@ impl SegmentSet {
             .cloned()
     }
 
+    /// A segment that holds array `array` of segment `index` at `range`,
+    /// its `position`-th array: the whole segment if it is open (or small),
+    /// else one holding just that array (without its attributes), found by
+    /// reading a few small ranges of the footer instead of all of it.
+    ///
+    /// `position` is asked for only when a lookup happens. When the footer
+    /// is not laid out as expected (another array at that position, parts
+    /// outside the window read, anything that does not validate) the whole
+    /// footer is read and the segment opened as by [`SegmentSet::get`].
+    pub async fn get_array(
+        &self,
+        index: usize,
+        range: &SegmentRange,
+        array: &str,
+        position: impl FnOnce() -> u64,
+    ) -> Result<Arc<Segment>, SegmentError> {
+        let cell = self.cells.get(index).ok_or_else(|| {
+            SegmentError::corrupt(&range.name, None, format!("no segment at position {index}"))
+        })?;
+        if let Some(segment) = cell.get() {
+            return Ok(segment.clone());
+        }
+        let key = (index, array.to_owned());
+        if let Some(segment) = self.singles().get(&key) {
+            return Ok(segment.clone());
+        }
+        // The rest (a lookup or an open) is boxed so this future stays small
+        // for the common case above.
+        Box::pin(self.get_array_cold(index, range, array, position)).await
+    }
+
+    /// [`SegmentSet::get_array`] when neither the segment nor the array is in hand.
+    async fn get_array_cold(
+        &self,
+        index: usize,
+        range: &SegmentRange,
+        array: &str,
+        position: impl FnOnce() -> u64,
+    ) -> Result<Arc<Segment>, SegmentError> {
+        let cell = self.cells.get(index).ok_or_else(|| {
+            SegmentError::corrupt(&range.name, None, format!("no segment at position {index}"))
+        })?;
+        let key = (index, array.to_owned());
+        let expected_footer = range.arrays_hint.saturating_mul(FOOTER_BYTES_PER_ARRAY);
+        let small = LOOKUP_MIN_FOOTER.max(self.prefetch);
+        if expected_footer <= small || self.singles().len() >= LOOKUP_LIMIT {
+            return self.get(index, range).await;
+        }
+        let _one_at_a_time = self.lookups.lock().await;
+        if let Some(segment) = self.singles().get(&key) {
+            return Ok(segment.clone());
+        }
+        let first = LOOKUP_TAIL.max(ARRF_TRAILER_LEN + lookup::ROOT_BYTES);
+        let (tail, footer_total) = self.read_tail(range, first).await?;
+        let position = position();
+        if footer_total > small {
+            match self
+                .lookup(index, range, &tail, footer_total, array, position)
+                .await?
+            {
+                Ok(segment) => {
+                    self.singles().insert(key, segment.clone());
+                    return Ok(segment);
+                }
+                Err(miss) => {
+                    tracing::debug!(segment = %range.name, array, %miss, "lookup missed; reading the whole footer");
+                }
+            }
+        }
+        cell.get_or_try_init(|| async {
+            let tail = self.complete(range, tail, footer_total).await?;
+            self.open_footer(index, range, tail).await
+        })
+        .await
+        .cloned()
+    }
+
+    fn singles(&self) -> std::sync::MutexGuard<'_, HashMap<(usize, String), Arc<Segment>>> {
+        self.singles.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Finds the entry of `array` at `position` from the footer's root (in
+    /// `tail`), reading the lookup plan's ranges at once, and opens a
+    /// segment of that one array. `Ok(Err(miss))` when the lookup gave up.
+    async fn lookup(
+        &self,
+        index: usize,
+        range: &SegmentRange,
+        tail: &Bytes,
+        footer_total: u64,
+        array: &str,
+        position: u64,
+    ) -> Result<Result<Arc<Segment>, Miss>, SegmentError> {
+        let name = range.name.as_str();
+        let len = range.len;
+        let archive_len = footer_total.saturating_sub(ARRF_TRAILER_LEN);
+        let footer_start = len.saturating_sub(footer_total);
+        let tail_start = len.saturating_sub(tail.len() as u64);
+        // Archive byte x is segment byte footer_start + x.
+        let in_tail = |from: u64, to: u64| -> Option<Bytes> {
+            let a =
+                usize::try_from(footer_start.checked_add(from)?.checked_sub(tail_start)?).ok()?;
+            let b = usize::try_from(footer_start.checked_add(to)?.checked_sub(tail_start)?).ok()?;
+            (a <= b && b <= tail.len()).then(|| tail.slice(a..b))
+        };
+        let Some(root) = in_tail(archive_len.saturating_sub(lookup::ROOT_BYTES), archive_len)
+        else {
+            return Ok(Err(Miss::Root("root bytes missing")));
+        };
+        let plan = match lookup::parse_root(&root, archive_len)
+            .and_then(|root| lookup::plan(&root, position))
+        {
+            Ok(plan) => plan,
+            Err(miss) => return Ok(Err(miss)),
+        };
+        let ranges = plan.ranges();
+        let reads = ranges.iter().map(|r| async {
+            match in_tail(r.start, r.end) {
+                Some(bytes) => Ok(bytes),
+                None => {
+                    self.read(
+                        range,
+                        footer_start.saturating_add(r.start)..footer_start.saturating_add(r.end),
+                    )
+                    .await
+                }
+            }
+        });
+        let fetched = futures::future::try_join_all(reads).await?;
+        let pieces: Vec<(Range<u64>, &[u8])> = ranges
+            .iter()
+            .cloned()
+            .zip(fetched.iter().map(|b| b.as_ref()))
+            .collect();
+        let mini = match lookup::assemble(&plan, &pieces, array) {
+            Ok(mini) => Bytes::from(mini),
+            Err(miss) => return Ok(Err(miss)),
+        };
+        // The one-array footer replaces the real one after the same data region.
+        let virtual_len = footer_start.saturating_add(mini.len() as u64);
+        let screened =
+            screen::screen(&mini, virtual_len).map_err(|problem| SegmentError::Footer {
+                segment: name.to_owned(),
+                problem,
+            })?;
+        let path = Path::from(format!("seg/{index}/{position}"));
+        self.register(name, &path, range.offset, virtual_len, mini, &screened)?;
+        let file = self.open_file(name, &path).await?;
+        check_count(name, &file, screened.array_count)?;
+        tracing::debug!(
+            segment = name,
+            array,
+            position,
+            "opened one array by lookup"
+        );
+        Ok(Ok(Arc::new(Segment {
+            name: name.to_owned(),
+            file,
+            problems: screened.problems,
+            len,
+        })))
+    }
+
     /// The segments opened so far.
     pub fn opened(&self) -> usize {
         self.cells.iter().filter(|c| c.initialized()).count()
     }
 
     async fn open(&self, index: usize, range: &SegmentRange) -> Result<Arc<Segment>, SegmentError> {
+        let (tail, footer_total) = self.read_tail(range, self.prefetch).await?;
+        let tail = self.complete(range, tail, footer_total).await?;
+        self.open_footer(index, range, tail).await
+    }
+
+    /// The last `min(len, first)` bytes of segment `range` (at least its
+    /// trailer), in one read, and the length of its footer with the trailer.
+    async fn read_tail(
+        &self,
+        range: &SegmentRange,
+        first: u64,
+    ) -> Result<(Bytes, u64), SegmentError> {
+        let len = range.len;
+        let want = first.max(ARRF_TRAILER_LEN).min(len);
+        let tail = self.read(range, len.saturating_sub(want)..len).await?;
+        let footer_total =
+            validate_trailer(&range.name, &tail, len).map_err(|e| store_error(&range.name, e))?;
+        Ok((tail, footer_total))
+    }
+
+    /// `tail` extended to the whole footer: one more read of exactly the
+    /// footer bytes it lacks, none when it already holds them.
+    async fn complete(
+        &self,
+        range: &SegmentRange,
+        tail: Bytes,
+        footer_total: u64,
+    ) -> Result<Bytes, SegmentError> {
+        let have = tail.len() as u64;
+        if footer_total <= have {
+            return Ok(tail);
+        }
+        let len = range.len;
+        let front = self
+            .read(
+                range,
+                len.saturating_sub(footer_total)..len.saturating_sub(have),
+            )
+            .await?;
+        Ok(atlas_io::read::concat(vec![front, tail]))
+    }
+
+    /// Screens the footer at the end of `tail` and has array-format open the
+    /// segment from it.
+    async fn open_footer(
+        &self,
+        index: usize,
+        range: &SegmentRange,
+        tail: Bytes,
+    ) -> Result<Arc<Segment>, SegmentError> {
         let name = range.name.as_str();
         let len = range.len;
         let path = segment_path(index as u64);
-        let want = range
-            .arrays_hint
-            .saturating_mul(FOOTER_BYTES_PER_ARRAY)
-            .max(self.prefetch)
-            .max(ARRF_TRAILER_LEN)
-            .min(len);
-        let tail_start = len.saturating_sub(want);
-        let mut tail = self.read(range, tail_start..len).await?;
-        let footer_total =
-            validate_trailer(path.as_ref(), &tail, len).map_err(|e| store_error(name, e))?;
-        if footer_total > want {
-            let front = self
-                .read(range, len.saturating_sub(footer_total)..tail_start)
-                .await?;
-            tail = atlas_io::read::concat(vec![front, tail]);
-        }
         let screened = screen::screen(&tail, len).map_err(|problem| SegmentError::Footer {
             segment: name.to_owned(),
             problem,
         })?;
         // A tail no larger than the prefetch stays: a small segment's reads then cost nothing.
         let keep_tail = tail.len() as u64 <= self.prefetch;
-        self.store.remove(&path);
+        self.register(name, &path, range.offset, len, tail, &screened)?;
+        let file = self.open_file(name, &path).await?;
+        if !keep_tail {
+            self.store.release_tail(&path);
+        }
+        check_count(name, &file, screened.array_count)?;
+        tracing::debug!(segment = name, len, "opened segment");
+        Ok(Arc::new(Segment {
+            name: name.to_owned(),
+            file,
+            problems: screened.problems,
+            len,
+        }))
+    }
+
+    /// Registers a screened segment (or one-array view of one) at `path` in
+    /// the store, with its LZ4 blocks held to their declared sizes.
+    fn register(
+        &self,
+        name: &str,
+        path: &Path,
+        offset: u64,
+        len: u64,
+        tail: Bytes,
+        screened: &screen::Screened,
+    ) -> Result<(), SegmentError> {
+        self.store.remove(path);
         self.store
-            .register_with_tail(&path, range.offset, len, tail)
+            .register_with_tail(path, offset, len, tail)
             .map_err(|e| store_error(name, e))?;
         self.store
-            .expect_lz4_prefixes(&path, screened.lz4_blocks.iter().copied());
+            .expect_lz4_prefixes(path, screened.lz4_blocks.iter().copied());
+        Ok(())
+    }
+
+    /// array-format's open of the registered segment at `path`, guarded; the
+    /// registration is dropped if it fails.
+    async fn open_file(&self, name: &str, path: &Path) -> Result<ArrayFile, SegmentError> {
         let config = ReadConfig {
             cache_capacity: 0,
             io_cache_capacity: 0,
@@ -210,47 +456,26 @@ impl SegmentSet {
             config,
         )))
         .await;
-        let file = match opened {
-            Ok(Ok(file)) => file,
+        match opened {
+            Ok(Ok(file)) => Ok(file),
             Ok(Err(e)) => {
-                self.store.remove(&path);
-                return Err(match failure {
+                self.store.remove(path);
+                Err(match failure {
                     Some(f) => SegmentError::Io(f.into_error()),
                     None => {
                         SegmentError::corrupt(name, None, format!("array-format refused it: {e}"))
                     }
-                });
+                })
             }
             Err(panicked) => {
-                self.store.remove(&path);
-                return Err(SegmentError::corrupt(name, None, panicked.to_string()));
+                self.store.remove(path);
+                Err(SegmentError::corrupt(name, None, panicked.to_string()))
             }
-        };
-        if !keep_tail {
-            self.store.release_tail(&path);
         }
-        if file.arrays().len() != screened.array_count {
-            return Err(SegmentError::corrupt(
-                name,
-                None,
-                format!(
-                    "array-format sees {} arrays, the footer holds {}",
-                    file.arrays().len(),
-                    screened.array_count
-                ),
-            ));
-        }
-        tracing::debug!(segment = name, len, "opened segment");
-        Ok(Arc::new(Segment {
-            name: name.to_owned(),
-            file,
-            problems: screened.problems,
-            len,
-        }))
     }
 
     /// Reads `rel` of segment `range`: from the probe when it covers it, else
-    /// one ranged read (split into concurrent 8 MiB pieces when larger).
+    /// one ranged read, however large (a footer costs one request).
     async fn read(&self, range: &SegmentRange, rel: Range<u64>) -> Result<Bytes, SegmentError> {
         let start = range.offset.checked_add(rel.start);
         let end = range.offset.checked_add(rel.end);
@@ -272,15 +497,23 @@ impl SegmentSet {
                 return Ok(bytes);
             }
         }
-        let mut parts = atlas_io::read_ranges_concurrently(
-            &self.op,
-            &self.container,
-            std::slice::from_ref(&(start..end)),
-            READ_CONCURRENCY,
-        )
-        .await?;
-        Ok(parts.pop().unwrap_or_default())
+        Ok(atlas_io::read_range(&self.op, &self.container, start..end).await?)
     }
+}
+
+/// `Corrupt` unless array-format sees as many arrays as the screen counted.
+fn check_count(name: &str, file: &ArrayFile, screened: usize) -> Result<(), SegmentError> {
+    if file.arrays().len() == screened {
+        return Ok(());
+    }
+    Err(SegmentError::corrupt(
+        name,
+        None,
+        format!(
+            "array-format sees {} arrays, the footer holds {screened}",
+            file.arrays().len()
+        ),
+    ))
 }
 
 fn store_error(name: &str, err: StoreError) -> SegmentError {
@@ -452,10 +685,12 @@ impl Segment {
                 .collect()
         };
         let (origin, extent) = (to_usize(origin)?, to_usize(extent)?);
-        let (outcome, failure) = track_io(guarded(
+        // Boxed: array-format's read future is large, and moving it through
+        // the guard, the tracking scope and every caller cost a copy per read.
+        let (outcome, failure) = track_io(guarded(Box::pin(
             self.file
                 .read_array::<<T as Sealed>::Stored>(array, origin, extent),
-        ))
+        )))
         .await;
         match outcome {
             Ok(Ok(data)) => Ok(T::from_stored(data.into_owned())),

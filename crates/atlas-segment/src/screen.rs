@@ -29,7 +29,7 @@ use array_format::block::{ArchivedCodecId, CodecId};
 use array_format::layout::ChunkEntry;
 use array_format::{ArrayStats, DType, FillValue};
 use rkyv::util::AlignedVec;
-use rkyv::{Archive, Serialize};
+use rkyv::{Archive, Deserialize, Serialize};
 
 use crate::store::ARRF_TRAILER_LEN;
 
@@ -56,7 +56,7 @@ const ATTRIBUTE_FLOOR_BYTES: u64 = 1 << 30;
 const ATTRIBUTE_EXPANSION: u64 = 64;
 
 /// array-format's `Footer`, field for field.
-#[derive(Archive, Serialize)]
+#[derive(Archive, Serialize, Deserialize)]
 pub(crate) struct Footer {
     pub version: u32,
     pub blocks: Vec<BlockMeta>,
@@ -66,7 +66,7 @@ pub(crate) struct Footer {
 }
 
 /// array-format's `BlockMeta`, field for field.
-#[derive(Archive, Serialize)]
+#[derive(Debug, Clone, PartialEq, Archive, Serialize, Deserialize)]
 pub(crate) struct BlockMeta {
     pub id: BlockId,
     pub file_offset: u64,
@@ -76,7 +76,7 @@ pub(crate) struct BlockMeta {
 }
 
 /// array-format's `ArrayMeta`, field for field.
-#[derive(Archive, Serialize)]
+#[derive(Debug, Clone, PartialEq, Archive, Serialize, Deserialize)]
 pub(crate) struct ArrayMeta {
     pub name: String,
     pub dtype: DType,
@@ -90,7 +90,7 @@ pub(crate) struct ArrayMeta {
 }
 
 /// array-format's `DiskValue`, variant for variant.
-#[derive(Archive, Serialize)]
+#[derive(Archive, Serialize, Deserialize)]
 pub(crate) enum DiskValue {
     Bool(bool),
     Int8(i8),

@@ -169,13 +169,25 @@ async fn segments_inside_the_open_probe_cost_no_request() {
     );
 }
 
+/// Footer + trailer bytes of the segment at `offset..offset + len` of the container in `op`.
+async fn segment_footer_bytes(op: &opendal::Operator, path: &str, offset: u64, len: u64) -> u64 {
+    let end = offset + len;
+    let trailer = op
+        .read_with(path)
+        .range(end - 12..end)
+        .await
+        .unwrap()
+        .to_vec();
+    u64::from_le_bytes(trailer[..8].try_into().unwrap()) + 12
+}
+
 #[tokio::test]
-async fn the_first_use_of_a_segment_is_one_read_and_later_uses_are_free() {
+async fn the_first_use_of_a_segment_reads_its_footer_and_nothing_else() {
     let (op, stats, _) = counted_memory();
     op.write("data.atlas", uniform_collection(2_000).await)
         .await
         .unwrap();
-    let atlas = Atlas::open(op, "").await.unwrap();
+    let atlas = Atlas::open(op.clone(), "").await.unwrap();
     let segment = atlas
         .variables()
         .into_iter()
@@ -185,13 +197,22 @@ async fn the_first_use_of_a_segment_is_one_read_and_later_uses_are_free() {
         segment.offset + segment.len + PROBE < atlas.container_bytes(),
         "segment v must lie outside the open's probe for this test"
     );
+    let footer = segment_footer_bytes(&op, "data.atlas", segment.offset, segment.len).await;
+    assert!(
+        footer > atlas::OpenOptions::default().segment_prefetch_bytes,
+        "a footer of {footer} bytes larger than the prefetch"
+    );
     stats.reset();
     let view = atlas.dataset(&uniform_name(7)).unwrap();
     let layout = view.array_layout("v").await.unwrap();
     assert_eq!(layout.shape, vec![4]);
     let first = stats.snapshot();
-    println!("first use of segment v ({} bytes): {first:?}", segment.len);
-    assert_eq!(first.reads, 1);
+    println!(
+        "first use of segment v ({} bytes, footer {footer}): {first:?}",
+        segment.len
+    );
+    assert_eq!(first.reads, 2, "the prefetch, then the rest of the footer");
+    assert_eq!(first.bytes_read, footer, "the footer and trailer, no data");
     let data = view
         .read_array::<f32>("v", atlas::Region::all())
         .await
@@ -204,9 +225,9 @@ async fn the_first_use_of_a_segment_is_one_read_and_later_uses_are_free() {
     let _ = view.array_attributes("v").await.unwrap();
     let after = stats.snapshot();
     println!("after a data read too: {after:?}");
-    assert!(
-        after.reads <= 2,
-        "at most one block read beyond the open: {after:?}"
+    assert_eq!(
+        after.reads, 3,
+        "one block read beyond the footer: {after:?}"
     );
     let again = atlas.dataset(&uniform_name(8)).unwrap();
     let _ = again
@@ -217,18 +238,90 @@ async fn the_first_use_of_a_segment_is_one_read_and_later_uses_are_free() {
 }
 
 #[tokio::test]
+async fn one_array_of_a_segment_with_a_large_footer_costs_a_few_small_reads() {
+    let n = 10_000;
+    let (op, stats, _) = counted_memory();
+    op.write("data.atlas", uniform_collection(n).await)
+        .await
+        .unwrap();
+    let atlas = Atlas::open(op.clone(), "").await.unwrap();
+    let v = atlas
+        .variables()
+        .into_iter()
+        .find(|v| v.name == "v")
+        .unwrap();
+    let footer = segment_footer_bytes(&op, "data.atlas", v.offset, v.len).await;
+    assert!(footer > 1024 * 1024, "footer of {footer} bytes");
+    stats.reset();
+    for i in [0, 4321, n - 1] {
+        let view = atlas.dataset(&uniform_name(i)).unwrap();
+        let before = stats.snapshot();
+        let data = view
+            .read_array::<f32>("v", atlas::Region::all())
+            .await
+            .unwrap();
+        let base = (i * 10) as f32;
+        assert_eq!(
+            data.iter().copied().collect::<Vec<_>>(),
+            vec![base, base + 1.0, base + 2.0, base + 3.0]
+        );
+        let cost = stats.snapshot();
+        let (reads, bytes) = (
+            cost.reads - before.reads,
+            cost.bytes_read - before.bytes_read,
+        );
+        println!("cold read of dataset {i} (footer {footer} bytes): {reads} reads, {bytes} bytes");
+        assert!(
+            reads <= 5,
+            "the tail, entry, its parts, the block table, the block: {reads}"
+        );
+        assert!(
+            bytes < 256 * 1024,
+            "{bytes} bytes, far below the footer's {footer}"
+        );
+        // Again: nothing.
+        let layout = view.array_layout("v").await.unwrap();
+        assert_eq!(layout.shape, vec![4]);
+        let _ = view
+            .read_array::<f32>("v", atlas::Region::all())
+            .await
+            .unwrap();
+        assert_eq!(
+            stats.snapshot().reads,
+            cost.reads,
+            "the lookup and its block are kept"
+        );
+    }
+    assert_eq!(atlas.segments_opened(), 0, "no segment was opened whole");
+    // A fold still reads the footer once, at the floor.
+    stats.reset();
+    let folded = atlas.array_stats("v").await.unwrap().unwrap();
+    assert_eq!(folded.row_count, 4 * n as u64);
+    let fold = stats.snapshot();
+    assert_eq!(fold.reads, 2);
+    assert_eq!(fold.bytes_read, footer);
+}
+
+#[tokio::test]
 async fn statistics_layouts_and_attributes_across_10_000_datasets_open_one_segment() {
     let n = 10_000;
     let (op, stats, _) = counted_memory();
     op.write("data.atlas", uniform_collection(n).await)
         .await
         .unwrap();
-    let atlas = Atlas::open(op, "").await.unwrap();
+    let atlas = Atlas::open(op.clone(), "").await.unwrap();
     let v = atlas
         .variables()
         .into_iter()
         .find(|v| v.name == "v")
         .unwrap();
+    let d = atlas
+        .variables()
+        .into_iter()
+        .find(|v| v.name == "_datasets")
+        .unwrap();
+    let footer_v = segment_footer_bytes(&op, "data.atlas", v.offset, v.len).await;
+    let footer_d = segment_footer_bytes(&op, "data.atlas", d.offset, d.len).await;
     stats.reset();
 
     let folded = atlas.array_stats("v").await.unwrap().unwrap();
@@ -258,7 +351,14 @@ async fn statistics_layouts_and_attributes_across_10_000_datasets_open_one_segme
         v.len
     );
     assert_eq!(atlas.segments_opened(), 1);
-    assert_eq!(after_v.reads, 1, "one segment open, one read");
+    assert_eq!(
+        after_v.reads, 2,
+        "one segment open: prefetch, then the rest of its footer"
+    );
+    assert_eq!(
+        after_v.bytes_read, footer_v,
+        "the footer's bytes and nothing else"
+    );
 
     let idx = atlas.attributes_by_dataset(None, "idx").await.unwrap();
     assert_eq!(idx.len(), n);
@@ -269,7 +369,11 @@ async fn statistics_layouts_and_attributes_across_10_000_datasets_open_one_segme
     let after_d = stats.snapshot();
     println!("then dataset attributes of all of them: {after_d:?}");
     assert_eq!(atlas.segments_opened(), 2);
-    assert_eq!(after_d.reads, 2, "the _datasets segment: one more read");
+    assert!(
+        after_d.reads - after_v.reads <= 2,
+        "the _datasets segment: its footer"
+    );
+    assert_eq!(after_d.bytes_read - after_v.bytes_read, footer_d);
 }
 
 #[tokio::test]

@@ -37,7 +37,9 @@ pub async fn run(ctx: &Ctx, args: &CreateArgs) -> CliResult {
         CodecArg::None => Codec::Uncompressed,
     });
     if let Some(size) = &args.block_size {
+        // An explicit block size holds for every variable, small arrays too.
         config.block_target_size = parse_size(size)?;
+        config.small_block_target_size = 0;
     }
 
     let dst = ctx.locate(&args.destination, Access::Write).await?;

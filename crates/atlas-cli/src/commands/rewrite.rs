@@ -29,7 +29,9 @@ pub async fn run(ctx: &Ctx, args: &RewriteArgs) -> CliResult {
         CodecArg::None => Codec::Uncompressed,
     });
     if let Some(bytes) = args.block_size {
+        // An explicit block size holds for every variable, small arrays too.
         config.block_target_size = bytes;
+        config.small_block_target_size = 0;
     }
     if let Some(level) = args.zstd_level {
         config.zstd_level = level;

@@ -25,8 +25,8 @@ pub struct OpenOptions {
     /// Bytes of decompressed blocks kept in memory: one bounded cache
     /// shared by every segment (0 disables it).
     pub block_cache_bytes: u64,
-    /// Least bytes read from the end of a segment when it is first used; the
-    /// read grows to cover the footer expected from the number of datasets.
+    /// Bytes read from the end of a segment when it is first opened; a footer
+    /// larger than that costs one more read of exactly the bytes missing.
     pub segment_prefetch_bytes: u64,
     /// Limits on the container footer a hostile file could otherwise inflate.
     pub limits: DecodeLimits,
@@ -408,6 +408,29 @@ impl Atlas {
             return Ok(None);
         };
         Ok(Some(self.inner.segments.get(index, &range).await?))
+    }
+
+    /// A segment holding array `name` of `dataset` (ordinal `ordinal`): the
+    /// whole segment when it is open or its footer small, else one found for
+    /// that array alone by a lookup in the segment footer. `None` if the
+    /// container has no segment for `name`.
+    pub(crate) async fn segment_holding(
+        &self,
+        name: &str,
+        dataset: &str,
+        ordinal: u32,
+    ) -> Result<Option<Arc<Segment>>> {
+        let directory = self.directory();
+        let Some((index, range)) = directory.segment_range(name) else {
+            return Ok(None);
+        };
+        let position = || directory.position_in_segment(name, ordinal);
+        Ok(Some(
+            self.inner
+                .segments
+                .get_array(index, &range, dataset, position)
+                .await?,
+        ))
     }
 
     /// Whether the container has a segment for `name`.

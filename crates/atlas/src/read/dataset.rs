@@ -127,6 +127,21 @@ impl Dataset {
         })
     }
 
+    /// A segment holding this dataset's `array`: the whole segment when it is
+    /// open or small, else one found for this array alone by a few small
+    /// reads of the segment footer (its attributes are not in it).
+    async fn segment_holding(&self, array: &str) -> Result<Arc<Segment>> {
+        self.atlas
+            .segment_holding(array, &self.name, self.ordinal)
+            .await?
+            .ok_or_else(|| {
+                AtlasError::corrupt(format!(
+                    "dataset {:?} declares array {array:?}, but the container has no segment for it",
+                    self.name
+                ))
+            })
+    }
+
     /// The segment's record of this dataset's `array`, checked against the footer.
     fn info<'s>(&self, meta: &ArrayMeta<'_>, segment: &'s Segment) -> Result<ArrayRef<'s>> {
         let info = segment.array(&self.name)?;
@@ -138,7 +153,7 @@ impl Dataset {
     pub async fn array_layout(&self, array: &str) -> Result<ArrayLayout> {
         self.ensure_live()?;
         let meta = self.declared(array)?;
-        let segment = self.segment_of(array).await?;
+        let segment = self.segment_holding(array).await?;
         let info = self.info(&meta, &segment)?;
         layout_of(meta.dtype(), &info)
     }
@@ -147,7 +162,7 @@ impl Dataset {
     pub async fn array_stats(&self, array: &str) -> Result<Option<ArrayStats>> {
         self.ensure_live()?;
         let meta = self.declared(array)?;
-        let segment = self.segment_of(array).await?;
+        let segment = self.segment_holding(array).await?;
         let info = self.info(&meta, &segment)?;
         Ok(info.stats())
     }
@@ -220,7 +235,7 @@ impl Dataset {
                 requested: T::ATLAS_DTYPE.display_name(),
             });
         }
-        let segment = self.segment_of(array).await?;
+        let segment = self.segment_holding(array).await?;
         let resolved = self.checked_region::<T>(&meta, &segment, &region.into())?;
         let data = segment
             .read::<T>(&self.name, &resolved.origin, &resolved.extent)
@@ -235,7 +250,7 @@ impl Dataset {
     pub async fn read_any(&self, array: &str, region: impl Into<Region>) -> Result<AnyArray> {
         self.ensure_live()?;
         let meta = self.declared(array)?;
-        let segment = self.segment_of(array).await?;
+        let segment = self.segment_holding(array).await?;
         let resolved = self.checked_region::<u64>(&meta, &segment, &region.into())?;
         let info = self.info(&meta, &segment)?;
         let data = segment

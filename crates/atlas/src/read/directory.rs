@@ -111,6 +111,30 @@ impl Directory {
     }
 }
 
+impl Directory {
+    /// Where our writer puts the array `variable` of the dataset at `ordinal`
+    /// in that variable's segment: after the arrays of every earlier dataset
+    /// declaring it (deleted ones included: the segment still holds them).
+    /// A hint only; a segment written in another order is found by name.
+    pub fn position_in_segment(&self, variable: &str, ordinal: u32) -> u64 {
+        let footer = self.footer();
+        let declares: Vec<bool> = (0..footer.schema_pool.len())
+            .map(|s| {
+                u32::try_from(s)
+                    .ok()
+                    .and_then(|s| footer.schema_view(s))
+                    .is_some_and(|view| view.array(variable).is_some())
+            })
+            .collect();
+        footer
+            .datasets
+            .values()
+            .take(ordinal as usize)
+            .filter(|&&schema| declares.get(schema as usize).copied().unwrap_or(false))
+            .count() as u64
+    }
+}
+
 /// For each variable, the number of datasets whose schema puts an array in its
 /// segment (for `_datasets`: those declaring a dataset-level attribute).
 fn expected_arrays(footer: &CollectionFooter, index: &HashMap<String, usize>) -> Vec<u64> {

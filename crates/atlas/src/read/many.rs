@@ -44,18 +44,31 @@ impl Atlas {
     ) -> BoxStream<'static, (String, Result<AnyArray>)> {
         let array = array.to_owned();
         let datasets: Vec<Dataset> = datasets.into_iter().collect();
-        let reads = stream::iter(datasets).map(move |dataset| {
-            let array = array.clone();
-            let region = region.clone();
-            async move {
-                let result = dataset.read_any(&array, region).await;
-                (dataset.name().to_owned(), result)
-            }
-        });
         let concurrency = concurrency.max(1);
-        match order {
-            Order::AsCompleted => reads.buffer_unordered(concurrency).boxed(),
-            _ => reads.buffered(concurrency).boxed(),
-        }
+        let atlas = self.clone();
+        // Many datasets: open the whole segment once up front rather than
+        // look each array up on its own. A failure here shows again (and is
+        // reported) in each dataset's read.
+        stream::once(async move {
+            if !datasets.is_empty() {
+                let _ = atlas.segment(&array).await;
+            }
+            (array, datasets, region)
+        })
+        .flat_map(move |(array, datasets, region)| {
+            let reads = stream::iter(datasets).map(move |dataset| {
+                let array = array.clone();
+                let region = region.clone();
+                async move {
+                    let result = dataset.read_any(&array, region).await;
+                    (dataset.name().to_owned(), result)
+                }
+            });
+            match order {
+                Order::AsCompleted => reads.buffer_unordered(concurrency).boxed(),
+                _ => reads.buffered(concurrency).boxed(),
+            }
+        })
+        .boxed()
     }
 }

@@ -22,11 +22,22 @@ pub struct WriterConfig {
     pub zstd_level: i32,
     /// Raw bytes packed into one block before it is compressed; default 8 MiB.
     pub block_target_size: usize,
+    /// Block size for a variable of small arrays (every chunk of the first
+    /// dataset pushed into it under [`SMALL_CHUNK_BYTES`]), when smaller than
+    /// `block_target_size`; default 512 KiB, 0 turns it off. Small blocks
+    /// let a reader fetch one small array without fetching megabytes.
+    pub small_block_target_size: usize,
     /// The creation time the footer records, in milliseconds since the Unix
     /// epoch; `None` (default) takes the clock at commit. Fix it to write a
     /// collection byte for byte reproducibly.
     pub created_unix_ms: Option<i64>,
 }
+
+/// Chunks under this many bytes make a variable one of small arrays (see
+/// [`WriterConfig::small_block_target_size`]).
+pub const SMALL_CHUNK_BYTES: u64 = 64 * 1024;
+/// Default [`WriterConfig::small_block_target_size`]: 512 KiB.
+pub const DEFAULT_SMALL_BLOCK_TARGET_SIZE: usize = 512 * 1024;
 
 /// Default zstd level of [`WriterConfig`].
 pub const DEFAULT_ZSTD_LEVEL: i32 = 3;
@@ -37,6 +48,7 @@ impl Default for WriterConfig {
             codec: Codec::Zstd,
             zstd_level: DEFAULT_ZSTD_LEVEL,
             block_target_size: atlas_segment::DEFAULT_BLOCK_TARGET_SIZE,
+            small_block_target_size: DEFAULT_SMALL_BLOCK_TARGET_SIZE,
             created_unix_ms: None,
         }
     }
@@ -67,12 +79,22 @@ impl WriterConfig {
         self
     }
 
-    /// How the segment writers compress their blocks.
-    pub(crate) fn segment_options(&self) -> WriteOptions {
+    /// The block size of a variable whose first push allocates `chunks` (bytes each).
+    pub(crate) fn block_target_for(&self, chunks: &[u64]) -> usize {
+        let small = chunks.iter().all(|&c| c < SMALL_CHUNK_BYTES);
+        if small && self.small_block_target_size > 0 {
+            self.small_block_target_size.min(self.block_target_size)
+        } else {
+            self.block_target_size
+        }
+    }
+
+    /// How a segment writer with blocks of `block_target_size` compresses them.
+    pub(crate) fn segment_options(&self, block_target_size: usize) -> WriteOptions {
         WriteOptions::default()
             .codec(self.codec)
             .zstd_level(self.zstd_level)
-            .block_target_size(self.block_target_size)
+            .block_target_size(block_target_size)
     }
 
     /// Checks the options before anything is written.

@@ -16,6 +16,8 @@ mod state;
 mod variables;
 
 pub use collection::{AtlasWriter, WriteSummary};
-pub use config::{DEFAULT_ZSTD_LEVEL, WriterConfig};
+pub use config::{
+    DEFAULT_SMALL_BLOCK_TARGET_SIZE, DEFAULT_ZSTD_LEVEL, SMALL_CHUNK_BYTES, WriterConfig,
+};
 pub use dataset::DatasetWriter;
 pub use rewrite::rewrite;

@@ -29,6 +29,19 @@ pub(crate) struct VarState {
     /// fills it: one allocation per chunk pushed, flushed once it reaches the
     /// block target size.
     open_block: u64,
+    /// The writer's block size, fixed when it is created (0 before).
+    target: u64,
+}
+
+impl VarState {
+    /// The block size pushing `chunks` works against: the writer's, or the
+    /// one a writer created for them would get.
+    fn target(&self, config: &WriterConfig, chunks: &[u64]) -> u64 {
+        match self.writer {
+            Some(_) => self.target,
+            None => config.block_target_for(chunks) as u64,
+        }
+    }
 }
 
 /// One variable: a segment under construction.
@@ -90,12 +103,17 @@ fn run_locked<J: PushJob>(
     job: &J,
     chunks: &[u64],
 ) -> Result<()> {
+    let target = state.target(config, chunks);
     let writer = match &mut state.writer {
         Some(w) => w,
-        slot @ None => slot.insert(SegmentWriter::new(name, &config.segment_options())?),
+        slot @ None => {
+            let size = usize::try_from(target).unwrap_or(usize::MAX);
+            slot.insert(SegmentWriter::new(name, &config.segment_options(size))?)
+        }
     };
     job.run(writer)?;
-    state.open_block = simulate(state.open_block, chunks, config.block_target_size as u64).1;
+    state.target = target;
+    state.open_block = simulate(state.open_block, chunks, target).1;
     Ok(())
 }
 
@@ -105,7 +123,6 @@ pub(crate) fn push_ready<J: PushJob>(
     config: &WriterConfig,
     jobs: Vec<(Arc<Variable>, J)>,
 ) -> Result<Vec<(Arc<Variable>, J)>> {
-    let target = config.block_target_size as u64;
     let mut left = Vec::new();
     for (var, job) in jobs {
         let chunks = job.chunk_bytes();
@@ -113,7 +130,7 @@ pub(crate) fn push_ready<J: PushJob>(
             left.push((var, job));
             continue;
         };
-        if simulate(state.open_block, &chunks, target).0 {
+        if simulate(state.open_block, &chunks, state.target(config, &chunks)).0 {
             drop(state);
             left.push((var, job));
             continue;
