@@ -51,11 +51,32 @@ def test_timestamps_are_datetime64_ns_with_nat_for_the_fill(every):
     assert np.isnat(t[3])
 
 
-def test_strings_and_binary_are_object_arrays(every):
+def test_strings_read_as_stringdtype_on_numpy_2_and_binary_as_object_arrays(every):
+    assert atlasds.HAS_STRINGDTYPE == (np.lib.NumpyVersion(np.__version__) >= "2.0.0")
     labels = every.read("label")
-    assert labels.dtype == object and labels.tolist() == ["a", "é ü", ""]
+    want = np.dtypes.StringDType() if atlasds.HAS_STRINGDTYPE else np.dtype(object)
+    assert labels.dtype == want and labels.tolist() == ["a", "é ü", ""]
     blobs = every.read("blob")
     assert blobs.dtype == object and blobs.tolist() == [b"\x00\xff", b"", b"\x07"]
+    assert every.read("blob", strings="stringdtype").dtype == object, "binary is never text"
+
+
+def test_strings_can_be_asked_for_as_object_or_stringdtype(every):
+    objects = every.read("label", strings="object")
+    assert objects.dtype == object and objects.tolist() == ["a", "é ü", ""]
+    assert all(type(s) is str for s in objects)
+    if atlasds.HAS_STRINGDTYPE:
+        typed = every.read("label", slice(1, 3), strings="stringdtype")
+        assert typed.dtype == np.dtypes.StringDType() and typed.tolist() == ["é ü", ""]
+    # An empty region has no element to tell strings from bytes: the layout does.
+    want = np.dtypes.StringDType() if atlasds.HAS_STRINGDTYPE else np.dtype(object)
+    assert every.read("label", slice(0, 0)).dtype == want
+    assert every.read("blob", slice(0, 0)).dtype == object
+
+
+def test_an_unknown_strings_choice_is_an_invalid_argument(every):
+    with pytest.raises(atlasds.InvalidArgument):
+        every.read("label", strings="bytes")
 
 
 def test_a_numeric_read_is_a_writeable_c_contiguous_array(every):

@@ -1,7 +1,7 @@
 """The xarray backend, registered as ``engine="atlas"``.
 
-``xr.open_dataset(path, engine="atlas", group=NAME)`` opens one dataset of a
-collection lazily: each variable is a `BackendArray` that reads only the
+``xr.open_dataset(path_or_url, engine="atlas", group=NAME, storage_options={...})``
+opens one dataset of a collection lazily: each variable is a `BackendArray` that reads only the
 region asked for. ``xr.open_datatree(path, engine="atlas")`` gives one node per
 live dataset and reads no array bytes. Fill values travel as ``_FillValue`` so
 xarray's CF decoding masks them; timestamps arrive as ``datetime64[ns]`` with
@@ -64,7 +64,8 @@ class AtlasBackendArray(BackendArray):
                     strides.append(slice(None, None, step))
             else:
                 contiguous.append(k)
-        values = self.dataset.read(self.array, tuple(contiguous))
+        # xarray's convention for text is an object array of str.
+        values = self.dataset.read(self.array, tuple(contiguous), strings="object")
         if any(s != slice(None) for s in strides):
             values = values[tuple(strides)]
         return values
@@ -122,11 +123,11 @@ def _open_one(
     return ds.set_coords([c for c in {*coord_names, *coords} if c in ds.variables])
 
 
-def _collection(filename_or_obj: Any) -> Collection:
+def _collection(filename_or_obj: Any, storage_options: dict[str, Any] | None) -> Collection:
     if isinstance(filename_or_obj, Collection):
         return filename_or_obj
     if isinstance(filename_or_obj, (str, os.PathLike)):
-        return Collection.open(filename_or_obj, cache=True)
+        return Collection.open(filename_or_obj, storage_options, cache=True)
     raise InvalidArgument(
         f"the atlas engine opens a path or an atlasds.Collection, not {type(filename_or_obj).__name__}"
     )
@@ -152,7 +153,13 @@ class AtlasBackendEntrypoint(BackendEntrypoint):
 
     description = "Atlas v8 collections (thousands of datasets in one container) via atlasds"
     url = "https://example.invalid/atlas"
-    open_dataset_parameters = ("filename_or_obj", "drop_variables", "group", *_DECODERS)
+    open_dataset_parameters = (
+        "filename_or_obj",
+        "drop_variables",
+        "group",
+        "storage_options",
+        *_DECODERS,
+    )
     supports_groups = True
 
     def guess_can_open(self, filename_or_obj: Any) -> bool:
@@ -171,6 +178,7 @@ class AtlasBackendEntrypoint(BackendEntrypoint):
         *,
         drop_variables: str | Iterable[str] | None = None,
         group: str | None = None,
+        storage_options: dict[str, Any] | None = None,
         mask_and_scale: bool = True,
         decode_times: bool = True,
         concat_characters: bool = True,
@@ -178,7 +186,7 @@ class AtlasBackendEntrypoint(BackendEntrypoint):
         use_cftime: bool | None = None,
         decode_timedelta: bool | None = None,
     ) -> xr.Dataset:
-        collection = _collection(filename_or_obj)
+        collection = _collection(filename_or_obj, storage_options)
         if group is None:
             if len(collection) != 1:
                 raise InvalidArgument(
@@ -201,9 +209,10 @@ class AtlasBackendEntrypoint(BackendEntrypoint):
         filename_or_obj: Any,
         *,
         drop_variables: str | Iterable[str] | None = None,
+        storage_options: dict[str, Any] | None = None,
         **decoders: Any,
     ) -> dict[str, xr.Dataset]:
-        collection = _collection(filename_or_obj)
+        collection = _collection(filename_or_obj, storage_options)
         decoders = {k: v for k, v in decoders.items() if k in _DECODERS}
         groups: dict[str, xr.Dataset] = {"/": xr.Dataset()}
         for name in collection:
@@ -217,9 +226,13 @@ class AtlasBackendEntrypoint(BackendEntrypoint):
         filename_or_obj: Any,
         *,
         drop_variables: str | Iterable[str] | None = None,
+        storage_options: dict[str, Any] | None = None,
         **decoders: Any,
     ) -> xr.DataTree:
         groups = self.open_groups_as_dict(
-            filename_or_obj, drop_variables=drop_variables, **decoders
+            filename_or_obj,
+            drop_variables=drop_variables,
+            storage_options=storage_options,
+            **decoders,
         )
         return xr.DataTree.from_dict(groups)
