@@ -3,7 +3,7 @@
 //!
 //! Keeping every library call here means an API change touches this file only.
 //! The rest of the binding sees plain Rust values: [`ArrayData`] (reads),
-//! [`Scalar`], [`Stats`], [`Layout`], [`Catalogue`], [`Verified`], [`Written`]
+//! [`Scalar`], [`Stats`], [`Layout`], [`Described`], [`Catalogue`], [`Verified`], [`Written`]
 //! and [`CoreError`].
 //!
 //! It also owns the process's tokio runtime and the per-process cache of open
@@ -294,6 +294,18 @@ pub struct Layout {
     pub fill: Option<Scalar>,
 }
 
+/// Attributes in the order they were set.
+pub type Attrs = Vec<(String, Attr)>;
+
+/// One dataset's attributes and, per array, its name, layout and attributes.
+#[derive(Debug, Clone, Default)]
+pub struct Described {
+    /// Dataset attributes in the order they were set.
+    pub attrs: Attrs,
+    /// Per array in declaration order: name, layout, attributes.
+    pub arrays: Vec<(String, Layout, Attrs)>,
+}
+
 /// One row per live dataset: names, ordinals, every dataset attribute and the
 /// statistics of every array (`None` where a dataset lacks it).
 #[derive(Debug, Default)]
@@ -478,6 +490,25 @@ impl Collection {
             chunk_shape: layout.chunk_shape,
             dims: layout.dimension_names,
         })
+    }
+
+    /// Dataset attributes, then per array (declaration order) its name, layout
+    /// and attributes: what an xarray node needs, in one call.
+    pub async fn describe(&self, dataset: &str) -> Result<Described> {
+        let view = self.atlas.dataset(dataset)?;
+        let attrs = view.attributes().await?;
+        let names: Vec<String> = view
+            .schema()
+            .arrays()
+            .map(|a| a.name().to_owned())
+            .collect();
+        let mut arrays = Vec::with_capacity(names.len());
+        for name in names {
+            let layout = self.layout(dataset, &name).await?;
+            let array_attrs = view.array_attributes(&name).await?;
+            arrays.push((name, layout, array_attrs));
+        }
+        Ok(Described { attrs, arrays })
     }
 
     /// Reads the region of `array` starting at `start` with extent `shape`

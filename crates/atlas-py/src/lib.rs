@@ -90,16 +90,22 @@ impl PyCollection {
         array: &str,
     ) -> PyResult<Bound<'py, PyAny>> {
         let layout = run(py, || self.inner.layout(dataset, array))?;
-        let out = PyDict::new(py);
-        out.set_item("dtype", layout.dtype)?;
-        out.set_item("shape", layout.shape)?;
-        out.set_item("chunk_shape", layout.chunk_shape)?;
-        out.set_item("dims", layout.dims)?;
-        match &layout.fill {
-            Some(fill) => out.set_item("fill", convert::scalar(py, fill)?)?,
-            None => out.set_item("fill", py.None())?,
+        convert::layout(py, layout)
+    }
+
+    /// `(attrs, [(array, layout, array_attrs)])` of one dataset in one call
+    /// (attributes as `attrs` gives them, layouts as `layout` does).
+    fn describe<'py>(&self, py: Python<'py>, dataset: &str) -> PyResult<Bound<'py, PyAny>> {
+        let described = run(py, || self.inner.describe(dataset))?;
+        let mut arrays = Vec::with_capacity(described.arrays.len());
+        for (name, layout, attrs) in described.arrays {
+            arrays.push((
+                name,
+                convert::layout(py, layout)?,
+                convert::attrs(py, &attrs)?,
+            ));
         }
-        Ok(out.into_any())
+        (convert::attrs(py, &described.attrs)?, arrays).into_bound_py_any(py)
     }
 
     /// Reads a region (`start`, `shape`; both empty for everything) as a numpy array.

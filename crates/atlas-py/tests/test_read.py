@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -134,3 +136,22 @@ def test_a_region_numpy_basic_indexing_cannot_express_is_invalid(every, region):
 def test_a_region_of_a_string_array_reads_only_those_elements(every):
     assert every.read("label", slice(1, 3)).tolist() == ["é ü", ""]
     assert every.read("label", 0).tolist() == "a"
+
+
+def test_describe_gives_in_one_call_what_attrs_layout_and_array_attrs_give(kinds):
+    c = atlasds.Collection.open(kinds)
+    for name in c:
+        ds = c[name]
+        attrs, arrays = ds.describe()
+        assert list(attrs.items()) == list(ds.attrs.items())
+        assert list(arrays) == ds.arrays
+        for array, (layout, array_attrs) in arrays.items():
+            alone = ds.layout(array)
+            assert dataclasses.replace(layout, fill=None) == dataclasses.replace(alone, fill=None)
+            nan = isinstance(alone.fill, float) and np.isnan(alone.fill)
+            assert (nan and np.isnan(layout.fill)) or layout.fill == alone.fill
+            alone_attrs = ds.array_attrs(array)
+            assert list(array_attrs) == list(alone_attrs)
+            for key, value in array_attrs.items():
+                np.testing.assert_array_equal(value, alone_attrs[key])
+                assert type(value) is type(alone_attrs[key])

@@ -116,6 +116,17 @@ class ArrayLayout:
     fill: Any
     """Value of unwritten elements, or None when the writer gave none."""
 
+    @classmethod
+    def _from(cls, raw: dict[str, Any]) -> ArrayLayout:
+        return cls(
+            dtype=numpy_dtype(raw["dtype"]),
+            atlas_dtype=raw["dtype"],
+            shape=tuple(raw["shape"]),
+            chunk_shape=tuple(raw["chunk_shape"]),
+            dims=tuple(raw["dims"]),
+            fill=raw["fill"],
+        )
+
 
 @dataclass(frozen=True)
 class DeleteResult:
@@ -457,15 +468,16 @@ class Dataset:
 
     def layout(self, array: str) -> ArrayLayout:
         """Dtype, shape, chunking, dimension names and fill value of `array`."""
-        raw = self._collection._native.layout(self._name, array)
-        return ArrayLayout(
-            dtype=numpy_dtype(raw["dtype"]),
-            atlas_dtype=raw["dtype"],
-            shape=tuple(raw["shape"]),
-            chunk_shape=tuple(raw["chunk_shape"]),
-            dims=tuple(raw["dims"]),
-            fill=raw["fill"],
-        )
+        return ArrayLayout._from(self._collection._native.layout(self._name, array))
+
+    def describe(self) -> tuple[dict[str, Any], dict[str, tuple[ArrayLayout, dict[str, Any]]]]:
+        """Dataset attributes and, per array in declaration order, its layout
+        and attributes, in one call (what an xarray node needs)."""
+        attrs, arrays = self._collection._native.describe(self._name)
+        return _attrs(attrs), {
+            name: (ArrayLayout._from(layout), _attrs(array_attrs))
+            for name, layout, array_attrs in arrays
+        }
 
     def read(self, array: str, region: Any = None, *, strings: Strings = "auto") -> np.ndarray:
         """The values of `array`, or of the region numpy basic indexing names

@@ -20,7 +20,7 @@ import xarray as xr
 from xarray.backends import BackendArray, BackendEntrypoint
 from xarray.core import indexing
 
-from ._collection import Collection, Dataset, numpy_dtype
+from ._collection import ArrayLayout, Collection, Dataset
 from ._errors import InvalidArgument
 
 __all__ = ["AtlasBackendArray", "AtlasBackendEntrypoint", "COORDS_ATTRIBUTE"]
@@ -77,9 +77,9 @@ def _dims(array: str, dims: tuple[str, ...], rank: int) -> tuple[str, ...]:
     return tuple(f"{array}_dim_{i}" for i in range(rank))
 
 
-def _variable(handle: Dataset, array: str) -> xr.Variable:
-    layout = handle.layout(array)
-    attrs = handle.array_attrs(array)
+def _variable(
+    handle: Dataset, array: str, layout: ArrayLayout, attrs: dict[str, Any]
+) -> xr.Variable:
     encoding: dict[str, Any] = {}
     dims = _dims(array, layout.dims, len(layout.shape))
     if layout.chunk_shape and len(layout.chunk_shape) == len(dims):
@@ -91,7 +91,7 @@ def _variable(handle: Dataset, array: str) -> xr.Variable:
                 encoding[key] = attrs.pop(key)
     elif layout.fill is not None and layout.dtype.kind in "iuf":
         attrs["_FillValue"] = layout.dtype.type(layout.fill)
-    backend = AtlasBackendArray(handle, array, layout.shape, numpy_dtype(layout.atlas_dtype))
+    backend = AtlasBackendArray(handle, array, layout.shape, layout.dtype)
     data = indexing.LazilyIndexedArray(backend)
     return xr.Variable(dims, data, attrs=attrs, encoding=encoding)
 
@@ -113,14 +113,23 @@ def _open_one(
     handle: Dataset, drop_variables: Iterable[str] | None, decoders: dict[str, Any]
 ) -> xr.Dataset:
     drop = {drop_variables} if isinstance(drop_variables, str) else set(drop_variables or ())
-    variables = {a: _variable(handle, a) for a in handle.arrays if a not in drop}
-    attrs = handle.attrs
+    attrs, arrays = handle.describe()  # one call for every layout and attribute
+    variables = {
+        a: _variable(handle, a, layout, array_attrs)
+        for a, (layout, array_attrs) in arrays.items()
+        if a not in drop
+    }
     coords = _coords(attrs)
     variables, attrs, coord_names = xr.conventions.decode_cf_variables(
         variables, attrs, **decoders
     )
-    ds = xr.Dataset(variables, attrs=attrs)
-    return ds.set_coords([c for c in {*coord_names, *coords} if c in ds.variables])
+    # One construction with the coordinates named (set_coords would copy it again).
+    coord_set = {*coord_names, *coords}
+    return xr.Dataset(
+        {k: v for k, v in variables.items() if k not in coord_set},
+        coords={k: v for k, v in variables.items() if k in coord_set},
+        attrs=attrs,
+    )
 
 
 def _collection(filename_or_obj: Any, storage_options: dict[str, Any] | None) -> Collection:
@@ -229,10 +238,15 @@ class AtlasBackendEntrypoint(BackendEntrypoint):
         storage_options: dict[str, Any] | None = None,
         **decoders: Any,
     ) -> xr.DataTree:
-        groups = self.open_groups_as_dict(
-            filename_or_obj,
-            drop_variables=drop_variables,
-            storage_options=storage_options,
-            **decoders,
+        collection = _collection(filename_or_obj, storage_options)
+        decoders = {k: v for k, v in decoders.items() if k in _DECODERS}
+        # Children handed over at once: no path parsing or per-insertion copy
+        # of the growing root, which is what DataTree.from_dict spends its time on.
+        return xr.DataTree(
+            children={
+                _node_name(name): xr.DataTree(
+                    _open_one(Dataset(collection, name), drop_variables, decoders)
+                )
+                for name in collection
+            }
         )
-        return xr.DataTree.from_dict(groups)
