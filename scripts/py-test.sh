@@ -43,6 +43,7 @@ groups = project.get("entry-points", {})
     "".join(f"[{g}]\n" + "".join(f"{k} = {v}\n" for k, v in eps.items()) for g, eps in groups.items())
 )
 (info / "INSTALLER").write_text("scripts/py-test.sh\n")
+(site / "atlasds.pth").unlink(missing_ok=True)  # never write through a hard link
 (site / "atlasds.pth").write_text(f"{pkg / 'python'}\n")
 (info / "RECORD").write_text(
     "".join(f"{p.relative_to(site)},,\n" for p in [site / "atlasds.pth", *sorted(info.iterdir())])

@@ -21,8 +21,6 @@
 
 use std::collections::HashSet;
 
-use netcdf_reader::{NcAttrValue, NcAttribute};
-
 use crate::attrs;
 use crate::cftime::{TimeCoder, is_date_units};
 use crate::error::FileError;
@@ -30,7 +28,7 @@ use crate::mapping::{Mapped, Naming, SkippedArray, check_name, dropped_attribute
 use crate::model::{Array, AttrValue, Dataset, Fill, Values};
 use crate::pyjson::{list_json, string_json};
 use crate::raw::group_key;
-use crate::source::{Stored, StoredFile, StoredGroup};
+use crate::stored::{StoredAttr, StoredAttrValue, StoredData, StoredFile, StoredGroup};
 
 /// The dataset attribute atlas-python records coordinate names in.
 pub const COORDS_ATTR: &str = "_pyatlas_coords";
@@ -87,14 +85,14 @@ struct GroupOut {
     notes: Vec<String>,
 }
 
-fn text_attr(attrs: &[NcAttribute], key: &str) -> Option<String> {
+fn text_attr(attrs: &[StoredAttr], key: &str) -> Option<String> {
     attrs
         .iter()
         .find(|a| a.name == key)
         .and_then(|a| attrs::text(&a.value))
 }
 
-fn pop(attrs: &mut Vec<NcAttribute>, key: &str) -> Option<NcAttrValue> {
+fn pop(attrs: &mut Vec<StoredAttr>, key: &str) -> Option<StoredAttrValue> {
     let i = attrs.iter().position(|a| a.name == key)?;
     Some(attrs.remove(i).value)
 }
@@ -107,7 +105,7 @@ fn map_group(
 ) -> Result<GroupOut, FileError> {
     let names: HashSet<&str> = group.vars.iter().map(|v| v.name.as_str()).collect();
     // Attributes as xarray sees them, after time bounds inherit units/calendar.
-    let mut var_attrs: Vec<Vec<NcAttribute>> = group.vars.iter().map(|v| v.attrs.clone()).collect();
+    let mut var_attrs: Vec<Vec<StoredAttr>> = group.vars.iter().map(|v| v.attrs.clone()).collect();
     for (i, var) in group.vars.iter().enumerate() {
         let units = text_attr(&var.attrs, "units");
         let bounds = text_attr(&var.attrs, "bounds");
@@ -139,7 +137,7 @@ fn map_group(
         !names.contains(dim)
             && group.vars.iter().all(|v| {
                 !v.dims.iter().any(|d| d == dim)
-                    || (matches!(v.data, Stored::Chars(_))
+                    || (matches!(v.data, StoredData::Chars(_))
                         && v.dims.last().is_some_and(|d| d == dim))
             })
     };
@@ -170,7 +168,7 @@ fn map_group(
     };
     for (var, mut vattrs) in group.vars.iter().zip(var_attrs) {
         let full = naming.full_name(&group.path, &var.name);
-        if let Stored::Unsupported(dtype) = &var.data {
+        if let StoredData::Unsupported(dtype) = &var.data {
             if skip_unsupported {
                 out.skipped.push(SkippedArray {
                     array: full,
@@ -186,7 +184,7 @@ fn map_group(
         let name = naming.claim(&group.path, &var.name)?;
         check_name(&name, &full)?;
         let (dims, shape, values, fill) = match &var.data {
-            Stored::Chars(strings) => {
+            StoredData::Chars(strings) => {
                 let fills = string_fills(&mut vattrs);
                 pop(&mut vattrs, "_Encoding");
                 let stack = !var.dims.is_empty() && var.dims.last().is_some_and(|d| stackable(d));
@@ -219,7 +217,7 @@ fn map_group(
                     Some(Fill::String(String::new())),
                 )
             }
-            Stored::Strings(strings) => {
+            StoredData::Strings(strings) => {
                 let fills = string_fills(&mut vattrs);
                 let mut values = strings.clone();
                 mask_strings(&mut values, &fills);
@@ -230,7 +228,7 @@ fn map_group(
                     Some(Fill::String(String::new())),
                 )
             }
-            Stored::Num(values) => {
+            StoredData::Num(values) => {
                 let (values, note) = decode_numeric(values.clone(), &mut vattrs, &full)?;
                 if let Some(note) = note {
                     out.notes.push(note);
@@ -242,7 +240,7 @@ fn map_group(
                 };
                 (var.dims.clone(), var.shape.clone(), values, fill)
             }
-            Stored::Unsupported(_) => continue,
+            StoredData::Unsupported(_) => continue,
         };
         pop(&mut vattrs, "coordinates");
         let mut array_attrs = Vec::with_capacity(vattrs.len());
@@ -271,7 +269,7 @@ fn map_group(
 }
 
 /// Pops `missing_value`/`_FillValue` of a text variable; their texts.
-fn string_fills(vattrs: &mut Vec<NcAttribute>) -> Vec<String> {
+fn string_fills(vattrs: &mut Vec<StoredAttr>) -> Vec<String> {
     let mut fills = Vec::new();
     for key in ["missing_value", "_FillValue"] {
         if let Some(value) = pop(vattrs, key)
@@ -310,11 +308,11 @@ enum AttrKind {
     Other,
 }
 
-fn attr_kind(value: &NcAttrValue) -> AttrKind {
+fn attr_kind(value: &StoredAttrValue) -> AttrKind {
     match value {
-        NcAttrValue::Floats(v) if v.len() == 1 => AttrKind::F32,
-        NcAttrValue::Doubles(_) => AttrKind::F64,
-        NcAttrValue::Floats(_) => AttrKind::F64,
+        StoredAttrValue::Float32(v) if v.len() == 1 => AttrKind::F32,
+        StoredAttrValue::Float64(_) => AttrKind::F64,
+        StoredAttrValue::Float32(_) => AttrKind::F64,
         _ => AttrKind::Other,
     }
 }
@@ -374,16 +372,16 @@ struct FillTest {
     float: f64,
 }
 
-fn fill_tests(value: &NcAttrValue) -> Vec<FillTest> {
+fn fill_tests(value: &StoredAttrValue) -> Vec<FillTest> {
     let exact: Vec<Option<i128>> = match value {
-        NcAttrValue::Bytes(v) => v.iter().map(|&x| Some(i128::from(x))).collect(),
-        NcAttrValue::UBytes(v) => v.iter().map(|&x| Some(i128::from(x))).collect(),
-        NcAttrValue::Shorts(v) => v.iter().map(|&x| Some(i128::from(x))).collect(),
-        NcAttrValue::UShorts(v) => v.iter().map(|&x| Some(i128::from(x))).collect(),
-        NcAttrValue::Ints(v) => v.iter().map(|&x| Some(i128::from(x))).collect(),
-        NcAttrValue::UInts(v) => v.iter().map(|&x| Some(i128::from(x))).collect(),
-        NcAttrValue::Int64s(v) => v.iter().map(|&x| Some(i128::from(x))).collect(),
-        NcAttrValue::UInt64s(v) => v.iter().map(|&x| Some(i128::from(x))).collect(),
+        StoredAttrValue::Int8(v) => v.iter().map(|&x| Some(i128::from(x))).collect(),
+        StoredAttrValue::UInt8(v) => v.iter().map(|&x| Some(i128::from(x))).collect(),
+        StoredAttrValue::Int16(v) => v.iter().map(|&x| Some(i128::from(x))).collect(),
+        StoredAttrValue::UInt16(v) => v.iter().map(|&x| Some(i128::from(x))).collect(),
+        StoredAttrValue::Int32(v) => v.iter().map(|&x| Some(i128::from(x))).collect(),
+        StoredAttrValue::UInt32(v) => v.iter().map(|&x| Some(i128::from(x))).collect(),
+        StoredAttrValue::Int64(v) => v.iter().map(|&x| Some(i128::from(x))).collect(),
+        StoredAttrValue::UInt64(v) => v.iter().map(|&x| Some(i128::from(x))).collect(),
         _ => Vec::new(),
     };
     let floats = attrs::numbers(value).unwrap_or_default();
@@ -473,7 +471,7 @@ enum WideItem {
 /// Decodes one numeric variable as xarray does; pops the attributes it consumes.
 fn decode_numeric(
     values: Values,
-    vattrs: &mut Vec<NcAttribute>,
+    vattrs: &mut Vec<StoredAttr>,
     variable: &str,
 ) -> Result<(Values, Option<String>), FileError> {
     let mut values = values;
@@ -598,7 +596,7 @@ fn decode_numeric(
     if packed {
         let scale = pop(vattrs, "scale_factor");
         let offset = pop(vattrs, "add_offset");
-        let first = |v: &Option<NcAttrValue>| {
+        let first = |v: &Option<StoredAttrValue>| {
             v.as_ref()
                 .and_then(attrs::numbers)
                 .and_then(|n| n.first().copied())

@@ -109,6 +109,14 @@ pub enum IngestError {
         /// What went wrong.
         source: FileError,
     },
+    /// One dataset handed over in memory ([`crate::feed::Feed`]) failed.
+    #[error("dataset {name:?}: {source}")]
+    Dataset {
+        /// The dataset's name.
+        name: String,
+        /// What went wrong.
+        source: FileError,
+    },
     /// The collection writer failed (storage, or committing the collection).
     #[error("writing the collection failed: {0}")]
     Writer(#[from] atlas::AtlasError),

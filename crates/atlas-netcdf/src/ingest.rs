@@ -12,7 +12,8 @@ use tokio::task::JoinSet;
 
 use crate::error::{FileError, IngestError};
 use crate::mapping::Mapped;
-use crate::{cf, raw, sink, source};
+use crate::stored::StoredFile;
+use crate::{cf, raw, reader, sink};
 
 /// Which mapping turns a file into a dataset.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -149,10 +150,22 @@ pub struct IngestReport {
 
 /// Reads `path` and maps it with `options` (no writer involved).
 pub fn map_file(path: &Path, options: &IngestOptions) -> Result<Mapped, FileError> {
-    let stored = source::read_file(path)?;
+    map_stored(&read_stored(path)?, options)
+}
+
+/// Reads the NetCDF file at `path` into its stored form, undecoded.
+pub fn read_stored(path: &Path) -> Result<StoredFile, FileError> {
+    reader::read_file(path)
+}
+
+/// Maps a file's stored form with `options` (no writer involved): what
+/// [`map_file`] does after reading, for front ends that hold the stored form
+/// in memory (see [`crate::stored`]). Checks shapes first ([`StoredFile::check`]).
+pub fn map_stored(stored: &StoredFile, options: &IngestOptions) -> Result<Mapped, FileError> {
+    stored.check()?;
     let mut mapped = match options.decode {
-        Decode::Cf => cf::map(&stored, options.skip_unsupported)?,
-        Decode::Raw => raw::map(&stored, options.skip_unsupported)?,
+        Decode::Cf => cf::map(stored, options.skip_unsupported)?,
+        Decode::Raw => raw::map(stored, options.skip_unsupported)?,
     };
     for array in &mut mapped.dataset.arrays {
         if let Some(chunks) = options.chunks.get(&array.name) {

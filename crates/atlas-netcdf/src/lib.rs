@@ -10,9 +10,11 @@
 //! can switch tools without their collections changing; [`Decode::Raw`]
 //! keeps the file exactly as stored (see [`raw`]).
 //!
-//! Layers: a reader loads a file into memory, a mapping turns it into the
-//! tool-neutral [`model::Dataset`], and [`sink`] (the only module that calls
-//! the Atlas writer) writes it. [`ingest()`] runs that over many files.
+//! Layers: a reader loads a file into its stored form ([`stored`]), a mapping
+//! turns that into the tool-neutral [`model::Dataset`], and [`sink`] (the
+//! only module that calls the Atlas writer) writes it. [`ingest()`] runs that
+//! over many files; [`feed::Feed`] runs it over stored forms another front
+//! end built in memory (the Python package's `atlasds.write`).
 //!
 //! ```no_run
 //! # async fn example() -> Result<(), Box<dyn std::error::Error>> {
@@ -32,19 +34,23 @@ pub mod cf;
 mod cftime;
 pub mod discover;
 pub mod error;
+pub mod feed;
 pub mod ingest;
 pub mod mapping;
 pub mod model;
 mod pyjson;
 pub mod raw;
+mod reader;
 pub mod sink;
-mod source;
+pub mod stored;
 
 pub use discover::{NETCDF_SUFFIXES, discover};
 pub use error::{FileError, IngestError};
+pub use feed::{Feed, FeedReport};
 pub use ingest::{
     Decode, IngestOptions, IngestReport, SkipReason, SkippedFile, SkippedVariable, WrittenFile,
-    ingest, ingest_with_progress, map_file,
+    ingest, ingest_with_progress, map_file, map_stored, read_stored,
 };
 pub use mapping::{Mapped, SkippedArray};
 pub use model::{Array, AttrValue, Dataset, Fill, Values};
+pub use stored::{StoredAttr, StoredAttrValue, StoredData, StoredFile, StoredGroup, StoredVar};

@@ -71,7 +71,7 @@ pub(crate) fn check_name(name: &str, variable: &str) -> Result<(), FileError> {
     })
 }
 
-/// The note for an attribute of a user-defined type, which is left out.
+/// The note for an attribute of a type Atlas cannot store, which is left out.
 pub(crate) fn dropped_attribute(owner: &str, key: &str) -> String {
-    format!("attribute {key:?} of {owner} has a user-defined type and was left out")
+    format!("attribute {key:?} of {owner} has a type Atlas cannot store and was left out")
 }

@@ -12,7 +12,7 @@ use crate::attrs;
 use crate::error::FileError;
 use crate::mapping::{Mapped, Naming, SkippedArray, check_name, dropped_attribute};
 use crate::model::{Array, AttrValue, Dataset, Fill, Values};
-use crate::source::{Stored, StoredFile, StoredVar};
+use crate::stored::{StoredAttrValue, StoredData, StoredFile, StoredVar};
 
 /// The NetCDF default fill values (netCDF-C's `NC_FILL_*`).
 mod netcdf_core_fills {
@@ -46,7 +46,7 @@ pub(crate) fn map(file: &StoredFile, skip_unsupported: bool) -> Result<Mapped, F
         }
         for var in &group.vars {
             let full = naming.full_name(&group.path, &var.name);
-            if let Stored::Unsupported(dtype) = &var.data {
+            if let StoredData::Unsupported(dtype) = &var.data {
                 if skip_unsupported {
                     skipped.push(SkippedArray {
                         array: full,
@@ -81,7 +81,7 @@ pub(crate) fn group_key(path: &[String], key: &str) -> String {
 fn map_var(var: &StoredVar, name: String, notes: &mut Vec<String>) -> Result<Array, FileError> {
     let declared = var.attr("_FillValue").map(|a| &a.value);
     let (dims, shape, values, fill) = match &var.data {
-        Stored::Num(values) => {
+        StoredData::Num(values) => {
             let fill = numeric_fill(values, declared);
             (
                 var.dims.clone(),
@@ -90,7 +90,7 @@ fn map_var(var: &StoredVar, name: String, notes: &mut Vec<String>) -> Result<Arr
                 Some(fill),
             )
         }
-        Stored::Chars(strings) => {
+        StoredData::Chars(strings) => {
             let n = var.dims.len().saturating_sub(1);
             let fill = var
                 .attr("_FillValue")
@@ -104,7 +104,7 @@ fn map_var(var: &StoredVar, name: String, notes: &mut Vec<String>) -> Result<Arr
                 Some(Fill::String(fill)),
             )
         }
-        Stored::Strings(strings) => {
+        StoredData::Strings(strings) => {
             let fill = var
                 .attr("_FillValue")
                 .and_then(|a| attrs::text(&a.value))
@@ -116,7 +116,7 @@ fn map_var(var: &StoredVar, name: String, notes: &mut Vec<String>) -> Result<Arr
                 Some(Fill::String(fill)),
             )
         }
-        Stored::Unsupported(dtype) => {
+        StoredData::Unsupported(dtype) => {
             return Err(FileError::Unsupported {
                 variable: name,
                 dtype: dtype.clone(),
@@ -145,7 +145,7 @@ fn map_var(var: &StoredVar, name: String, notes: &mut Vec<String>) -> Result<Arr
 }
 
 /// The declared `_FillValue` (converted to the array's type) or NetCDF's default.
-fn numeric_fill(values: &Values, declared: Option<&netcdf_reader::NcAttrValue>) -> Fill {
+fn numeric_fill(values: &Values, declared: Option<&StoredAttrValue>) -> Fill {
     let exact = declared.and_then(attrs::first_integer);
     let float = declared
         .and_then(attrs::numbers)

@@ -6,7 +6,7 @@ use pyo3::IntoPyObjectExt;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyString};
 
-use crate::core::{ArrayData, Attr, CoreError, ErrorClass, Scalar, Stats, attr_dtype};
+use crate::core::{ArrayData, Attr, CoreError, ErrorClass, Layout, Scalar, Stats, attr_dtype};
 
 /// The Python exception of a core failure, an instance of a class of `atlasds._errors`.
 pub fn py_err(e: CoreError) -> PyErr {
@@ -156,4 +156,18 @@ pub fn attrs<'py>(py: Python<'py>, attrs: &[(String, Attr)]) -> PyResult<Bound<'
         out.push((key.as_str(), attr_dtype(value), attr(py, value)?));
     }
     out.into_bound_py_any(py)
+}
+
+/// A layout as a dict: dtype, shape, chunk_shape, dims, fill.
+pub fn layout(py: Python<'_>, layout: Layout) -> PyResult<Bound<'_, PyAny>> {
+    let out = PyDict::new(py);
+    out.set_item("dtype", layout.dtype)?;
+    out.set_item("shape", layout.shape)?;
+    out.set_item("chunk_shape", layout.chunk_shape)?;
+    out.set_item("dims", layout.dims)?;
+    match &layout.fill {
+        Some(fill) => out.set_item("fill", scalar(py, fill)?)?,
+        None => out.set_item("fill", py.None())?,
+    }
+    Ok(out.into_any())
 }

@@ -1,21 +1,24 @@
-//! Every call the binding makes into the `atlas` crate, and nothing Python.
+//! Every call the binding makes into the `atlas` crate (and into
+//! `atlas-netcdf`'s [`Feed`] for writing), and nothing Python.
 //!
-//! Keeping every facade call here means an API change touches this file only.
+//! Keeping every library call here means an API change touches this file only.
 //! The rest of the binding sees plain Rust values: [`ArrayData`] (reads),
-//! [`Scalar`], [`Stats`], [`Layout`], [`Catalogue`], [`Verified`] and [`CoreError`].
+//! [`Scalar`], [`Stats`], [`Layout`], [`Described`], [`Catalogue`], [`Verified`], [`Written`]
+//! and [`CoreError`].
 //!
 //! It also owns the process's tokio runtime and the per-process cache of open
 //! collections that lets a dask worker open a collection once, not once per task.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use atlas::{
-    Atlas, AtlasError, DType, FillValue, IoErrorKind, OpenOptions, Region, Stat, StorageOptions,
-    Timestamp, VerifyOptions, WriteGuarantee,
+    Atlas, AtlasError, AtlasWriter, Codec, DType, FillValue, IoErrorKind, OpenOptions, Region,
+    Stat, StorageOptions, Timestamp, VerifyOptions, WriteGuarantee, WriterConfig,
 };
+use atlas_netcdf::{Decode, Feed, FileError, IngestError, IngestOptions, StoredFile};
 use tokio::runtime::Runtime;
 
 /// The values of one read, in the element type they are stored as (converted
@@ -52,28 +55,60 @@ pub struct CoreError {
     pub message: String,
 }
 
+/// The class of a library error.
+fn class_of(e: &AtlasError) -> ErrorClass {
+    match e {
+        AtlasError::NotAnAtlasCollection { .. } | AtlasError::UnsupportedVersion { .. } => {
+            ErrorClass::NotAnAtlasCollection
+        }
+        AtlasError::CorruptCollection { .. } | AtlasError::CorruptMask { .. } => {
+            ErrorClass::CorruptCollection
+        }
+        AtlasError::DatasetNotFound { .. } | AtlasError::ArrayNotFound { .. } => {
+            ErrorClass::NotFound
+        }
+        AtlasError::Io(io) if io.kind() == IoErrorKind::NotFound => ErrorClass::NotFound,
+        AtlasError::Io(io) => ErrorClass::Storage {
+            retryable: io.is_transient(),
+        },
+        AtlasError::InvalidLocation { .. } => ErrorClass::InvalidArgument,
+        _ => ErrorClass::InvalidArgument,
+    }
+}
+
 impl From<AtlasError> for CoreError {
     fn from(e: AtlasError) -> Self {
+        Self {
+            class: class_of(&e),
+            message: e.to_string(),
+        }
+    }
+}
+
+impl From<IngestError> for CoreError {
+    fn from(e: IngestError) -> Self {
         let class = match &e {
-            AtlasError::NotAnAtlasCollection { .. } | AtlasError::UnsupportedVersion { .. } => {
-                ErrorClass::NotAnAtlasCollection
-            }
-            AtlasError::CorruptCollection { .. } | AtlasError::CorruptMask { .. } => {
-                ErrorClass::CorruptCollection
-            }
-            AtlasError::DatasetNotFound { .. } | AtlasError::ArrayNotFound { .. } => {
-                ErrorClass::NotFound
-            }
-            AtlasError::Io(io) if io.kind() == IoErrorKind::NotFound => ErrorClass::NotFound,
-            AtlasError::Io(io) => ErrorClass::Storage {
-                retryable: io.is_transient(),
-            },
-            AtlasError::InvalidLocation { .. } => ErrorClass::InvalidArgument,
+            IngestError::Writer(a)
+            | IngestError::Dataset {
+                source: FileError::Write(a),
+                ..
+            } => class_of(a),
+            // Data the mapping or the writer refuses: the caller's input.
             _ => ErrorClass::InvalidArgument,
         };
         Self {
             class,
             message: e.to_string(),
+        }
+    }
+}
+
+impl CoreError {
+    /// A request the API cannot serve.
+    pub fn invalid(message: impl Into<String>) -> Self {
+        Self {
+            class: ErrorClass::InvalidArgument,
+            message: message.into(),
         }
     }
 }
@@ -257,6 +292,18 @@ pub struct Layout {
     pub dims: Vec<String>,
     /// Value of unwritten elements, if the writer gave one.
     pub fill: Option<Scalar>,
+}
+
+/// Attributes in the order they were set.
+pub type Attrs = Vec<(String, Attr)>;
+
+/// One dataset's attributes and, per array, its name, layout and attributes.
+#[derive(Debug, Clone, Default)]
+pub struct Described {
+    /// Dataset attributes in the order they were set.
+    pub attrs: Attrs,
+    /// Per array in declaration order: name, layout, attributes.
+    pub arrays: Vec<(String, Layout, Attrs)>,
 }
 
 /// One row per live dataset: names, ordinals, every dataset attribute and the
@@ -445,6 +492,25 @@ impl Collection {
         })
     }
 
+    /// Dataset attributes, then per array (declaration order) its name, layout
+    /// and attributes: what an xarray node needs, in one call.
+    pub async fn describe(&self, dataset: &str) -> Result<Described> {
+        let view = self.atlas.dataset(dataset)?;
+        let attrs = view.attributes().await?;
+        let names: Vec<String> = view
+            .schema()
+            .arrays()
+            .map(|a| a.name().to_owned())
+            .collect();
+        let mut arrays = Vec::with_capacity(names.len());
+        for name in names {
+            let layout = self.layout(dataset, &name).await?;
+            let array_attrs = view.array_attributes(&name).await?;
+            arrays.push((name, layout, array_attrs));
+        }
+        Ok(Described { attrs, arrays })
+    }
+
     /// Reads the region of `array` starting at `start` with extent `shape`
     /// (both empty: everything), in the stored element type; timestamps equal
     /// to the fill value read as `i64::MIN` (NaT).
@@ -602,5 +668,140 @@ impl Collection {
             out.stats.push((array.to_owned(), column));
         }
         Ok(out)
+    }
+}
+
+/// How to write a collection: where (the backend's configuration), how
+/// datasets are mapped, and how blocks are compressed.
+#[derive(Debug, Clone, Default)]
+pub struct WriteRequest {
+    /// OpenDAL configuration keys of the backend and their values.
+    pub storage: Vec<(String, String)>,
+    /// Unsigned requests, no credentials loaded.
+    pub anonymous: bool,
+    /// `cf` (what `atlas create` builds) or `raw` (as stored).
+    pub decode: String,
+    /// `zstd`, `lz4` or `none`.
+    pub codec: String,
+    /// zstd level (None: the library's default).
+    pub zstd_level: Option<i32>,
+    /// Stored chunk shape per array name; others are stored whole.
+    pub chunks: BTreeMap<String, Vec<u64>>,
+    /// Datasets compressing at once (at least 1).
+    pub jobs: usize,
+    /// Leave out variables of types Atlas cannot store instead of failing.
+    pub skip_unsupported: bool,
+}
+
+impl WriteRequest {
+    fn ingest_options(&self) -> Result<IngestOptions> {
+        let decode = match self.decode.as_str() {
+            "cf" => Decode::Cf,
+            "raw" => Decode::Raw,
+            other => {
+                return Err(CoreError::invalid(format!(
+                    "decode must be 'cf' or 'raw', not {other:?}"
+                )));
+            }
+        };
+        Ok(IngestOptions::default()
+            .with_decode(decode)
+            .with_chunks(self.chunks.clone())
+            .with_jobs(self.jobs)
+            .with_skip_unsupported(self.skip_unsupported))
+    }
+
+    fn writer_config(&self) -> Result<WriterConfig> {
+        let codec = match self.codec.as_str() {
+            "zstd" => Codec::Zstd,
+            "lz4" => Codec::Lz4,
+            "none" => Codec::Uncompressed,
+            other => {
+                return Err(CoreError::invalid(format!(
+                    "codec must be 'zstd', 'lz4' or 'none', not {other:?}"
+                )));
+            }
+        };
+        let mut config = WriterConfig::default().codec(codec);
+        if let Some(level) = self.zstd_level {
+            config.zstd_level = level;
+        }
+        Ok(config)
+    }
+}
+
+/// What a finished write made: dataset names in ordinal order, container
+/// size, variables left out (`dataset/variable: type`) and the mapping's notes.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Written {
+    /// Dataset names in ordinal order.
+    pub datasets: Vec<String>,
+    /// Bytes of `data.atlas`.
+    pub container_bytes: u64,
+    /// `(dataset, variable, type)` of each variable left out.
+    pub skipped: Vec<(String, String, String)>,
+    /// Choices the mapping made (`dataset: message`).
+    pub notes: Vec<String>,
+}
+
+/// A collection being written through atlas-netcdf's [`Feed`]: the mapping
+/// and sink `atlas create` uses. Nothing is visible before [`Writer::finish`].
+#[derive(Debug)]
+pub struct Writer {
+    feed: Mutex<Option<Feed>>,
+}
+
+/// Starts writing a collection at `location` (which must not hold one yet).
+pub async fn create(location: &str, request: &WriteRequest) -> Result<Writer> {
+    let options = request.ingest_options()?;
+    let config = request.writer_config()?;
+    let storage = request
+        .storage
+        .iter()
+        .fold(StorageOptions::new(), |o, (k, v)| o.set(k, v))
+        .anonymous(request.anonymous);
+    let writer = AtlasWriter::create_url(location, &storage, config).await?;
+    Ok(Writer {
+        feed: Mutex::new(Some(Feed::new(writer, options))),
+    })
+}
+
+impl Writer {
+    fn take(&self) -> Result<Feed> {
+        self.feed
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take()
+            .ok_or_else(|| {
+                CoreError::invalid("this writer is finished, aborted or busy in another thread")
+            })
+    }
+
+    /// Maps `stored` (converted from Python beforehand) and adds it as dataset `name`.
+    pub async fn add(&self, name: &str, stored: StoredFile) -> Result<()> {
+        let mut feed = self.take()?;
+        let result = feed.add(name, &stored).await;
+        *self.feed.lock().unwrap_or_else(|e| e.into_inner()) = Some(feed);
+        Ok(result?)
+    }
+
+    /// Commits the collection.
+    pub async fn finish(&self) -> Result<Written> {
+        let report = self.take()?.finish().await?;
+        Ok(Written {
+            datasets: report.written,
+            container_bytes: report.summary.container_bytes,
+            skipped: report
+                .skipped_variables
+                .into_iter()
+                .map(|s| (s.dataset, s.variable, s.dtype))
+                .collect(),
+            notes: report.notes,
+        })
+    }
+
+    /// Drops everything added: nothing is written at the destination.
+    pub fn abort(&self) {
+        drop(self.feed.lock().unwrap_or_else(|e| e.into_inner()).take());
     }
 }

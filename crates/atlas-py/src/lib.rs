@@ -1,10 +1,13 @@
 //! `atlasds._native`: the extension module under the `atlasds` Python package.
 //!
-//! One class, `_Collection`, over an open collection, and three functions. The
-//! Python package (`python/atlasds`) wraps them in the public, typed API:
-//! indexing, pickling, DataFrames, the xarray backend. Every call that does I/O
-//! releases the GIL and runs on the module's tokio runtime (see [`core`]).
+//! Two classes, `_Collection` over an open collection and `_Writer` over one
+//! being written, and four functions. The Python package (`python/atlasds`)
+//! wraps them in the public, typed API: indexing, pickling, DataFrames, the
+//! xarray backend, `atlasds.write`. Every call that does I/O releases the GIL
+//! and runs on the module's tokio runtime (see [`core`]); what a write hands
+//! over is converted to Rust values first, under the GIL (see [`stored`]).
 
+use std::collections::BTreeMap;
 use std::future::Future;
 
 use pyo3::IntoPyObjectExt;
@@ -13,6 +16,7 @@ use pyo3::types::PyDict;
 
 mod convert;
 mod core;
+mod stored;
 
 /// Runs the future `make` builds on the module's runtime with the GIL released.
 fn run<T, Fut>(py: Python<'_>, make: impl FnOnce() -> Fut + Send) -> PyResult<T>
@@ -86,16 +90,22 @@ impl PyCollection {
         array: &str,
     ) -> PyResult<Bound<'py, PyAny>> {
         let layout = run(py, || self.inner.layout(dataset, array))?;
-        let out = PyDict::new(py);
-        out.set_item("dtype", layout.dtype)?;
-        out.set_item("shape", layout.shape)?;
-        out.set_item("chunk_shape", layout.chunk_shape)?;
-        out.set_item("dims", layout.dims)?;
-        match &layout.fill {
-            Some(fill) => out.set_item("fill", convert::scalar(py, fill)?)?,
-            None => out.set_item("fill", py.None())?,
+        convert::layout(py, layout)
+    }
+
+    /// `(attrs, [(array, layout, array_attrs)])` of one dataset in one call
+    /// (attributes as `attrs` gives them, layouts as `layout` does).
+    fn describe<'py>(&self, py: Python<'py>, dataset: &str) -> PyResult<Bound<'py, PyAny>> {
+        let described = run(py, || self.inner.describe(dataset))?;
+        let mut arrays = Vec::with_capacity(described.arrays.len());
+        for (name, layout, attrs) in described.arrays {
+            arrays.push((
+                name,
+                convert::layout(py, layout)?,
+                convert::attrs(py, &attrs)?,
+            ));
         }
-        Ok(out.into_any())
+        (convert::attrs(py, &described.attrs)?, arrays).into_bound_py_any(py)
     }
 
     /// Reads a region (`start`, `shape`; both empty for everything) as a numpy array.
@@ -247,6 +257,81 @@ fn open(
     Ok(PyCollection { inner })
 }
 
+/// A collection being written (the Python package's `atlasds.write` drives it).
+#[pyclass(name = "_Writer", module = "atlasds._native", frozen)]
+struct PyWriter {
+    inner: core::Writer,
+}
+
+#[pymethods]
+impl PyWriter {
+    /// Adds dataset `name` from its stored form (see the `stored` module):
+    /// converted under the GIL, then mapped and written with the GIL released.
+    fn add(&self, py: Python<'_>, name: &str, groups: &Bound<'_, PyAny>) -> PyResult<()> {
+        let file = stored::file(groups)?;
+        run(py, || self.inner.add(name, file))
+    }
+
+    /// Commits the collection; returns `(datasets, container_bytes, skipped, notes)`.
+    fn finish<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let written = run(py, || self.inner.finish())?;
+        (
+            written.datasets,
+            written.container_bytes,
+            written.skipped,
+            written.notes,
+        )
+            .into_bound_py_any(py)
+    }
+
+    /// Drops everything added; nothing appears at the destination.
+    fn abort(&self) {
+        self.inner.abort();
+    }
+}
+
+/// Starts a collection at a path or URL that holds none yet. `decode` is `cf`
+/// or `raw`, `codec` `zstd`, `lz4` or `none`; `chunks` maps array names to
+/// stored chunk shapes; `jobs` datasets compress at once.
+#[pyfunction]
+#[pyo3(signature = (
+    location,
+    storage=Vec::new(),
+    anonymous=false,
+    decode="cf".to_owned(),
+    codec="zstd".to_owned(),
+    zstd_level=None,
+    chunks=BTreeMap::new(),
+    jobs=1,
+    skip_unsupported=false,
+))]
+#[allow(clippy::too_many_arguments)]
+fn create(
+    py: Python<'_>,
+    location: &str,
+    storage: Vec<(String, String)>,
+    anonymous: bool,
+    decode: String,
+    codec: String,
+    zstd_level: Option<i32>,
+    chunks: BTreeMap<String, Vec<u64>>,
+    jobs: usize,
+    skip_unsupported: bool,
+) -> PyResult<PyWriter> {
+    let request = core::WriteRequest {
+        storage,
+        anonymous,
+        decode,
+        codec,
+        zstd_level,
+        chunks,
+        jobs: jobs.max(1),
+        skip_unsupported,
+    };
+    let inner = run(py, || core::create(location, &request))?;
+    Ok(PyWriter { inner })
+}
+
 /// How many collections this process has opened (cache hits excluded).
 #[pyfunction]
 fn open_count() -> u64 {
@@ -263,7 +348,9 @@ fn clear_cache() {
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyCollection>()?;
+    m.add_class::<PyWriter>()?;
     m.add_function(wrap_pyfunction!(open, m)?)?;
+    m.add_function(wrap_pyfunction!(create, m)?)?;
     m.add_function(wrap_pyfunction!(open_count, m)?)?;
     m.add_function(wrap_pyfunction!(clear_cache, m)?)?;
     Ok(())

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -51,11 +53,32 @@ def test_timestamps_are_datetime64_ns_with_nat_for_the_fill(every):
     assert np.isnat(t[3])
 
 
-def test_strings_and_binary_are_object_arrays(every):
+def test_strings_read_as_stringdtype_on_numpy_2_and_binary_as_object_arrays(every):
+    assert atlasds.HAS_STRINGDTYPE == (np.lib.NumpyVersion(np.__version__) >= "2.0.0")
     labels = every.read("label")
-    assert labels.dtype == object and labels.tolist() == ["a", "é ü", ""]
+    want = np.dtypes.StringDType() if atlasds.HAS_STRINGDTYPE else np.dtype(object)
+    assert labels.dtype == want and labels.tolist() == ["a", "é ü", ""]
     blobs = every.read("blob")
     assert blobs.dtype == object and blobs.tolist() == [b"\x00\xff", b"", b"\x07"]
+    assert every.read("blob", strings="stringdtype").dtype == object, "binary is never text"
+
+
+def test_strings_can_be_asked_for_as_object_or_stringdtype(every):
+    objects = every.read("label", strings="object")
+    assert objects.dtype == object and objects.tolist() == ["a", "é ü", ""]
+    assert all(type(s) is str for s in objects)
+    if atlasds.HAS_STRINGDTYPE:
+        typed = every.read("label", slice(1, 3), strings="stringdtype")
+        assert typed.dtype == np.dtypes.StringDType() and typed.tolist() == ["é ü", ""]
+    # An empty region has no element to tell strings from bytes: the layout does.
+    want = np.dtypes.StringDType() if atlasds.HAS_STRINGDTYPE else np.dtype(object)
+    assert every.read("label", slice(0, 0)).dtype == want
+    assert every.read("blob", slice(0, 0)).dtype == object
+
+
+def test_an_unknown_strings_choice_is_an_invalid_argument(every):
+    with pytest.raises(atlasds.InvalidArgument):
+        every.read("label", strings="bytes")
 
 
 def test_a_numeric_read_is_a_writeable_c_contiguous_array(every):
@@ -113,3 +136,22 @@ def test_a_region_numpy_basic_indexing_cannot_express_is_invalid(every, region):
 def test_a_region_of_a_string_array_reads_only_those_elements(every):
     assert every.read("label", slice(1, 3)).tolist() == ["é ü", ""]
     assert every.read("label", 0).tolist() == "a"
+
+
+def test_describe_gives_in_one_call_what_attrs_layout_and_array_attrs_give(kinds):
+    c = atlasds.Collection.open(kinds)
+    for name in c:
+        ds = c[name]
+        attrs, arrays = ds.describe()
+        assert list(attrs.items()) == list(ds.attrs.items())
+        assert list(arrays) == ds.arrays
+        for array, (layout, array_attrs) in arrays.items():
+            alone = ds.layout(array)
+            assert dataclasses.replace(layout, fill=None) == dataclasses.replace(alone, fill=None)
+            nan = isinstance(alone.fill, float) and np.isnan(alone.fill)
+            assert (nan and np.isnan(layout.fill)) or layout.fill == alone.fill
+            alone_attrs = ds.array_attrs(array)
+            assert list(array_attrs) == list(alone_attrs)
+            for key, value in array_attrs.items():
+                np.testing.assert_array_equal(value, alone_attrs[key])
+                assert type(value) is type(alone_attrs[key])

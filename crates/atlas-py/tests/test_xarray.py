@@ -17,9 +17,9 @@ def reads(monkeypatch):
     seen: list[tuple[str, str, object]] = []
     original = Dataset.read
 
-    def recording(self, array, region=None):
+    def recording(self, array, region=None, **options):
         seen.append((self.name, array, region))
-        return original(self, array, region)
+        return original(self, array, region, **options)
 
     monkeypatch.setattr(Dataset, "read", recording)
     return seen
@@ -92,3 +92,24 @@ def test_the_datatree_has_one_node_per_live_dataset_and_reads_no_values(reads):
     assert reads == []
     node = xr.open_datatree(fixture("deleted"), engine="atlas", mask_and_scale=False)["d00"].to_dataset()
     assert node["v"].values.tolist() == atlasds.Collection.open(fixture("deleted"))["d00"].read("v").tolist()
+
+
+def test_storage_options_reach_the_collection_for_datasets_and_datatrees():
+    url = f"file://{fixture('small')}"
+    options = {"anonymous": True, "region": "x"}
+    ds = xr.open_dataset(url, engine="atlas", group="jan_2024", storage_options=options)
+    local = xr.open_dataset(fixture("small"), engine="atlas", group="jan_2024", storage_options={})
+    xr.testing.assert_identical(ds.load(), local.load())
+    tree = xr.open_datatree(url, engine="atlas", storage_options=options)
+    assert sorted(tree.children) == sorted(atlasds.Collection.open(fixture("small")))
+    # A value the options parser refuses proves the options are not dropped on the way.
+    with pytest.raises(atlasds.InvalidArgument):
+        xr.open_dataset(url, engine="atlas", group="jan_2024", storage_options={"anonymous": "yes"})
+    with pytest.raises(atlasds.InvalidArgument):
+        xr.open_datatree(url, engine="atlas", storage_options={"anonymous": "yes"})
+
+
+def test_strings_reach_xarray_as_object_arrays(kinds):
+    ds = xr.open_dataset(kinds, engine="atlas", group="every_dtype")
+    assert ds["label"].dtype == object
+    assert [type(v) for v in ds["label"].values] == [str, str, str]

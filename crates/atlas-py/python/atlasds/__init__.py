@@ -1,4 +1,4 @@
-"""atlasds: read Atlas v8 collections from Python.
+"""atlasds: read and write Atlas v8 collections from Python.
 
 - `Collection.open(path_or_url, storage_options)`: the collection as a mapping of live dataset names to
   `Dataset` handles; `Dataset.read(array, region)` gives numpy arrays.
@@ -7,6 +7,8 @@
   `xarray.open_datatree(path, engine="atlas")`: lazily loaded xarray objects.
 - `open_mfdataarray(path, variable)`: one variable of many datasets as one
   dask-backed DataArray along a new dimension.
+- `write(path_or_url, {name: xarray.Dataset})`: a new collection, mapped as
+  `atlas create` maps NetCDF files.
 
 Handles pickle by location, so all of it runs on dask.distributed.
 """
@@ -16,6 +18,7 @@ from __future__ import annotations
 from importlib.metadata import PackageNotFoundError, version
 
 from ._collection import (
+    HAS_STRINGDTYPE,
     ArrayLayout,
     ArrayStats,
     Collection,
@@ -32,6 +35,7 @@ from ._errors import (
     StorageError,
 )
 from ._multi import open_mfdataarray
+from ._write import WriteResult, write
 
 try:
     __version__ = version("atlasds")
@@ -39,6 +43,7 @@ except PackageNotFoundError:  # running from a source tree
     __version__ = "0+unknown"
 
 __all__ = [
+    "HAS_STRINGDTYPE",
     "ArrayLayout",
     "ArrayStats",
     "AtlasError",
@@ -51,5 +56,7 @@ __all__ = [
     "NotFound",
     "StorageError",
     "VerifyResult",
+    "WriteResult",
     "open_mfdataarray",
+    "write",
 ]

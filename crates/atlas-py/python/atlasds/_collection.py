@@ -22,6 +22,8 @@ if TYPE_CHECKING:
     import pyarrow
 
 __all__ = [
+    "HAS_STRINGDTYPE",
+    "Strings",
     "ArrayLayout",
     "ArrayStats",
     "Collection",
@@ -37,13 +39,40 @@ _NUMERIC = {
 }  # fmt: skip
 
 
-def numpy_dtype(atlas_dtype: str) -> np.dtype:
-    """The numpy dtype `Dataset.read` returns for an Atlas dtype name."""
+Strings = Literal["auto", "object", "stringdtype"]
+"""How `Dataset.read` returns string arrays: `stringdtype` is numpy's
+variable-width `StringDType` (numpy >= 2), `object` an array of `str`, and
+`auto` the first when numpy has it."""
+
+HAS_STRINGDTYPE = hasattr(np.dtypes, "StringDType")
+"""Whether this numpy has `StringDType` (numpy >= 2)."""
+
+
+def _string_dtype(strings: Strings) -> np.dtype:
+    """The numpy dtype string arrays are returned as."""
+    if strings == "object" or (strings == "auto" and not HAS_STRINGDTYPE):
+        return np.dtype(object)
+    if strings in ("auto", "stringdtype"):
+        if not HAS_STRINGDTYPE:
+            raise InvalidArgument(
+                f"strings='stringdtype' needs numpy >= 2 (this is numpy {np.__version__})"
+            )
+        return np.dtype(np.dtypes.StringDType())
+    raise InvalidArgument(
+        f"strings must be 'auto', 'object' or 'stringdtype', not {strings!r}"
+    )
+
+
+def numpy_dtype(atlas_dtype: str, strings: Strings = "object") -> np.dtype:
+    """The numpy dtype `Dataset.read` returns for an Atlas dtype name
+    (`strings` as `Dataset.read` takes it; `object` unless asked)."""
     if atlas_dtype in _NUMERIC or atlas_dtype == "bool":
         return np.dtype(atlas_dtype)
     if atlas_dtype == "timestamp_ns":
         return np.dtype("datetime64[ns]")
-    if atlas_dtype in ("string", "binary"):
+    if atlas_dtype == "string":
+        return _string_dtype(strings)
+    if atlas_dtype == "binary":
         return np.dtype(object)
     raise InvalidArgument(f"dtype {atlas_dtype} has no numpy mapping yet")
 
@@ -86,6 +115,17 @@ class ArrayLayout:
     dims: tuple[str, ...]
     fill: Any
     """Value of unwritten elements, or None when the writer gave none."""
+
+    @classmethod
+    def _from(cls, raw: dict[str, Any]) -> ArrayLayout:
+        return cls(
+            dtype=numpy_dtype(raw["dtype"]),
+            atlas_dtype=raw["dtype"],
+            shape=tuple(raw["shape"]),
+            chunk_shape=tuple(raw["chunk_shape"]),
+            dims=tuple(raw["dims"]),
+            fill=raw["fill"],
+        )
 
 
 @dataclass(frozen=True)
@@ -428,32 +468,46 @@ class Dataset:
 
     def layout(self, array: str) -> ArrayLayout:
         """Dtype, shape, chunking, dimension names and fill value of `array`."""
-        raw = self._collection._native.layout(self._name, array)
-        return ArrayLayout(
-            dtype=numpy_dtype(raw["dtype"]),
-            atlas_dtype=raw["dtype"],
-            shape=tuple(raw["shape"]),
-            chunk_shape=tuple(raw["chunk_shape"]),
-            dims=tuple(raw["dims"]),
-            fill=raw["fill"],
-        )
+        return ArrayLayout._from(self._collection._native.layout(self._name, array))
 
-    def read(self, array: str, region: Any = None) -> np.ndarray:
+    def describe(self) -> tuple[dict[str, Any], dict[str, tuple[ArrayLayout, dict[str, Any]]]]:
+        """Dataset attributes and, per array in declaration order, its layout
+        and attributes, in one call (what an xarray node needs)."""
+        attrs, arrays = self._collection._native.describe(self._name)
+        return _attrs(attrs), {
+            name: (ArrayLayout._from(layout), _attrs(array_attrs))
+            for name, layout, array_attrs in arrays
+        }
+
+    def read(self, array: str, region: Any = None, *, strings: Strings = "auto") -> np.ndarray:
         """The values of `array`, or of the region numpy basic indexing names
         (ints, slices with step 1, `...`), as a numpy array of the stored dtype.
 
-        Timestamps come as `datetime64[ns]` with NaT where unwritten, strings
-        and binary as object arrays. Unwritten elements of other arrays hold the
-        fill value (see `layout`).
+        Timestamps come as `datetime64[ns]` with NaT where unwritten, binary as
+        an object array of `bytes`. Strings come as numpy's `StringDType` when
+        numpy has it (numpy >= 2) and as an object array of `str` otherwise;
+        `strings="object"` or `"stringdtype"` asks for one of them (the second
+        fails with `InvalidArgument` on numpy 1). Unwritten elements of other
+        arrays hold the fill value (see `layout`).
         """
+        wanted = _string_dtype(strings)
         native = self._collection._native
         if region is None:
-            return native.read(self._name, array, [], [])
-        shape = native.layout(self._name, array)["shape"]
-        start, extent, kept = _region(region, shape)
-        values = native.read(self._name, array, start, extent)
-        if len(kept) != len(extent):
-            values = values.reshape([extent[axis] for axis in kept])
+            values = native.read(self._name, array, [], [])
+        else:
+            shape = native.layout(self._name, array)["shape"]
+            start, extent, kept = _region(region, shape)
+            values = native.read(self._name, array, start, extent)
+            if len(kept) != len(extent):
+                values = values.reshape([extent[axis] for axis in kept])
+        if values.dtype == object and wanted != values.dtype:
+            # Strings and binary both arrive as objects; an empty array says which by its layout.
+            if values.size:
+                text = isinstance(next(iter(values.flat)), str)
+            else:
+                text = native.layout(self._name, array)["dtype"] == "string"
+            if text:
+                values = values.astype(wanted)
         return values
 
     def stats(self, array: str) -> ArrayStats | None:

@@ -45,7 +45,7 @@ def _read_padded(
 ) -> np.ndarray:
     """The variable of one dataset, fill values masked, padded to `shape`."""
     layout = handle.layout(variable)
-    values = handle.read(variable)
+    values = handle.read(variable, strings="object")
     if layout.fill is not None and values.dtype.kind in "iuf":
         mask = values == layout.fill
         values = values.astype(dtype, copy=values.dtype != dtype)

@@ -1,7 +1,7 @@
 """The xarray backend, registered as ``engine="atlas"``.
 
-``xr.open_dataset(path, engine="atlas", group=NAME)`` opens one dataset of a
-collection lazily: each variable is a `BackendArray` that reads only the
+``xr.open_dataset(path_or_url, engine="atlas", group=NAME, storage_options={...})``
+opens one dataset of a collection lazily: each variable is a `BackendArray` that reads only the
 region asked for. ``xr.open_datatree(path, engine="atlas")`` gives one node per
 live dataset and reads no array bytes. Fill values travel as ``_FillValue`` so
 xarray's CF decoding masks them; timestamps arrive as ``datetime64[ns]`` with
@@ -20,7 +20,7 @@ import xarray as xr
 from xarray.backends import BackendArray, BackendEntrypoint
 from xarray.core import indexing
 
-from ._collection import Collection, Dataset, numpy_dtype
+from ._collection import ArrayLayout, Collection, Dataset
 from ._errors import InvalidArgument
 
 __all__ = ["AtlasBackendArray", "AtlasBackendEntrypoint", "COORDS_ATTRIBUTE"]
@@ -64,7 +64,8 @@ class AtlasBackendArray(BackendArray):
                     strides.append(slice(None, None, step))
             else:
                 contiguous.append(k)
-        values = self.dataset.read(self.array, tuple(contiguous))
+        # xarray's convention for text is an object array of str.
+        values = self.dataset.read(self.array, tuple(contiguous), strings="object")
         if any(s != slice(None) for s in strides):
             values = values[tuple(strides)]
         return values
@@ -76,9 +77,9 @@ def _dims(array: str, dims: tuple[str, ...], rank: int) -> tuple[str, ...]:
     return tuple(f"{array}_dim_{i}" for i in range(rank))
 
 
-def _variable(handle: Dataset, array: str) -> xr.Variable:
-    layout = handle.layout(array)
-    attrs = handle.array_attrs(array)
+def _variable(
+    handle: Dataset, array: str, layout: ArrayLayout, attrs: dict[str, Any]
+) -> xr.Variable:
     encoding: dict[str, Any] = {}
     dims = _dims(array, layout.dims, len(layout.shape))
     if layout.chunk_shape and len(layout.chunk_shape) == len(dims):
@@ -90,7 +91,7 @@ def _variable(handle: Dataset, array: str) -> xr.Variable:
                 encoding[key] = attrs.pop(key)
     elif layout.fill is not None and layout.dtype.kind in "iuf":
         attrs["_FillValue"] = layout.dtype.type(layout.fill)
-    backend = AtlasBackendArray(handle, array, layout.shape, numpy_dtype(layout.atlas_dtype))
+    backend = AtlasBackendArray(handle, array, layout.shape, layout.dtype)
     data = indexing.LazilyIndexedArray(backend)
     return xr.Variable(dims, data, attrs=attrs, encoding=encoding)
 
@@ -112,21 +113,30 @@ def _open_one(
     handle: Dataset, drop_variables: Iterable[str] | None, decoders: dict[str, Any]
 ) -> xr.Dataset:
     drop = {drop_variables} if isinstance(drop_variables, str) else set(drop_variables or ())
-    variables = {a: _variable(handle, a) for a in handle.arrays if a not in drop}
-    attrs = handle.attrs
+    attrs, arrays = handle.describe()  # one call for every layout and attribute
+    variables = {
+        a: _variable(handle, a, layout, array_attrs)
+        for a, (layout, array_attrs) in arrays.items()
+        if a not in drop
+    }
     coords = _coords(attrs)
     variables, attrs, coord_names = xr.conventions.decode_cf_variables(
         variables, attrs, **decoders
     )
-    ds = xr.Dataset(variables, attrs=attrs)
-    return ds.set_coords([c for c in {*coord_names, *coords} if c in ds.variables])
+    # One construction with the coordinates named (set_coords would copy it again).
+    coord_set = {*coord_names, *coords}
+    return xr.Dataset(
+        {k: v for k, v in variables.items() if k not in coord_set},
+        coords={k: v for k, v in variables.items() if k in coord_set},
+        attrs=attrs,
+    )
 
 
-def _collection(filename_or_obj: Any) -> Collection:
+def _collection(filename_or_obj: Any, storage_options: dict[str, Any] | None) -> Collection:
     if isinstance(filename_or_obj, Collection):
         return filename_or_obj
     if isinstance(filename_or_obj, (str, os.PathLike)):
-        return Collection.open(filename_or_obj, cache=True)
+        return Collection.open(filename_or_obj, storage_options, cache=True)
     raise InvalidArgument(
         f"the atlas engine opens a path or an atlasds.Collection, not {type(filename_or_obj).__name__}"
     )
@@ -152,7 +162,13 @@ class AtlasBackendEntrypoint(BackendEntrypoint):
 
     description = "Atlas v8 collections (thousands of datasets in one container) via atlasds"
     url = "https://example.invalid/atlas"
-    open_dataset_parameters = ("filename_or_obj", "drop_variables", "group", *_DECODERS)
+    open_dataset_parameters = (
+        "filename_or_obj",
+        "drop_variables",
+        "group",
+        "storage_options",
+        *_DECODERS,
+    )
     supports_groups = True
 
     def guess_can_open(self, filename_or_obj: Any) -> bool:
@@ -171,6 +187,7 @@ class AtlasBackendEntrypoint(BackendEntrypoint):
         *,
         drop_variables: str | Iterable[str] | None = None,
         group: str | None = None,
+        storage_options: dict[str, Any] | None = None,
         mask_and_scale: bool = True,
         decode_times: bool = True,
         concat_characters: bool = True,
@@ -178,7 +195,7 @@ class AtlasBackendEntrypoint(BackendEntrypoint):
         use_cftime: bool | None = None,
         decode_timedelta: bool | None = None,
     ) -> xr.Dataset:
-        collection = _collection(filename_or_obj)
+        collection = _collection(filename_or_obj, storage_options)
         if group is None:
             if len(collection) != 1:
                 raise InvalidArgument(
@@ -201,9 +218,10 @@ class AtlasBackendEntrypoint(BackendEntrypoint):
         filename_or_obj: Any,
         *,
         drop_variables: str | Iterable[str] | None = None,
+        storage_options: dict[str, Any] | None = None,
         **decoders: Any,
     ) -> dict[str, xr.Dataset]:
-        collection = _collection(filename_or_obj)
+        collection = _collection(filename_or_obj, storage_options)
         decoders = {k: v for k, v in decoders.items() if k in _DECODERS}
         groups: dict[str, xr.Dataset] = {"/": xr.Dataset()}
         for name in collection:
@@ -217,9 +235,18 @@ class AtlasBackendEntrypoint(BackendEntrypoint):
         filename_or_obj: Any,
         *,
         drop_variables: str | Iterable[str] | None = None,
+        storage_options: dict[str, Any] | None = None,
         **decoders: Any,
     ) -> xr.DataTree:
-        groups = self.open_groups_as_dict(
-            filename_or_obj, drop_variables=drop_variables, **decoders
+        collection = _collection(filename_or_obj, storage_options)
+        decoders = {k: v for k, v in decoders.items() if k in _DECODERS}
+        # Children handed over at once: no path parsing or per-insertion copy
+        # of the growing root, which is what DataTree.from_dict spends its time on.
+        return xr.DataTree(
+            children={
+                _node_name(name): xr.DataTree(
+                    _open_one(Dataset(collection, name), drop_variables, decoders)
+                )
+                for name in collection
+            }
         )
-        return xr.DataTree.from_dict(groups)

@@ -1,0 +1,264 @@
+"""Writing: `atlasds.write(destination, {name: xarray.Dataset})`.
+
+Each dataset is handed to the Rust side in its *stored* form, the raw
+variables and attributes a NetCDF file holds, which is what
+``xr.open_dataset(f, decode_cf=False, mask_and_scale=False, decode_times=False)``
+gives. The Rust side then applies exactly the mapping `atlas create` applies to
+files (`decode="cf"`: xarray's CF decoding as atlas-python stores it;
+`decode="raw"`: as stored), so a collection written from Python equals the one
+the CLI builds from the same files.
+
+In-memory datasets work too: their values are taken as stored (NaN stays NaN,
+`datetime64` stays a timestamp), booleans become int8 with ``dtype = "bool"``
+as xarray writes them to NetCDF, and non-index coordinates are named in the
+``coordinates`` attribute as NetCDF files name them.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Iterable, Literal, Mapping, Union
+
+import numpy as np
+
+from . import _native
+from ._collection import _location, _storage
+from ._errors import InvalidArgument
+
+if TYPE_CHECKING:
+    import xarray as xr
+
+__all__ = ["WriteResult", "write"]
+
+_NUMERIC = {
+    "int8", "int16", "int32", "int64",
+    "uint8", "uint16", "uint32", "uint64",
+    "float32", "float64",
+}  # fmt: skip
+
+
+@dataclass(frozen=True)
+class WriteResult:
+    """What `write` made."""
+
+    datasets: list[str]
+    """Dataset names in ordinal order."""
+    container_bytes: int
+    """Bytes of `data.atlas`."""
+    skipped: list[tuple[str, str, str]]
+    """`(dataset, variable, type)` of each variable left out (`skip_unsupported=True`)."""
+    notes: list[str]
+    """Choices the mapping made that you should know (`dataset: message`)."""
+
+
+def _numeric(values: np.ndarray) -> tuple[str, np.ndarray] | None:
+    """A numeric array as (kind, contiguous native 1-D array), or None."""
+    name = values.dtype.name
+    if values.dtype.kind not in "iuf" or name not in _NUMERIC:
+        return None
+    native = values.astype(values.dtype.newbyteorder("="), copy=False)
+    return name, np.ascontiguousarray(native).reshape(-1)
+
+
+def _text(value: Any, what: str) -> str:
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "replace")
+    if isinstance(value, str):
+        return value
+    raise InvalidArgument(f"{what}: {value!r} is not text")
+
+
+def _attr(key: Any, value: Any, owner: str) -> tuple[str, str, Any]:
+    """One attribute as (name, kind, value): the types netCDF4 hands xarray."""
+    if not isinstance(key, str):
+        raise InvalidArgument(f"attribute names of {owner} must be strings, got {key!r}")
+    what = f"attribute {key!r} of {owner}"
+    if isinstance(value, (str, bytes, np.str_, np.bytes_)):
+        return key, "chars", _text(value.item() if isinstance(value, np.generic) else value, what)
+    if isinstance(value, (bool, np.bool_)):
+        return key, "int8", np.array([int(value)], dtype=np.int8)
+    if isinstance(value, int):
+        dtype = np.int64 if -(2**63) <= value < 2**63 else np.uint64
+        try:
+            return key, np.dtype(dtype).name, np.array([value], dtype=dtype)
+        except OverflowError:
+            raise InvalidArgument(f"{what}: {value} does not fit 64 bits") from None
+    if isinstance(value, float):
+        return key, "float64", np.array([value], dtype=np.float64)
+    if isinstance(value, (list, tuple)) and value and all(
+        isinstance(v, (str, np.str_)) for v in value
+    ):
+        return key, "strings", [str(v) for v in value]
+    array = np.asarray(value) if isinstance(value, (list, tuple, np.ndarray, np.generic)) else None
+    if array is not None:
+        if array.dtype.kind == "b":
+            return key, "int8", array.astype(np.int8).reshape(-1)
+        numeric = _numeric(array)
+        if numeric is not None:
+            return key, numeric[0], numeric[1]
+        if array.dtype.kind in "USOT":
+            items = [_text(v, what) for v in array.reshape(-1).tolist()]
+            if array.ndim == 0:
+                return key, "chars", items[0]
+            return key, "strings", items
+    raise InvalidArgument(
+        f"{what}: a {type(value).__name__} cannot be stored "
+        "(text, numbers, booleans or 1-D lists/arrays of them)"
+    )
+
+
+def _attrs(attrs: Mapping[Any, Any], owner: str) -> list[tuple[str, str, Any]]:
+    return [_attr(k, v, owner) for k, v in attrs.items()]
+
+
+def _variable(name: Any, var: xr.Variable) -> tuple[Any, ...]:
+    if not isinstance(name, str):
+        raise InvalidArgument(f"variable names must be strings, got {name!r}")
+    what = f"variable {name!r}"
+    dims = list(var.dims)
+    if not all(isinstance(d, str) for d in dims):
+        raise InvalidArgument(f"{what}: dimension names must be strings, got {var.dims!r}")
+    attrs = _attrs(var.attrs, what)
+    values = np.asarray(var.values)
+    shape = [int(n) for n in values.shape]
+    kind = values.dtype.kind
+    numeric = _numeric(values)
+    if numeric is not None:
+        return name, dims, shape, numeric[0], numeric[1], attrs
+    if kind == "b":
+        # What xarray writes to NetCDF for a bool variable (its BooleanCoder).
+        attrs.append(("dtype", "chars", "bool"))
+        data = np.ascontiguousarray(values.astype(np.int8)).reshape(-1)
+        return name, dims, shape, "int8", data, attrs
+    if kind == "M":
+        stamps = values.astype("datetime64[ns]").view(np.int64)
+        return name, dims, shape, "timestamp_ns", np.ascontiguousarray(stamps).reshape(-1), attrs
+    if kind == "S" and values.dtype.itemsize == 1:
+        # NetCDF char data: one byte per element, strings along the last axis.
+        return name, dims, shape, "chars", np.ascontiguousarray(values).tobytes(), attrs
+    if kind in "SUOT":
+        items = values.reshape(-1).tolist()
+        if kind == "O" and not all(isinstance(v, (str, bytes)) for v in items):
+            odd = next(v for v in items if not isinstance(v, (str, bytes)))
+            return name, dims, shape, "unsupported", f"object ({type(odd).__name__})", attrs
+        return name, dims, shape, "strings", [_text(v, what) for v in items], attrs
+    return name, dims, shape, "unsupported", str(values.dtype), attrs
+
+
+def _group(path: list[str], ds: xr.Dataset) -> tuple[list[str], list, list]:
+    owner = "the dataset" if not path else f"group {'/'.join(path)!r}"
+    attrs = _attrs(ds.attrs, owner)
+    # Non-index coordinates: NetCDF names them in a `coordinates` attribute.
+    extra = [str(c) for c in ds.coords if not (ds[c].dims == (c,))]
+    if extra:
+        at = next((i for i, a in enumerate(attrs) if a[0] == "coordinates"), None)
+        if at is None:
+            attrs.append(("coordinates", "chars", " ".join(extra)))
+        else:
+            named = attrs[at][2].split()
+            missing = [c for c in extra if c not in named]
+            if missing:
+                attrs[at] = ("coordinates", "chars", " ".join([*named, *missing]))
+    variables = [_variable(name, var) for name, var in ds.variables.items()]
+    return path, attrs, variables
+
+
+def _stored(value: Any, name: str) -> list[tuple[list[str], list, list]]:
+    """A Dataset (one root group) or DataTree (every node, depth first) in stored form."""
+    import xarray as xr
+
+    if isinstance(value, xr.Dataset):
+        return [_group([], value)]
+    if isinstance(value, xr.DataTree):
+        groups: list[tuple[list[str], list, list]] = []
+
+        def walk(node: xr.DataTree, path: list[str]) -> None:
+            groups.append(_group(path, node.to_dataset(inherit=False)))
+            for child_name, child in node.children.items():
+                walk(child, [*path, str(child_name)])
+
+        walk(value, [])
+        return groups
+    raise InvalidArgument(
+        f"dataset {name!r}: expected an xarray.Dataset or DataTree, got {type(value).__name__}"
+    )
+
+
+DatasetsArg = Union[Mapping[str, Any], Iterable[tuple[str, Any]]]
+
+
+def write(
+    destination: str | os.PathLike[str],
+    datasets: DatasetsArg,
+    *,
+    decode: Literal["cf", "raw"] = "cf",
+    codec: Literal["zstd", "lz4", "none"] = "zstd",
+    zstd_level: int | None = None,
+    chunks: Mapping[str, Iterable[int]] | None = None,
+    jobs: int = 1,
+    skip_unsupported: bool = False,
+    storage_options: Mapping[str, Any] | None = None,
+) -> WriteResult:
+    """Writes `datasets` (a mapping or iterable of `(name, xarray.Dataset)`)
+    as a new collection at `destination` (a path or URL that holds none yet).
+
+    Pass datasets as NetCDF files hold them, e.g. opened with
+    ``xr.open_dataset(f, decode_cf=False, mask_and_scale=False, decode_times=False)``:
+    `decode="cf"` then applies the mapping `atlas create --decode cf` applies to
+    the files (xarray's CF decoding), `decode="raw"` keeps them as stored. An
+    ``xarray.DataTree`` adds its sub-groups as `atlas create` does. Ordinals
+    follow the order given. `chunks` maps array names to stored chunk shapes;
+    `jobs` datasets compress at once; `storage_options` as for
+    `Collection.open`.
+
+    All or nothing: on any error (`InvalidArgument` for data that cannot be
+    stored, `StorageError` for the backend) nothing appears at `destination`.
+    """
+    if isinstance(jobs, bool) or not isinstance(jobs, (int, np.integer)) or jobs < 1:
+        raise InvalidArgument(f"jobs must be a positive integer, got {jobs!r}")
+    if zstd_level is not None and (
+        isinstance(zstd_level, bool) or not isinstance(zstd_level, (int, np.integer))
+    ):
+        raise InvalidArgument(f"zstd_level must be an integer, got {zstd_level!r}")
+    chunk_shapes: dict[str, list[int]] = {}
+    for key, shape in (chunks or {}).items():
+        try:
+            chunk_shapes[str(key)] = [int(n) for n in shape]
+        except (TypeError, ValueError):
+            raise InvalidArgument(f"chunks[{key!r}] must be a list of integers, got {shape!r}") from None
+        if any(n < 1 for n in chunk_shapes[str(key)]):
+            raise InvalidArgument(f"chunks[{key!r}] must be positive, got {shape!r}")
+    if isinstance(datasets, (str, bytes)) or not isinstance(datasets, (Mapping, Iterable)):
+        raise InvalidArgument(
+            "datasets must be a mapping or iterable of (name, xarray.Dataset) pairs"
+        )
+    items = datasets.items() if isinstance(datasets, Mapping) else datasets
+    pairs, anonymous = _storage(dict(storage_options) if storage_options else None)
+    writer = _native.create(
+        _location(destination),
+        pairs,
+        anonymous,
+        decode,
+        codec,
+        None if zstd_level is None else int(zstd_level),
+        chunk_shapes,
+        int(jobs),
+        bool(skip_unsupported),
+    )
+    try:
+        for item in items:
+            try:
+                name, value = item
+            except (TypeError, ValueError):
+                raise InvalidArgument(
+                    f"datasets must yield (name, xarray.Dataset) pairs, got {item!r}"
+                ) from None
+            if not isinstance(name, str):
+                raise InvalidArgument(f"dataset names must be strings, got {name!r}")
+            writer.add(name, _stored(value, name))
+        names, container_bytes, skipped, notes = writer.finish()
+    except BaseException:
+        writer.abort()
+        raise
+    return WriteResult(names, container_bytes, skipped, notes)

@@ -1,0 +1,138 @@
+//! The stored form of one dataset as `atlasds._write` hands it over (plain
+//! tuples, lists and contiguous numpy arrays) turned into atlas-netcdf's
+//! [`StoredFile`], under the GIL, before any I/O.
+//!
+//! The Python side has already chosen each value's kind (numpy dtype name,
+//! `timestamp_ns`, `chars`, `strings`, `unsupported`); this module only
+//! copies values out, so the mapping rules stay in atlas-netcdf.
+//!
+//! Shapes: `[(path, attrs, vars)]` per group, root first; an attribute is
+//! `(name, kind, value)`; a variable is `(name, dims, shape, kind, data, attrs)`.
+
+use atlas_netcdf::{
+    StoredAttr, StoredAttrValue, StoredData, StoredFile, StoredGroup, StoredVar, Values,
+};
+use numpy::PyReadonlyArray1;
+use pyo3::prelude::*;
+
+use crate::convert::py_err;
+use crate::core::CoreError;
+
+type AttrTuple<'py> = (String, String, Bound<'py, PyAny>);
+type VarTuple<'py> = (
+    String,
+    Vec<String>,
+    Vec<u64>,
+    String,
+    Bound<'py, PyAny>,
+    Vec<AttrTuple<'py>>,
+);
+type GroupTuple<'py> = (Vec<String>, Vec<AttrTuple<'py>>, Vec<VarTuple<'py>>);
+
+fn invalid(message: String) -> PyErr {
+    py_err(CoreError::invalid(message))
+}
+
+/// A 1-D numpy array of `T` as a vector (the Python side makes it contiguous).
+fn numbers<T: numpy::Element + Copy>(data: &Bound<'_, PyAny>, what: &str) -> PyResult<Vec<T>> {
+    let array: PyReadonlyArray1<'_, T> = data
+        .extract()
+        .map_err(|e| invalid(format!("{what}: not a 1-D numpy array of its kind ({e})")))?;
+    Ok(match array.as_slice() {
+        Ok(slice) => slice.to_vec(),
+        Err(_) => array.as_array().iter().copied().collect(),
+    })
+}
+
+/// Numbers of a numeric kind; `None` for other kinds.
+fn values(kind: &str, data: &Bound<'_, PyAny>, what: &str) -> PyResult<Option<Values>> {
+    Ok(Some(match kind {
+        "int8" => Values::Int8(numbers(data, what)?),
+        "int16" => Values::Int16(numbers(data, what)?),
+        "int32" => Values::Int32(numbers(data, what)?),
+        "int64" => Values::Int64(numbers(data, what)?),
+        "uint8" => Values::UInt8(numbers(data, what)?),
+        "uint16" => Values::UInt16(numbers(data, what)?),
+        "uint32" => Values::UInt32(numbers(data, what)?),
+        "uint64" => Values::UInt64(numbers(data, what)?),
+        "float32" => Values::Float32(numbers(data, what)?),
+        "float64" => Values::Float64(numbers(data, what)?),
+        "timestamp_ns" => Values::TimestampNs(numbers(data, what)?),
+        _ => return Ok(None),
+    }))
+}
+
+fn attr(name: String, kind: &str, value: &Bound<'_, PyAny>, owner: &str) -> PyResult<StoredAttr> {
+    let what = format!("attribute {name:?} of {owner}");
+    let value = match kind {
+        "chars" => StoredAttrValue::Chars(value.extract()?),
+        "strings" => StoredAttrValue::Strings(value.extract()?),
+        "int8" => StoredAttrValue::Int8(numbers(value, &what)?),
+        "int16" => StoredAttrValue::Int16(numbers(value, &what)?),
+        "int32" => StoredAttrValue::Int32(numbers(value, &what)?),
+        "int64" => StoredAttrValue::Int64(numbers(value, &what)?),
+        "uint8" => StoredAttrValue::UInt8(numbers(value, &what)?),
+        "uint16" => StoredAttrValue::UInt16(numbers(value, &what)?),
+        "uint32" => StoredAttrValue::UInt32(numbers(value, &what)?),
+        "uint64" => StoredAttrValue::UInt64(numbers(value, &what)?),
+        "float32" => StoredAttrValue::Float32(numbers(value, &what)?),
+        "float64" => StoredAttrValue::Float64(numbers(value, &what)?),
+        other => return Err(invalid(format!("{what}: unknown kind {other:?}"))),
+    };
+    Ok(StoredAttr::new(name, value))
+}
+
+fn attrs(items: Vec<AttrTuple<'_>>, owner: &str) -> PyResult<Vec<StoredAttr>> {
+    items
+        .into_iter()
+        .map(|(name, kind, value)| attr(name, &kind, &value, owner))
+        .collect()
+}
+
+fn var(item: VarTuple<'_>, group: &[String]) -> PyResult<StoredVar> {
+    let (name, dims, shape, kind, data, var_attrs) = item;
+    let mut path = group.to_vec();
+    path.push(name.clone());
+    let full = path.join("/");
+    let what = format!("variable {full:?}");
+    let data = match kind.as_str() {
+        "chars" => {
+            let bytes: &[u8] = data.extract()?;
+            StoredData::chars_from_bytes(bytes, &shape, &full)
+                .map_err(|e| invalid(e.to_string()))?
+        }
+        "strings" => StoredData::Strings(data.extract()?),
+        "unsupported" => StoredData::Unsupported(data.extract()?),
+        other => match values(other, &data, &what)? {
+            Some(values) => StoredData::Num(values),
+            None => return Err(invalid(format!("{what}: unknown kind {other:?}"))),
+        },
+    };
+    Ok(StoredVar {
+        name,
+        dims,
+        shape,
+        attrs: attrs(var_attrs, &what)?,
+        data,
+    })
+}
+
+/// The dataset `atlasds._write` describes, as a [`StoredFile`].
+pub fn file(groups: &Bound<'_, PyAny>) -> PyResult<StoredFile> {
+    let groups: Vec<GroupTuple<'_>> = groups.extract()?;
+    let mut out = StoredFile::default();
+    for (path, group_attrs, vars) in groups {
+        let owner = if path.is_empty() {
+            "the dataset".to_owned()
+        } else {
+            format!("group {:?}", path.join("/"))
+        };
+        let attrs = attrs(group_attrs, &owner)?;
+        let vars = vars
+            .into_iter()
+            .map(|v| var(v, &path))
+            .collect::<PyResult<_>>()?;
+        out.groups.push(StoredGroup { path, attrs, vars });
+    }
+    Ok(out)
+}
