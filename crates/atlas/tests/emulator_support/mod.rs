@@ -1,0 +1,135 @@
+//! What the emulator tests (`azure.rs`, `gcs.rs`) share: starting an
+//! emulator through its script, one runtime, the profiles they write and
+//! check, and the round trip every service must pass.
+#![allow(dead_code)]
+
+use std::process::Command;
+use std::sync::OnceLock;
+
+use atlas::{Atlas, AtlasWriter, VerifyOptions, WriteGuarantee, WriterConfig};
+use atlas_io::CountingLayer;
+use ndarray::ArrayD;
+use opendal::Operator;
+
+/// Runs `scripts/<script>` (which installs, starts or reuses the emulator)
+/// and returns what it prints. A missing emulator fails the test, naming the
+/// script and what it needs; it never skips.
+pub fn start(script: &str, emulator: &str, needs: &str) -> String {
+    let path = format!("{}/../../scripts/{script}", env!("CARGO_MANIFEST_DIR"));
+    let out = Command::new("bash")
+        .arg(&path)
+        .output()
+        .unwrap_or_else(|e| panic!("{emulator} is needed: scripts/{script} could not run ({e})"));
+    assert!(
+        out.status.success(),
+        "{emulator} is needed and scripts/{script} did not start it ({needs}): {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap().trim().to_owned()
+}
+
+/// One runtime for every emulator test. OpenDAL's transport is one reqwest
+/// client per process, and the emulators keep connections alive: a connection pooled by a
+/// runtime that has ended fails the next request that picks it up ("dispatch
+/// task is gone"), so tests and deleters share this runtime.
+pub fn rt() -> &'static tokio::runtime::Runtime {
+    static RT: OnceLock<tokio::runtime::Runtime> = OnceLock::new();
+    RT.get_or_init(|| {
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .unwrap()
+    })
+}
+
+pub fn unique(test: &str) -> String {
+    format!(
+        "/{test}-{}-{}/",
+        std::process::id(),
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_nanos()
+    )
+}
+
+pub fn name(i: usize) -> String {
+    format!("R690{i:04}_001.nc")
+}
+
+pub async fn write_profiles(op: &Operator, count: usize) {
+    let writer = AtlasWriter::create(op.clone(), "argo", WriterConfig::default())
+        .await
+        .unwrap();
+    for i in 0..count {
+        let mut ds = writer.add_dataset(&name(i)).unwrap();
+        let levels = 10 + (i % 7) as u64;
+        ds.define_array::<f32>("TEMP", &["N_LEVELS"], &[levels], None, Some(99999.0))
+            .unwrap();
+        let values: Vec<f32> = (0..levels).map(|l| i as f32 + l as f32 / 100.0).collect();
+        let data = ArrayD::from_shape_vec(vec![levels as usize], values).unwrap();
+        ds.write_array("TEMP", &[0], data.view()).unwrap();
+        ds.set_attribute("cycle_number", i as i32).unwrap();
+        ds.finish().await.unwrap();
+    }
+    writer.finish().await.unwrap();
+}
+
+/// Every live profile reads back the values `write_profiles` gave it.
+pub async fn check_every_profile(atlas: &Atlas) -> usize {
+    let mut n = 0;
+    for view in atlas.datasets() {
+        let i: usize = view.name()[4..8].parse().unwrap();
+        let temp = view
+            .read_array::<f32>("TEMP", atlas::Region::all())
+            .await
+            .unwrap();
+        let expected: Vec<f32> = (0..10 + i % 7)
+            .map(|l| i as f32 + l as f32 / 100.0)
+            .collect();
+        assert_eq!(temp.iter().copied().collect::<Vec<_>>(), expected, "{i}");
+        assert_eq!(
+            view.get_attribute("cycle_number").await.unwrap(),
+            Some(atlas::Attr::Int32(i as i32))
+        );
+        n += 1;
+    }
+    n
+}
+
+/// Create 40 profiles, open (2 requests: the container's tail and the absent
+/// mask), read everything back, delete two, reopen and verify, then rewrite
+/// into a second root and read the copy: the whole path on one service.
+pub async fn round_trip(service: &str, store: impl Fn(&str) -> (Operator, CountingLayer)) {
+    let root = unique("roundtrip");
+    let (op, counting) = store(&root);
+    write_profiles(&op, 40).await;
+
+    counting.stats().reset();
+    let atlas = Atlas::open(op.clone(), "argo").await.unwrap();
+    let open = counting.stats().snapshot();
+    eprintln!("open on {service}: {} requests ({open:?})", open.requests());
+    // The tail of the container, and the (absent) mask.
+    assert_eq!(open.requests(), 2, "{open:?}");
+    assert_eq!(check_every_profile(&atlas).await, 40);
+
+    let outcome = atlas.delete_datasets(&[&name(3), &name(30)]).await.unwrap();
+    assert_eq!(outcome.deleted, 2);
+    assert_eq!(outcome.guarantee, WriteGuarantee::Conditional);
+    let reopened = Atlas::open(op.clone(), "argo").await.unwrap();
+    assert_eq!(reopened.dataset_count(), 38);
+    assert!(
+        reopened.verify(&VerifyOptions::default()).await.is_sound(),
+        "verify finds the collection sound"
+    );
+
+    let (copy_op, _) = store(&format!("{root}copy/"));
+    let writer = AtlasWriter::create(copy_op.clone(), "argo", WriterConfig::default())
+        .await
+        .unwrap();
+    atlas::rewrite(&reopened, writer, |_, _| {}).await.unwrap();
+    let copy = Atlas::open(copy_op, "argo").await.unwrap();
+    assert_eq!(copy.list_datasets(), reopened.list_datasets());
+    assert_eq!(check_every_profile(&copy).await, 38);
+}
