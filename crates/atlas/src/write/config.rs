@@ -73,6 +73,13 @@ impl WriterConfig {
         self
     }
 
+    /// Sets the block size for variables of small arrays (0: always
+    /// [`WriterConfig::block_target_size`]).
+    pub fn small_block_target_size(mut self, bytes: usize) -> Self {
+        self.small_block_target_size = bytes;
+        self
+    }
+
     /// Records `unix_ms` as the creation time instead of the clock at commit.
     pub fn with_created_unix_ms(mut self, unix_ms: i64) -> Self {
         self.created_unix_ms = Some(unix_ms);
