@@ -79,5 +79,9 @@ async fn a_multipart_upload_failing_half_way_is_aborted_and_leaves_no_object() {
     let err = write_grids(&op, 24).await.unwrap_err();
     assert!(matches!(err, AtlasError::Io(_)), "{err}");
     assert!(!op.exists("grids/data.atlas").await.unwrap());
-    assert!(Atlas::open(op, "grids").await.is_err());
+    let err = Atlas::open(op, "grids").await.unwrap_err();
+    assert!(
+        matches!(&err, AtlasError::Io(io) if io.kind() == atlas::IoErrorKind::NotFound),
+        "{err}"
+    );
 }
