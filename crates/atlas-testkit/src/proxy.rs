@@ -198,9 +198,7 @@ impl FaultProxy {
                 let shared = serving.clone();
                 tokio::spawn(async move {
                     let service = service_fn(move |req| forward(shared.clone(), req));
-                    // One request per connection, as the S3 server (see there).
                     let _ = hyper::server::conn::http1::Builder::new()
-                        .keep_alive(false)
                         .serve_connection(TokioIo::new(socket), service)
                         .await;
                 });

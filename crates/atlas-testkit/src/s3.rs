@@ -61,12 +61,9 @@ impl S3Server {
             let Ok(listener) = tokio::net::TcpListener::from_std(listener) else {
                 return;
             };
-            let mut http = ConnBuilder::new(TokioExecutor::new());
-            // One request per connection. OpenDAL's HTTP transport is one
-            // reqwest client per process, whose pooled connections belong to
-            // the runtime that opened them: a test reusing one after another
-            // test's runtime ended would fail ("dispatch task is gone").
-            http.http1().keep_alive(false);
+            // Connections stay open between requests, as a real S3 keeps
+            // them: clients reuse them, across the runtimes of a process too.
+            let http = ConnBuilder::new(TokioExecutor::new());
             loop {
                 let Ok((socket, _)) = listener.accept().await else {
                     continue;
