@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 
 use atlas::{Atlas, AtlasError, IoErrorKind, StorageOptions, VerifyOptions};
 use atlas_testkit::{ACCESS_KEY, FaultPlan, FaultProxy, REGION, S3Server, SECRET_KEY};
+use common::{eight_racing_rm, json_by, live_names_by};
 use serde_json::{Value as Json, json};
 
 /// `atlas` set up for the server at `endpoint`, with no AWS settings from outside.
@@ -25,19 +26,9 @@ fn atlas_at(endpoint: &str) -> Command {
     cmd
 }
 
-/// Runs `atlas --json ARGS` and returns its JSON; panics with stderr if it fails.
+/// Runs `atlas --json ARGS` against the server; panics with stderr if it fails.
 fn json_at(endpoint: &str, args: &[&str]) -> Json {
-    let out = atlas_at(endpoint)
-        .arg("--json")
-        .args(args)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "atlas {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).unwrap()
+    json_by(atlas_at(endpoint), args)
 }
 
 fn url(test: &str) -> String {
@@ -70,46 +61,11 @@ fn rt() -> tokio::runtime::Runtime {
 }
 
 fn live_names(endpoint: &str, url: &str) -> Vec<String> {
-    json_at(endpoint, &["ls", url])
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|d| d["name"].as_str().unwrap().to_owned())
-        .collect()
+    live_names_by(&|| atlas_at(endpoint), url)
 }
 
-/// Eight `atlas rm` processes started together, each deleting its own five
-/// of the collection's forty datasets; returns how many datasets are left
-/// and each process's JSON output.
 fn eight_racing_deletes(endpoint: &str, url: &str) -> (usize, Vec<Json>) {
-    json_at(endpoint, &["demo", url, "--count", "40"]);
-    let names = live_names(endpoint, url);
-    assert_eq!(names.len(), 40);
-    let children: Vec<_> = names
-        .chunks(5)
-        .map(|five| {
-            atlas_at(endpoint)
-                .args(["--json", "rm", url])
-                .args(five)
-                .stdout(Stdio::piped())
-                .stderr(Stdio::piped())
-                .spawn()
-                .unwrap()
-        })
-        .collect();
-    let outputs: Vec<Json> = children
-        .into_iter()
-        .map(|c| {
-            let out = c.wait_with_output().unwrap();
-            assert!(
-                out.status.success(),
-                "{}",
-                String::from_utf8_lossy(&out.stderr)
-            );
-            serde_json::from_slice(&out.stdout).unwrap()
-        })
-        .collect();
-    (live_names(endpoint, url).len(), outputs)
+    eight_racing_rm(|| atlas_at(endpoint), url)
 }
 
 #[test]

@@ -6,11 +6,16 @@
 //! - [`FaultProxy`]: an HTTP proxy in front of a server that answers a share
 //!   of requests with 500/503, resets or cuts short response bodies, and
 //!   delays first bytes, by a seeded [`FaultPlan`] so a run can be repeated.
+//! - [`azurite`] and [`fake_gcs`]: the Azure and GCS emulators, which run as
+//!   their own processes, started through their scripts.
 //!
 //! Test-only (`publish = false`): panics on setup failures are the point.
 
+mod emulator;
 mod proxy;
 mod s3;
+
+pub use emulator::{azurite, fake_gcs};
 
 pub use proxy::{FaultCounts, FaultPlan, FaultProxy};
 pub use s3::{ACCESS_KEY, BUCKET, REGION, S3Server, SECRET_KEY};

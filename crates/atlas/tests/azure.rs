@@ -5,24 +5,16 @@
 //!
 //! A missing Azurite fails these tests with the script's name; it never skips.
 
-use std::sync::OnceLock;
-
 use atlas::{Atlas, WriteGuarantee};
 use atlas_io::CountingLayer;
-use emulator_support::{name, round_trip, rt, start, unique, write_profiles};
+use emulator_support::{name, round_trip, rt, unique, write_profiles};
 use opendal::Operator;
 use opendal::services::Azblob;
 
 mod emulator_support;
 
-/// Azurite's connection string; the first call starts it.
-fn connection_string() -> &'static str {
-    static CONN: OnceLock<String> = OnceLock::new();
-    CONN.get_or_init(|| start("azurite.sh", "Azurite", "node and npm required"))
-}
-
 fn azure(root: &str) -> (Operator, CountingLayer) {
-    let builder = Azblob::from_connection_string(connection_string())
+    let builder = Azblob::from_connection_string(atlas_testkit::azurite())
         .unwrap()
         .container("atlas-test")
         .root(root);

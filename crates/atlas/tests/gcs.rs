@@ -6,32 +6,18 @@
 //!
 //! A missing emulator fails these tests with the script's name; it never skips.
 
-use std::sync::OnceLock;
-
 use atlas::{Atlas, WriteGuarantee};
 use atlas_io::CountingLayer;
-use emulator_support::{name, round_trip, rt, start, unique, write_profiles};
+use emulator_support::{name, round_trip, rt, unique, write_profiles};
 use opendal::Operator;
 use opendal::services::Gcs;
 
 mod emulator_support;
 
-/// The emulator's endpoint; the first call starts it.
-fn endpoint() -> &'static str {
-    static ENDPOINT: OnceLock<String> = OnceLock::new();
-    ENDPOINT.get_or_init(|| {
-        start(
-            "fake-gcs.sh",
-            "fake-gcs-server",
-            "python3 and PyPI required",
-        )
-    })
-}
-
 fn gcs(root: &str) -> (Operator, CountingLayer) {
     atlas_io::install_http_transport();
     let builder = Gcs::default()
-        .endpoint(endpoint())
+        .endpoint(atlas_testkit::fake_gcs())
         .bucket("atlas-test")
         .root(root)
         .skip_signature()

@@ -98,3 +98,59 @@ pub fn fails_with_one_line(args: &[&str], code: i32) -> String {
 pub fn s(p: &Path) -> &str {
     p.to_str().expect("utf-8 path")
 }
+
+/// Runs `cmd --json ARGS` (a `std::process::Command` set up for some store)
+/// and returns its JSON; panics with stderr if it fails.
+pub fn json_by(mut cmd: std::process::Command, args: &[&str]) -> Json {
+    let out = cmd.arg("--json").args(args).output().unwrap();
+    assert!(
+        out.status.success(),
+        "atlas {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// The names `atlas ls` lists at `url`.
+pub fn live_names_by(atlas: &impl Fn() -> std::process::Command, url: &str) -> Vec<String> {
+    json_by(atlas(), &["ls", url])
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["name"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+/// Writes 40 demo datasets at `url`, then starts eight `atlas rm` processes
+/// together, each deleting its own five; returns how many datasets are left
+/// and each process's JSON output. `atlas` makes a command set up for the store.
+pub fn eight_racing_rm(atlas: impl Fn() -> std::process::Command, url: &str) -> (usize, Vec<Json>) {
+    json_by(atlas(), &["demo", url, "--count", "40"]);
+    let names = live_names_by(&atlas, url);
+    assert_eq!(names.len(), 40);
+    let children: Vec<_> = names
+        .chunks(5)
+        .map(|five| {
+            atlas()
+                .args(["--json", "rm", url])
+                .args(five)
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    let outputs: Vec<Json> = children
+        .into_iter()
+        .map(|c| {
+            let out = c.wait_with_output().unwrap();
+            assert!(
+                out.status.success(),
+                "{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            serde_json::from_slice(&out.stdout).unwrap()
+        })
+        .collect();
+    (live_names_by(&atlas, url).len(), outputs)
+}

@@ -1,9 +1,7 @@
-//! What the emulator tests (`azure.rs`, `gcs.rs`) share: starting an
-//! emulator through its script, one runtime, the profiles they write and
+//! What the emulator tests (`azure.rs`, `gcs.rs`) share: one runtime, the profiles they write and
 //! check, and the round trip every service must pass.
 #![allow(dead_code)]
 
-use std::process::Command;
 use std::sync::OnceLock;
 
 use atlas::{Atlas, AtlasWriter, VerifyOptions, WriteGuarantee, WriterConfig};
@@ -11,27 +9,8 @@ use atlas_io::CountingLayer;
 use ndarray::ArrayD;
 use opendal::Operator;
 
-/// Runs `scripts/<script>` (which installs, starts or reuses the emulator)
-/// and returns what it prints. A missing emulator fails the test, naming the
-/// script and what it needs; it never skips.
-pub fn start(script: &str, emulator: &str, needs: &str) -> String {
-    let path = format!("{}/../../scripts/{script}", env!("CARGO_MANIFEST_DIR"));
-    let out = Command::new("bash")
-        .arg(&path)
-        .output()
-        .unwrap_or_else(|e| panic!("{emulator} is needed: scripts/{script} could not run ({e})"));
-    assert!(
-        out.status.success(),
-        "{emulator} is needed and scripts/{script} did not start it ({needs}): {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap().trim().to_owned()
-}
-
-/// One runtime for every emulator test. OpenDAL's transport is one reqwest
-/// client per process, and the emulators keep connections alive: a connection pooled by a
-/// runtime that has ended fails the next request that picks it up ("dispatch
-/// task is gone"), so tests and deleters share this runtime.
+/// One runtime for every emulator test: the concurrent deleters run as its
+/// tasks.
 pub fn rt() -> &'static tokio::runtime::Runtime {
     static RT: OnceLock<tokio::runtime::Runtime> = OnceLock::new();
     RT.get_or_init(|| {
