@@ -90,6 +90,8 @@ pub struct Atlas {
 /// What every clone of one [`Atlas`] shares.
 pub(crate) struct Inner {
     pub(crate) op: Operator,
+    /// The collection's prefix in `op` (empty: `op` is rooted at it).
+    pub(crate) prefix: String,
     /// Set when opened from a local directory: deletes write through an fs
     /// operator with an atomic write directory built at that time.
     pub(crate) fs_root: Option<PathBuf>,
@@ -192,6 +194,7 @@ impl Atlas {
         Ok(Atlas {
             inner: Arc::new(Inner {
                 op,
+                prefix: prefix.trim_matches('/').to_owned(),
                 fs_root,
                 container_path,
                 mask_path,
