@@ -303,7 +303,10 @@ impl Atlas {
     /// wrong. Never fails: what it cannot read is a [`Finding`].
     ///
     /// Cost: one open per segment, then every block of every live array once
-    /// (the whole container's data, in ranged reads).
+    /// (the whole container's data, in ranged reads); then one listing of the
+    /// atomic-write directory (a stat per temp file in it) and, with
+    /// [`VerifyOptions::multipart_uploads`], one ListMultipartUploads request
+    /// per 1000 uploads.
     pub async fn verify(&self, options: &VerifyOptions) -> VerifyReport {
         let mut report = VerifyReport::default();
         let variables = self.variables();
