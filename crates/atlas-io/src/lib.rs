@@ -46,4 +46,4 @@ pub use read::{
 };
 pub use retry::RetryPolicy;
 pub use transport::install_http_transport;
-pub use uploads::{DEFAULT_UPLOAD_REQUEST_TIMEOUT, MultipartUploads, Upload};
+pub use uploads::{MultipartUploads, Upload};

@@ -11,15 +11,16 @@
 //! credential chain: static keys, session token, environment, profile,
 //! assumed role, instance metadata), signed with AWS SigV4 by `reqsign`
 //! (what OpenDAL signs with), and sent through OpenDAL's process-wide HTTP
-//! transport. They bypass the operator's layers: no retry, and a
-//! `CountingLayer` does not see them.
+//! transport. They bypass the operator's layers, so they carry a
+//! [`RetryPolicy`] of their own (the same backoff as OpenDAL's retry layer),
+//! and a `CountingLayer` does not see them.
 //!
 //! Only S3 keeps uploads in this form. Azure's uncommitted blocks and GCS's
 //! resumable sessions are discarded by the service after about a week.
 //! S3 directory buckets (S3 Express) are not supported here.
 
 use std::fmt;
-use std::time::{Duration, SystemTime};
+use std::time::SystemTime;
 
 use opendal::raw::{Timestamp, build_abs_path, normalize_root, percent_encode_path};
 use opendal::services::S3Config;
@@ -32,9 +33,7 @@ use reqsign_core::{Context, OsEnv, ProvideCredentialChain, Signer};
 use serde::Deserialize;
 
 use crate::error::{IoError, IoErrorKind};
-
-/// How long one ListMultipartUploads or AbortMultipartUpload may take by default.
-pub const DEFAULT_UPLOAD_REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
+use crate::retry::RetryPolicy;
 
 /// The largest listing response accepted (S3 sends at most 1000 uploads a page,
 /// well under 1 MiB).
@@ -69,7 +68,7 @@ pub struct MultipartUploads {
     /// `None`: requests go unsigned (`skip_signature`).
     signer: Option<Signer<Credential>>,
     request_payer: bool,
-    timeout: Duration,
+    retry: RetryPolicy,
     page_size: u16,
 }
 
@@ -85,13 +84,15 @@ impl fmt::Debug for MultipartUploads {
 
 impl MultipartUploads {
     /// The uploads reachable with `config`, as an S3 operator built from the
-    /// same configuration would reach them. Sends nothing.
+    /// same configuration would reach them. Sends nothing; installs OpenDAL's
+    /// HTTP transport if nothing has yet ([`crate::install_http_transport`]).
     ///
     /// Like OpenDAL, takes the region and endpoint from the environment
     /// when the configuration has none (unless `disable_config_load`).
     /// Fails with [`IoErrorKind::Unsupported`] for a directory bucket and
     /// [`IoErrorKind::Other`] for a configuration the operator would refuse.
     pub fn for_s3(config: &S3Config) -> Result<Self, IoError> {
+        crate::install_http_transport();
         let refuse = |kind, message: &str| IoError::new(kind, "configure", &config.bucket, message);
         let bucket = config.bucket.as_str();
         if bucket.is_empty() || (config.enable_virtual_host_style && bucket.contains('.')) {
@@ -127,15 +128,16 @@ impl MultipartUploads {
             root: normalize_root(config.root.as_deref().unwrap_or_default()),
             signer: (!unsigned).then(|| signer(config, &region)),
             request_payer: config.enable_request_payer,
-            timeout: DEFAULT_UPLOAD_REQUEST_TIMEOUT,
+            retry: RetryPolicy::default(),
             page_size: MAX_PAGE_SIZE,
         })
     }
 
-    /// Sets how long one request may take before it fails as
-    /// [`IoErrorKind::Transient`].
-    pub fn timeout(mut self, timeout: Duration) -> Self {
-        self.timeout = timeout;
+    /// Sets how requests are retried after a temporary failure (a 5xx, a
+    /// 429, a timeout, a dropped connection) and how long one may take
+    /// ([`RetryPolicy::timeout`]); [`RetryPolicy::default`] until set.
+    pub fn retry(mut self, policy: RetryPolicy) -> Self {
+        self.retry = policy;
         self
     }
 
@@ -225,8 +227,42 @@ impl MultipartUploads {
             .map(drop)
     }
 
-    /// Signs and sends one request; the body of a 2xx answer, `None` for a 404.
+    /// Sends one request, again after each temporary failure while the
+    /// policy allows; the body of a 2xx answer, `None` for a 404.
     async fn send(
+        &self,
+        method: http::Method,
+        url: &str,
+        operation: &'static str,
+        path: &str,
+    ) -> Result<Option<Buffer>, IoError> {
+        use backon::BackoffBuilder;
+        let mut delays = backon::ExponentialBuilder::default()
+            .with_min_delay(self.retry.min_delay)
+            .with_max_delay(self.retry.max_delay)
+            .with_jitter()
+            .with_max_times(self.retry.max_retries)
+            .build();
+        loop {
+            match self.send_once(method.clone(), url, operation, path).await {
+                Err(e) if e.is_transient() => {
+                    let Some(delay) = delays.next() else {
+                        return Err(e);
+                    };
+                    tracing::warn!(
+                        operation,
+                        after_ms = delay.as_millis() as u64,
+                        "retrying after a temporary failure: {e}"
+                    );
+                    tokio::time::sleep(delay).await;
+                }
+                done => return done,
+            }
+        }
+    }
+
+    /// Signs and sends one request.
+    async fn send_once(
         &self,
         method: http::Method,
         url: &str,
@@ -253,13 +289,13 @@ impl MultipartUploads {
         }
         let req = http::Request::from_parts(parts, body);
         let transport = HttpTransporter::default();
-        let sent = tokio::time::timeout(self.timeout, transport.send(req));
-        let resp = sent
+        let timeout = self.retry.timeout;
+        let resp = tokio::time::timeout(timeout, transport.send(req))
             .await
             .map_err(|_| {
                 fail(
                     IoErrorKind::Transient,
-                    format!("no answer within {:?}", self.timeout),
+                    format!("no answer within {timeout:?}"),
                 )
             })?
             .map_err(|e| IoError::from_opendal(e, operation, path))?;
@@ -507,6 +543,8 @@ fn error_summary(body: &Buffer) -> String {
 
 #[cfg(test)]
 mod tests {
+    use std::time::Duration;
+
     use super::*;
 
     fn parse(text: &str) -> Result<Page, IoError> {

@@ -4,7 +4,9 @@
 
 use std::time::{Duration, SystemTime};
 
-use atlas_io::{IoErrorKind, LeftoverKind, MultipartUploads, list_leftovers, remove_leftovers};
+use atlas_io::{
+    IoErrorKind, LeftoverKind, MultipartUploads, RetryPolicy, list_leftovers, remove_leftovers,
+};
 use atlas_testkit::{ACCESS_KEY, BUCKET, FaultPlan, FaultProxy, REGION, S3Server, SECRET_KEY};
 use opendal::services::S3Config;
 use opendal::{Configurator, Operator};
@@ -165,4 +167,33 @@ async fn a_listing_follows_its_pages_one_request_each() {
     let only_b = uploads.list("b/").await.unwrap();
     assert_eq!(only_b.len(), 1);
     assert_eq!(only_b[0].path, "b/data.atlas");
+}
+
+#[tokio::test]
+async fn a_listing_retries_temporary_failures_as_the_policy_says_and_then_is_transient() {
+    let server = S3Server::start();
+    // Every request answered 500 or 503.
+    let proxy = FaultProxy::start(server.endpoint(), FaultPlan::none().with_errors(1000));
+    let fast = Duration::from_millis(1);
+    for retries in [0, 2] {
+        let uploads = MultipartUploads::for_s3(&config(proxy.endpoint(), "/coll"))
+            .unwrap()
+            .retry(
+                RetryPolicy::default()
+                    .max_retries(retries)
+                    .backoff(fast, fast),
+            );
+        let before = proxy.counts().requests;
+        let err = uploads.list("").await.unwrap_err();
+        assert_eq!(err.kind(), IoErrorKind::Transient, "{err}");
+        assert_eq!(
+            proxy.counts().requests - before,
+            retries as u64 + 1,
+            "{retries} retries"
+        );
+    }
+    // A failure that passes: the retry finds the listing.
+    proxy.set_enabled(false);
+    let uploads = MultipartUploads::for_s3(&config(proxy.endpoint(), "/coll")).unwrap();
+    assert!(uploads.list("").await.unwrap().is_empty());
 }

@@ -218,7 +218,7 @@ impl Location {
             }
             Scheme::S3 => {
                 let (op, s3_uploads) = s3(rest, options, location).await?;
-                uploads = s3_uploads.map(|u| u.timeout(options.retry.timeout));
+                uploads = s3_uploads.map(|u| u.retry(options.retry.clone()));
                 op
             }
             Scheme::Gcs => gcs(rest, options, location)?,
