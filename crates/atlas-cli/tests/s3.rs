@@ -269,25 +269,36 @@ fn an_upload_left_open_on_s3_is_a_verify_warning_and_cleanup_aborts_it_once_old_
     let open = rt.block_on(uploads.list("")).unwrap();
     assert_eq!(open.len(), 1);
 
-    // The library: one leftover, a warning.
-    let atlas = rt
+    // The library: one leftover, a warning, whether the collection was opened
+    // from its URL or from an operator with the uploads given.
+    let from_url = rt
         .block_on(Atlas::open_url(&url, &storage(endpoint)))
         .unwrap();
-    let options = VerifyOptions::new().multipart_uploads(uploads.clone());
-    let report = rt.block_on(atlas.verify(&options));
-    assert!(report.is_sound(), "{:?}", report.findings);
-    let leftovers: Vec<_> = report
-        .warnings()
-        .filter_map(|f| match f {
-            atlas::Finding::Leftover { leftover } => Some(leftover),
-            _ => None,
-        })
-        .collect();
-    assert_eq!(leftovers.len(), 1, "{:?}", report.findings);
-    assert!(matches!(
-        &leftovers[0].kind,
-        atlas::LeftoverKind::Upload { upload_id } if *upload_id == open[0].upload_id
-    ));
+    let from_op = rt
+        .block_on(Atlas::open(loc.operator().clone(), ""))
+        .unwrap();
+    for (atlas, options) in [
+        (from_url, VerifyOptions::default()),
+        (
+            from_op,
+            VerifyOptions::new().multipart_uploads(uploads.clone()),
+        ),
+    ] {
+        let report = rt.block_on(atlas.verify(&options));
+        assert!(report.is_sound(), "{:?}", report.findings);
+        let leftovers: Vec<_> = report
+            .warnings()
+            .filter_map(|f| match f {
+                atlas::Finding::Leftover { leftover } => Some(leftover),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(leftovers.len(), 1, "{:?}", report.findings);
+        assert!(matches!(
+            &leftovers[0].kind,
+            atlas::LeftoverKind::Upload { upload_id } if *upload_id == open[0].upload_id
+        ));
+    }
 
     // The command: the same warning, and the collection is sound.
     let verified = json_at(endpoint, &["verify", &url]);

@@ -542,7 +542,7 @@ impl Atlas {
         let loc = Location::resolve(location, storage, Access::Read).await?;
         match loc.local_dir() {
             Some(dir) => Atlas::open_path_with(dir, options).await,
-            None => Atlas::open_with(loc.op, "", options).await,
+            None => Atlas::open_with_uploads(loc.op, options, loc.uploads).await,
         }
     }
 }

@@ -8,8 +8,9 @@
 //!    decompresses), and the dataset's and the array's attributes read back;
 //! 4. the deletion mask parses (what it had wrong is a warning, not a failure);
 //! 5. what interrupted writes left beside the collection (temp files and,
-//!    given [`VerifyOptions::multipart_uploads`], S3's incomplete multipart
-//!    uploads) is listed, as warnings: it costs space, not soundness.
+//!    opened from an S3 URL or given [`VerifyOptions::multipart_uploads`],
+//!    S3's incomplete multipart uploads) is listed, as warnings: it costs
+//!    space, not soundness.
 //!
 //! With [`VerifyOptions::deep`], each array's statistics are also recomputed
 //! from its values and compared with the recorded ones.
@@ -91,7 +92,9 @@ impl VerifyOptions {
 
     /// Also list the incomplete multipart uploads under the collection (an S3
     /// location's, from [`Location::multipart_uploads`](crate::Location::multipart_uploads)):
-    /// one more request per 1000 uploads.
+    /// one more request per 1000 uploads. A collection opened with
+    /// [`Atlas::open_url`] on S3 lists its own without this; one opened
+    /// from an operator ([`Atlas::open`]) has no other way to list them.
     pub fn multipart_uploads(mut self, uploads: MultipartUploads) -> Self {
         self.uploads = Some(uploads);
         self
@@ -304,9 +307,9 @@ impl Atlas {
     ///
     /// Cost: one open per segment, then every block of every live array once
     /// (the whole container's data, in ranged reads); then one listing of the
-    /// atomic-write directory (a stat per temp file in it) and, with
-    /// [`VerifyOptions::multipart_uploads`], one ListMultipartUploads request
-    /// per 1000 uploads.
+    /// atomic-write directory (a stat per temp file in it) and, on S3 (opened
+    /// from its URL, or given [`VerifyOptions::multipart_uploads`]), one
+    /// ListMultipartUploads request per 1000 uploads.
     pub async fn verify(&self, options: &VerifyOptions) -> VerifyReport {
         let mut report = VerifyReport::default();
         let variables = self.variables();
@@ -350,7 +353,7 @@ impl Atlas {
             leftover_findings(
                 &self.inner().op,
                 &self.inner().prefix,
-                options.uploads.as_ref(),
+                options.uploads.as_ref().or(self.inner().uploads.as_ref()),
             )
             .await,
         );
