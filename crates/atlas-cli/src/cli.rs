@@ -131,9 +131,9 @@ pub enum Command {
     #[command(after_help = "Example:\n  atlas demo ./argo\n  atlas demo ./small-argo --count 50")]
     Demo(DemoArgs),
 
-    /// Remove temp files that interrupted writes left in the collection's directory.
+    /// Remove what interrupted writes left: temp files in the collection's directory, S3 multipart uploads never completed.
     #[command(
-        after_help = "Example:\n  atlas cleanup ./argo --dry-run\n  atlas cleanup ./argo --older-than 0"
+        after_help = "Only what is older than --older-than (default 60 minutes) is removed: a younger\ntemp file or upload may belong to a write in progress. Azure and GCS discard\nunfinished uploads themselves after about seven days.\n\nExample:\n  atlas cleanup ./argo --dry-run\n  atlas cleanup ./argo --older-than 0\n  atlas cleanup s3://bucket/argo"
     )]
     Cleanup(CleanupArgs),
 }
@@ -160,7 +160,7 @@ pub struct VerifyArgs {
 pub struct CleanupArgs {
     /// The collection (a directory or a URL; see `atlas --help`).
     pub collection: String,
-    /// Leave files written less than this many minutes ago (a write may be in progress).
+    /// Leave what was written or started less than this many minutes ago (a write may be in progress).
     #[arg(long, value_name = "MINUTES", default_value_t = 60)]
     pub older_than: u64,
     /// List what would be removed, remove nothing.

@@ -20,7 +20,7 @@
 
 use std::path::PathBuf;
 
-use atlas::{AtlasError, RetryPolicy, StorageOptions};
+use atlas::{AtlasError, MultipartUploads, RetryPolicy, StorageOptions};
 use opendal::Operator;
 
 pub use atlas::Access;
@@ -67,6 +67,8 @@ pub struct Location {
     pub display: String,
     /// The directory, for a local location.
     pub local_dir: Option<PathBuf>,
+    /// The multipart uploads, for an S3 location.
+    pub uploads: Option<MultipartUploads>,
 }
 
 impl Location {
@@ -84,6 +86,7 @@ impl Location {
             prefix: String::new(),
             display: spec.to_owned(),
             local_dir: resolved.local_dir().map(PathBuf::from),
+            uploads: resolved.multipart_uploads().cloned(),
         })
     }
 

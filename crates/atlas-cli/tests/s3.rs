@@ -193,3 +193,138 @@ fn s3_that_keeps_failing_exits_75_without_retries_and_works_with_them() {
         proxy.counts()
     );
 }
+
+/// Starts a multipart upload of `path` that sends two 5 MiB parts and is never
+/// completed nor aborted, as if its process had been killed.
+async fn abandon_upload(op: &opendal::Operator, path: &str) {
+    const PART: usize = 5 << 20;
+    let mut w = op.writer_with(path).chunk(PART).await.unwrap();
+    for _ in 0..2 {
+        w.write(vec![7u8; PART]).await.unwrap();
+    }
+    w.write(vec![7u8; 1]).await.unwrap();
+    std::mem::forget(w);
+}
+
+#[test]
+fn an_upload_left_open_on_s3_is_a_verify_warning_and_cleanup_aborts_it_once_old_enough() {
+    let server = S3Server::start();
+    let endpoint = server.endpoint();
+    let url = url("upload");
+    json_at(endpoint, &["demo", &url, "--count", "3"]);
+    let rt = rt();
+    let loc = rt
+        .block_on(atlas::Location::resolve(
+            &url,
+            &storage(endpoint),
+            atlas::Access::Read,
+        ))
+        .unwrap();
+    rt.block_on(abandon_upload(loc.operator(), "data.atlas"));
+    let uploads = loc.multipart_uploads().expect("an S3 location").clone();
+    let open = rt.block_on(uploads.list("")).unwrap();
+    assert_eq!(open.len(), 1);
+
+    // The library: one leftover, a warning, whether the collection was opened
+    // from its URL or from an operator with the uploads given.
+    let from_url = rt
+        .block_on(Atlas::open_url(&url, &storage(endpoint)))
+        .unwrap();
+    let from_op = rt
+        .block_on(Atlas::open(loc.operator().clone(), ""))
+        .unwrap();
+    for (atlas, options) in [
+        (from_url, VerifyOptions::default()),
+        (
+            from_op,
+            VerifyOptions::new().multipart_uploads(uploads.clone()),
+        ),
+    ] {
+        let report = rt.block_on(atlas.verify(&options));
+        assert!(report.is_sound(), "{:?}", report.findings);
+        let leftovers: Vec<_> = report
+            .warnings()
+            .filter_map(|f| match f {
+                atlas::Finding::Leftover { leftover } => Some(leftover),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(leftovers.len(), 1, "{:?}", report.findings);
+        assert!(matches!(
+            &leftovers[0].kind,
+            atlas::LeftoverKind::Upload { upload_id } if *upload_id == open[0].upload_id
+        ));
+    }
+
+    // The command: the same warning, and the collection is sound.
+    let verified = json_at(endpoint, &["verify", &url]);
+    assert_eq!(verified["ok"], json!(true));
+    let warnings = verified["warnings"].as_array().unwrap();
+    assert_eq!(warnings.len(), 1, "{verified}");
+    let expected = format!(
+        "leftover data.atlas (multipart upload {})",
+        open[0].upload_id
+    );
+    assert!(
+        warnings[0].as_str().unwrap().starts_with(&expected),
+        "{verified}"
+    );
+
+    // Seconds old: the default hour keeps it (a write may be in progress).
+    let kept = json_at(endpoint, &["cleanup", &url]);
+    assert_eq!(kept["removed"], json!([]));
+    assert_eq!(rt.block_on(uploads.list("")).unwrap().len(), 1);
+
+    let dry = json_at(
+        endpoint,
+        &["cleanup", &url, "--older-than", "0", "--dry-run"],
+    );
+    assert_eq!(dry["removed"].as_array().unwrap().len(), 1);
+    assert_eq!(rt.block_on(uploads.list("")).unwrap().len(), 1);
+
+    let removed = json_at(endpoint, &["cleanup", &url, "--older-than", "0"]);
+    assert_eq!(
+        removed["removed"],
+        json!([{"path": "data.atlas", "kind": "multipart_upload", "upload_id": open[0].upload_id}])
+    );
+    assert!(rt.block_on(uploads.list("")).unwrap().is_empty());
+    let verified = json_at(endpoint, &["verify", &url]);
+    assert_eq!(verified["warnings"], json!([]));
+    assert_eq!(
+        live_names(endpoint, &url).len(),
+        3,
+        "the collection still opens"
+    );
+}
+
+#[test]
+fn where_no_collection_opens_verify_still_lists_the_upload_left_open() {
+    let server = S3Server::start();
+    let endpoint = server.endpoint();
+    let url = url("nothing");
+    let rt = rt();
+    let loc = rt
+        .block_on(atlas::Location::resolve(
+            &url,
+            &storage(endpoint),
+            atlas::Access::Read,
+        ))
+        .unwrap();
+    rt.block_on(abandon_upload(loc.operator(), "data.atlas"));
+    let out = atlas_at(endpoint)
+        .args(["--json", "verify", &url])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "no collection: a problem");
+    let verified: Json = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(verified["ok"], json!(false));
+    let warnings = verified["warnings"].as_array().unwrap();
+    assert_eq!(warnings.len(), 1, "{verified}");
+    assert!(
+        warnings[0].as_str().unwrap().contains("multipart upload"),
+        "{verified}"
+    );
+    json_at(endpoint, &["cleanup", &url, "--older-than", "0"]);
+    let uploads = loc.multipart_uploads().unwrap();
+    assert!(rt.block_on(uploads.list("")).unwrap().is_empty());
+}

@@ -23,6 +23,9 @@ pub enum IoErrorKind {
     Unsupported,
     /// Worth retrying: timeouts, rate limits, and errors the backend marks temporary.
     Transient,
+    /// The backend answered with something its protocol does not allow (a
+    /// listing that does not parse): retrying the same request will not help.
+    InvalidResponse,
     /// Anything else, including short reads (see [`IoError::short_read`]).
     Other,
 }
@@ -35,6 +38,7 @@ impl fmt::Display for IoErrorKind {
             IoErrorKind::ConditionNotMet => "condition not met",
             IoErrorKind::Unsupported => "unsupported",
             IoErrorKind::Transient => "transient",
+            IoErrorKind::InvalidResponse => "invalid response",
             IoErrorKind::Other => "other",
         };
         f.write_str(s)

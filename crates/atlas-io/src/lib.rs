@@ -12,6 +12,8 @@
 //! - `counting`: an OpenDAL layer that counts requests and injects faults,
 //!   and `cas_memory`: an in-memory service with ETags and compare-and-swap
 //!   writes. Both are test doubles, built only with the `testing` feature;
+//! - [`leftovers`]: what interrupted writes leave behind (temp files, and
+//!   through [`uploads`] S3's incomplete multipart uploads), listed and removed;
 //! - [`transport`]: installs OpenDAL's HTTP transport for the cloud services;
 //! - [`error`]: [`IoError`], the backend's failure with its kind, path and operation.
 
@@ -26,13 +28,14 @@ pub mod open;
 pub mod read;
 pub mod retry;
 pub mod transport;
+pub mod uploads;
 
 #[cfg(feature = "testing")]
 pub use cas_memory::CasMemory;
 #[cfg(feature = "testing")]
 pub use counting::{CountingLayer, Counts, Faults, ReadRecord, RequestStats};
 pub use error::{IoError, IoErrorKind, ShortRead};
-pub use leftovers::{Leftover, list_leftovers, remove_leftovers};
+pub use leftovers::{Leftover, LeftoverKind, list_leftovers, remove_leftovers};
 pub use mask_store::{
     ATOMIC_WRITE_DIR, LOCK_SUFFIX, UpdateError, UpdateOutcome, WriteGuarantee, fs_operator,
     put_atomic, update_checked, update_conditionally,
@@ -43,3 +46,4 @@ pub use read::{
 };
 pub use retry::RetryPolicy;
 pub use transport::install_http_transport;
+pub use uploads::{MultipartUploads, Upload};

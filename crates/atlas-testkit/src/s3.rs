@@ -1,10 +1,11 @@
 //! The in-process S3 server: `s3s` speaking the protocol, `s3s-fs` storing
 //! objects as files under a temporary directory.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
+use std::time::SystemTime;
 
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use hyper_util::server::conn::auto::Builder as ConnBuilder;
@@ -121,16 +122,27 @@ fn server_dir() -> tempfile::TempDir {
         .expect("a directory for the S3 server")
 }
 
-/// `s3s-fs` behind two repairs: a suffix range longer than the object gets
-/// the whole object as on S3 (`s3s-fs` 0.14 answers 500), and, when
-/// `atomic`, a per-object lock is held across each request that reads or
-/// replaces an object, so a conditional write's check and its write are one
-/// step and a read sees an object's content and ETag from the same write.
+/// `s3s-fs` behind three repairs: a suffix range longer than the object gets
+/// the whole object as on S3 (`s3s-fs` 0.14 answers 500); uploads started
+/// and not yet completed or aborted are remembered, so ListMultipartUploads
+/// answers and aborting one already gone is NoSuchUpload as on S3 (`s3s-fs`
+/// 0.14 does not implement the listing and answers AccessDenied); and, when `atomic`, a
+/// per-object lock is held across each request that reads or replaces an
+/// object, so a conditional write's check and its write are one step and a
+/// read sees an object's content and ETag from the same write.
 struct Served {
     inner: FileSystem,
     root: std::path::PathBuf,
     locks: Option<Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>>,
+    /// Open uploads: (bucket, key, upload id) -> when it was created.
+    uploads: Mutex<BTreeMap<UploadKey, SystemTime>>,
 }
+
+/// An open upload's bucket, key and id, in the order ListMultipartUploads lists them.
+type UploadKey = (String, String, String);
+
+/// The most uploads one ListMultipartUploads page holds, as on S3.
+const MAX_UPLOADS_PER_PAGE: usize = 1000;
 
 impl Served {
     fn new(inner: FileSystem, root: &std::path::Path, atomic: bool) -> Self {
@@ -138,6 +150,58 @@ impl Served {
             inner,
             root: root.to_owned(),
             locks: atomic.then(|| Mutex::new(HashMap::new())),
+            uploads: Mutex::new(BTreeMap::new()),
+        }
+    }
+
+    fn open_uploads(&self) -> std::sync::MutexGuard<'_, BTreeMap<UploadKey, SystemTime>> {
+        self.uploads.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// One page of the open uploads of `input.bucket` under `input.prefix`,
+    /// after the markers, ordered by key then upload id.
+    fn list_uploads(&self, input: &ListMultipartUploadsInput) -> ListMultipartUploadsOutput {
+        let prefix = input.prefix.clone().unwrap_or_default();
+        let key_marker = input.key_marker.clone().unwrap_or_default();
+        let id_marker = input.upload_id_marker.clone().unwrap_or_default();
+        let max = input
+            .max_uploads
+            .and_then(|m| usize::try_from(m).ok())
+            .filter(|&m| m > 0)
+            .map_or(MAX_UPLOADS_PER_PAGE, |m| m.min(MAX_UPLOADS_PER_PAGE));
+        let uploads = self.open_uploads();
+        let mut after_markers = uploads.iter().filter(|((bucket, key, id), _)| {
+            *bucket == input.bucket
+                && key.starts_with(&prefix)
+                && (key_marker.is_empty()
+                    || key.as_str() > key_marker.as_str()
+                    || (*key == key_marker
+                        && !id_marker.is_empty()
+                        && id.as_str() > id_marker.as_str()))
+        });
+        let page: Vec<MultipartUpload> = after_markers
+            .by_ref()
+            .take(max)
+            .map(|((_, key, id), started)| MultipartUpload {
+                key: Some(key.clone()),
+                upload_id: Some(id.clone()),
+                initiated: Some(Timestamp::from(*started)),
+                ..Default::default()
+            })
+            .collect();
+        let truncated = after_markers.next().is_some();
+        let last = page.last();
+        ListMultipartUploadsOutput {
+            bucket: Some(input.bucket.clone()),
+            prefix: input.prefix.clone(),
+            key_marker: input.key_marker.clone(),
+            upload_id_marker: input.upload_id_marker.clone(),
+            max_uploads: i32::try_from(max).ok(),
+            is_truncated: Some(truncated),
+            next_key_marker: last.filter(|_| truncated).and_then(|u| u.key.clone()),
+            next_upload_id_marker: last.filter(|_| truncated).and_then(|u| u.upload_id.clone()),
+            uploads: Some(page),
+            ..Default::default()
         }
     }
 
@@ -216,9 +280,104 @@ impl S3 for Served {
             self.inner.get_object(req).await
         })
     }
+    fn create_multipart_upload<'life0, 'async_trait>(
+        &'life0 self,
+        req: S3Request<CreateMultipartUploadInput>,
+    ) -> Pin<
+        Box<
+            dyn Future<Output = S3Result<S3Response<CreateMultipartUploadOutput>>>
+                + Send
+                + 'async_trait,
+        >,
+    >
+    where
+        'life0: 'async_trait,
+        Self: 'async_trait,
+    {
+        Box::pin(async move {
+            let (bucket, key) = (req.input.bucket.clone(), req.input.key.clone());
+            let out = self.inner.create_multipart_upload(req).await?;
+            if let Some(id) = &out.output.upload_id {
+                self.open_uploads()
+                    .insert((bucket, key, id.clone()), SystemTime::now());
+            }
+            Ok(out)
+        })
+    }
+    fn complete_multipart_upload<'life0, 'async_trait>(
+        &'life0 self,
+        req: S3Request<CompleteMultipartUploadInput>,
+    ) -> Pin<
+        Box<
+            dyn Future<Output = S3Result<S3Response<CompleteMultipartUploadOutput>>>
+                + Send
+                + 'async_trait,
+        >,
+    >
+    where
+        'life0: 'async_trait,
+        Self: 'async_trait,
+    {
+        Box::pin(async move {
+            let _held = self.lock(&req.input.bucket, &req.input.key).await;
+            let upload = (
+                req.input.bucket.clone(),
+                req.input.key.clone(),
+                req.input.upload_id.clone(),
+            );
+            let out = self.inner.complete_multipart_upload(req).await?;
+            self.open_uploads().remove(&upload);
+            Ok(out)
+        })
+    }
+    fn abort_multipart_upload<'life0, 'async_trait>(
+        &'life0 self,
+        req: S3Request<AbortMultipartUploadInput>,
+    ) -> Pin<
+        Box<
+            dyn Future<Output = S3Result<S3Response<AbortMultipartUploadOutput>>>
+                + Send
+                + 'async_trait,
+        >,
+    >
+    where
+        'life0: 'async_trait,
+        Self: 'async_trait,
+    {
+        Box::pin(async move {
+            let upload = (
+                req.input.bucket.clone(),
+                req.input.key.clone(),
+                req.input.upload_id.clone(),
+            );
+            // S3 answers 404 NoSuchUpload for an upload that is gone;
+            // `s3s-fs` 0.14 answers 403 AccessDenied.
+            if !self.open_uploads().contains_key(&upload) {
+                return Err(s3s::s3_error!(NoSuchUpload));
+            }
+            let out = self.inner.abort_multipart_upload(req).await?;
+            self.open_uploads().remove(&upload);
+            Ok(out)
+        })
+    }
+    fn list_multipart_uploads<'life0, 'async_trait>(
+        &'life0 self,
+        req: S3Request<ListMultipartUploadsInput>,
+    ) -> Pin<
+        Box<
+            dyn Future<Output = S3Result<S3Response<ListMultipartUploadsOutput>>>
+                + Send
+                + 'async_trait,
+        >,
+    >
+    where
+        'life0: 'async_trait,
+        Self: 'async_trait,
+    {
+        Box::pin(async move { Ok(S3Response::new(self.list_uploads(&req.input))) })
+    }
     delegate_locked! {
         put_object(PutObjectInput) -> PutObjectOutput;
-        complete_multipart_upload(CompleteMultipartUploadInput) -> CompleteMultipartUploadOutput;
         head_object(HeadObjectInput) -> HeadObjectOutput;
         delete_object(DeleteObjectInput) -> DeleteObjectOutput;
         copy_object(CopyObjectInput) -> CopyObjectOutput;
@@ -232,10 +391,8 @@ impl S3 for Served {
         list_buckets(ListBucketsInput) -> ListBucketsOutput;
         list_objects(ListObjectsInput) -> ListObjectsOutput;
         list_objects_v2(ListObjectsV2Input) -> ListObjectsV2Output;
-        create_multipart_upload(CreateMultipartUploadInput) -> CreateMultipartUploadOutput;
         upload_part(UploadPartInput) -> UploadPartOutput;
         upload_part_copy(UploadPartCopyInput) -> UploadPartCopyOutput;
         list_parts(ListPartsInput) -> ListPartsOutput;
-        abort_multipart_upload(AbortMultipartUploadInput) -> AbortMultipartUploadOutput;
     }
 }

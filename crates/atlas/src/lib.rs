@@ -66,7 +66,10 @@ pub mod testing {
 pub use atlas_format::{
     CONTAINER_FILE, Codec, DATASETS_SEGMENT, DType, DatasetSchema, MASK_FILE, validate_name,
 };
-pub use atlas_io::{IoError, IoErrorKind, RetryPolicy, install_http_transport};
+pub use atlas_io::{
+    IoError, IoErrorKind, Leftover, LeftoverKind, MultipartUploads, RetryPolicy, Upload,
+    install_http_transport,
+};
 pub use atlas_segment::{
     AnyArray, ArrayData, ArrayProblem, ArrayStats, Attr, Element, FillValue, FooterProblem,
     SegmentError, SinkError, Stat, Timestamp, for_each_array_data,
@@ -77,5 +80,5 @@ pub use ndarray;
 pub use opendal;
 pub use query::{CatalogueOptions, Predicate, QueryError, StatField};
 pub use read::*;
-pub use verify::{Checked, Finding, ProgressFn, VerifyOptions, VerifyReport};
+pub use verify::{Checked, Finding, ProgressFn, VerifyOptions, VerifyReport, leftover_findings};
 pub use write::*;

@@ -35,8 +35,8 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use atlas_format::CONTAINER_FILE;
-use atlas_io::{IoError, IoErrorKind, RetryPolicy};
-use opendal::{Operator, services};
+use atlas_io::{IoError, IoErrorKind, MultipartUploads, RetryPolicy};
+use opendal::{Configurator as _, Operator, services};
 
 use crate::error::{AtlasError, Result};
 use crate::{Atlas, AtlasWriter, OpenOptions, WriterConfig};
@@ -184,6 +184,7 @@ pub struct Location {
     scheme: Scheme,
     display: String,
     local_dir: Option<PathBuf>,
+    uploads: Option<MultipartUploads>,
 }
 
 impl Location {
@@ -199,6 +200,7 @@ impl Location {
         opendal::init_default_registry();
         let (scheme, rest) = Scheme::split(location)?;
         let mut local_dir = None;
+        let mut uploads = None;
         let op = match scheme {
             Scheme::Local => {
                 let dir = local_dir_of(rest, access, location)?;
@@ -214,7 +216,11 @@ impl Location {
                 local_dir = Some(dir);
                 op
             }
-            Scheme::S3 => s3(rest, options, location).await?,
+            Scheme::S3 => {
+                let (op, s3_uploads) = s3(rest, options, location).await?;
+                uploads = s3_uploads.map(|u| u.retry(options.retry.clone()));
+                op
+            }
             Scheme::Gcs => gcs(rest, options, location)?,
             Scheme::Azure => azure(rest, options, location)?,
             Scheme::Http => {
@@ -229,7 +235,16 @@ impl Location {
             scheme,
             display: location.to_owned(),
             local_dir,
+            uploads,
         })
+    }
+
+    /// The multipart uploads of an S3 location, reached with the operator's
+    /// endpoint and credentials: what [`VerifyOptions::multipart_uploads`](crate::VerifyOptions::multipart_uploads)
+    /// and [`atlas_io::remove_leftovers`] take. `None` on other backends (they
+    /// keep no such uploads) and for S3 directory buckets (not supported).
+    pub fn multipart_uploads(&self) -> Option<&MultipartUploads> {
+        self.uploads.as_ref()
     }
 
     /// The operator, rooted at the collection's directory.
@@ -354,7 +369,12 @@ fn finish(location: &str, scheme: &str, map: BTreeMap<String, String>) -> Result
     )
 }
 
-async fn s3(rest: &str, options: &StorageOptions, location: &str) -> Result<Operator> {
+/// The operator, and the multipart uploads reached with the same configuration.
+async fn s3(
+    rest: &str,
+    options: &StorageOptions,
+    location: &str,
+) -> Result<(Operator, Option<MultipartUploads>)> {
     let (bucket, root) = bucket_and_root(rest, location, "bucket")?;
     let mut map = merged(
         options,
@@ -400,7 +420,16 @@ async fn s3(rest: &str, options: &StorageOptions, location: &str) -> Result<Oper
             map.insert(key.into(), "true".into());
         }
     }
-    finish(location, "s3", map)
+    let config =
+        services::S3Config::from_iter(map.clone()).map_err(|e| configuration_error(location, e))?;
+    let uploads = match MultipartUploads::for_s3(&config) {
+        Ok(uploads) => Some(uploads),
+        Err(e) => {
+            tracing::debug!(location, "multipart uploads not listed: {e}");
+            None
+        }
+    };
+    Ok((finish(location, "s3", map)?, uploads))
 }
 
 fn gcs(rest: &str, options: &StorageOptions, location: &str) -> Result<Operator> {
@@ -513,7 +542,7 @@ impl Atlas {
         let loc = Location::resolve(location, storage, Access::Read).await?;
         match loc.local_dir() {
             Some(dir) => Atlas::open_path_with(dir, options).await,
-            None => Atlas::open_with(loc.op, "", options).await,
+            None => Atlas::open_with_uploads(loc.op, options, loc.uploads).await,
         }
     }
 }

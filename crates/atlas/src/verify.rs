@@ -6,7 +6,11 @@
 //! 3. for each live dataset and each array it declares: the segment holds the
 //!    array with the footer's dtype, the whole array reads (every block of it
 //!    decompresses), and the dataset's and the array's attributes read back;
-//! 4. the deletion mask parses (what it had wrong is a warning, not a failure).
+//! 4. the deletion mask parses (what it had wrong is a warning, not a failure);
+//! 5. what interrupted writes left beside the collection (temp files and,
+//!    opened from an S3 URL or given [`VerifyOptions::multipart_uploads`],
+//!    S3's incomplete multipart uploads) is listed, as warnings: it costs
+//!    space, not soundness.
 //!
 //! With [`VerifyOptions::deep`], each array's statistics are also recomputed
 //! from its values and compared with the recorded ones.
@@ -19,6 +23,7 @@
 use std::sync::Arc;
 
 use atlas_format::{DATASETS_SEGMENT, DType};
+use atlas_io::{Leftover, MultipartUploads};
 use futures::StreamExt;
 
 use crate::error::AtlasError;
@@ -38,6 +43,7 @@ pub struct VerifyOptions {
     concurrency: usize,
     progress: Option<ProgressFn>,
     deep: bool,
+    uploads: Option<MultipartUploads>,
 }
 
 impl std::fmt::Debug for VerifyOptions {
@@ -46,17 +52,19 @@ impl std::fmt::Debug for VerifyOptions {
             .field("concurrency", &self.concurrency)
             .field("progress", &self.progress.is_some())
             .field("deep", &self.deep)
+            .field("uploads", &self.uploads)
             .finish()
     }
 }
 
 impl Default for VerifyOptions {
-    /// Eight datasets at once, no progress callback, not deep.
+    /// Eight datasets at once, no progress callback, not deep, no multipart uploads listed.
     fn default() -> Self {
         Self {
             concurrency: DEFAULT_CONCURRENCY,
             progress: None,
             deep: false,
+            uploads: None,
         }
     }
 }
@@ -79,6 +87,16 @@ impl VerifyOptions {
     /// extra request (the values are read anyway), only CPU.
     pub fn deep(mut self, yes: bool) -> Self {
         self.deep = yes;
+        self
+    }
+
+    /// Also list the incomplete multipart uploads under the collection (an S3
+    /// location's, from [`Location::multipart_uploads`](crate::Location::multipart_uploads)):
+    /// one more request per 1000 uploads. A collection opened with
+    /// [`Atlas::open_url`] on S3 lists its own without this; one opened
+    /// from an operator ([`Atlas::open`]) has no other way to list them.
+    pub fn multipart_uploads(mut self, uploads: MultipartUploads) -> Self {
+        self.uploads = Some(uploads);
         self
     }
 
@@ -156,12 +174,30 @@ pub enum Finding {
         /// What was wrong.
         message: String,
     },
+    /// Something an interrupted write left beside the collection (a temp
+    /// file, an S3 multipart upload): a warning; `atlas cleanup` removes it.
+    Leftover {
+        /// What and where.
+        leftover: Leftover,
+    },
+    /// The leftovers could not be listed (e.g. the credentials may not list
+    /// multipart uploads): a warning.
+    LeftoversUnlisted {
+        /// Why.
+        error: AtlasError,
+    },
 }
 
 impl Finding {
-    /// Whether this finding makes the collection unsound (all but mask warnings).
+    /// Whether this finding makes the collection unsound (all but the warnings:
+    /// mask warnings and leftovers).
     pub fn is_problem(&self) -> bool {
-        !matches!(self, Finding::MaskWarning { .. })
+        !matches!(
+            self,
+            Finding::MaskWarning { .. }
+                | Finding::Leftover { .. }
+                | Finding::LeftoversUnlisted { .. }
+        )
     }
 }
 
@@ -205,6 +241,13 @@ impl std::fmt::Display for Finding {
                 what,
             } => write!(f, "dataset {dataset:?} array {array:?}: {what}"),
             Finding::MaskWarning { message } => write!(f, "deletion mask: {message}"),
+            Finding::Leftover { leftover } => write!(
+                f,
+                "leftover {leftover} from an interrupted write; `atlas cleanup` removes it"
+            ),
+            Finding::LeftoversUnlisted { error } => {
+                write!(f, "leftovers of interrupted writes not listed: {error}")
+            }
         }
     }
 }
@@ -263,7 +306,10 @@ impl Atlas {
     /// wrong. Never fails: what it cannot read is a [`Finding`].
     ///
     /// Cost: one open per segment, then every block of every live array once
-    /// (the whole container's data, in ranged reads).
+    /// (the whole container's data, in ranged reads); then one listing of the
+    /// atomic-write directory (a stat per temp file in it) and, on S3 (opened
+    /// from its URL, or given [`VerifyOptions::multipart_uploads`]), one
+    /// ListMultipartUploads request per 1000 uploads.
     pub async fn verify(&self, options: &VerifyOptions) -> VerifyReport {
         let mut report = VerifyReport::default();
         let variables = self.variables();
@@ -303,7 +349,35 @@ impl Atlas {
                 .into_iter()
                 .map(|message| Finding::MaskWarning { message }),
         );
+        report.findings.extend(
+            leftover_findings(
+                &self.inner().op,
+                &self.inner().prefix,
+                options.uploads.as_ref().or(self.inner().uploads.as_ref()),
+            )
+            .await,
+        );
         report
+    }
+}
+
+/// What [`Atlas::verify`] reports of the leftovers under `prefix` of `op`
+/// (temp files, and the multipart uploads of `uploads`): one warning each, or
+/// one warning saying they could not be listed. For a location holding no
+/// collection that opens, where `verify` cannot run.
+pub async fn leftover_findings(
+    op: &opendal::Operator,
+    prefix: &str,
+    uploads: Option<&MultipartUploads>,
+) -> Vec<Finding> {
+    match atlas_io::list_leftovers(op, prefix, uploads).await {
+        Ok(leftovers) => leftovers
+            .into_iter()
+            .map(|leftover| Finding::Leftover { leftover })
+            .collect(),
+        Err(e) => vec![Finding::LeftoversUnlisted {
+            error: AtlasError::Io(e),
+        }],
     }
 }
 

@@ -154,3 +154,31 @@ async fn deep_verify_sees_damage_that_still_decodes_and_plain_verify_does_not() 
         "the deep check catches some of the {silent} silent flips"
     );
 }
+
+#[tokio::test]
+async fn a_temp_file_an_interrupted_write_left_is_a_leftover_warning_not_a_problem() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::copy(
+        fixture("small").join("data.atlas"),
+        dir.path().join("data.atlas"),
+    )
+    .unwrap();
+    std::fs::create_dir(dir.path().join(".atlas-tmp")).unwrap();
+    std::fs::write(dir.path().join(".atlas-tmp/put-1"), [0u8; 42]).unwrap();
+    let atlas = Atlas::open_path(dir.path()).await.unwrap();
+    let report = atlas.verify(&VerifyOptions::default()).await;
+    assert!(report.is_sound(), "{:?}", report.findings);
+    let leftovers: Vec<_> = report
+        .warnings()
+        .filter_map(|f| match f {
+            Finding::Leftover { leftover } => Some(leftover),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(leftovers.len(), 1, "{:?}", report.findings);
+    assert_eq!(leftovers[0].path, ".atlas-tmp/put-1");
+    assert_eq!(
+        leftovers[0].kind,
+        atlas::LeftoverKind::TempFile { bytes: 42 }
+    );
+}

@@ -1,8 +1,11 @@
 //! `atlas cleanup`: removes what interrupted writes left behind (temp files of
-//! atomic writes), which `atlas verify` lists as warnings.
+//! atomic writes, S3 multipart uploads never completed), which `atlas verify`
+//! lists as warnings. Only what is older than `--older-than`: a younger one may
+//! belong to a write in progress.
 
 use std::time::{Duration, SystemTime};
 
+use atlas::{Leftover, LeftoverKind};
 use serde_json::json;
 
 use super::Ctx;
@@ -16,28 +19,26 @@ pub async fn run(ctx: &Ctx, args: &CleanupArgs) -> CliResult {
     let loc = ctx.locate(&args.collection, Access::Read).await?;
     let older_than = Duration::from_secs(args.older_than.saturating_mul(60));
     let now = SystemTime::now();
-    let files = if args.dry_run {
-        let all = atlas_io::list_leftovers(&loc.op, &loc.prefix)
+    let uploads = loc.uploads.as_ref();
+    let found = if args.dry_run {
+        let all = atlas_io::list_leftovers(&loc.op, &loc.prefix, uploads)
             .await
             .map_err(atlas::AtlasError::Io)
             .at(&loc.display)?;
         all.into_iter()
-            .filter(|l| {
-                l.modified
-                    .is_some_and(|m| now.duration_since(m).is_ok_and(|age| age >= older_than))
-            })
+            .filter(|l| l.is_older_than(older_than, now))
             .collect()
     } else {
-        atlas_io::remove_leftovers(&loc.op, &loc.prefix, older_than, now)
+        atlas_io::remove_leftovers(&loc.op, &loc.prefix, uploads, older_than, now)
             .await
             .map_err(atlas::AtlasError::Io)
             .at(&loc.display)?
     };
-    let bytes: u64 = files.iter().map(|l| l.bytes).sum();
+    let bytes: u64 = found.iter().filter_map(Leftover::bytes).sum();
     if ctx.json {
         output::json(&json!({
             "dry_run": args.dry_run,
-            "removed": files.iter().map(|l| json!({"path": l.path, "bytes": l.bytes})).collect::<Vec<_>>(),
+            "removed": found.iter().map(leftover_json).collect::<Vec<_>>(),
             "bytes": bytes,
         }));
     } else if !ctx.quiet {
@@ -47,15 +48,28 @@ pub async fn run(ctx: &Ctx, args: &CleanupArgs) -> CliResult {
             "removed"
         };
         let mut out = String::new();
-        for l in &files {
-            out.push_str(&format!("{verb} {} ({} bytes)\n", l.path, l.bytes));
+        for l in &found {
+            out.push_str(&format!("{verb} {l}\n"));
         }
         out.push_str(&format!(
-            "{}: {verb} {} ({bytes} bytes)\n",
+            "{}: {verb} {} ({bytes} bytes of temp files)\n",
             loc.display,
-            render::count(files.len(), "leftover file", "leftover files")
+            render::count(found.len(), "leftover", "leftovers")
         ));
         output::text(&out);
     }
     Ok(())
+}
+
+/// `{"path", "kind", "bytes"}` for a temp file, `{"path", "kind", "upload_id"}` for an upload.
+fn leftover_json(l: &Leftover) -> serde_json::Value {
+    match &l.kind {
+        LeftoverKind::TempFile { bytes } => {
+            json!({"path": l.path, "kind": "temp_file", "bytes": bytes})
+        }
+        LeftoverKind::Upload { upload_id } => {
+            json!({"path": l.path, "kind": "multipart_upload", "upload_id": upload_id})
+        }
+        _ => json!({"path": l.path, "kind": "other"}),
+    }
 }

@@ -5,9 +5,11 @@
 //! 3. per live dataset, per declared array: the segment holds it, with the
 //!    footer's dtype, and every block of it decompresses (the whole array is read);
 //!    dataset and array attributes read back;
-//! 4. the deletion mask parsed (its warnings are reported, not failures).
+//! 4. the deletion mask parsed (its warnings are reported, not failures);
+//! 5. what interrupted writes left (temp files, S3 multipart uploads): warnings,
+//!    listed even when no collection opens.
 
-use atlas::{Atlas, VerifyOptions, VerifyReport};
+use atlas::{Atlas, Finding, VerifyOptions, VerifyReport};
 use serde_json::json;
 
 use super::{Ctx, open_at};
@@ -25,21 +27,17 @@ pub async fn run(ctx: &Ctx, args: &VerifyArgs) -> CliResult {
     let mut report = VerifyReport::default();
     match open_at(&loc).await {
         Ok(atlas) => {
-            report = check(ctx, &atlas, args.deep).await;
+            report = check(ctx, &atlas, args.deep, loc.uploads.clone()).await;
             passed = passed_lines(&atlas, &report, args.deep);
             problems = report.problems().map(ToString::to_string).collect();
             warnings = report.warnings().map(ToString::to_string).collect();
         }
-        Err(e) => problems.push(format!("open: {}", e.line())),
-    }
-    // What interrupted writes left beside the collection: harmless, but space.
-    if let Ok(leftovers) = atlas_io::list_leftovers(&loc.op, &loc.prefix).await {
-        warnings.extend(leftovers.into_iter().map(|l| {
-            format!(
-                "leftover {} ({} bytes) from an interrupted write; `atlas cleanup` removes it",
-                l.path, l.bytes
-            )
-        }));
+        Err(e) => {
+            problems.push(format!("open: {}", e.line()));
+            // What an interrupted write left where no collection opens.
+            let left = atlas::leftover_findings(&loc.op, &loc.prefix, loc.uploads.as_ref()).await;
+            warnings.extend(left.iter().map(Finding::to_string));
+        }
     }
 
     if ctx.json {
@@ -90,12 +88,20 @@ pub async fn run(ctx: &Ctx, args: &VerifyArgs) -> CliResult {
     }
 }
 
-async fn check(ctx: &Ctx, atlas: &Atlas, deep: bool) -> VerifyReport {
+async fn check(
+    ctx: &Ctx,
+    atlas: &Atlas,
+    deep: bool,
+    uploads: Option<atlas::MultipartUploads>,
+) -> VerifyReport {
     let bar = progress::bar(atlas.dataset_count() as u64, "verify", ctx.quiet);
     let tick = bar.clone();
-    let options = VerifyOptions::new()
+    let mut options = VerifyOptions::new()
         .deep(deep)
         .on_progress(move |n| tick.set_position(n));
+    if let Some(uploads) = uploads {
+        options = options.multipart_uploads(uploads);
+    }
     let report = atlas.verify(&options).await;
     bar.finish_and_clear();
     report
@@ -103,7 +109,6 @@ async fn check(ctx: &Ctx, atlas: &Atlas, deep: bool) -> VerifyReport {
 
 /// One line per check that found nothing wrong.
 fn passed_lines(atlas: &Atlas, report: &VerifyReport, deep: bool) -> Vec<String> {
-    use atlas::Finding;
     let c = &report.checked;
     let mut passed = vec![format!(
         "container: trailer and footer valid (format v{}, {}, {}, {})",
@@ -139,7 +144,10 @@ fn passed_lines(atlas: &Atlas, report: &VerifyReport, deep: bool) -> Vec<String>
             render::count(c.arrays, "array", "arrays")
         ));
     }
-    if report.warnings().next().is_none() {
+    let mask_warning = report
+        .warnings()
+        .any(|f| matches!(f, Finding::MaskWarning { .. }));
+    if !mask_warning {
         passed.push(if c.hidden == 0 {
             "deletion mask: none or empty".to_owned()
         } else {

@@ -9,7 +9,7 @@ use atlas_format::{
     MASK_FILE,
 };
 use atlas_io::open::{OpenError, open_collection};
-use atlas_io::{IoError, IoErrorKind};
+use atlas_io::{IoError, IoErrorKind, MultipartUploads};
 use opendal::Operator;
 
 use atlas_segment::{Segment, SegmentOptions, SegmentSet};
@@ -90,6 +90,10 @@ pub struct Atlas {
 /// What every clone of one [`Atlas`] shares.
 pub(crate) struct Inner {
     pub(crate) op: Operator,
+    /// The collection's prefix in `op` (empty: `op` is rooted at it).
+    pub(crate) prefix: String,
+    /// The multipart uploads of an S3 collection opened from its URL.
+    pub(crate) uploads: Option<MultipartUploads>,
     /// Set when opened from a local directory: deletes write through an fs
     /// operator with an atomic write directory built at that time.
     pub(crate) fs_root: Option<PathBuf>,
@@ -133,7 +137,17 @@ impl Atlas {
 
     /// Opens the collection under `prefix` of `op`.
     pub async fn open_with(op: Operator, prefix: &str, options: OpenOptions) -> Result<Atlas> {
-        Self::open_inner(op, prefix, options, None).await
+        Self::open_inner(op, prefix, options, None, None).await
+    }
+
+    /// Opens the collection at the root of `op`, an S3 operator whose
+    /// multipart uploads `uploads` reaches (what `verify` lists by default).
+    pub(crate) async fn open_with_uploads(
+        op: Operator,
+        options: OpenOptions,
+        uploads: Option<MultipartUploads>,
+    ) -> Result<Atlas> {
+        Self::open_inner(op, "", options, None, uploads).await
     }
 
     async fn open_inner(
@@ -141,6 +155,7 @@ impl Atlas {
         prefix: &str,
         options: OpenOptions,
         fs_root: Option<PathBuf>,
+        uploads: Option<MultipartUploads>,
     ) -> Result<Atlas> {
         atlas_io::install_http_transport();
         let container_path = join(prefix, CONTAINER_FILE);
@@ -192,6 +207,8 @@ impl Atlas {
         Ok(Atlas {
             inner: Arc::new(Inner {
                 op,
+                prefix: prefix.trim_matches('/').to_owned(),
+                uploads,
                 fs_root,
                 container_path,
                 mask_path,
@@ -230,7 +247,7 @@ impl Atlas {
         }
         let builder = opendal::services::Fs::default().root(&shown);
         let op = Operator::new(builder).map_err(|e| IoError::from_opendal(e, "open", &shown))?;
-        Self::open_inner(op, "", options, Some(path.to_path_buf())).await
+        Self::open_inner(op, "", options, Some(path.to_path_buf()), None).await
     }
 
     pub(crate) fn inner(&self) -> &Inner {
