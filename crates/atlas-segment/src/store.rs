@@ -12,6 +12,11 @@
 //!   an end past the segment is clamped, a start at or past it is an error;
 //! - reads that fall inside a prefetched tail are served from memory, so a
 //!   trailer + footer lookup costs nothing after [`SegmentStore::prefetch_tail`];
+//! - a read of the data region that starts where the previous one ended is
+//!   read ahead: the fetch grows to a window ([`READ_AHEAD_START`], doubling
+//!   up to [`READ_AHEAD_MAX`], never past the footer) and the next reads are
+//!   served from it, so walking a segment's blocks in order costs a few
+//!   requests, not one per block; any other read fetches exactly its range;
 //! - any other path is `NotFound`; writes, deletes, copies and lists are `NotSupported`;
 //! - an LZ4 block whose 4-byte size prefix disagrees with the size its footer
 //!   declares (see [`SegmentStore::expect_lz4_prefixes`]) is refused before
@@ -29,7 +34,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 use std::ops::Range;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, Mutex, RwLock};
 
 use async_trait::async_trait;
 use bytes::Bytes;
@@ -52,6 +57,10 @@ pub const ARRF_MAGIC: [u8; 4] = *b"ARRF";
 pub const DEFAULT_PREFETCH: u64 = 256 * 1024;
 /// Default number of concurrent piece reads for one big read.
 pub const DEFAULT_READ_CONCURRENCY: usize = 8;
+/// First read-ahead window, fetched when a read continues the previous one.
+pub const READ_AHEAD_START: u64 = 4 * 1024 * 1024;
+/// Largest read-ahead window; each sequential refill doubles the last one.
+pub const READ_AHEAD_MAX: u64 = 32 * 1024 * 1024;
 const STORE_NAME: &str = "SegmentStore";
 
 /// The virtual path of segment `index`: `seg/<index>`.
@@ -197,6 +206,43 @@ struct Segment {
     tail: Bytes,
     /// Start of each LZ4 block to the size its footer declares.
     lz4: Arc<BTreeMap<u64, u64>>,
+    /// Where the data region ends (the footer starts), once the trailer is
+    /// known; until then nothing is read ahead.
+    data_end: Option<u64>,
+    /// Sequential-read state, shared by the clones `lookup` hands out.
+    ahead: Arc<Mutex<ReadAhead>>,
+}
+
+/// What the store remembers to read a segment's data region ahead.
+#[derive(Debug, Default)]
+struct ReadAhead {
+    /// End of the last data range asked for.
+    last_end: Option<u64>,
+    /// The next window; 0 until a sequential read starts one.
+    window: u64,
+    /// Bytes fetched ahead: where they start in the segment, and them.
+    buffer: Option<(u64, Bytes)>,
+}
+
+impl ReadAhead {
+    /// The front of `rel` the buffer holds (all of it, some, or none).
+    fn serve(&self, rel: &Range<u64>) -> Bytes {
+        let Some((start, bytes)) = self.buffer.as_ref() else {
+            return Bytes::new();
+        };
+        let Some(a) = rel
+            .start
+            .checked_sub(*start)
+            .and_then(|a| usize::try_from(a).ok())
+        else {
+            return Bytes::new();
+        };
+        let want = usize::try_from(rel.end.saturating_sub(rel.start)).unwrap_or(usize::MAX);
+        match a.checked_add(want) {
+            Some(b) if a < bytes.len() => bytes.slice(a..b.min(bytes.len())),
+            _ => Bytes::new(),
+        }
+    }
 }
 
 impl Segment {
@@ -331,6 +377,11 @@ impl SegmentStore {
                 path: path.to_string(),
             });
         }
+        let data_end = if tail.is_empty() {
+            None
+        } else {
+            Some(len.saturating_sub(validate_trailer(path, &tail, len)?))
+        };
         map.insert(
             path.to_string(),
             Segment {
@@ -338,6 +389,8 @@ impl SegmentStore {
                 len,
                 tail,
                 lz4: Arc::default(),
+                data_end,
+                ahead: Arc::default(),
             },
         );
         Ok(())
@@ -392,6 +445,7 @@ impl SegmentStore {
         };
         if let Some(s) = self.write_map().get_mut(p) {
             s.tail = tail;
+            s.data_end = Some(seg.len - footer_total);
         }
         Ok(())
     }
@@ -444,6 +498,14 @@ impl SegmentStore {
                 Bytes::new()
             }
         };
+        // Data the tail does not hold is read ahead, up to the tail or footer.
+        let ahead_end = seg.data_end.map(|end| match seg.tail.is_empty() {
+            true => end,
+            false => end.min(tail_start),
+        });
+        if let Some(end) = ahead_end.filter(|&end| rel.end <= end) {
+            return self.read_data(path, seg, rel, end).await;
+        }
         if seg.tail.is_empty() || rel.end <= tail_start {
             let bytes = self.fetch(path, seg, rel.clone()).await?;
             if seg.tail.is_empty() && rel.end == seg.len && bytes.len() as u64 >= ARRF_TRAILER_LEN {
@@ -456,6 +518,53 @@ impl SegmentStore {
         }
         let front = self.fetch(path, seg, rel.start..tail_start).await?;
         Ok(concat(vec![front, tail_part(tail_start, rel.end)]))
+    }
+
+    /// Reads `rel` of the data region, ahead (never past `limit`) when it
+    /// continues the last read.
+    async fn read_data(
+        &self,
+        path: &str,
+        seg: &Segment,
+        rel: Range<u64>,
+        limit: u64,
+    ) -> Result<Bytes, StoreError> {
+        let lock = || seg.ahead.lock().unwrap_or_else(|e| e.into_inner());
+        let (held, window) = {
+            let mut ahead = lock();
+            let held = ahead.serve(&rel);
+            if held.len() as u64 == rel.end.saturating_sub(rel.start) {
+                ahead.last_end = Some(rel.end);
+                return Ok(held);
+            }
+            let sequential = ahead.last_end == Some(rel.start);
+            (
+                held,
+                if sequential {
+                    ahead.window.max(READ_AHEAD_START)
+                } else {
+                    0
+                },
+            )
+        };
+        // Fetch what the buffer lacks: to the window's end when reading ahead.
+        let from = rel.start.saturating_add(held.len() as u64);
+        let end = from.saturating_add(window).min(limit).max(rel.end);
+        let fetched = self.fetch(path, seg, from..end).await?;
+        let mut ahead = lock();
+        ahead.last_end = Some(rel.end);
+        if end == rel.end {
+            if window == 0 {
+                ahead.window = 0;
+            }
+            return Ok(concat(vec![held, fetched]));
+        }
+        ahead.window = window.saturating_mul(2).min(READ_AHEAD_MAX);
+        ahead.buffer = Some((from, fetched.clone()));
+        let rest = usize::try_from(rel.end.saturating_sub(from))
+            .unwrap_or(usize::MAX)
+            .min(fetched.len());
+        Ok(concat(vec![held, fetched.slice(..rest)]))
     }
 
     async fn get_segment(

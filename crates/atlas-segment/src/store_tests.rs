@@ -372,3 +372,66 @@ async fn a_segment_shorter_than_a_trailer_is_rejected() {
         Err(StoreError::TooShort { len: 4, .. })
     ));
 }
+
+/// A segment of `data` bytes of data region, then a `footer`-byte footer and
+/// its trailer; registered with the footer in hand, as an opened segment is.
+async fn store_with_data_region(
+    data: usize,
+    footer: usize,
+) -> (SegmentStore, atlas_io::CountingLayer, Vec<u8>) {
+    let mut seg = body(data + footer);
+    seg.extend_from_slice(&(footer as u64).to_le_bytes());
+    seg.extend_from_slice(b"ARRF");
+    let (op, layer) = counted_memory();
+    let (container, offset) = embed(&seg, 1000, 777);
+    op.write("data.atlas", container).await.unwrap();
+    let store = SegmentStore::new(op, "data.atlas");
+    let tail = Bytes::copy_from_slice(&seg[data..]);
+    store
+        .register_with_tail(&segment_path(0), offset, seg.len() as u64, tail)
+        .unwrap();
+    layer.stats().reset();
+    (store, layer, seg)
+}
+
+#[tokio::test]
+async fn walking_the_data_region_in_order_reads_ahead_in_a_few_requests_and_never_into_the_footer()
+{
+    let (data, block) = (20 * 1024 * 1024, 400 * 1024);
+    let (store, layer, seg) = store_with_data_region(data, 3000).await;
+    let mut at = 0;
+    while at < data {
+        let end = (at + block).min(data);
+        let got = store
+            .get_range(&segment_path(0), at as u64..end as u64)
+            .await
+            .unwrap();
+        assert_eq!(&got[..], &seg[at..end], "bytes {at}..{end}");
+        at = end;
+    }
+    let log = layer.stats().read_log();
+    // The first block alone, then windows of 4, 8 and 16 MiB (cut at the footer).
+    assert_eq!(log.len(), 4, "{log:?}");
+    let read: u64 = log.iter().filter_map(|r| r.range.size()).sum();
+    assert_eq!(read, data as u64, "every data byte once, no footer byte");
+}
+
+#[tokio::test]
+async fn reads_that_do_not_continue_the_last_one_fetch_exactly_their_range() {
+    let (store, layer, seg) = store_with_data_region(2 * 1024 * 1024, 3000).await;
+    for (a, b) in [
+        (500_000, 600_000),
+        (100_000, 200_000),
+        (1_000_000, 1_100_000),
+    ] {
+        let got = store.get_range(&segment_path(0), a..b).await.unwrap();
+        assert_eq!(&got[..], &seg[a as usize..b as usize]);
+    }
+    let sizes: Vec<_> = layer
+        .stats()
+        .read_log()
+        .iter()
+        .map(|r| r.range.size())
+        .collect();
+    assert_eq!(sizes, vec![Some(100_000); 3]);
+}
