@@ -65,6 +65,6 @@ pub use reader::{
 };
 pub use screen::{ArrayProblem, FooterProblem};
 pub use sink::{SinkError, WrittenSegment};
-pub use store::{ARRF_MAGIC, ARRF_TRAILER_LEN, DEFAULT_PREFETCH};
+pub use store::{ARRF_MAGIC, ARRF_TRAILER_LEN, DEFAULT_PREFETCH, READ_AHEAD_MAX, READ_AHEAD_START};
 pub use value::{ArrayStats, FillValue, Stat, Timestamp};
 pub use writer::{ContainerSink, DEFAULT_BLOCK_TARGET_SIZE, SegmentWriter, WriteOptions};

@@ -342,6 +342,21 @@ impl SegmentSet {
         })))
     }
 
+    /// Reads the front of segment `index`'s data region (up to
+    /// [`READ_AHEAD_MAX`](crate::READ_AHEAD_MAX) bytes) in one go, for a
+    /// caller about to read most of its arrays; the segment must be open
+    /// ([`SegmentSet::get`]), else nothing is read. Returns the bytes read.
+    pub async fn prefetch_data(
+        &self,
+        index: usize,
+        range: &SegmentRange,
+    ) -> Result<u64, SegmentError> {
+        self.store
+            .prefetch_data(&segment_path(index as u64), crate::READ_AHEAD_MAX)
+            .await
+            .map_err(|e| store_error(&range.name, e))
+    }
+
     /// The segments opened so far.
     pub fn opened(&self) -> usize {
         self.cells.iter().filter(|c| c.initialized()).count()

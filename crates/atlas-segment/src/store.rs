@@ -450,6 +450,35 @@ impl SegmentStore {
         Ok(())
     }
 
+    /// Reads the front of `path`'s data region, up to `max` bytes, in one
+    /// (possibly split) read and keeps it for the reads that follow, which
+    /// then go on reading ahead from its end. For a caller about to read most
+    /// of a segment's arrays; nothing happens before the footer is known, and
+    /// the bytes read are returned as a count.
+    pub async fn prefetch_data(&self, path: &Path, max: u64) -> Result<u64, StoreError> {
+        let p = path.as_ref();
+        let seg = self.lookup(p)?;
+        let Some(data_end) = seg.data_end else {
+            return Ok(0);
+        };
+        let limit = match seg.tail.is_empty() {
+            true => data_end,
+            false => data_end.min(seg.tail_start()),
+        };
+        let end = limit.min(max);
+        if end == 0 {
+            return Ok(0);
+        }
+        let bytes = self.fetch(p, &seg, 0..end).await?;
+        let mut ahead = seg.ahead.lock().unwrap_or_else(|e| e.into_inner());
+        ahead.buffer = Some((0, bytes));
+        ahead.last_end = Some(0);
+        ahead.window = end
+            .saturating_mul(2)
+            .clamp(READ_AHEAD_START, READ_AHEAD_MAX);
+        Ok(end)
+    }
+
     /// Reads `rel` (relative to the segment, within it) from the container.
     async fn fetch(&self, path: &str, seg: &Segment, rel: Range<u64>) -> Result<Bytes, StoreError> {
         if rel.start >= rel.end {

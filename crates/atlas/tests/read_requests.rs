@@ -569,3 +569,67 @@ async fn a_dataset_handle_moves_into_a_spawned_task() {
         assert_eq!(h.await.unwrap().unwrap()[[0]], (i * 10) as f32);
     }
 }
+
+/// `n` datasets with one f32 array `v` of 64 noisy values, written with
+/// 4 KiB blocks: the `v` segment's data spans about `n / 16` blocks.
+async fn many_small_blocks(op: &opendal::Operator, n: usize) {
+    let config = atlas::WriterConfig::default()
+        .block_target_size(4096)
+        .small_block_target_size(4096);
+    let writer = atlas::AtlasWriter::create(op.clone(), "", config)
+        .await
+        .unwrap();
+    for i in 0..n {
+        let mut ds = writer.add_dataset(&uniform_name(i)).unwrap();
+        ds.define_array::<f32>("v", &["x"], &[64], None, None)
+            .unwrap();
+        let values: Vec<f32> = (0..64u32)
+            .map(|k| (i as f32).mul_add(0.37, (k.wrapping_mul(2_654_435_761) % 1000) as f32))
+            .collect();
+        let data = ndarray::ArrayD::from_shape_vec(vec![64], values).unwrap();
+        ds.write_array("v", &[0], data.view()).unwrap();
+        ds.finish().await.unwrap();
+    }
+    writer.finish().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sweeping_a_variable_over_many_blocks_costs_a_few_reads_not_one_per_block() {
+    let n = 4000;
+    let (op, stats, _) = counted_memory();
+    many_small_blocks(&op, n).await;
+
+    // One dataset at a time: the first block alone, then read ahead.
+    let atlas = Atlas::open(op.clone(), "").await.unwrap();
+    atlas.array_stats("v").await.unwrap();
+    stats.reset();
+    let mut sequential = Vec::new();
+    for d in atlas.datasets() {
+        sequential.push(d.read_array::<f32>("v", Region::all()).await.unwrap());
+    }
+    let walk = stats.snapshot();
+    assert!(walk.reads <= 3, "{walk:?}");
+
+    // read_many over every dataset: the data in one read.
+    let fresh = Atlas::open(op, "").await.unwrap();
+    fresh.array_stats("v").await.unwrap();
+    stats.reset();
+    let results: Vec<_> = fresh
+        .read_many(fresh.datasets(), "v", Region::all(), 8, Order::AsGiven)
+        .collect()
+        .await;
+    let sweep = stats.snapshot();
+    assert_eq!(sweep.reads, 1, "{sweep:?}");
+    assert_eq!(
+        sweep.bytes_read, walk.bytes_read,
+        "the same data region, once"
+    );
+    assert_eq!(results.len(), n);
+    for ((name, result), (i, expected)) in results.into_iter().zip(sequential.iter().enumerate()) {
+        assert_eq!(name, uniform_name(i));
+        let ArrayData::Float32(values) = result.unwrap().into_data() else {
+            panic!("v is float32")
+        };
+        assert_eq!(&values, expected);
+    }
+}

@@ -427,6 +427,21 @@ impl Atlas {
         Ok(Some(self.inner.segments.get(index, &range).await?))
     }
 
+    /// Opens the segment of variable `name` and, when `readers` datasets
+    /// will read at least half of its arrays, reads the front of its data
+    /// region in one request (see `SegmentSet::prefetch_data`), so a sweep
+    /// costs one round trip instead of one per read-ahead window.
+    pub(crate) async fn prepare_sweep(&self, name: &str, readers: usize) -> Result<()> {
+        let Some((index, range)) = self.directory().segment_range(name) else {
+            return Ok(());
+        };
+        let segment = self.inner.segments.get(index, &range).await?;
+        if readers.saturating_mul(2) >= segment.array_count() && readers > 1 {
+            self.inner.segments.prefetch_data(index, &range).await?;
+        }
+        Ok(())
+    }
+
     /// A segment holding array `name` of `dataset` (ordinal `ordinal`): the
     /// whole segment when it is open or its footer small, else one found for
     /// that array alone by a lookup in the segment footer. `None` if the
