@@ -36,6 +36,7 @@ mod refusals;
 pub mod any;
 pub mod attr;
 mod codec;
+pub mod digest;
 pub mod element;
 pub mod error;
 mod guard;
@@ -57,6 +58,7 @@ mod test_support;
 
 pub use any::{AnyArray, ArrayData};
 pub use attr::Attr;
+pub use digest::{ArrayDigest, SegmentDigest};
 pub use element::Element;
 pub use error::SegmentError;
 pub use reader::{

@@ -27,6 +27,7 @@ use tokio::sync::OnceCell;
 
 use crate::any::ArrayData;
 use crate::attr::Attr;
+use crate::digest::{SegmentDigest, digest_of};
 use crate::element::{Element, sealed::Sealed};
 use crate::error::SegmentError;
 use crate::guard::guarded;
@@ -114,6 +115,11 @@ pub struct SegmentSet {
     probe: Bytes,
     probe_start: u64,
     cells: Vec<OnceCell<Arc<Segment>>>,
+    /// Per segment, its arrays' names, types and statistics, once asked for.
+    digests: Vec<OnceCell<Arc<SegmentDigest>>>,
+    /// Footers read for a digest and not yet opened: segment index to the
+    /// segment's tail (the footer and trailer), for the open to use.
+    pending: std::sync::Mutex<HashMap<usize, Bytes>>,
     /// Segments of one array each, found by lookup: (segment index, array) to it.
     singles: std::sync::Mutex<HashMap<(usize, String), Arc<Segment>>>,
     /// One lookup at a time (each registers a virtual file of its own).
@@ -159,6 +165,8 @@ impl SegmentSet {
             probe,
             probe_start,
             cells: (0..count).map(|_| OnceCell::new()).collect(),
+            digests: (0..count).map(|_| OnceCell::new()).collect(),
+            pending: std::sync::Mutex::new(HashMap::new()),
             singles: std::sync::Mutex::new(HashMap::new()),
             lookups: tokio::sync::Mutex::new(()),
         }
@@ -177,6 +185,48 @@ impl SegmentSet {
         cell.get_or_try_init(|| self.open(index, range))
             .await
             .cloned()
+    }
+
+    /// The names, types and statistics of segment `index`'s arrays: from the
+    /// segment if it is open, else from its footer alone (read as an open
+    /// reads it, validated once, not decoded by array-format), whose bytes are
+    /// then kept for the segment's open. Later calls cost nothing.
+    pub async fn digest(
+        &self,
+        index: usize,
+        range: &SegmentRange,
+    ) -> Result<Arc<SegmentDigest>, SegmentError> {
+        let cell = self.digests.get(index).ok_or_else(|| {
+            SegmentError::corrupt(&range.name, None, format!("no segment at position {index}"))
+        })?;
+        cell.get_or_try_init(|| async {
+            if let Some(segment) = self.cells.get(index).and_then(OnceCell::get) {
+                return Ok(Arc::new(SegmentDigest::of_segment(segment)));
+            }
+            let (tail, footer_total) = self.read_tail(range, self.prefetch).await?;
+            let tail = self.complete(range, tail, footer_total).await?;
+            let mut arrays = Vec::new();
+            let screened = screen::screen_visiting(&tail, range.len, |array| {
+                arrays.push(digest_of(array)?);
+                Ok(())
+            })
+            .map_err(|problem| SegmentError::Footer {
+                segment: range.name.clone(),
+                problem,
+            })?;
+            self.pending().insert(index, tail);
+            Ok(Arc::new(SegmentDigest::new(
+                &range.name,
+                arrays,
+                screened.problems,
+            )))
+        })
+        .await
+        .cloned()
+    }
+
+    fn pending(&self) -> std::sync::MutexGuard<'_, HashMap<usize, Bytes>> {
+        self.pending.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// A segment that holds array `array` of segment `index` at `range`,
@@ -224,7 +274,8 @@ impl SegmentSet {
         let key = (index, array.to_owned());
         let expected_footer = range.arrays_hint.saturating_mul(FOOTER_BYTES_PER_ARRAY);
         let small = LOOKUP_MIN_FOOTER.max(self.prefetch);
-        if expected_footer <= small || self.singles().len() >= LOOKUP_LIMIT {
+        let footer_in_hand = self.pending().contains_key(&index);
+        if expected_footer <= small || footer_in_hand || self.singles().len() >= LOOKUP_LIMIT {
             return self.get(index, range).await;
         }
         let _one_at_a_time = self.lookups.lock().await;
@@ -363,8 +414,14 @@ impl SegmentSet {
     }
 
     async fn open(&self, index: usize, range: &SegmentRange) -> Result<Arc<Segment>, SegmentError> {
-        let (tail, footer_total) = self.read_tail(range, self.prefetch).await?;
-        let tail = self.complete(range, tail, footer_total).await?;
+        let pending = self.pending().remove(&index);
+        let tail = match pending {
+            Some(tail) => tail,
+            None => {
+                let (tail, footer_total) = self.read_tail(range, self.prefetch).await?;
+                self.complete(range, tail, footer_total).await?
+            }
+        };
         self.open_footer(index, range, tail).await
     }
 
@@ -631,6 +688,11 @@ impl Segment {
     /// Why screening flagged array `array`, if it did.
     pub fn problem(&self, array: &str) -> Option<&ArrayProblem> {
         self.problems.get(array)
+    }
+
+    /// Every array screening flagged, with why.
+    pub(crate) fn problems(&self) -> &HashMap<String, ArrayProblem> {
+        &self.problems
     }
 
     /// The same as [`Segment::problem`], as the error a use of the array returns.

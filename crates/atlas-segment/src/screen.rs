@@ -324,6 +324,16 @@ pub(crate) struct Screened {
 ///
 /// `Err` means the segment as a whole cannot be handed to array-format.
 pub(crate) fn screen(tail: &[u8], segment_len: u64) -> Result<Screened, FooterProblem> {
+    screen_visiting(tail, segment_len, |_| Ok(()))
+}
+
+/// [`screen`], handing each archived array, validated, to `visit` as well:
+/// for what a caller reads from the footer without array-format's open.
+pub(crate) fn screen_visiting(
+    tail: &[u8],
+    segment_len: u64,
+    mut visit: impl FnMut(&ArchivedArrayMeta) -> Result<(), FooterProblem>,
+) -> Result<Screened, FooterProblem> {
     let (footer_bytes, footer_total) = footer_slice(tail)?;
     let data_end = segment_len
         .checked_sub(footer_total)
@@ -356,6 +366,7 @@ pub(crate) fn screen(tail: &[u8], segment_len: u64) -> Result<Screened, FooterPr
             .collect(),
     };
     for array in footer.arrays.iter() {
+        visit(array)?;
         if let Err(problem) = screen_array(array, &blocks) {
             screened
                 .problems

@@ -633,3 +633,54 @@ async fn sweeping_a_variable_over_many_blocks_costs_a_few_reads_not_one_per_bloc
         assert_eq!(&values, expected);
     }
 }
+
+#[tokio::test]
+async fn statistics_come_from_the_footer_alone_and_the_open_after_them_reads_nothing_again() {
+    let n = 10_000;
+    let (op, stats, _) = counted_memory();
+    op.write("data.atlas", uniform_collection(n).await)
+        .await
+        .unwrap();
+    let atlas = Atlas::open(op.clone(), "").await.unwrap();
+    let v = atlas
+        .variables()
+        .into_iter()
+        .find(|v| v.name == "v")
+        .unwrap();
+    let footer = segment_footer_bytes(&op, "data.atlas", v.offset, v.len).await;
+    stats.reset();
+
+    let folded = atlas.array_stats("v").await.unwrap().unwrap();
+    assert_eq!(folded.row_count, 4 * n as u64);
+    let rows = atlas.array_stats_by_dataset("v").await.unwrap();
+    assert_eq!(rows.len(), n);
+    assert_eq!(rows[4321].stats.min, Some(atlas::Stat::Float(43_210.0)));
+    let fold = stats.snapshot();
+    assert_eq!(
+        (fold.reads, fold.bytes_read),
+        (2, footer),
+        "the footer, once"
+    );
+    assert_eq!(atlas.segments_opened(), 0, "array-format opened nothing");
+
+    // Attributes need the segment open: it opens from the footer in hand.
+    let units = atlas
+        .attributes_by_dataset(Some("v"), "units")
+        .await
+        .unwrap();
+    assert_eq!(units.len(), n);
+    assert_eq!(atlas.segments_opened(), 1);
+    assert_eq!(stats.snapshot().reads, fold.reads, "no read for the open");
+    // A read then costs its block alone.
+    let data = atlas
+        .dataset(&uniform_name(77))
+        .unwrap()
+        .read_array::<f32>("v", Region::all())
+        .await
+        .unwrap();
+    assert_eq!(
+        data.iter().copied().collect::<Vec<_>>(),
+        vec![770.0, 771.0, 772.0, 773.0]
+    );
+    assert_eq!(stats.snapshot().reads, fold.reads + 1);
+}

@@ -45,21 +45,31 @@ impl Atlas {
         segment: &'a Segment,
         declared: &'a [Option<&'f DType>],
     ) -> impl Iterator<Item = LiveArray<'a, 'f>> + 'a {
-        let footer = self.footer();
         segment
             .arrays()
             .enumerate()
             .filter_map(move |(position, info)| {
-                let (index, _, &schema) = footer.datasets.get_full(info.name())?;
-                let ordinal = u32::try_from(index).ok()?;
-                let dtype = declared.get(schema as usize).copied().flatten()?;
-                self.is_live(ordinal).then_some(LiveArray {
+                let (ordinal, dtype) = self.live_declaring_one(info.name(), declared)?;
+                Some(LiveArray {
                     position,
                     info,
                     ordinal,
                     dtype,
                 })
             })
+    }
+
+    /// The ordinal and declared type of dataset `name`, if it is live and its
+    /// schema declares something (per `declared`).
+    fn live_declaring_one<'f>(
+        &self,
+        name: &str,
+        declared: &[Option<&'f DType>],
+    ) -> Option<(u32, &'f DType)> {
+        let (index, _, &schema) = self.footer().datasets.get_full(name)?;
+        let ordinal = u32::try_from(index).ok()?;
+        let dtype = declared.get(schema as usize).copied().flatten()?;
+        self.is_live(ordinal).then_some((ordinal, dtype))
     }
 
     /// The declared types of the live datasets whose schema declares something
@@ -102,7 +112,8 @@ impl Atlas {
         let Some(&first) = wanted.first() else {
             return Ok((Vec::new(), None));
         };
-        let segment = self.segment(array).await?.ok_or_else(|| {
+        // The footer's digest: names, types and statistics, without an open.
+        let digest = self.digest(array).await?.ok_or_else(|| {
             AtlasError::corrupt(format!(
                 "datasets declare array {array:?}, but the container has no segment for it"
             ))
@@ -110,22 +121,19 @@ impl Atlas {
         let mut rows = Vec::with_capacity(wanted.len());
         let mut seen = 0usize;
         // One pass over the segment's arrays; a hash lookup finds each one's dataset.
-        for LiveArray {
-            info,
-            ordinal,
-            dtype,
-            ..
-        } in self.live_arrays(&segment, &declared)
-        {
+        for info in digest.arrays() {
+            let Some((ordinal, dtype)) = self.live_declaring_one(&info.name, &declared) else {
+                continue;
+            };
             seen = seen.saturating_add(1);
-            segment.check(info.name())?;
-            check_dtype(array, dtype, &info, info.name())?;
-            if let Some(stats) = info.stats() {
+            digest.check(&info.name)?;
+            check_dtype(array, dtype, &info.dtype, &info.name)?;
+            if let Some(stats) = &info.stats {
                 rows.push((
                     DatasetStats {
-                        dataset: info.name().to_owned(),
+                        dataset: info.name.clone(),
                         ordinal,
-                        stats,
+                        stats: stats.clone(),
                     },
                     dtype.clone(),
                 ));

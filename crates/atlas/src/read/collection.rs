@@ -12,7 +12,7 @@ use atlas_io::open::{OpenError, open_collection};
 use atlas_io::{IoError, IoErrorKind, MultipartUploads};
 use opendal::Operator;
 
-use atlas_segment::{Segment, SegmentOptions, SegmentSet};
+use atlas_segment::{Segment, SegmentDigest, SegmentOptions, SegmentSet};
 
 use super::dataset::Dataset;
 use super::directory::{Directory, MaskState};
@@ -440,6 +440,16 @@ impl Atlas {
             self.inner.segments.prefetch_data(index, &range).await?;
         }
         Ok(())
+    }
+
+    /// The names, types and statistics of the arrays in variable `name`'s
+    /// segment, read off its footer if the segment is not open; `None` if the
+    /// container has no segment for it.
+    pub(crate) async fn digest(&self, name: &str) -> Result<Option<Arc<SegmentDigest>>> {
+        let Some((index, range)) = self.directory().segment_range(name) else {
+            return Ok(None);
+        };
+        Ok(Some(self.inner.segments.digest(index, &range).await?))
     }
 
     /// A segment holding array `name` of `dataset` (ordinal `ordinal`): the

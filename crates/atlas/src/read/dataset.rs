@@ -145,7 +145,7 @@ impl Dataset {
     /// The segment's record of this dataset's `array`, checked against the footer.
     fn info<'s>(&self, meta: &ArrayMeta<'_>, segment: &'s Segment) -> Result<ArrayRef<'s>> {
         let info = segment.array(&self.name)?;
-        check_dtype(meta.name(), meta.dtype(), &info, &self.name)?;
+        check_dtype(meta.name(), meta.dtype(), &info.dtype(), &self.name)?;
         Ok(info)
     }
 
@@ -327,11 +327,10 @@ fn invalid(array: &str, what: &str) -> AtlasError {
 pub(crate) fn check_dtype(
     array: &str,
     declared: &DType,
-    info: &ArrayRef<'_>,
+    stored: &DType,
     dataset: &str,
 ) -> Result<()> {
-    let stored = info.dtype();
-    if stored != *declared {
+    if stored != declared {
         return Err(AtlasError::corrupt(format!(
             "dataset {dataset:?}, array {array:?}: the footer declares {declared}, the segment holds {stored}"
         )));

@@ -1,0 +1,103 @@
+//! What the statistics calls need of a segment, taken from its footer
+//! without array-format's open: each array's name, type and statistics.
+//!
+//! array-format's open decodes its whole footer into memory (chunk tables,
+//! attribute columns, an index by name), which for a segment of tens of
+//! thousands of arrays costs more than reading the footer. A fold of
+//! statistics needs three fields per array, so they are read off the archive
+//! while the screen validates and walks it anyway: one validation, no full
+//! decode. The footer bytes are kept for an open that may follow, which then
+//! reads nothing again.
+
+use std::collections::HashMap;
+
+use crate::error::SegmentError;
+use crate::reader::Segment;
+use crate::screen::{ArchivedArrayMeta, ArrayProblem, FooterProblem};
+use crate::value::{ArrayStats, dtype_from_stored, stats_from_stored};
+
+/// One array of a segment as the statistics calls see it.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct ArrayDigest {
+    /// The array's (its dataset's) name.
+    pub name: String,
+    /// Its element type.
+    pub dtype: atlas_format::DType,
+    /// The statistics its writer recorded, if any.
+    pub stats: Option<ArrayStats>,
+}
+
+/// Every array of one segment, in segment order, with what screening found
+/// wrong with single arrays.
+#[derive(Debug, Clone)]
+pub struct SegmentDigest {
+    segment: String,
+    arrays: Vec<ArrayDigest>,
+    problems: HashMap<String, ArrayProblem>,
+}
+
+impl SegmentDigest {
+    /// The arrays, in segment order (damaged ones included: see [`SegmentDigest::check`]).
+    pub fn arrays(&self) -> &[ArrayDigest] {
+        &self.arrays
+    }
+
+    /// `Err` if screening found array `array` unusable, as [`Segment::check`].
+    pub fn check(&self, array: &str) -> Result<(), SegmentError> {
+        match self.problems.get(array) {
+            None => Ok(()),
+            Some(problem) => Err(SegmentError::Array {
+                segment: self.segment.clone(),
+                array: array.to_owned(),
+                problem: problem.clone(),
+            }),
+        }
+    }
+
+    /// The digest of a segment already open.
+    pub(crate) fn of_segment(segment: &Segment) -> Self {
+        Self {
+            segment: segment.name().to_owned(),
+            arrays: segment
+                .arrays()
+                .map(|a| ArrayDigest {
+                    name: a.name().to_owned(),
+                    dtype: a.dtype(),
+                    stats: a.stats(),
+                })
+                .collect(),
+            problems: segment.problems().clone(),
+        }
+    }
+
+    /// A digest from arrays read off the footer and the screen's findings.
+    pub(crate) fn new(
+        segment: &str,
+        arrays: Vec<ArrayDigest>,
+        problems: HashMap<String, ArrayProblem>,
+    ) -> Self {
+        Self {
+            segment: segment.to_owned(),
+            arrays,
+            problems,
+        }
+    }
+}
+
+/// The digest of one archived array (validated by the screen).
+pub(crate) fn digest_of(array: &ArchivedArrayMeta) -> Result<ArrayDigest, FooterProblem> {
+    let undecodable = |e: rkyv::rancor::Error| FooterProblem::DoesNotValidate {
+        message: e.to_string(),
+    };
+    let dtype = rkyv::deserialize::<array_format::DType, rkyv::rancor::Error>(&array.dtype)
+        .map_err(undecodable)?;
+    let stats =
+        rkyv::deserialize::<Option<array_format::ArrayStats>, rkyv::rancor::Error>(&array.stats)
+            .map_err(undecodable)?;
+    Ok(ArrayDigest {
+        name: array.name.as_str().to_owned(),
+        dtype: dtype_from_stored(&dtype),
+        stats: stats.as_ref().map(stats_from_stored),
+    })
+}
