@@ -217,13 +217,13 @@ fn choose_condition(op: &Operator, snapshot: Option<&Snapshot>) -> Condition {
 /// 500 ms, jittered so that contenders do not retry in step. The same backoff
 /// (backon's) that OpenDAL's retry layer uses for temporary failures.
 fn lost_race_backoff(max_retries: u32) -> impl Iterator<Item = std::time::Duration> {
-    use backon::BackoffBuilder;
-    backon::ExponentialBuilder::default()
-        .with_min_delay(std::time::Duration::from_millis(5))
-        .with_max_delay(std::time::Duration::from_millis(500))
-        .with_jitter()
-        .with_max_times(usize::try_from(max_retries).unwrap_or(usize::MAX))
-        .build()
+    crate::RetryPolicy::default()
+        .backoff(
+            std::time::Duration::from_millis(5),
+            std::time::Duration::from_millis(500),
+        )
+        .max_retries(usize::try_from(max_retries).unwrap_or(usize::MAX))
+        .delays()
 }
 
 /// The lock file that serializes read-modify-writes of `path` on local disk.

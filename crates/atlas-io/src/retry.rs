@@ -73,6 +73,20 @@ impl RetryPolicy {
         self
     }
 
+    /// The waits between attempts under this policy: exponential from
+    /// `min_delay` to `max_delay`, jittered, at most `max_retries` of them;
+    /// backon's backoff, as OpenDAL's retry layer uses, for requests sent
+    /// outside OpenDAL.
+    pub fn delays(&self) -> impl Iterator<Item = Duration> + use<> {
+        use backon::BackoffBuilder;
+        backon::ExponentialBuilder::default()
+            .with_min_delay(self.min_delay)
+            .with_max_delay(self.max_delay)
+            .with_jitter()
+            .with_max_times(self.max_retries)
+            .build()
+    }
+
     /// `op` with this policy's timeout and retry layers on top.
     pub fn apply(&self, op: Operator) -> Operator {
         let op = op

@@ -236,13 +236,7 @@ impl MultipartUploads {
         operation: &'static str,
         path: &str,
     ) -> Result<Option<Buffer>, IoError> {
-        use backon::BackoffBuilder;
-        let mut delays = backon::ExponentialBuilder::default()
-            .with_min_delay(self.retry.min_delay)
-            .with_max_delay(self.retry.max_delay)
-            .with_jitter()
-            .with_max_times(self.retry.max_retries)
-            .build();
+        let mut delays = self.retry.delays();
         loop {
             match self.send_once(method.clone(), url, operation, path).await {
                 Err(e) if e.is_transient() => {

@@ -45,14 +45,7 @@ impl SegmentDigest {
 
     /// `Err` if screening found array `array` unusable, as [`Segment::check`].
     pub fn check(&self, array: &str) -> Result<(), SegmentError> {
-        match self.problems.get(array) {
-            None => Ok(()),
-            Some(problem) => Err(SegmentError::Array {
-                segment: self.segment.clone(),
-                array: array.to_owned(),
-                problem: problem.clone(),
-            }),
-        }
+        SegmentError::screened(&self.segment, array, &self.problems)
     }
 
     /// The digest of a segment already open.

@@ -73,6 +73,23 @@ pub enum SegmentError {
 }
 
 impl SegmentError {
+    /// `Err(Array)` if screening recorded a problem with `array` among
+    /// `problems` (array name to problem) of segment `segment`.
+    pub(crate) fn screened(
+        segment: &str,
+        array: &str,
+        problems: &std::collections::HashMap<String, ArrayProblem>,
+    ) -> Result<(), Self> {
+        match problems.get(array) {
+            None => Ok(()),
+            Some(problem) => Err(Self::Array {
+                segment: segment.to_owned(),
+                array: array.to_owned(),
+                problem: problem.clone(),
+            }),
+        }
+    }
+
     pub(crate) fn corrupt(segment: &str, array: Option<&str>, what: impl Into<String>) -> Self {
         Self::Corrupt {
             segment: segment.to_owned(),

@@ -666,13 +666,7 @@ impl Segment {
     /// The array called `array`, screened: `Array` if screening found it
     /// damaged, `Corrupt` if the segment holds none.
     pub fn array(&self, array: &str) -> Result<ArrayRef<'_>, SegmentError> {
-        if let Some(problem) = self.problems.get(array) {
-            return Err(SegmentError::Array {
-                segment: self.name.clone(),
-                array: array.to_owned(),
-                problem: problem.clone(),
-            });
-        }
+        self.check(array)?;
         self.file
             .array(array)
             .map(|info| ArrayRef { info })
@@ -697,14 +691,7 @@ impl Segment {
 
     /// The same as [`Segment::problem`], as the error a use of the array returns.
     pub fn check(&self, array: &str) -> Result<(), SegmentError> {
-        match self.problems.get(array) {
-            None => Ok(()),
-            Some(problem) => Err(SegmentError::Array {
-                segment: self.name.clone(),
-                array: array.to_owned(),
-                problem: problem.clone(),
-            }),
-        }
+        SegmentError::screened(&self.name, array, &self.problems)
     }
 
     /// Attribute `key` of array `array`, if stored.

@@ -240,17 +240,7 @@ async fn the_first_use_of_a_segment_reads_its_footer_and_nothing_else() {
 #[tokio::test]
 async fn one_array_of_a_segment_with_a_large_footer_costs_a_few_small_reads() {
     let n = 10_000;
-    let (op, stats, _) = counted_memory();
-    op.write("data.atlas", uniform_collection(n).await)
-        .await
-        .unwrap();
-    let atlas = Atlas::open(op.clone(), "").await.unwrap();
-    let v = atlas
-        .variables()
-        .into_iter()
-        .find(|v| v.name == "v")
-        .unwrap();
-    let footer = segment_footer_bytes(&op, "data.atlas", v.offset, v.len).await;
+    let (atlas, stats, footer) = uniform_with_footer_of_v(n).await;
     assert!(footer > 1024 * 1024, "footer of {footer} bytes");
     stats.reset();
     for i in [0, 4321, n - 1] {
@@ -637,17 +627,7 @@ async fn sweeping_a_variable_over_many_blocks_costs_a_few_reads_not_one_per_bloc
 #[tokio::test]
 async fn statistics_come_from_the_footer_alone_and_the_open_after_them_reads_nothing_again() {
     let n = 10_000;
-    let (op, stats, _) = counted_memory();
-    op.write("data.atlas", uniform_collection(n).await)
-        .await
-        .unwrap();
-    let atlas = Atlas::open(op.clone(), "").await.unwrap();
-    let v = atlas
-        .variables()
-        .into_iter()
-        .find(|v| v.name == "v")
-        .unwrap();
-    let footer = segment_footer_bytes(&op, "data.atlas", v.offset, v.len).await;
+    let (atlas, stats, footer) = uniform_with_footer_of_v(n).await;
     stats.reset();
 
     let folded = atlas.array_stats("v").await.unwrap().unwrap();
@@ -683,4 +663,21 @@ async fn statistics_come_from_the_footer_alone_and_the_open_after_them_reads_not
         vec![770.0, 771.0, 772.0, 773.0]
     );
     assert_eq!(stats.snapshot().reads, fold.reads + 1);
+}
+
+/// `uniform_collection(n)` opened over a counting memory store, and the size
+/// of its `v` segment's footer.
+async fn uniform_with_footer_of_v(n: usize) -> (Atlas, atlas_io::RequestStats, u64) {
+    let (op, stats, _) = counted_memory();
+    op.write("data.atlas", uniform_collection(n).await)
+        .await
+        .unwrap();
+    let atlas = Atlas::open(op.clone(), "").await.unwrap();
+    let v = atlas
+        .variables()
+        .into_iter()
+        .find(|v| v.name == "v")
+        .unwrap();
+    let footer = segment_footer_bytes(&op, "data.atlas", v.offset, v.len).await;
+    (atlas, stats, footer)
 }
