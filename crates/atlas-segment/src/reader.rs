@@ -179,9 +179,10 @@ impl SegmentSet {
         index: usize,
         range: &SegmentRange,
     ) -> Result<Arc<Segment>, SegmentError> {
-        let cell = self.cells.get(index).ok_or_else(|| {
-            SegmentError::corrupt(&range.name, None, format!("no segment at position {index}"))
-        })?;
+        let cell = self
+            .cells
+            .get(index)
+            .ok_or_else(|| no_segment(range, index))?;
         cell.get_or_try_init(|| self.open(index, range))
             .await
             .cloned()
@@ -196,9 +197,10 @@ impl SegmentSet {
         index: usize,
         range: &SegmentRange,
     ) -> Result<Arc<SegmentDigest>, SegmentError> {
-        let cell = self.digests.get(index).ok_or_else(|| {
-            SegmentError::corrupt(&range.name, None, format!("no segment at position {index}"))
-        })?;
+        let cell = self
+            .digests
+            .get(index)
+            .ok_or_else(|| no_segment(range, index))?;
         cell.get_or_try_init(|| async {
             if let Some(segment) = self.cells.get(index).and_then(OnceCell::get) {
                 return Ok(Arc::new(SegmentDigest::of_segment(segment)));
@@ -245,9 +247,10 @@ impl SegmentSet {
         array: &str,
         position: impl FnOnce() -> u64,
     ) -> Result<Arc<Segment>, SegmentError> {
-        let cell = self.cells.get(index).ok_or_else(|| {
-            SegmentError::corrupt(&range.name, None, format!("no segment at position {index}"))
-        })?;
+        let cell = self
+            .cells
+            .get(index)
+            .ok_or_else(|| no_segment(range, index))?;
         if let Some(segment) = cell.get() {
             return Ok(segment.clone());
         }
@@ -268,9 +271,10 @@ impl SegmentSet {
         array: &str,
         position: impl FnOnce() -> u64,
     ) -> Result<Arc<Segment>, SegmentError> {
-        let cell = self.cells.get(index).ok_or_else(|| {
-            SegmentError::corrupt(&range.name, None, format!("no segment at position {index}"))
-        })?;
+        let cell = self
+            .cells
+            .get(index)
+            .ok_or_else(|| no_segment(range, index))?;
         let key = (index, array.to_owned());
         let expected_footer = range.arrays_hint.saturating_mul(FOOTER_BYTES_PER_ARRAY);
         let small = LOOKUP_MIN_FOOTER.max(self.prefetch);
@@ -586,6 +590,11 @@ fn check_count(name: &str, file: &ArrayFile, screened: usize) -> Result<(), Segm
             file.arrays().len()
         ),
     ))
+}
+
+/// The error for a segment index the container does not have.
+fn no_segment(range: &SegmentRange, index: usize) -> SegmentError {
+    SegmentError::corrupt(&range.name, None, format!("no segment at position {index}"))
 }
 
 fn store_error(name: &str, err: StoreError) -> SegmentError {
