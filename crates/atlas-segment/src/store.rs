@@ -249,6 +249,15 @@ impl Segment {
     fn tail_start(&self) -> u64 {
         self.len.saturating_sub(self.tail.len() as u64)
     }
+
+    /// How far reads may be fetched ahead: to the footer, or to the tail
+    /// held in memory if that starts earlier; `None` before the footer is known.
+    fn ahead_limit(&self) -> Option<u64> {
+        self.data_end.map(|end| match self.tail.is_empty() {
+            true => end,
+            false => end.min(self.tail_start()),
+        })
+    }
 }
 
 /// An `ObjectStore` over byte ranges of one OpenDAL object; see the module docs.
@@ -445,7 +454,7 @@ impl SegmentStore {
         };
         if let Some(s) = self.write_map().get_mut(p) {
             s.tail = tail;
-            s.data_end = Some(seg.len - footer_total);
+            s.data_end = Some(seg.len.saturating_sub(footer_total));
         }
         Ok(())
     }
@@ -458,12 +467,8 @@ impl SegmentStore {
     pub async fn prefetch_data(&self, path: &Path, max: u64) -> Result<u64, StoreError> {
         let p = path.as_ref();
         let seg = self.lookup(p)?;
-        let Some(data_end) = seg.data_end else {
+        let Some(limit) = seg.ahead_limit() else {
             return Ok(0);
-        };
-        let limit = match seg.tail.is_empty() {
-            true => data_end,
-            false => data_end.min(seg.tail_start()),
         };
         let end = limit.min(max);
         if end == 0 {
@@ -528,11 +533,7 @@ impl SegmentStore {
             }
         };
         // Data the tail does not hold is read ahead, up to the tail or footer.
-        let ahead_end = seg.data_end.map(|end| match seg.tail.is_empty() {
-            true => end,
-            false => end.min(tail_start),
-        });
-        if let Some(end) = ahead_end.filter(|&end| rel.end <= end) {
+        if let Some(end) = seg.ahead_limit().filter(|&end| rel.end <= end) {
             return self.read_data(path, seg, rel, end).await;
         }
         if seg.tail.is_empty() || rel.end <= tail_start {
@@ -584,6 +585,7 @@ impl SegmentStore {
         ahead.last_end = Some(rel.end);
         if end == rel.end {
             if window == 0 {
+                // A read out of order: the next run of reads ramps up anew.
                 ahead.window = 0;
             }
             return Ok(concat(vec![held, fetched]));
