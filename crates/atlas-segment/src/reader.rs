@@ -205,8 +205,7 @@ impl SegmentSet {
             if let Some(segment) = self.cells.get(index).and_then(OnceCell::get) {
                 return Ok(Arc::new(SegmentDigest::of_segment(segment)));
             }
-            let (tail, footer_total) = self.read_tail(range, self.prefetch).await?;
-            let tail = self.complete(range, tail, footer_total).await?;
+            let tail = self.read_footer(range).await?;
             let mut arrays = Vec::new();
             let screened = screen::screen_visiting(&tail, range.len, |array| {
                 arrays.push(digest_of(array)?);
@@ -216,7 +215,9 @@ impl SegmentSet {
                 segment: range.name.clone(),
                 problem,
             })?;
-            self.pending().insert(index, tail);
+            if self.cells.get(index).and_then(OnceCell::get).is_none() {
+                self.pending().insert(index, tail);
+            }
             Ok(Arc::new(SegmentDigest::new(
                 &range.name,
                 arrays,
@@ -421,12 +422,19 @@ impl SegmentSet {
         let pending = self.pending().remove(&index);
         let tail = match pending {
             Some(tail) => tail,
-            None => {
-                let (tail, footer_total) = self.read_tail(range, self.prefetch).await?;
-                self.complete(range, tail, footer_total).await?
-            }
+            None => self.read_footer(range).await?,
         };
-        self.open_footer(index, range, tail).await
+        let opened = self.open_footer(index, range, tail).await;
+        // A digest that read the footer meanwhile has nothing left to give.
+        self.pending().remove(&index);
+        opened
+    }
+
+    /// The segment's footer and trailer: its last `prefetch` bytes, then
+    /// what of the footer they lack (see [`SegmentSet::complete`]).
+    async fn read_footer(&self, range: &SegmentRange) -> Result<Bytes, SegmentError> {
+        let (tail, footer_total) = self.read_tail(range, self.prefetch).await?;
+        self.complete(range, tail, footer_total).await
     }
 
     /// The last `min(len, first)` bytes of segment `range` (at least its
