@@ -12,10 +12,12 @@
 //!
 //! OpenDAL's own default is a single reqwest client for the whole process. A
 //! pooled connection of that client is driven by a task on the runtime that
-//! opened it, so once that runtime is dropped (a `#[tokio::test]`, a blocking
-//! handle, one Python call) the next runtime can pick the dead connection from
-//! the pool and fail with "dispatch task is gone". Keying clients by runtime
-//! keeps connection reuse within a runtime and never hands one across.
+//! opened it. Another runtime of the process (a thread with its own
+//! current-thread runtime, a `#[tokio::test]`, one Python call) could pick
+//! that connection from the pool: while its runtime is idle the request waits
+//! forever, once it is dropped the request fails ("dispatch task is gone").
+//! Keying clients by runtime keeps connection reuse within a runtime and never
+//! hands one across.
 
 use std::sync::{Arc, Mutex, Once};
 
