@@ -117,9 +117,10 @@ pub struct SegmentSet {
     cells: Vec<OnceCell<Arc<Segment>>>,
     /// Per segment, its arrays' names, types and statistics, once asked for.
     digests: Vec<OnceCell<Arc<SegmentDigest>>>,
-    /// Footers read for a digest and not yet opened: segment index to the
-    /// segment's tail (the footer and trailer), for the open to use.
-    pending: std::sync::Mutex<HashMap<usize, Bytes>>,
+    /// Footers read and screened for a digest and not yet opened: segment
+    /// index to the segment's tail (footer and trailer) and what the screen
+    /// found, for the open to use as they are.
+    pending: std::sync::Mutex<HashMap<usize, (Bytes, screen::Screened)>>,
     /// Segments of one array each, found by lookup: (segment index, array) to it.
     singles: std::sync::Mutex<HashMap<(usize, String), Arc<Segment>>>,
     /// One lookup at a time (each registers a virtual file of its own).
@@ -215,20 +216,17 @@ impl SegmentSet {
                 segment: range.name.clone(),
                 problem,
             })?;
+            let digest = SegmentDigest::new(&range.name, arrays, screened.problems.clone());
             if self.cells.get(index).and_then(OnceCell::get).is_none() {
-                self.pending().insert(index, tail);
+                self.pending().insert(index, (tail, screened));
             }
-            Ok(Arc::new(SegmentDigest::new(
-                &range.name,
-                arrays,
-                screened.problems,
-            )))
+            Ok(Arc::new(digest))
         })
         .await
         .cloned()
     }
 
-    fn pending(&self) -> std::sync::MutexGuard<'_, HashMap<usize, Bytes>> {
+    fn pending(&self) -> std::sync::MutexGuard<'_, HashMap<usize, (Bytes, screen::Screened)>> {
         self.pending.lock().unwrap_or_else(|e| e.into_inner())
     }
 
@@ -420,11 +418,13 @@ impl SegmentSet {
 
     async fn open(&self, index: usize, range: &SegmentRange) -> Result<Arc<Segment>, SegmentError> {
         let pending = self.pending().remove(&index);
-        let tail = match pending {
-            Some(tail) => tail,
-            None => self.read_footer(range).await?,
+        let opened = match pending {
+            Some((tail, screened)) => self.open_screened(index, range, tail, screened).await,
+            None => {
+                let tail = self.read_footer(range).await?;
+                self.open_footer(index, range, tail).await
+            }
         };
-        let opened = self.open_footer(index, range, tail).await;
         // A digest that read the footer meanwhile has nothing left to give.
         self.pending().remove(&index);
         opened
@@ -482,13 +482,26 @@ impl SegmentSet {
         range: &SegmentRange,
         tail: Bytes,
     ) -> Result<Arc<Segment>, SegmentError> {
+        let screened =
+            screen::screen(&tail, range.len).map_err(|problem| SegmentError::Footer {
+                segment: range.name.clone(),
+                problem,
+            })?;
+        self.open_screened(index, range, tail, screened).await
+    }
+
+    /// Has array-format open the segment whose footer, at the end of `tail`,
+    /// the screen passed with the findings `screened`.
+    async fn open_screened(
+        &self,
+        index: usize,
+        range: &SegmentRange,
+        tail: Bytes,
+        screened: screen::Screened,
+    ) -> Result<Arc<Segment>, SegmentError> {
         let name = range.name.as_str();
         let len = range.len;
         let path = segment_path(index as u64);
-        let screened = screen::screen(&tail, len).map_err(|problem| SegmentError::Footer {
-            segment: name.to_owned(),
-            problem,
-        })?;
         // A tail no larger than the prefetch stays: a small segment's reads then cost nothing.
         let keep_tail = tail.len() as u64 <= self.prefetch;
         self.register(name, &path, range.offset, len, tail, &screened)?;
