@@ -259,22 +259,20 @@ impl SegmentSet {
         }
         // The rest (a lookup or an open) is boxed so this future stays small
         // for the common case above.
-        Box::pin(self.get_array_cold(index, range, array, position)).await
+        Box::pin(self.get_array_cold(cell, key, range, array, position)).await
     }
 
-    /// [`SegmentSet::get_array`] when neither the segment nor the array is in hand.
+    /// [`SegmentSet::get_array`] when neither the segment (whose `cell` it
+    /// is) nor the array (`key`: segment index and array) is in hand.
     async fn get_array_cold(
         &self,
-        index: usize,
+        cell: &OnceCell<Arc<Segment>>,
+        key: (usize, String),
         range: &SegmentRange,
         array: &str,
         position: impl FnOnce() -> u64,
     ) -> Result<Arc<Segment>, SegmentError> {
-        let cell = self
-            .cells
-            .get(index)
-            .ok_or_else(|| no_segment(range, index))?;
-        let key = (index, array.to_owned());
+        let index = key.0;
         let expected_footer = range.arrays_hint.saturating_mul(FOOTER_BYTES_PER_ARRAY);
         let small = LOOKUP_MIN_FOOTER.max(self.prefetch);
         let footer_in_hand = self.pending().contains_key(&index);
