@@ -496,8 +496,10 @@ mod tests {
         let expected = digest::Digest::expected(n);
         // Two tasks add datasets in any order: compare by name order for ours.
         let mut by_order = digest::Digest::default();
-        let atlas = atlas::Atlas::open_path(&o).await.expect("open");
-        for name in atlas.list_datasets() {
+        let atlas = atlas::Atlas::open(&o, &atlas::OpenOptions::default())
+            .await
+            .expect("open");
+        for name in atlas.dataset_names() {
             let i = (0..n)
                 .find(|i| workload::profile(*i).name == name)
                 .expect("a generated name");

@@ -53,7 +53,7 @@ fn write_profile(w: &AtlasWriter, p: Profile) -> Result<atlas::DatasetWriter> {
 
 /// Writes profiles `0..n` into `dir` from `tasks` concurrent tasks.
 pub async fn write_profiles(dir: &Path, n: usize, tasks: usize) -> Result {
-    let w = Arc::new(AtlasWriter::create_path(dir, WriterConfig::default()).await?);
+    let w = Arc::new(AtlasWriter::create(dir, &WriterConfig::default()).await?);
     let mut handles = Vec::new();
     for t in 0..tasks.max(1) {
         let w = w.clone();
@@ -74,7 +74,7 @@ pub async fn write_profiles(dir: &Path, n: usize, tasks: usize) -> Result {
 
 /// Writes `n` datasets of one `u8` of shape `[1]`.
 pub async fn write_tiny(dir: &Path, n: usize) -> Result {
-    let w = AtlasWriter::create_path(dir, WriterConfig::default()).await?;
+    let w = AtlasWriter::create(dir, &WriterConfig::default()).await?;
     for i in 0..n {
         let mut d = w.add_dataset(&workload::tiny_name(i))?;
         d.define_array::<u8>("v", &["x"], &[1], None, None)?;
@@ -91,12 +91,16 @@ pub async fn write_tiny(dir: &Path, n: usize) -> Result {
 
 /// Opens `dir` through `op`; the tiny bench's unit of work.
 pub async fn open(op: &Operator) -> Result<usize> {
-    Ok(Atlas::open(op.clone(), "").await?.dataset_count())
+    Ok(
+        Atlas::open((op.clone(), ""), &atlas::OpenOptions::default())
+            .await?
+            .dataset_count(),
+    )
 }
 
 async fn read_one(atlas: &Atlas, index: usize, array: &str) -> Result<usize> {
     let name = atlas
-        .list_datasets()
+        .dataset_names()
         .get(index)
         .map(|s| s.to_string())
         .ok_or_else(|| BenchError::Mismatch(format!("no dataset {index}")))?;
@@ -111,7 +115,10 @@ async fn read_one(atlas: &Atlas, index: usize, array: &str) -> Result<usize> {
 pub async fn read_steps(op: &Operator, meter: &Meter, counting: &CountingLayer) -> Result<Costs> {
     let mut costs = Costs::new();
     counting.stats().reset();
-    let (atlas, c) = measure(meter, async { Ok(Atlas::open(op.clone(), "").await?) }).await?;
+    let (atlas, c) = measure(meter, async {
+        Ok(Atlas::open((op.clone(), ""), &atlas::OpenOptions::default()).await?)
+    })
+    .await?;
     check_counts(counting, &c.io)?;
     costs.push((Step::Open, c));
     let datasets = atlas.dataset_count();
@@ -174,7 +181,7 @@ pub async fn read_steps(op: &Operator, meter: &Meter, counting: &CountingLayer) 
 
     counting.stats().reset();
     let (_, c) = measure(meter, async {
-        let fresh = Atlas::open(op.clone(), "").await?;
+        let fresh = Atlas::open((op.clone(), ""), &atlas::OpenOptions::default()).await?;
         read_one(&fresh, probe, "PSAL").await
     })
     .await?;
@@ -195,7 +202,7 @@ fn expect_count(what: &str, got: usize, want: usize) -> Result {
 
 /// Reads every profile of the collection at `dir` into a digest.
 pub async fn digest(dir: &Path) -> Result<Digest> {
-    let atlas = Atlas::open_path(dir).await?;
+    let atlas = Atlas::open(dir, &atlas::OpenOptions::default()).await?;
     let mut digest = Digest::default();
     let platforms = atlas.attributes_by_dataset(None, "platform_number").await?;
     let cycles = atlas.attributes_by_dataset(None, "cycle_number").await?;

@@ -67,9 +67,9 @@ fn segment_footer(file: &mut std::fs::File, offset: u64, len: u64) -> Result<u64
 impl Floors {
     /// The floors of the collection of `profiles` profiles at `dir`.
     pub async fn of(dir: &Path, profiles: usize) -> Result<Self> {
-        let atlas = Atlas::open_path(dir).await?;
+        let atlas = Atlas::open(dir, &atlas::OpenOptions::default()).await?;
         let mut file = std::fs::File::open(dir.join(atlas::CONTAINER_FILE))?;
-        let vars = atlas.variables();
+        let vars = atlas.segments();
         let seg = |name: &str| {
             vars.iter()
                 .find(|v| v.name == name)

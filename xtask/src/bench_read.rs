@@ -19,7 +19,7 @@ pub fn run(dir: &Path, array: &str) -> Result {
     let started = Instant::now();
     let (datasets, elements) = runtime
         .block_on(async {
-            let atlas = Atlas::open_path(dir).await?;
+            let atlas = Atlas::open(dir, &atlas::OpenOptions::default()).await?;
             let mut datasets = 0usize;
             let mut elements = 0usize;
             for view in atlas.datasets() {

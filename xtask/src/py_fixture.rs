@@ -98,7 +98,7 @@ pub fn write(dir: &Path) -> Result {
         .map_err(|e| e.to_string())?;
     runtime
         .block_on(async {
-            let writer = AtlasWriter::create_path(dir, WriterConfig::default()).await?;
+            let writer = AtlasWriter::create(dir, &WriterConfig::default()).await?;
             every_dtype(writer.add_dataset("every_dtype")?).await?;
             for i in 0..4 {
                 station(writer.add_dataset(&format!("station_{i}"))?, i).await?;

@@ -18,12 +18,8 @@
 //! from `--endpoint` (or `AWS_ENDPOINT_URL` for S3), the region from `--region`,
 //! `AWS_REGION` or `AWS_DEFAULT_REGION`.
 
-use std::path::PathBuf;
-
-use atlas::{AtlasError, MultipartUploads, RetryPolicy, StorageOptions};
-use opendal::Operator;
-
-pub use atlas::Access;
+pub use atlas::{Access, Location};
+use atlas::{AtlasError, RetryPolicy, StorageOptions};
 
 use crate::exit::{CliError, CliResult, Context};
 
@@ -56,47 +52,13 @@ impl StoreOptions {
     }
 }
 
-/// A resolved collection location.
-#[derive(Debug, Clone)]
-pub struct Location {
-    /// The operator, rooted at the collection.
-    pub op: Operator,
-    /// The prefix to hand to the library (empty: the operator is rooted at the collection).
-    pub prefix: String,
-    /// The location as the user wrote it, for messages.
-    pub display: String,
-    /// The directory, for a local location.
-    pub local_dir: Option<PathBuf>,
-    /// The multipart uploads, for an S3 location.
-    pub uploads: Option<MultipartUploads>,
-}
-
-impl Location {
-    /// Resolves `spec` for `access` through the library's [`atlas::Location`].
-    pub async fn resolve(spec: &str, opts: &StoreOptions, access: Access) -> CliResult<Self> {
-        let resolved = match atlas::Location::resolve(spec, &opts.storage(), access).await {
-            Ok(resolved) => resolved,
-            Err(e @ AtlasError::InvalidLocation { .. }) => {
-                return Err(CliError::msg(e.to_string()));
-            }
-            Err(e) => return Err(e).at(spec),
-        };
-        Ok(Location {
-            op: resolved.operator().clone(),
-            prefix: String::new(),
-            display: spec.to_owned(),
-            local_dir: resolved.local_dir().map(PathBuf::from),
-            uploads: resolved.multipart_uploads().cloned(),
-        })
-    }
-
-    /// The path of an object of the collection, relative to the operator.
-    pub fn object(&self, name: &str) -> String {
-        if self.prefix.is_empty() {
-            name.to_owned()
-        } else {
-            format!("{}/{name}", self.prefix.trim_end_matches('/'))
-        }
+/// Resolves `spec` for `access` through the library's [`atlas::Location`],
+/// with the command line's backend flags.
+pub async fn resolve(spec: &str, opts: &StoreOptions, access: Access) -> CliResult<Location> {
+    match Location::resolve(spec, &opts.storage(), access).await {
+        Ok(resolved) => Ok(resolved),
+        Err(e @ AtlasError::InvalidLocation { .. }) => Err(CliError::msg(e.to_string())),
+        Err(e) => Err(e).at(spec),
     }
 }
 
@@ -111,7 +73,7 @@ mod tests {
             .build()
             .unwrap();
         let err = rt
-            .block_on(Location::resolve(
+            .block_on(resolve(
                 "http://127.0.0.1:1/c",
                 &StoreOptions::default(),
                 Access::Write,

@@ -51,9 +51,6 @@ fn main() -> ExitCode {
         }
     }));
 
-    // The HTTP transport of the object-store services (s3, gcs, azblob, http).
-    atlas::install_http_transport();
-
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

@@ -50,7 +50,7 @@ int_cell!(i8, i16, i32, i64, u8, u16, u32, u64);
 
 impl Cell for f32 {
     fn json(&self) -> Json {
-        atlas::query::f32_json(*self)
+        atlas::export::f32_json(*self)
     }
     fn text(&self) -> String {
         render::float(*self)
@@ -63,7 +63,7 @@ impl Cell for f32 {
 
 impl Cell for f64 {
     fn json(&self) -> Json {
-        atlas::query::float_json(*self)
+        atlas::export::float_json(*self)
     }
     fn text(&self) -> String {
         render::float(*self)

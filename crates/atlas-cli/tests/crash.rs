@@ -49,7 +49,7 @@ fn a_writer_killed_at_any_point_leaves_nothing_that_opens_or_the_whole_collectio
         std::thread::sleep(span.mul_f64(2.0 * i as f64 / KILLS as f64));
         let _ = child.kill();
         let _ = child.wait();
-        match rt.block_on(Atlas::open_path(&dir)) {
+        match rt.block_on(Atlas::open(&dir, &atlas::OpenOptions::default())) {
             Err(AtlasError::Io(io)) if io.kind() == IoErrorKind::NotFound => absent += 1,
             Err(e) => panic!("kill {i}: a half-written collection: {e}"),
             Ok(atlas) => {
@@ -88,14 +88,17 @@ fn a_delete_killed_at_any_point_leaves_the_old_mask_or_the_new_one() {
     assert!(ok.success());
     let rt = rt();
     let names: Vec<String> = rt
-        .block_on(Atlas::open_path(&dir))
+        .block_on(Atlas::open(&dir, &atlas::OpenOptions::default()))
         .unwrap()
-        .list_datasets()
+        .dataset_names()
         .iter()
         .map(|n| n.to_string())
         .collect();
     for (i, pair) in names.chunks(2).take(20).enumerate() {
-        let before = rt.block_on(Atlas::open_path(&dir)).unwrap().dataset_count();
+        let before = rt
+            .block_on(Atlas::open(&dir, &atlas::OpenOptions::default()))
+            .unwrap()
+            .dataset_count();
         let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("atlas"))
             .args(["-q", "rm", s(&dir), &pair[0], &pair[1]])
             .spawn()
@@ -103,7 +106,9 @@ fn a_delete_killed_at_any_point_leaves_the_old_mask_or_the_new_one() {
         std::thread::sleep(Duration::from_micros(400 * i as u64));
         let _ = child.kill();
         let _ = child.wait();
-        let after = rt.block_on(Atlas::open_path(&dir)).unwrap();
+        let after = rt
+            .block_on(Atlas::open(&dir, &atlas::OpenOptions::default()))
+            .unwrap();
         assert!(
             after.mask_warnings().is_empty(),
             "kill {i}: {:?}",

@@ -132,7 +132,10 @@ fn a_writer_killed_on_s3_leaves_nothing_that_opens_or_the_whole_collection() {
         std::thread::sleep(span.mul_f64(1.5 * f64::from(i) / f64::from(KILLS)));
         let _ = child.kill();
         let _ = child.wait();
-        match rt.block_on(Atlas::open_url(&url, &storage)) {
+        match rt.block_on(Atlas::open(
+            &url,
+            &atlas::OpenOptions::default().storage(storage.clone()),
+        )) {
             Err(AtlasError::Io(io)) if io.kind() == IoErrorKind::NotFound => absent += 1,
             Err(e) => panic!("kill {i}: a half-written collection: {e}"),
             Ok(atlas) => {
@@ -228,10 +231,16 @@ fn an_upload_left_open_on_s3_is_a_verify_warning_and_cleanup_aborts_it_once_old_
     // The library: one leftover, a warning, whether the collection was opened
     // from its URL or from an operator with the uploads given.
     let from_url = rt
-        .block_on(Atlas::open_url(&url, &storage(endpoint)))
+        .block_on(Atlas::open(
+            &url,
+            &atlas::OpenOptions::default().storage(storage(endpoint)),
+        ))
         .unwrap();
     let from_op = rt
-        .block_on(Atlas::open(loc.operator().clone(), ""))
+        .block_on(Atlas::open(
+            (loc.operator().clone(), ""),
+            &atlas::OpenOptions::default(),
+        ))
         .unwrap();
     for (atlas, options) in [
         (from_url, VerifyOptions::default()),

@@ -272,7 +272,7 @@ fn a_zstd_frame_declaring_more_than_the_limit_is_refused_before_decompressing() 
             Some(declared)
         );
         match atlas_format::decompress_bounded(&frame, limit) {
-            Err(FormatError::CorruptCollection { what }) => assert!(
+            Err(FormatError::CorruptCollection { what, .. }) => assert!(
                 what.contains(&declared.to_string()),
                 "refused for the declared size: {what}"
             ),
@@ -291,7 +291,7 @@ fn a_zstd_frame_declaring_more_than_the_limit_is_refused_before_decompressing() 
     assert_eq!(declared, 2 << 20);
     assert!(matches!(
         atlas_format::decompress_bounded(&zeros, limit),
-        Err(FormatError::CorruptCollection { what }) if what.contains(&declared.to_string())
+        Err(FormatError::CorruptCollection { what, .. }) if what.contains(&declared.to_string())
     ));
     // ... while a frame that declares nothing is cut off once it streams past the limit.
     let mut undeclared = Vec::new();
@@ -307,7 +307,7 @@ fn a_zstd_frame_declaring_more_than_the_limit_is_refused_before_decompressing() 
     );
     assert!(matches!(
         atlas_format::decompress_bounded(&undeclared, limit),
-        Err(FormatError::CorruptCollection { what }) if what.contains("past the limit")
+        Err(FormatError::CorruptCollection { what, .. }) if what.contains("past the limit")
     ));
     // Both come out whole under a limit that admits them.
     assert_eq!(

@@ -47,7 +47,7 @@ fn refused(change: impl FnOnce(&mut CollectionFooter), needle: &str) {
     let mut broken = original;
     change(&mut broken);
     match decode(&broken) {
-        Err(FormatError::CorruptCollection { what }) => {
+        Err(FormatError::CorruptCollection { what, .. }) => {
             assert!(what.contains(needle), "{what:?} should mention {needle:?}")
         }
         other => panic!("expected CorruptCollection mentioning {needle:?}, got {other:?}"),

@@ -93,7 +93,7 @@ fn a_repeated_dataset_name_is_rejected() {
     );
     let err = with("a").unwrap_err();
     assert!(
-        matches!(&err, FormatError::CorruptCollection { what } if what.contains("\"a\"")),
+        matches!(&err, FormatError::CorruptCollection { what, .. } if what.contains("\"a\"")),
         "{err:?}"
     );
 }

@@ -4,7 +4,7 @@
 //! attributes, collection-wide statistics and attribute columns, the
 //! catalogue table, every array read whole, and a deep verify.
 
-use atlas::query::CatalogueOptions;
+use atlas::CatalogueOptions;
 use atlas::{Atlas, OpenOptions, Region, VerifyOptions};
 use atlas_format::DecodeLimits;
 use opendal::Operator;
@@ -63,22 +63,22 @@ async fn exercise(mask: Option<&[u8]>, container: &[u8]) {
     let options = OpenOptions::default()
         .block_cache_bytes(16 << 20)
         .limits(DecodeLimits::new(1 << 20, 16 << 20));
-    let Ok(atlas) = Atlas::open_with(op, "c/", options).await else {
+    let Ok(atlas) = Atlas::open((op, "c/"), &options).await else {
         return;
     };
     // The catalogue: all from memory.
     let names: Vec<String> = atlas
-        .list_datasets()
+        .dataset_names()
         .iter()
         .map(|s| s.to_string())
         .collect();
     assert_eq!(names.len(), atlas.dataset_count());
     let _ = (
-        atlas.variables(),
+        atlas.segments(),
         atlas.deleted_datasets(),
         atlas.mask_warnings(),
     );
-    let arrays: Vec<String> = atlas.list_arrays().iter().map(|s| s.to_string()).collect();
+    let arrays: Vec<String> = atlas.array_names().iter().map(|s| s.to_string()).collect();
 
     // Collection-wide: statistics, statistics per dataset, attribute columns.
     let mut keys = Vec::new();

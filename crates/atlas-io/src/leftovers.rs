@@ -16,6 +16,7 @@ use opendal::Operator;
 
 use crate::error::IoError;
 use crate::mask_store::ATOMIC_WRITE_DIR;
+use crate::path::object_path;
 use crate::uploads::{MultipartUploads, Upload};
 
 /// What kind of leftover, and what removing it takes.
@@ -89,7 +90,7 @@ pub async fn list_leftovers(
 ) -> Result<Vec<Leftover>, IoError> {
     let mut found = list_temp_files(op, prefix).await?;
     if let Some(uploads) = uploads {
-        let under = join(prefix, "");
+        let under = object_path(prefix, "");
         found.extend(uploads.list(&under).await?.into_iter().map(|u| Leftover {
             path: u.path,
             kind: LeftoverKind::Upload {
@@ -140,7 +141,7 @@ pub async fn remove_leftovers(
 
 /// The temp files under `prefix`'s atomic-write directory (none where there is none).
 async fn list_temp_files(op: &Operator, prefix: &str) -> Result<Vec<Leftover>, IoError> {
-    let dir = join(prefix, &format!("{ATOMIC_WRITE_DIR}/"));
+    let dir = object_path(prefix, &format!("{ATOMIC_WRITE_DIR}/"));
     let mut lister = match op.lister_with(&dir).recursive(true).await {
         Ok(l) => l,
         // No directory, or a backend that cannot list (plain HTTP, where
@@ -180,13 +181,4 @@ async fn list_temp_files(op: &Operator, prefix: &str) -> Result<Vec<Leftover>, I
     }
     found.sort_by(|a, b| a.path.cmp(&b.path));
     Ok(found)
-}
-
-fn join(prefix: &str, name: &str) -> String {
-    let prefix = prefix.trim_matches('/');
-    if prefix.is_empty() {
-        name.to_owned()
-    } else {
-        format!("{prefix}/{name}")
-    }
 }

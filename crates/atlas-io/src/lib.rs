@@ -25,6 +25,7 @@ pub mod error;
 pub mod leftovers;
 pub mod mask_store;
 pub mod open;
+pub mod path;
 pub mod read;
 pub mod retry;
 pub mod transport;
@@ -40,6 +41,7 @@ pub use mask_store::{
     ATOMIC_WRITE_DIR, LOCK_SUFFIX, UpdateError, UpdateOutcome, WriteGuarantee, fs_operator,
     put_atomic, update_checked, update_conditionally,
 };
+pub use path::object_path;
 pub use read::{
     DEFAULT_PIECE_SIZE, Snapshot, read_optional, read_range, read_ranges_concurrently,
     read_ranges_in_pieces, read_suffix, split_into_pieces, stat_len, supports_suffix_reads,

@@ -87,10 +87,12 @@ impl MultipartUploads {
     /// same configuration would reach them. Sends nothing; installs OpenDAL's
     /// HTTP transport if nothing has yet ([`crate::install_http_transport`]).
     ///
-    /// Like OpenDAL, takes the region and endpoint from the environment
-    /// when the configuration has none (unless `disable_config_load`).
+    /// The configuration is taken as given: whoever resolved the location
+    /// (`atlas::Location`) already filled endpoint and region from the
+    /// environment, so both objects reach the same server.
     /// Fails with [`IoErrorKind::Unsupported`] for a directory bucket and
-    /// [`IoErrorKind::Other`] for a configuration the operator would refuse.
+    /// [`IoErrorKind::Other`] for a configuration the operator would refuse
+    /// (no bucket, no region).
     pub fn for_s3(config: &S3Config) -> Result<Self, IoError> {
         crate::install_http_transport();
         let refuse = |kind, message: &str| IoError::new(kind, "configure", &config.bucket, message);
@@ -107,15 +109,8 @@ impl MultipartUploads {
         let region = config
             .region
             .clone()
-            .or_else(|| std::env::var("AWS_REGION").ok())
-            .or_else(|| std::env::var("AWS_DEFAULT_REGION").ok())
             .ok_or_else(|| refuse(IoErrorKind::Other, "the S3 region is missing"))?;
-        let endpoint = config.endpoint.clone().or_else(|| {
-            (!config.disable_config_load).then_some(())?;
-            ["AWS_ENDPOINT_URL", "AWS_ENDPOINT", "AWS_S3_ENDPOINT"]
-                .iter()
-                .find_map(|name| std::env::var(name).ok())
-        });
+        let endpoint = config.endpoint.clone();
         #[allow(deprecated)]
         let unsigned = config.skip_signature || config.allow_anonymous;
         Ok(MultipartUploads {

@@ -5,7 +5,7 @@
 //! output and the `dump` example print, and what the conformance tests
 //! compare with the manifests. Presentation, so it lives beside the library,
 //! not in it; single values use the library's own encoding
-//! ([`atlas::query::float_json`] and its siblings), which the catalogue
+//! ([`atlas::export::float_json`] and its siblings), which the catalogue
 //! export shares.
 //!
 //! Encodings: attributes as `[[key, {"type", "value"}], ...]` in set order;
@@ -14,7 +14,7 @@
 //! `{"bytes": [...]}`; timestamps as integer nanoseconds; binary as a list of
 //! byte values; non-finite floats as the strings `"NaN"`, `"inf"`, `"-inf"`.
 
-use atlas::query::{attr_value_json, bytes_json, f32_json, float_json};
+use atlas::export::{attr_value_json, bytes_json, f32_json, float_json};
 use atlas::{
     ArrayData, ArrayStats, Atlas, AtlasError, Attr, Dataset, FillValue, Region, Result, Stat,
     Timestamp, for_each_array_data,

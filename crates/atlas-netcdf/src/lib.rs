@@ -22,7 +22,7 @@
 //! use atlas_netcdf::{IngestOptions, discover, ingest};
 //!
 //! let files = discover(&["/data/argo".into()], true)?;
-//! let writer = AtlasWriter::create_path("/data/argo.atlas", WriterConfig::default()).await?;
+//! let writer = AtlasWriter::create("/data/argo.atlas", &WriterConfig::default()).await?;
 //! let report = ingest(&files, writer, &IngestOptions::default().with_jobs(4)).await?;
 //! println!("{} datasets", report.written.len());
 //! # Ok(())

@@ -16,7 +16,7 @@ async fn feed_into(
     items: &[(String, StoredFile)],
     options: IngestOptions,
 ) -> Result<atlas_netcdf::FeedReport, IngestError> {
-    let writer = AtlasWriter::create_path(dir, WriterConfig::default())
+    let writer = AtlasWriter::create(dir, &WriterConfig::default())
         .await
         .expect("writer");
     let mut feed = Feed::new(writer, options);

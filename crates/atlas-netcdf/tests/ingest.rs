@@ -112,9 +112,11 @@ async fn skip_errors_leaves_out_a_corrupt_file_and_keeps_the_rest() {
         skipped.reason,
         SkipReason::Failed(FileError::Read(_))
     ));
-    let atlas = Atlas::open_path(&dest).await.unwrap();
+    let atlas = Atlas::open(&dest, &atlas::OpenOptions::default())
+        .await
+        .unwrap();
     assert_eq!(
-        atlas.list_datasets(),
+        atlas.dataset_names(),
         [
             "cf_extras.nc",
             "classic.nc",
@@ -186,7 +188,9 @@ async fn an_unsupported_type_fails_its_file_unless_it_is_skipped() {
     .unwrap();
     assert_eq!(report.skipped_variables.len(), 1);
     assert_eq!(report.skipped_variables[0].variable, "pairs");
-    let atlas = Atlas::open_path(&dest).await.unwrap();
+    let atlas = Atlas::open(&dest, &atlas::OpenOptions::default())
+        .await
+        .unwrap();
     let view = atlas.dataset("compound.nc").unwrap();
     assert!(view.array_meta("ok").is_some());
     assert!(view.array_meta("pairs").is_none());
@@ -256,7 +260,9 @@ async fn chunks_set_the_stored_chunk_shape_of_the_named_variable() {
     )
     .await
     .unwrap();
-    let atlas = Atlas::open_path(&dest).await.unwrap();
+    let atlas = Atlas::open(&dest, &atlas::OpenOptions::default())
+        .await
+        .unwrap();
     let view = atlas.dataset("classic.nc").unwrap();
     assert_eq!(view.array_layout("temp").await.unwrap().chunk_shape, [2]);
     assert_eq!(view.array_layout("time").await.unwrap().chunk_shape, [4]);
@@ -271,7 +277,9 @@ async fn a_bool_variable_atlas_python_cannot_store_becomes_uint8_with_a_note() {
         .unwrap();
     assert_eq!(report.notes.len(), 1);
     assert!(report.notes[0].contains("is_valid") && report.notes[0].contains("uint8"));
-    let atlas = Atlas::open_path(&dest).await.unwrap();
+    let atlas = Atlas::open(&dest, &atlas::OpenOptions::default())
+        .await
+        .unwrap();
     let view = atlas.dataset("bool.nc").unwrap();
     let values = view
         .read_array::<u8>("is_valid", Region::all())
@@ -279,7 +287,7 @@ async fn a_bool_variable_atlas_python_cannot_store_becomes_uint8_with_a_note() {
         .unwrap();
     assert_eq!(values.iter().copied().collect::<Vec<_>>(), [1, 0, 1]);
     assert!(
-        view.get_array_attribute("is_valid", "dtype")
+        view.array_attribute("is_valid", "dtype")
             .await
             .unwrap()
             .is_none()

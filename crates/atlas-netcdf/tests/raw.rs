@@ -74,7 +74,9 @@ async fn raw_mode_stores_every_file_as_netcdf4_reads_it_unmasked() {
     ingest_into(&[data().join("good")], &dest, &options)
         .await
         .unwrap();
-    let atlas = Atlas::open_path(&dest).await.unwrap();
+    let atlas = Atlas::open(&dest, &atlas::OpenOptions::default())
+        .await
+        .unwrap();
     let files = good_files();
     assert_eq!(atlas.dataset_count(), files.len());
     for file in files {
@@ -157,7 +159,9 @@ async fn an_undeclared_fill_is_netcdfs_default_so_nulls_mean_missing() {
     ingest_into(&[data().join("good/nc4.nc4")], &dest, &options)
         .await
         .unwrap();
-    let atlas = Atlas::open_path(&dest).await.unwrap();
+    let atlas = Atlas::open(&dest, &atlas::OpenOptions::default())
+        .await
+        .unwrap();
     let view = atlas.dataset("nc4.nc4").unwrap();
     let view = &view;
     let fill = |a: &'static str| async move {

@@ -61,9 +61,7 @@ fn class_of(e: &AtlasError) -> ErrorClass {
         AtlasError::NotAnAtlasCollection { .. } | AtlasError::UnsupportedVersion { .. } => {
             ErrorClass::NotAnAtlasCollection
         }
-        AtlasError::CorruptCollection { .. } | AtlasError::CorruptMask { .. } => {
-            ErrorClass::CorruptCollection
-        }
+        e if e.is_corruption() => ErrorClass::CorruptCollection,
         AtlasError::DatasetNotFound { .. } | AtlasError::ArrayNotFound { .. } => {
             ErrorClass::NotFound
         }
@@ -71,6 +69,7 @@ fn class_of(e: &AtlasError) -> ErrorClass {
         AtlasError::Io(io) => ErrorClass::Storage {
             retryable: io.is_transient(),
         },
+        AtlasError::ContainerWrite { .. } => ErrorClass::Storage { retryable: false },
         AtlasError::InvalidLocation { .. } => ErrorClass::InvalidArgument,
         _ => ErrorClass::InvalidArgument,
     }
@@ -191,12 +190,12 @@ impl OpenRequest {
     }
 
     fn open_options(&self) -> OpenOptions {
-        let mut options = OpenOptions::default();
+        let mut options = OpenOptions::default().storage(self.storage_options());
         if let Some(bytes) = self.block_cache_bytes {
-            options.block_cache_bytes = bytes;
+            options = options.block_cache_bytes(bytes);
         }
         if let Some(bytes) = self.segment_prefetch_bytes {
-            options.segment_prefetch_bytes = bytes;
+            options = options.segment_prefetch_bytes(bytes);
         }
         options
     }
@@ -230,8 +229,11 @@ pub async fn open(location: &str, request: &OpenRequest, cached: bool) -> Result
             });
         }
     }
-    let atlas =
-        Atlas::open_url_with(location, &request.storage_options(), request.open_options()).await?;
+    let atlas = Atlas::open(
+        location,
+        &request.open_options().storage(request.storage_options()),
+    )
+    .await?;
     OPENS.fetch_add(1, Ordering::Relaxed);
     if cached {
         let mut guard = CACHE.lock().unwrap_or_else(|e| e.into_inner());
@@ -408,7 +410,7 @@ impl Collection {
     /// Live dataset names, in ordinal order.
     pub fn names(&self) -> Vec<String> {
         self.atlas
-            .list_datasets()
+            .dataset_names()
             .into_iter()
             .map(str::to_owned)
             .collect()
@@ -421,13 +423,13 @@ impl Collection {
 
     /// Whether a live dataset has this name.
     pub fn contains(&self, name: &str) -> bool {
-        self.atlas.dataset_exists(name)
+        self.atlas.contains(name)
     }
 
     /// Distinct array names over the whole collection.
     pub fn array_names(&self) -> Vec<String> {
         self.atlas
-            .list_arrays()
+            .array_names()
             .into_iter()
             .map(str::to_owned)
             .collect()
@@ -649,7 +651,7 @@ impl Collection {
             }
             out.attributes.push((key, column));
         }
-        for array in self.atlas.list_arrays() {
+        for array in self.atlas.array_names() {
             let mut column: Vec<Option<Stats>> = vec![None; rows];
             for stat in self.atlas.array_stats_by_dataset(array).await? {
                 let Some(&i) = row.get(stat.dataset.as_str()) else {
@@ -724,7 +726,7 @@ impl WriteRequest {
         };
         let mut config = WriterConfig::default().codec(codec);
         if let Some(level) = self.zstd_level {
-            config.zstd_level = level;
+            config = config.zstd_level(level);
         }
         Ok(config)
     }
@@ -760,7 +762,7 @@ pub async fn create(location: &str, request: &WriteRequest) -> Result<Writer> {
         .iter()
         .fold(StorageOptions::new(), |o, (k, v)| o.set(k, v))
         .anonymous(request.anonymous);
-    let writer = AtlasWriter::create_url(location, &storage, config).await?;
+    let writer = AtlasWriter::create(location, &config.clone().storage(storage.clone())).await?;
     Ok(Writer {
         feed: Mutex::new(Some(Feed::new(writer, options))),
     })

@@ -19,6 +19,7 @@ pub enum SegmentError {
         /// The segment (variable) name.
         segment: String,
         /// What screening found.
+        #[source]
         problem: FooterProblem,
     },
     /// One array of the segment is damaged; the others can still be used.
@@ -29,6 +30,7 @@ pub enum SegmentError {
         /// The array (dataset) name.
         array: String,
         /// What screening found.
+        #[source]
         problem: ArrayProblem,
     },
     /// The segment is damaged in a way array-format reported (or panicked on).

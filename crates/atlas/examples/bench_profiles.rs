@@ -111,7 +111,7 @@ async fn write(
     }
     std::fs::create_dir_all(dir)?;
     let start = Instant::now();
-    let w = Arc::new(AtlasWriter::create_path(dir, WriterConfig::default()).await?);
+    let w = Arc::new(AtlasWriter::create(dir, &WriterConfig::default()).await?);
     let next = Arc::new(std::sync::Mutex::new(0usize));
     let done = Arc::new(AtomicUsize::new(0));
     let mut handles = Vec::new();
@@ -167,7 +167,7 @@ async fn counted_open(dir: &Path) -> Result<(Atlas, RequestStats), BoxError> {
     let op =
         opendal::Operator::new(opendal::services::Fs::default().root(dir.to_str().ok_or("path")?))?
             .layer(layer);
-    let atlas = Atlas::open(op, "").await?;
+    let atlas = Atlas::open((op, ""), &atlas::OpenOptions::default()).await?;
     Ok((atlas, stats))
 }
 
@@ -204,7 +204,7 @@ async fn read(dir: &Path, repeat: usize) -> Result<(), BoxError> {
     let (atlas, stats) = counted_open(dir).await?;
     let open = stats.snapshot();
     let segment = atlas
-        .variables()
+        .segments()
         .into_iter()
         .find(|v| v.name == "TEMP")
         .ok_or("no TEMP")?;

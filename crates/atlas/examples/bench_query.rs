@@ -13,7 +13,7 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use atlas::query::{Value, parse};
+use atlas::Value;
 use atlas::{Atlas, AtlasWriter, Predicate, Region, Timestamp, WriterConfig};
 use atlas_io::{CountingLayer, RequestStats};
 use futures::StreamExt;
@@ -39,7 +39,7 @@ impl Rng {
 }
 
 async fn write_profiles(dir: &Path, n: usize) -> Result<(), BoxError> {
-    let writer = AtlasWriter::create_path(dir, WriterConfig::default()).await?;
+    let writer = AtlasWriter::create(dir, &WriterConfig::default()).await?;
     let mut rng = Rng(7);
     for i in 0..n {
         let mut ds =
@@ -78,7 +78,7 @@ async fn write_profiles(dir: &Path, n: usize) -> Result<(), BoxError> {
 
 /// The query answered by reading the three arrays of every live dataset.
 async fn brute_force(atlas: &Atlas) -> Result<Vec<String>, BoxError> {
-    let p = parse(QUERY)?;
+    let p = Predicate::parse(QUERY)?;
     let Predicate::And(parts) = p else {
         return Err("the query is a conjunction".into());
     };
@@ -97,7 +97,7 @@ async fn brute_force(atlas: &Atlas) -> Result<Vec<String>, BoxError> {
         _ => 0,
     };
     let names: Vec<String> = atlas
-        .list_datasets()
+        .dataset_names()
         .iter()
         .map(|s| s.to_string())
         .collect();
@@ -162,12 +162,12 @@ async fn run(dir: &Path, latency: Option<Duration>) -> Result<(), BoxError> {
         let fs = opendal::services::Fs::default().root(&dir.to_string_lossy());
         let op = Operator::new(fs)?.layer(layer);
         let started = Instant::now();
-        let atlas = Atlas::open(op, "").await?;
+        let atlas = Atlas::open((op, ""), &atlas::OpenOptions::default()).await?;
         line(&store, method, "open", started.elapsed(), &stats);
         for phase in ["cold", "warm"] {
             let started = Instant::now();
             let selected = if method.starts_with("select") {
-                atlas.select(&parse(QUERY)?).await?
+                atlas.select(&Predicate::parse(QUERY)?).await?
             } else {
                 brute_force(&atlas).await?
             };

@@ -212,7 +212,7 @@ async fn run_atlas(
     dir: &Path,
     config: WriterConfig,
 ) -> Result<(u64, f64), BoxError> {
-    let w = Arc::new(AtlasWriter::create_path(dir, config).await?);
+    let w = Arc::new(AtlasWriter::create(dir, &config).await?);
     // Ordinals follow add order: take the next index and add it under one short lock.
     let next = Arc::new(Mutex::new(0usize));
     let raw = Arc::new(AtomicUsize::new(0));
@@ -260,7 +260,7 @@ fn generate_name(case: Case, i: usize) -> String {
 // ── The baseline: the reference's one-global-lock design ─────────────
 
 struct Baseline {
-    config: WriterConfig,
+    codec: Codec,
     variables: indexmap::IndexMap<String, SegmentWriter>,
     /// (name, schema) per ordinal; `None` while the dataset is being written.
     datasets: Vec<(String, Option<DatasetSchema>)>,
@@ -268,20 +268,21 @@ struct Baseline {
 
 impl Baseline {
     fn writer(&mut self, variable: &str) -> Result<&mut SegmentWriter, BoxError> {
-        let config = self.config;
+        let codec = self.codec;
         Ok(match self.variables.entry(variable.to_owned()) {
             indexmap::map::Entry::Occupied(e) => e.into_mut(),
-            indexmap::map::Entry::Vacant(e) => e.insert(new_stock_writer(variable, &config)?),
+            indexmap::map::Entry::Vacant(e) => e.insert(new_stock_writer(variable, codec)?),
         })
     }
 }
 
 /// A segment writer with the stock single-threaded zstd codec.
-fn new_stock_writer(name: &str, config: &WriterConfig) -> Result<SegmentWriter, BoxError> {
+/// The writer's default zstd level and block size.
+fn new_stock_writer(name: &str, codec: Codec) -> Result<SegmentWriter, BoxError> {
     let options = WriteOptions::default()
-        .codec(config.codec)
-        .zstd_level(config.zstd_level)
-        .block_target_size(config.block_target_size)
+        .codec(codec)
+        .zstd_level(atlas::DEFAULT_ZSTD_LEVEL)
+        .block_target_size(atlas_segment::DEFAULT_BLOCK_TARGET_SIZE)
         .parallel_zstd(false);
     Ok(SegmentWriter::new(name, &options)?)
 }
@@ -353,9 +354,11 @@ async fn run_baseline(
     writers: usize,
     dir: &Path,
     config: WriterConfig,
+    codec: Codec,
 ) -> Result<(u64, f64), BoxError> {
+    drop(config);
     let global = Arc::new(Mutex::new(Baseline {
-        config,
+        codec,
         variables: indexmap::IndexMap::new(),
         datasets: Vec::new(),
     }));
@@ -399,14 +402,14 @@ async fn run_baseline(
 
 async fn baseline_commit(state: Baseline, dir: &Path) -> Result<(), BoxError> {
     let Baseline {
-        config,
+        codec,
         mut variables,
         datasets,
     } = state;
     let created = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)?
         .as_millis() as i64;
-    let mut builder = FooterBuilder::new(config.codec, created);
+    let mut builder = FooterBuilder::new(codec, created);
     for (name, schema) in &datasets {
         let schema = schema.as_ref().ok_or("a dataset was not finished")?;
         let index = builder.intern_schema(schema);
@@ -472,7 +475,8 @@ fn child(args: &HashMap<String, String>) -> Result<(), BoxError> {
     let writers: usize = args["writers"].parse()?;
     let count: usize = args["count"].parse()?;
     let dir = PathBuf::from(&args["dir"]);
-    let config = WriterConfig::default().codec(parse_codec(&args["codec"])?);
+    let codec = parse_codec(&args["codec"])?;
+    let config = WriterConfig::default().codec(codec);
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
@@ -480,7 +484,7 @@ fn child(args: &HashMap<String, String>) -> Result<(), BoxError> {
     let (raw, commit) = rt.block_on(async {
         match mode.as_str() {
             "atlas" => run_atlas(case, count, writers, &dir, config).await,
-            _ => run_baseline(case, count, writers, &dir, config).await,
+            _ => run_baseline(case, count, writers, &dir, config, codec).await,
         }
     })?;
     let secs = started.elapsed().as_secs_f64();

@@ -10,7 +10,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let dir = std::env::args()
         .nth(1)
         .ok_or("usage: dump <collection-dir>")?;
-    let atlas = Atlas::open_path(&dir).await?;
+    let atlas = Atlas::open(&dir, &atlas::OpenOptions::default()).await?;
     for warning in atlas.mask_warnings() {
         eprintln!("warning: {warning}");
     }

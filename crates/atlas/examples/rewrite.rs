@@ -17,15 +17,16 @@ fn parse_args() -> Result<(String, String, WriterConfig), String> {
     while let Some(arg) = args.next() {
         match arg.as_str() {
             "--codec" => {
-                config.codec = match args.next().as_deref() {
+                config = config.codec(match args.next().as_deref() {
                     Some("zstd") => Codec::Zstd,
                     Some("lz4") => Codec::Lz4,
                     Some("none") | Some("uncompressed") => Codec::Uncompressed,
                     other => return Err(format!("unknown codec {other:?}\n{}", usage())),
-                }
+                })
             }
             "--zstd-level" => {
-                config.zstd_level = args.next().and_then(|v| v.parse().ok()).ok_or_else(usage)?;
+                let level = args.next().and_then(|v| v.parse().ok()).ok_or_else(usage)?;
+                config = config.zstd_level(level);
             }
             "-h" | "--help" => return Err(usage()),
             _ if arg.starts_with("--") => return Err(format!("unknown option {arg}\n{}", usage())),
@@ -49,11 +50,11 @@ async fn main() {
 async fn run() -> Result<(), Box<dyn std::error::Error>> {
     let (src, dst, config) = parse_args()?;
     let started = std::time::Instant::now();
-    let source = Atlas::open_path(&src).await?;
+    let source = Atlas::open(&src, &atlas::OpenOptions::default()).await?;
     for warning in source.mask_warnings() {
         eprintln!("warning: {warning}");
     }
-    let writer = AtlasWriter::create_path(&dst, config).await?;
+    let writer = AtlasWriter::create(&dst, &config).await?;
     let total = source.dataset_count();
     let step = (total / 20).max(1);
     let summary = atlas::rewrite(&source, writer, |done, total| {

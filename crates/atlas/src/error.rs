@@ -1,7 +1,8 @@
 //! The one error type of the facade.
 
-use atlas_format::{CONTAINER_FILE, FormatError};
-use atlas_io::{IoError, IoErrorKind};
+use atlas_format::FormatError;
+use atlas_io::IoError;
+use atlas_io::open::OpenError;
 use atlas_segment::{SegmentError, SinkError};
 
 /// Everything that can go wrong reading or writing a collection.
@@ -22,11 +23,25 @@ pub enum AtlasError {
         /// Version this library implements.
         expected: u32,
     },
-    /// The container's structure is damaged or inconsistent.
+    /// The container's structure (header, footer, trailer, the directory
+    /// they describe) is damaged or inconsistent.
     #[error("corrupt Atlas collection: {what}")]
     CorruptCollection {
         /// What is inconsistent.
         what: String,
+        /// The byte layer's finding, when it was one.
+        #[source]
+        source: Option<FormatError>,
+    },
+    /// A segment (one variable's array-format file) is damaged: its footer
+    /// cannot be used, one of its arrays is ([`SegmentError::Array`], the
+    /// others still read), or array-format refused it. The source says which
+    /// ([`FooterProblem`](crate::FooterProblem), [`ArrayProblem`](crate::ArrayProblem)).
+    #[error("corrupt Atlas collection: {source}")]
+    CorruptSegment {
+        /// What the segment layer found.
+        #[source]
+        source: SegmentError,
     },
     /// The deletion mask exists but is not a mask.
     #[error("corrupt deletion mask: {what}")]
@@ -80,6 +95,17 @@ pub enum AtlasError {
         /// The repeated array name.
         array: String,
     },
+    /// A fill value that the array's element type cannot hold (a fill for a
+    /// string array, a float fill for an integer array, ...).
+    #[error("array {array:?}: a fill value {fill} does not apply to a {dtype} array")]
+    FillTypeMismatch {
+        /// The array.
+        array: String,
+        /// The array's element type.
+        dtype: String,
+        /// The fill value given, as text.
+        fill: String,
+    },
     /// A region, shape or argument the array cannot take.
     #[error("invalid request for array {array:?}: {what}")]
     InvalidRegion {
@@ -104,6 +130,14 @@ pub enum AtlasError {
         /// What is wrong with it.
         reason: String,
     },
+    /// The container writer refused a write or was left unusable by an earlier
+    /// failure; nothing was committed.
+    #[error("writing the container failed: {source}")]
+    ContainerWrite {
+        /// What the writer reported.
+        #[source]
+        source: SinkError,
+    },
     /// The storage backend failed; the kind says whether retrying can help.
     #[error(transparent)]
     Io(#[from] IoError),
@@ -112,7 +146,19 @@ pub enum AtlasError {
 impl AtlasError {
     /// Shorthand for [`AtlasError::CorruptCollection`].
     pub fn corrupt(what: impl Into<String>) -> Self {
-        Self::CorruptCollection { what: what.into() }
+        Self::CorruptCollection {
+            what: what.into(),
+            source: None,
+        }
+    }
+
+    /// Whether the collection's bytes are damaged (the container or a
+    /// segment), as opposed to a misuse or a storage failure.
+    pub fn is_corruption(&self) -> bool {
+        matches!(
+            self,
+            Self::CorruptCollection { .. } | Self::CorruptSegment { .. } | Self::CorruptMask { .. }
+        )
     }
 
     /// Shorthand for [`AtlasError::InvalidUse`].
@@ -128,7 +174,6 @@ impl From<FormatError> for AtlasError {
             FormatError::UnsupportedVersion { found, expected } => {
                 Self::UnsupportedVersion { found, expected }
             }
-            FormatError::CorruptCollection { what } => Self::CorruptCollection { what },
             FormatError::CorruptMask { what } => Self::CorruptMask { what },
             FormatError::InvalidName { name, reason } => Self::InvalidName {
                 name,
@@ -138,8 +183,22 @@ impl From<FormatError> for AtlasError {
                 what: what.to_owned(),
             },
             other => Self::CorruptCollection {
-                what: other.to_string(),
+                what: match &other {
+                    FormatError::CorruptCollection { what, .. } => what.clone(),
+                    other => other.to_string(),
+                },
+                source: Some(other),
             },
+        }
+    }
+}
+
+impl From<OpenError> for AtlasError {
+    fn from(e: OpenError) -> Self {
+        match e {
+            OpenError::Io(io) => Self::Io(io),
+            OpenError::Format(f) => Self::from(f),
+            other => Self::corrupt(other.to_string()),
         }
     }
 }
@@ -148,12 +207,7 @@ impl From<SegmentError> for AtlasError {
     fn from(e: SegmentError) -> Self {
         match e {
             SegmentError::Io(io) | SegmentError::Sink(SinkError::Io(io)) => Self::Io(io),
-            SegmentError::Sink(other) => Self::Io(IoError::new(
-                IoErrorKind::Other,
-                "write",
-                CONTAINER_FILE,
-                other.to_string(),
-            )),
+            SegmentError::Sink(source) => Self::ContainerWrite { source },
             SegmentError::InvalidRegion { array, what } => Self::InvalidRegion { array, what },
             SegmentError::DTypeMismatch {
                 array,
@@ -169,9 +223,7 @@ impl From<SegmentError> for AtlasError {
                 stored: dtype.display_name(),
                 requested: "an element type atlas can read".to_owned(),
             },
-            other => Self::CorruptCollection {
-                what: other.to_string(),
-            },
+            source => Self::CorruptSegment { source },
         }
     }
 }

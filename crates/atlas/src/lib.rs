@@ -7,14 +7,14 @@
 //! [`AtlasWriter`] builds a collection in one streaming pass.
 //!
 //! ```
-//! use atlas::{Atlas, AtlasWriter, WriterConfig};
+//! use atlas::{Atlas, AtlasWriter, OpenOptions, Region, WriterConfig};
 //!
 //! # #[tokio::main(flavor = "current_thread")]
 //! # async fn main() -> atlas::Result<()> {
 //! # let tmp = tempfile::tempdir().unwrap();
 //! # let dir = tmp.path().join("argo");
 //! // Write: one DatasetWriter per dataset, on as many tasks as you like.
-//! let writer = AtlasWriter::create_path(&dir, WriterConfig::default()).await?;
+//! let writer = AtlasWriter::create(&dir, &WriterConfig::default()).await?;
 //! let mut ds = writer.add_dataset("R6901234_001.nc")?; // ordinal = order of add_dataset
 //! ds.define_array::<f32>("TEMP", &["N_LEVELS"], &[3], None, Some(99999.0))?;
 //! ds.write_array("TEMP", &[0], ndarray::arr1(&[11.2f32, 11.1, 10.9]).into_dyn().view())?;
@@ -22,12 +22,13 @@
 //! ds.finish().await?;
 //! writer.finish().await?; // the only commit point
 //!
-//! // Read: one request to open, none for the catalogue.
-//! let atlas = Atlas::open_path(&dir).await?;
-//! assert!(atlas.list_datasets().contains(&"R6901234_001.nc"));
+//! // Read: one request to open (a path, or an s3:// gs:// az:// http(s):// URL),
+//! // none for the catalogue.
+//! let atlas = Atlas::open(&dir, &OpenOptions::default()).await?;
+//! assert!(atlas.dataset_names().contains(&"R6901234_001.nc"));
 //! let temp = atlas
 //!     .dataset("R6901234_001.nc")?
-//!     .read_array::<f32>("TEMP", atlas::Region::all())
+//!     .read_array::<f32>("TEMP", Region::all())
 //!     .await?;
 //! assert_eq!(temp.len(), 3);
 //! let stats = atlas.array_stats("TEMP").await?; // one segment open for all datasets
@@ -41,20 +42,21 @@
 //! `atlas-segment` (array-format, behind one wall) → this crate (meaning) →
 //! `atlas-cli` (people).
 
-pub mod blocking;
+#![warn(missing_docs)]
 
 /// The README's Rust examples, compiled and run as doctests.
 #[doc = include_str!("../../../README.md")]
 #[cfg(doctest)]
 pub struct ReadmeDoctests;
 
-pub mod error;
-pub mod location;
-pub mod query;
-pub mod read;
+mod error;
+pub mod export;
+mod location;
+mod query;
+mod read;
 mod recompute;
-pub mod verify;
-pub mod write;
+mod verify;
+mod write;
 
 /// Test doubles for code built on Atlas: count requests and bytes, inject
 /// latency and faults, and a memory service with compare-and-swap writes.
@@ -63,22 +65,38 @@ pub mod testing {
     pub use atlas_io::{CasMemory, CountingLayer, Counts, Faults, ReadRecord, RequestStats};
 }
 
+// Formats and names of the container (atlas-format).
 pub use atlas_format::{
-    CONTAINER_FILE, Codec, DATASETS_SEGMENT, DType, DatasetSchema, MASK_FILE, validate_name,
+    ArrayMeta, CONTAINER_FILE, Codec, DATASETS_SEGMENT, DType, DatasetSchema, DecodeLimits,
+    FormatError, MASK_FILE, SchemaView, validate_name,
 };
+// Storage: errors, retries, leftovers of interrupted writes (atlas-io).
 pub use atlas_io::{
     IoError, IoErrorKind, Leftover, LeftoverKind, MultipartUploads, RetryPolicy, Upload,
-    install_http_transport,
+    WriteGuarantee,
 };
+// Values, arrays, attributes and statistics, and what a damaged segment is (atlas-segment).
 pub use atlas_segment::{
     AnyArray, ArrayData, ArrayProblem, ArrayStats, Attr, Element, FillValue, FooterProblem,
     SegmentError, SinkError, Stat, Timestamp, for_each_array_data,
 };
-pub use error::{AtlasError, Result};
-pub use location::{Access, Location, Scheme, StorageOptions};
+/// The n-dimensional arrays reads return and writes take.
 pub use ndarray;
-pub use opendal;
-pub use query::{CatalogueOptions, Predicate, QueryError, StatField};
-pub use read::*;
+/// The OpenDAL operator an [`Address`] can be built from (`(op, prefix)`).
+pub use opendal::Operator;
+
+pub use error::{AtlasError, Result};
+pub use location::{Access, Address, Location, Scheme, StorageOptions};
+pub use query::{
+    CatalogueOptions, CmpOp, Field, ParseError, Predicate, QueryError, RecordBatch, StatField,
+    Value,
+};
+pub use read::{
+    ArrayLayout, Atlas, Dataset, DatasetStats, DeleteOutcome, OpenOptions, Order, Region,
+    SegmentInfo, Selection,
+};
 pub use verify::{Checked, Finding, ProgressFn, VerifyOptions, VerifyReport, leftover_findings};
-pub use write::*;
+pub use write::{
+    AtlasWriter, DEFAULT_SMALL_BLOCK_TARGET_SIZE, DEFAULT_ZSTD_LEVEL, DatasetWriter,
+    SMALL_CHUNK_BYTES, WriteSummary, WriterConfig, rewrite,
+};

@@ -312,7 +312,7 @@ impl Atlas {
     /// ListMultipartUploads request per 1000 uploads.
     pub async fn verify(&self, options: &VerifyOptions) -> VerifyReport {
         let mut report = VerifyReport::default();
-        let variables = self.variables();
+        let variables = self.segments();
         report.checked.variables = variables.len();
         for v in variables.iter().filter(|v| v.name != DATASETS_SEGMENT) {
             report.checked.data_segments += 1;

@@ -40,7 +40,10 @@ fn eight_concurrent_deleters_on_azurite_lose_no_delete() {
             .map(|t| {
                 let root = root.clone();
                 tokio::spawn(async move {
-                    let atlas = Atlas::open(azure(&root).0, "argo").await.unwrap();
+                    let atlas =
+                        Atlas::open((azure(&root).0, "argo"), &atlas::OpenOptions::default())
+                            .await
+                            .unwrap();
                     let names: Vec<String> = (0..5).map(|k| name(t * 5 + k)).collect();
                     let refs: Vec<&str> = names.iter().map(String::as_str).collect();
                     atlas.delete_datasets(&refs).await.unwrap()
@@ -52,7 +55,9 @@ fn eight_concurrent_deleters_on_azurite_lose_no_delete() {
             assert_eq!(outcome.deleted, 5);
             assert_eq!(outcome.guarantee, WriteGuarantee::Conditional);
         }
-        let atlas = Atlas::open(azure(&root).0, "argo").await.unwrap();
-        assert_eq!(atlas.dataset_count(), 0, "{:?}", atlas.list_datasets());
+        let atlas = Atlas::open((azure(&root).0, "argo"), &atlas::OpenOptions::default())
+            .await
+            .unwrap();
+        assert_eq!(atlas.dataset_count(), 0, "{:?}", atlas.dataset_names());
     });
 }

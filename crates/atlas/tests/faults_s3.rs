@@ -27,7 +27,7 @@ fn value(grid: usize, k: usize) -> f32 {
 /// `count` grids of 512x512 f32 (1 MiB each), uncompressed: a container of ~count MiB.
 async fn write_grids(op: &Operator, count: usize) -> atlas::Result<atlas::WriteSummary> {
     let config = WriterConfig::default().codec(Codec::Uncompressed);
-    let w = AtlasWriter::create(op.clone(), "grids", config).await?;
+    let w = AtlasWriter::create((op.clone(), "grids"), &config).await?;
     for i in 0..count {
         let mut d = w.add_dataset(&format!("g{i:03}"))?;
         d.define_array::<f32>("v", &["y", "x"], &[SIDE as u64; 2], Some(&[256, 256]), None)?;
@@ -87,7 +87,9 @@ async fn with_retries_a_100_mib_write_reads_deletes_and_a_rewrite_come_through_f
     let written = proxy.counts();
     assert!(written.errors > 0, "writes met faults: {written:?}");
 
-    let atlas = Atlas::open(faulty.clone(), "grids").await.unwrap();
+    let atlas = Atlas::open((faulty.clone(), "grids"), &atlas::OpenOptions::default())
+        .await
+        .unwrap();
     assert_eq!(atlas.container_bytes(), summary.container_bytes);
     assert_eq!(read_every_grid(&atlas).await.unwrap(), 100);
     atlas
@@ -98,8 +100,10 @@ async fn with_retries_a_100_mib_write_reads_deletes_and_a_rewrite_come_through_f
     let (copy_root, dst) = (format!("{root}copy/"), "copy");
     let (copy_op, _) = s3_at(proxy.endpoint(), &copy_root);
     let copy_op = retries().apply(copy_op);
-    let reopened = Atlas::open(faulty.clone(), "grids").await.unwrap();
-    let writer = AtlasWriter::create(copy_op, dst, WriterConfig::default())
+    let reopened = Atlas::open((faulty.clone(), "grids"), &atlas::OpenOptions::default())
+        .await
+        .unwrap();
+    let writer = AtlasWriter::create((copy_op, dst), &WriterConfig::default())
         .await
         .unwrap();
     atlas::rewrite(&reopened, writer, |_, _| {}).await.unwrap();
@@ -112,12 +116,16 @@ async fn with_retries_a_100_mib_write_reads_deletes_and_a_rewrite_come_through_f
     );
 
     // What the faulty path left is what a clean path sees.
-    let original = Atlas::open(clean.clone(), "grids").await.unwrap();
+    let original = Atlas::open((clean.clone(), "grids"), &atlas::OpenOptions::default())
+        .await
+        .unwrap();
     assert_eq!(original.dataset_count(), 97);
     assert_eq!(read_every_grid(&original).await.unwrap(), 97);
     let (clean_copy, _) = s3_at(server.endpoint(), &copy_root);
-    let copy = Atlas::open(clean_copy, dst).await.unwrap();
-    assert_eq!(copy.list_datasets(), original.list_datasets());
+    let copy = Atlas::open((clean_copy, dst), &atlas::OpenOptions::default())
+        .await
+        .unwrap();
+    assert_eq!(copy.dataset_names(), original.dataset_names());
     assert_eq!(read_every_grid(&copy).await.unwrap(), 97);
 }
 
@@ -133,15 +141,21 @@ async fn without_retries_each_operation_fails_transient_and_leaves_nothing_half_
 
     // Open: every request answered 503, then every body dropped.
     proxy.set_plan(FaultPlan::none().with_errors(1000));
-    let err = Atlas::open(faulty.clone(), "grids").await.unwrap_err();
+    let err = Atlas::open((faulty.clone(), "grids"), &atlas::OpenOptions::default())
+        .await
+        .unwrap_err();
     assert!(is_transient(&err), "open on 503: {err}");
     proxy.set_plan(FaultPlan::none().with_resets(1000));
-    let err = Atlas::open(faulty.clone(), "grids").await.unwrap_err();
+    let err = Atlas::open((faulty.clone(), "grids"), &atlas::OpenOptions::default())
+        .await
+        .unwrap_err();
     assert!(is_transient(&err), "open on dropped bodies: {err}");
 
     // Reads and deletes on a handle opened while the proxy was quiet.
     proxy.set_plan(FaultPlan::none());
-    let atlas = Atlas::open(faulty.clone(), "grids").await.unwrap();
+    let atlas = Atlas::open((faulty.clone(), "grids"), &atlas::OpenOptions::default())
+        .await
+        .unwrap();
     proxy.set_plan(FaultPlan::none().with_short_bodies(1000));
     let err = read_every_grid(&atlas).await.unwrap_err();
     assert!(is_transient(&err), "a read cut short: {err}");
@@ -149,7 +163,7 @@ async fn without_retries_each_operation_fails_transient_and_leaves_nothing_half_
     let err = atlas.delete_datasets(&["g001"]).await.unwrap_err();
     assert!(is_transient(&err), "delete on 503: {err}");
     assert_eq!(
-        Atlas::open(clean.clone(), "grids")
+        Atlas::open((clean.clone(), "grids"), &atlas::OpenOptions::default())
             .await
             .unwrap()
             .dataset_count(),
@@ -166,7 +180,9 @@ async fn without_retries_each_operation_fails_transient_and_leaves_nothing_half_
     assert!(is_transient(&err), "a write on 503: {err}");
     let (dst_clean, _) = s3_at(server.endpoint(), &format!("{root}w/"));
     assert!(!dst_clean.exists("grids/data.atlas").await.unwrap());
-    let err = Atlas::open(dst_clean, "grids").await.unwrap_err();
+    let err = Atlas::open((dst_clean, "grids"), &atlas::OpenOptions::default())
+        .await
+        .unwrap_err();
     assert!(
         matches!(&err, AtlasError::Io(io) if io.kind() == IoErrorKind::NotFound),
         "{err}"

@@ -64,7 +64,9 @@ fn eight_concurrent_deleters_on_fake_gcs_report_conditional_and_sequential_ones_
             .map(|t| {
                 let (root, names) = (root.clone(), batch(t));
                 tokio::spawn(async move {
-                    let atlas = Atlas::open(gcs(&root).0, "argo").await.unwrap();
+                    let atlas = Atlas::open((gcs(&root).0, "argo"), &atlas::OpenOptions::default())
+                        .await
+                        .unwrap();
                     let refs: Vec<&str> = names.iter().map(String::as_str).collect();
                     atlas.delete_datasets(&refs).await.unwrap()
                 })
@@ -75,19 +77,23 @@ fn eight_concurrent_deleters_on_fake_gcs_report_conditional_and_sequential_ones_
             assert_eq!(outcome.deleted, 5);
             assert_eq!(outcome.guarantee, WriteGuarantee::Conditional);
         }
-        let left = Atlas::open(gcs(&root).0, "argo")
+        let left = Atlas::open((gcs(&root).0, "argo"), &atlas::OpenOptions::default())
             .await
             .unwrap()
             .dataset_count();
         eprintln!("fake-gcs-server, 8 concurrent deleters x 5: {left} of 40 deletes lost");
 
         for t in 0..8 {
-            let atlas = Atlas::open(gcs(&root).0, "argo").await.unwrap();
+            let atlas = Atlas::open((gcs(&root).0, "argo"), &atlas::OpenOptions::default())
+                .await
+                .unwrap();
             let names = batch(t);
             let refs: Vec<&str> = names.iter().map(String::as_str).collect();
             atlas.delete_datasets(&refs).await.unwrap();
         }
-        let atlas = Atlas::open(gcs(&root).0, "argo").await.unwrap();
-        assert_eq!(atlas.dataset_count(), 0, "{:?}", atlas.list_datasets());
+        let atlas = Atlas::open((gcs(&root).0, "argo"), &atlas::OpenOptions::default())
+            .await
+            .unwrap();
+        assert_eq!(atlas.dataset_count(), 0, "{:?}", atlas.dataset_names());
     });
 }

@@ -4,7 +4,7 @@ use atlas::{Access, Atlas, AtlasError, AtlasWriter, IoErrorKind, StorageOptions,
 use ndarray::arr1;
 
 async fn write_two(location: &str, storage: &StorageOptions) {
-    let writer = AtlasWriter::create_url(location, storage, WriterConfig::default())
+    let writer = AtlasWriter::create(location, &WriterConfig::default().storage(storage.clone()))
         .await
         .unwrap();
     for (i, name) in ["a.nc", "b.nc"].into_iter().enumerate() {
@@ -25,7 +25,12 @@ async fn a_file_url_round_trips_and_a_missing_directory_is_created_for_writing_o
     let url = format!("file://{}", dir.display());
     let storage = StorageOptions::default();
 
-    let err = Atlas::open_url(&url, &storage).await.unwrap_err();
+    let err = Atlas::open(
+        &url,
+        &atlas::OpenOptions::default().storage(storage.clone()),
+    )
+    .await
+    .unwrap_err();
     assert!(
         matches!(&err, AtlasError::Io(io) if io.kind() == IoErrorKind::NotFound),
         "{err}"
@@ -35,24 +40,47 @@ async fn a_file_url_round_trips_and_a_missing_directory_is_created_for_writing_o
     write_two(&url, &storage).await;
     // The same collection by bare path and by URL.
     for location in [url.clone(), dir.display().to_string()] {
-        let atlas = Atlas::open_url(&location, &storage).await.unwrap();
-        assert_eq!(atlas.list_datasets(), ["a.nc", "b.nc"]);
+        let atlas = Atlas::open(
+            &location,
+            &atlas::OpenOptions::default().storage(storage.clone()),
+        )
+        .await
+        .unwrap();
+        assert_eq!(atlas.dataset_names(), ["a.nc", "b.nc"]);
     }
     // A local collection opened by URL deletes like one opened by path.
-    let atlas = Atlas::open_url(&url, &storage).await.unwrap();
+    let atlas = Atlas::open(
+        &url,
+        &atlas::OpenOptions::default().storage(storage.clone()),
+    )
+    .await
+    .unwrap();
     atlas.delete_datasets(&["a.nc"]).await.unwrap();
-    let reopened = Atlas::open_url(&url, &storage).await.unwrap();
-    assert_eq!(reopened.list_datasets(), ["b.nc"]);
+    let reopened = Atlas::open(
+        &url,
+        &atlas::OpenOptions::default().storage(storage.clone()),
+    )
+    .await
+    .unwrap();
+    assert_eq!(reopened.dataset_names(), ["b.nc"]);
 }
 
 #[tokio::test]
 async fn an_unknown_scheme_and_an_http_write_are_invalid_locations() {
     let storage = StorageOptions::default();
-    let err = Atlas::open_url("ftp://host/x", &storage).await.unwrap_err();
+    let err = Atlas::open(
+        "ftp://host/x",
+        &atlas::OpenOptions::default().storage(storage.clone()),
+    )
+    .await
+    .unwrap_err();
     assert!(matches!(err, AtlasError::InvalidLocation { .. }), "{err}");
-    let err = AtlasWriter::create_url("https://127.0.0.1:1/x", &storage, WriterConfig::default())
-        .await
-        .unwrap_err();
+    let err = AtlasWriter::create(
+        "https://127.0.0.1:1/x",
+        &WriterConfig::default().storage(storage.clone()),
+    )
+    .await
+    .unwrap_err();
     assert!(matches!(err, AtlasError::InvalidLocation { .. }), "{err}");
     let loc = atlas::Location::resolve("https://127.0.0.1:1/x", &storage, Access::Read)
         .await

@@ -10,8 +10,8 @@ use arrow_array::Array;
 use arrow_array::cast::AsArray;
 use arrow_array::types::{Float32Type, TimestampNanosecondType, UInt8Type, UInt64Type};
 use arrow_schema::{DataType, TimeUnit};
-use atlas::query::{Field, QueryError, StatField, parse};
 use atlas::{Atlas, CatalogueOptions, Predicate};
+use atlas::{Field, QueryError, StatField};
 use query_support::{Row, V, brute};
 use read_support::{fixture_dir, manifest};
 use serde_json::Value as J;
@@ -87,10 +87,15 @@ fn rows(fixture: &str) -> Vec<Row> {
 }
 
 async fn check(fixture: &str, cases: &[(&str, Predicate)]) {
-    let atlas = Atlas::open_path(fixture_dir(fixture)).await.unwrap();
+    let atlas = Atlas::open(fixture_dir(fixture), &atlas::OpenOptions::default())
+        .await
+        .unwrap();
     let rows = rows(fixture);
     for (text, resolved) in cases {
-        let selected = atlas.select(&parse(text).unwrap()).await.unwrap();
+        let selected = atlas
+            .select(&Predicate::parse(text).unwrap())
+            .await
+            .unwrap();
         let expected: Vec<String> = rows
             .iter()
             .filter(|r| brute(resolved, r))
@@ -127,13 +132,13 @@ async fn selections_on_the_small_fixture_equal_the_brute_force() {
             ("temperature != 0", a("temperature").equals(0).negated()),
             (
                 "time >= 2024-01-01T00:00:00.000000002",
-                a("time").at_least(atlas::query::Value::Timestamp(1_704_067_200_000_000_002)),
+                a("time").at_least(atlas::Value::Timestamp(1_704_067_200_000_000_002)),
             ),
             (
                 "time overlaps 2024-02-01 2024-02-28",
                 a("time").overlaps(
-                    atlas::query::Value::Timestamp(1_706_745_600_000_000_000),
-                    atlas::query::Value::Timestamp(1_709_078_400_000_000_000),
+                    atlas::Value::Timestamp(1_706_745_600_000_000_000),
+                    atlas::Value::Timestamp(1_709_078_400_000_000_000),
                 ),
             ),
             (
@@ -191,10 +196,12 @@ async fn deleted_datasets_are_never_selected_and_fill_values_are_nulls() {
 
 #[tokio::test]
 async fn comparing_a_literal_with_an_incompatible_stored_type_is_an_error() {
-    let atlas = Atlas::open_path(fixture_dir("mixed")).await.unwrap();
+    let atlas = Atlas::open(fixture_dir("mixed"), &atlas::OpenOptions::default())
+        .await
+        .unwrap();
     // `value` is f32, i64 and string in three datasets: a number cannot meet the string.
     let e = atlas
-        .select(&parse("value > 1").unwrap())
+        .select(&Predicate::parse("value > 1").unwrap())
         .await
         .unwrap_err();
     assert!(
@@ -202,21 +209,23 @@ async fn comparing_a_literal_with_an_incompatible_stored_type_is_an_error() {
         "{e:?}"
     );
     // A date never compares with a float.
-    let small = Atlas::open_path(fixture_dir("small")).await.unwrap();
+    let small = Atlas::open(fixture_dir("small"), &atlas::OpenOptions::default())
+        .await
+        .unwrap();
     let e = small
-        .select(&parse("lat < 2020-01-01").unwrap())
+        .select(&Predicate::parse("lat < 2020-01-01").unwrap())
         .await
         .unwrap_err();
     assert!(matches!(e, QueryError::TypeMismatch { .. }), "{e:?}");
     // A list attribute answers exists only.
     let e = small
-        .select(&parse("tags = 'argo'").unwrap())
+        .select(&Predicate::parse("tags = 'argo'").unwrap())
         .await
         .unwrap_err();
     assert!(matches!(e, QueryError::TypeMismatch { .. }), "{e:?}");
     assert_eq!(
         small
-            .select(&parse("exists tags").unwrap())
+            .select(&Predicate::parse("exists tags").unwrap())
             .await
             .unwrap()
             .len(),
@@ -226,9 +235,14 @@ async fn comparing_a_literal_with_an_incompatible_stored_type_is_an_error() {
 
 #[tokio::test]
 async fn unknown_names_are_errors_not_empty_results() {
-    let atlas = Atlas::open_path(fixture_dir("small")).await.unwrap();
+    let atlas = Atlas::open(fixture_dir("small"), &atlas::OpenOptions::default())
+        .await
+        .unwrap();
     for text in ["nothing = 1", "@lat = 1", "month.min = 1", "exists nothing"] {
-        let e = atlas.select(&parse(text).unwrap()).await.unwrap_err();
+        let e = atlas
+            .select(&Predicate::parse(text).unwrap())
+            .await
+            .unwrap_err();
         assert!(matches!(e, QueryError::UnknownName { .. }), "{text}: {e:?}");
     }
     let e = atlas
@@ -240,7 +254,9 @@ async fn unknown_names_are_errors_not_empty_results() {
 
 #[tokio::test]
 async fn the_small_catalogue_holds_typed_attributes_and_statistics() {
-    let atlas = Atlas::open_path(fixture_dir("small")).await.unwrap();
+    let atlas = Atlas::open(fixture_dir("small"), &atlas::OpenOptions::default())
+        .await
+        .unwrap();
     let batch = atlas.catalogue(&CatalogueOptions::default()).await.unwrap();
     let schema = batch.schema();
     assert_eq!(batch.num_rows(), 3);
@@ -284,11 +300,13 @@ async fn the_small_catalogue_holds_typed_attributes_and_statistics() {
 
 #[tokio::test]
 async fn a_catalogue_takes_chosen_columns_and_rows() {
-    let atlas = Atlas::open_path(fixture_dir("deleted")).await.unwrap();
+    let atlas = Atlas::open(fixture_dir("deleted"), &atlas::OpenOptions::default())
+        .await
+        .unwrap();
     let options = CatalogueOptions::default()
         .attributes(Vec::<String>::new())
         .arrays(["v"])
-        .predicate(parse("v >= 300").unwrap());
+        .predicate(Predicate::parse("v >= 300").unwrap());
     let batch = atlas.catalogue(&options).await.unwrap();
     let schema = batch.schema();
     let names: Vec<&str> = schema.fields().iter().map(|f| f.name().as_str()).collect();
@@ -298,7 +316,10 @@ async fn a_catalogue_takes_chosen_columns_and_rows() {
             "name", "ordinal", "schema", "v.count", "v.nulls", "v.min", "v.max"
         ]
     );
-    let selected = atlas.select(&parse("v >= 300").unwrap()).await.unwrap();
+    let selected = atlas
+        .select(&Predicate::parse("v >= 300").unwrap())
+        .await
+        .unwrap();
     let rows: Vec<&str> = batch
         .column(0)
         .as_string::<i32>()
@@ -310,7 +331,9 @@ async fn a_catalogue_takes_chosen_columns_and_rows() {
 
 #[tokio::test]
 async fn a_mixed_type_array_gets_text_min_max_columns() {
-    let atlas = Atlas::open_path(fixture_dir("mixed")).await.unwrap();
+    let atlas = Atlas::open(fixture_dir("mixed"), &atlas::OpenOptions::default())
+        .await
+        .unwrap();
     let batch = atlas.catalogue(&CatalogueOptions::default()).await.unwrap();
     let min = batch.column_by_name("value.min").unwrap();
     let min = min.as_string::<i32>();
@@ -322,9 +345,14 @@ async fn a_mixed_type_array_gets_text_min_max_columns() {
 
 #[tokio::test]
 async fn an_empty_collection_has_an_empty_catalogue_and_selection() {
-    let atlas = Atlas::open_path(fixture_dir("empty")).await.unwrap();
+    let atlas = Atlas::open(fixture_dir("empty"), &atlas::OpenOptions::default())
+        .await
+        .unwrap();
     let batch = atlas.catalogue(&CatalogueOptions::default()).await.unwrap();
     assert_eq!((batch.num_rows(), batch.num_columns()), (0, 3));
-    let e = atlas.select(&parse("x = 1").unwrap()).await.unwrap_err();
+    let e = atlas
+        .select(&Predicate::parse("x = 1").unwrap())
+        .await
+        .unwrap_err();
     assert!(matches!(e, QueryError::UnknownName { .. }));
 }

@@ -7,8 +7,8 @@ mod query_support;
 use std::collections::BTreeSet;
 use std::sync::OnceLock;
 
-use atlas::query::{Field, Value};
 use atlas::{Atlas, Predicate};
+use atlas::{Field, Value};
 use atlas_io::{CountingLayer, RequestStats};
 use opendal::Operator;
 use proptest::prelude::*;
@@ -48,7 +48,7 @@ fn shared() -> &'static Shared {
 }
 
 /// Footer + trailer bytes of segment `seg` of the shared collection (read uncounted).
-fn footer_bytes(shared: &Shared, seg: &atlas::VariableInfo) -> u64 {
+fn footer_bytes(shared: &Shared, seg: &atlas::SegmentInfo) -> u64 {
     let end = seg.offset + seg.len;
     let trailer = runtime()
         .block_on(async {
@@ -102,7 +102,12 @@ fn query() -> impl Strategy<Value = (f64, f64, f64, f64, i64, i64, Option<u64>, 
 fn box_and_window_selections_equal_the_brute_force() {
     let shared = shared();
     let rt = runtime();
-    let atlas = rt.block_on(Atlas::open(shared.op.clone(), "argo")).unwrap();
+    let atlas = rt
+        .block_on(Atlas::open(
+            (shared.op.clone(), "argo"),
+            &atlas::OpenOptions::default(),
+        ))
+        .unwrap();
     let mut runner = TestRunner::new(Config::with_cases(64));
     runner
         .run(
@@ -138,7 +143,12 @@ fn box_and_window_selections_equal_the_brute_force() {
 fn overlaps_never_misses_a_profile_holding_a_value_in_the_window() {
     let shared = shared();
     let rt = runtime();
-    let atlas = rt.block_on(Atlas::open(shared.op.clone(), "argo")).unwrap();
+    let atlas = rt
+        .block_on(Atlas::open(
+            (shared.op.clone(), "argo"),
+            &atlas::OpenOptions::default(),
+        ))
+        .unwrap();
     let mut runner = TestRunner::new(Config::with_cases(64));
     runner
         .run(&(-5.0..35.0f64, 0.0..3.0f64), |(lo, width)| {
@@ -164,7 +174,12 @@ fn overlaps_never_misses_a_profile_holding_a_value_in_the_window() {
 fn statistics_and_attribute_comparisons_equal_the_brute_force() {
     let shared = shared();
     let rt = runtime();
-    let atlas = rt.block_on(Atlas::open(shared.op.clone(), "argo")).unwrap();
+    let atlas = rt
+        .block_on(Atlas::open(
+            (shared.op.clone(), "argo"),
+            &atlas::OpenOptions::default(),
+        ))
+        .unwrap();
     for text in [
         "TEMP.nulls = 0",
         "TEMP.nulls >= 2 and TEMP.count < 20",
@@ -178,7 +193,7 @@ fn statistics_and_attribute_comparisons_equal_the_brute_force() {
         "not LATITUDE exists or LONGITUDE.nulls = 1",
         "JULD between 2021-03-01 2021-03-31T23:59:59.999999999",
     ] {
-        let p = atlas::query::parse(text).unwrap();
+        let p = atlas::Predicate::parse(text).unwrap();
         let selected = rt.block_on(atlas.select(&p)).unwrap();
         assert_eq!(selected, brute_names(&p, &shared.rows), "{text}");
         assert!(
@@ -227,10 +242,12 @@ fn a_query_reads_one_footer_per_variable_and_no_array_block() {
     let shared = shared();
     let rt = runtime();
     let (op, stats) = counted(shared);
-    let atlas = rt.block_on(Atlas::open(op, "argo")).unwrap();
-    let segments = atlas.variables();
+    let atlas = rt
+        .block_on(Atlas::open((op, "argo"), &atlas::OpenOptions::default()))
+        .unwrap();
+    let segments = atlas.segments();
     stats.reset();
-    let p = atlas::query::parse(
+    let p = atlas::Predicate::parse(
         "LATITUDE between -10 10 and LONGITUDE between -60 0 and JULD overlaps 2021-01-01 2021-06-30 and platform_number != '6901007'",
     )
     .unwrap();
@@ -272,7 +289,9 @@ fn a_catalogue_reads_one_footer_per_variable_and_no_array_block() {
     let shared = shared();
     let rt = runtime();
     let (op, stats) = counted(shared);
-    let atlas = rt.block_on(Atlas::open(op, "argo")).unwrap();
+    let atlas = rt
+        .block_on(Atlas::open((op, "argo"), &atlas::OpenOptions::default()))
+        .unwrap();
     stats.reset();
     let batch = rt
         .block_on(atlas.catalogue(&atlas::CatalogueOptions::default()))
@@ -281,7 +300,7 @@ fn a_catalogue_reads_one_footer_per_variable_and_no_array_block() {
     // Four arrays and _datasets: each footer, in two reads when it is larger
     // than the prefetch, and not a byte more.
     let opened: Vec<_> = atlas
-        .variables()
+        .segments()
         .into_iter()
         .filter(|v| {
             [

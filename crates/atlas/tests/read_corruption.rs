@@ -3,11 +3,25 @@
 
 mod read_support;
 
-use atlas::{Atlas, AtlasError};
+use std::error::Error as _;
+
+use atlas::{Atlas, AtlasError, FooterProblem, SegmentError};
 use atlas_io::IoErrorKind;
 use read_support::{
     counted_memory, fixture_dir, load_fixture, memory, uniform_collection, uniform_name,
 };
+
+/// The screen's finding behind `err`, found by walking its `source()` chain.
+fn footer_problem(err: &AtlasError) -> Option<&FooterProblem> {
+    let mut cause = err.source();
+    while let Some(c) = cause {
+        if let Some(problem) = c.downcast_ref::<FooterProblem>() {
+            return Some(problem);
+        }
+        cause = c.source();
+    }
+    None
+}
 
 fn small_bytes() -> Vec<u8> {
     std::fs::read(fixture_dir("small").join("data.atlas")).unwrap()
@@ -19,12 +33,14 @@ async fn open_bytes(container: Vec<u8>, mask: Option<Vec<u8>>) -> Result<Atlas, 
     if let Some(mask) = mask {
         op.write("deleted.mask", mask).await.unwrap();
     }
-    Atlas::open(op, "").await
+    Atlas::open((op, ""), &atlas::OpenOptions::default()).await
 }
 
 #[tokio::test]
 async fn a_missing_container_is_a_not_found_io_error() {
-    let err = Atlas::open(memory(), "nowhere").await.unwrap_err();
+    let err = Atlas::open((memory(), "nowhere"), &atlas::OpenOptions::default())
+        .await
+        .unwrap_err();
     match err {
         AtlasError::Io(io) => {
             assert_eq!(io.kind(), IoErrorKind::NotFound);
@@ -32,7 +48,9 @@ async fn a_missing_container_is_a_not_found_io_error() {
         }
         other => panic!("expected a not-found IoError, got {other}"),
     }
-    let err = Atlas::open_path("/definitely/not/here").await.unwrap_err();
+    let err = Atlas::open("/definitely/not/here", &atlas::OpenOptions::default())
+        .await
+        .unwrap_err();
     assert!(
         matches!(&err, AtlasError::Io(io) if io.kind() == IoErrorKind::NotFound),
         "{err}"
@@ -154,7 +172,7 @@ async fn a_corrupt_segment_is_an_error_and_the_rest_still_reads() {
     let bytes = small_bytes();
     let atlas = open_bytes(bytes.clone(), None).await.unwrap();
     let temperature = atlas
-        .variables()
+        .segments()
         .into_iter()
         .find(|v| v.name == "temperature")
         .unwrap();
@@ -168,9 +186,15 @@ async fn a_corrupt_segment_is_an_error_and_the_rest_still_reads() {
         .read_array::<f32>("temperature", atlas::Region::all())
         .await
         .unwrap_err();
-    assert!(matches!(err, AtlasError::CorruptCollection { .. }), "{err}");
+    // The cause is kept: a damaged segment, and behind it what the screen found.
+    assert!(
+        matches!(&err, AtlasError::CorruptSegment { source: SegmentError::Footer { segment, .. } } if segment == "temperature"),
+        "{err:?}"
+    );
+    assert!(footer_problem(&err).is_some(), "{err:?}");
+    assert!(err.is_corruption());
     let err = atlas.array_stats("temperature").await.unwrap_err();
-    assert!(matches!(err, AtlasError::CorruptCollection { .. }), "{err}");
+    assert!(matches!(err, AtlasError::CorruptSegment { .. }), "{err}");
     // Other segments are untouched.
     let lat = jan
         .read_array::<f64>("lat", atlas::Region::all())
@@ -190,7 +214,7 @@ async fn a_corrupt_segment_is_an_error_and_the_rest_still_reads() {
         .array_layout("temperature")
         .await
         .unwrap_err();
-    assert!(matches!(err, AtlasError::CorruptCollection { .. }), "{err}");
+    assert!(matches!(err, AtlasError::CorruptSegment { .. }), "{err}");
 }
 
 #[tokio::test]
@@ -199,7 +223,9 @@ async fn a_failed_segment_read_keeps_the_backend_kind() {
     op.write("data.atlas", uniform_collection(2_000).await)
         .await
         .unwrap();
-    let atlas = Atlas::open(op, "").await.unwrap();
+    let atlas = Atlas::open((op, ""), &atlas::OpenOptions::default())
+        .await
+        .unwrap();
     let view = atlas.dataset(&uniform_name(5)).unwrap();
 
     // The segment open itself fails: an Io error, and a later call retries it.
@@ -236,7 +262,9 @@ async fn a_short_read_is_an_error_not_a_misparse() {
     let (op, _stats, faults) = read_support::counted_memory_without_suffix();
     load_fixture(&op, "small", "").await;
     faults.truncate_reads_by(5);
-    let err = Atlas::open(op, "").await.unwrap_err();
+    let err = Atlas::open((op, ""), &atlas::OpenOptions::default())
+        .await
+        .unwrap_err();
     assert!(
         matches!(&err, AtlasError::Io(io) if io.short_read().is_some()),
         "{err}"
@@ -247,7 +275,9 @@ async fn a_short_read_is_an_error_not_a_misparse() {
         .await
         .unwrap();
     faults.truncate_reads_by(5);
-    let err = Atlas::open(op, "").await.unwrap_err();
+    let err = Atlas::open((op, ""), &atlas::OpenOptions::default())
+        .await
+        .unwrap_err();
     assert!(
         matches!(
             err,

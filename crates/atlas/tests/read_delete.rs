@@ -10,7 +10,9 @@ use read_support::{counted_memory, fixture_dir, load_fixture, memory};
 async fn an_unknown_name_deletes_nothing() {
     let (op, stats, _) = counted_memory();
     load_fixture(&op, "small", "").await;
-    let atlas = Atlas::open(op.clone(), "").await.unwrap();
+    let atlas = Atlas::open((op.clone(), ""), &atlas::OpenOptions::default())
+        .await
+        .unwrap();
     stats.reset();
     let err = atlas
         .delete_datasets(&["jan_2024", "nope"])
@@ -29,7 +31,9 @@ async fn an_unknown_name_deletes_nothing() {
 async fn a_deletion_applies_at_once_everywhere() {
     let op = memory();
     load_fixture(&op, "small", "").await;
-    let atlas = Atlas::open(op.clone(), "").await.unwrap();
+    let atlas = Atlas::open((op.clone(), ""), &atlas::OpenOptions::default())
+        .await
+        .unwrap();
     // Open a segment first: the deletion must apply to it too.
     assert_eq!(
         atlas
@@ -39,7 +43,7 @@ async fn a_deletion_applies_at_once_everywhere() {
             .len(),
         3
     );
-    let outcome = atlas.delete_dataset("feb_2024").await.unwrap();
+    let outcome = atlas.delete_datasets(&["feb_2024"]).await.unwrap();
     assert_eq!(outcome.deleted, 1);
     assert_eq!(
         outcome.guarantee,
@@ -47,11 +51,11 @@ async fn a_deletion_applies_at_once_everywhere() {
         "memory creates the mask if-not-exists"
     );
 
-    assert_eq!(atlas.list_datasets(), ["jan_2024", "mar_2024"]);
+    assert_eq!(atlas.dataset_names(), ["jan_2024", "mar_2024"]);
     assert_eq!(atlas.dataset_count(), 2);
     assert_eq!(atlas.dataset_count_total(), 3);
     assert_eq!(atlas.deleted_datasets(), ["feb_2024"]);
-    assert!(!atlas.dataset_exists("feb_2024"));
+    assert!(!atlas.contains("feb_2024"));
     assert!(matches!(
         atlas.dataset("feb_2024"),
         Err(AtlasError::DatasetNotFound { .. })
@@ -72,11 +76,13 @@ async fn a_deletion_applies_at_once_everywhere() {
     assert_eq!(doc["datasets"].as_array().unwrap().len(), 2);
 
     // Deleting it again is fine and changes nothing.
-    let again = atlas.delete_dataset("feb_2024").await.unwrap();
+    let again = atlas.delete_datasets(&["feb_2024"]).await.unwrap();
     assert_eq!(again.deleted, 0);
 
     // A new handle reads the mask back.
-    let reopened = Atlas::open(op, "").await.unwrap();
+    let reopened = Atlas::open((op, ""), &atlas::OpenOptions::default())
+        .await
+        .unwrap();
     assert_eq!(reopened.deleted_datasets(), ["feb_2024"]);
 }
 
@@ -84,9 +90,11 @@ async fn a_deletion_applies_at_once_everywhere() {
 async fn a_view_taken_before_the_deletion_stops_reading() {
     let op = memory();
     load_fixture(&op, "small", "").await;
-    let atlas = Atlas::open(op, "").await.unwrap();
+    let atlas = Atlas::open((op, ""), &atlas::OpenOptions::default())
+        .await
+        .unwrap();
     let view = atlas.dataset("mar_2024").unwrap();
-    atlas.delete_dataset("mar_2024").await.unwrap();
+    atlas.delete_datasets(&["mar_2024"]).await.unwrap();
     let err = view
         .read_array::<f64>("lat", atlas::Region::all())
         .await
@@ -98,8 +106,12 @@ async fn a_view_taken_before_the_deletion_stops_reading() {
 async fn a_delete_merges_with_the_mask_on_storage() {
     let op = memory();
     load_fixture(&op, "deleted", "").await;
-    let first = Atlas::open(op.clone(), "").await.unwrap();
-    let second = Atlas::open(op.clone(), "").await.unwrap();
+    let first = Atlas::open((op.clone(), ""), &atlas::OpenOptions::default())
+        .await
+        .unwrap();
+    let second = Atlas::open((op.clone(), ""), &atlas::OpenOptions::default())
+        .await
+        .unwrap();
     assert_eq!(first.deleted_datasets(), ["d02", "d05", "d09"]);
     first.delete_datasets(&["d00", "d01"]).await.unwrap();
     // The second handle has not seen those; its delete keeps them.
@@ -110,7 +122,9 @@ async fn a_delete_merges_with_the_mask_on_storage() {
         ["d00", "d01", "d02", "d05", "d08", "d09"],
         "the merged mask becomes this handle's view too"
     );
-    let third = Atlas::open(op, "").await.unwrap();
+    let third = Atlas::open((op, ""), &atlas::OpenOptions::default())
+        .await
+        .unwrap();
     assert_eq!(
         third.deleted_datasets(),
         ["d00", "d01", "d02", "d05", "d08", "d09"]
@@ -122,11 +136,13 @@ async fn a_delete_merges_with_the_mask_on_storage() {
 async fn a_foreign_mask_on_storage_stops_a_delete() {
     let op = memory();
     load_fixture(&op, "small", "").await;
-    let atlas = Atlas::open(op.clone(), "").await.unwrap();
+    let atlas = Atlas::open((op.clone(), ""), &atlas::OpenOptions::default())
+        .await
+        .unwrap();
     op.write("deleted.mask", b"this is not a mask".to_vec())
         .await
         .unwrap();
-    let err = atlas.delete_dataset("jan_2024").await.unwrap_err();
+    let err = atlas.delete_datasets(&["jan_2024"]).await.unwrap_err();
     assert!(matches!(err, AtlasError::CorruptMask { .. }), "{err}");
     assert_eq!(atlas.dataset_count(), 3, "nothing hidden");
     assert_eq!(
@@ -141,12 +157,16 @@ async fn a_local_collection_deletes_through_an_atomic_locked_write() {
     for file in ["data.atlas", "deleted.mask"] {
         std::fs::copy(fixture_dir("deleted").join(file), dir.path().join(file)).unwrap();
     }
-    let atlas = Atlas::open_path(dir.path()).await.unwrap();
+    let atlas = Atlas::open(dir.path(), &atlas::OpenOptions::default())
+        .await
+        .unwrap();
     let outcome = atlas.delete_datasets(&["d00", "d03"]).await.unwrap();
     assert_eq!(outcome.deleted, 2);
     assert_eq!(outcome.guarantee, WriteGuarantee::Locked);
     assert!(dir.path().join("deleted.mask.lock").exists());
-    let reopened = Atlas::open_path(dir.path()).await.unwrap();
+    let reopened = Atlas::open(dir.path(), &atlas::OpenOptions::default())
+        .await
+        .unwrap();
     assert_eq!(
         reopened.deleted_datasets(),
         ["d00", "d02", "d03", "d05", "d09"]
@@ -159,7 +179,9 @@ async fn a_local_collection_deletes_through_an_atomic_locked_write() {
 async fn an_empty_batch_costs_nothing() {
     let (op, stats, _) = counted_memory();
     load_fixture(&op, "small", "").await;
-    let atlas = Atlas::open(op, "").await.unwrap();
+    let atlas = Atlas::open((op, ""), &atlas::OpenOptions::default())
+        .await
+        .unwrap();
     stats.reset();
     let outcome = atlas.delete_datasets(&[]).await.unwrap();
     assert_eq!(outcome.deleted, 0);
@@ -170,18 +192,24 @@ async fn an_empty_batch_costs_nothing() {
 async fn concurrent_deletes_through_one_handle_lose_nothing() {
     let op = memory();
     load_fixture(&op, "deleted", "").await;
-    let atlas = std::sync::Arc::new(Atlas::open(op.clone(), "").await.unwrap());
+    let atlas = std::sync::Arc::new(
+        Atlas::open((op.clone(), ""), &atlas::OpenOptions::default())
+            .await
+            .unwrap(),
+    );
     let tasks: Vec<_> = ["d00", "d01", "d03", "d04"]
         .into_iter()
         .map(|name| {
             let atlas = atlas.clone();
-            tokio::spawn(async move { atlas.delete_dataset(name).await.unwrap() })
+            tokio::spawn(async move { atlas.delete_datasets(&[name]).await.unwrap() })
         })
         .collect();
     for t in tasks {
         assert_eq!(t.await.unwrap().deleted, 1);
     }
-    let reopened = Atlas::open(op, "").await.unwrap();
+    let reopened = Atlas::open((op, ""), &atlas::OpenOptions::default())
+        .await
+        .unwrap();
     assert_eq!(
         reopened.deleted_datasets(),
         ["d00", "d01", "d02", "d03", "d04", "d05", "d09"]

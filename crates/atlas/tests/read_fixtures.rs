@@ -69,7 +69,9 @@ async fn every_fixture_reproduces_every_manifest_value_from_an_object_store() {
     for name in FIXTURES {
         let op = memory();
         load_fixture(&op, name, "collections/x").await;
-        let atlas = Atlas::open(op, "collections/x").await.unwrap();
+        let atlas = Atlas::open((op, "collections/x"), &atlas::OpenOptions::default())
+            .await
+            .unwrap();
         let dumped = collection_json(&atlas, true).await.unwrap();
         same(&expected(name), &dumped, name).unwrap_or_else(|e| panic!("{e}"));
     }
@@ -83,7 +85,9 @@ async fn every_fixture_reproduces_every_manifest_value_from_a_local_directory() 
             let entry = entry.unwrap();
             std::fs::copy(entry.path(), dir.path().join(entry.file_name())).unwrap();
         }
-        let atlas = Atlas::open_path(dir.path()).await.unwrap();
+        let atlas = Atlas::open(dir.path(), &atlas::OpenOptions::default())
+            .await
+            .unwrap();
         let dumped = collection_json(&atlas, true).await.unwrap();
         same(&expected(name), &dumped, name).unwrap_or_else(|e| panic!("{e}"));
         assert!(
@@ -99,7 +103,9 @@ async fn the_catalogue_matches_the_manifests() {
         let m = manifest(name);
         let op = memory();
         load_fixture(&op, name, "").await;
-        let atlas = Atlas::open(op, "").await.unwrap();
+        let atlas = Atlas::open((op, ""), &atlas::OpenOptions::default())
+            .await
+            .unwrap();
         assert_eq!(atlas.format_version(), 8);
         assert_eq!(atlas.codec().to_string(), m["codec"]);
         assert_eq!(atlas.container_bytes(), m["container_bytes"]);
@@ -114,7 +120,7 @@ async fn the_catalogue_matches_the_manifests() {
             .filter(|d| d["deleted"] == false)
             .map(|d| d["name"].as_str().unwrap())
             .collect();
-        assert_eq!(atlas.list_datasets(), live);
+        assert_eq!(atlas.dataset_names(), live);
         assert_eq!(atlas.dataset_count(), live.len());
         assert_eq!(
             atlas
@@ -124,7 +130,7 @@ async fn the_catalogue_matches_the_manifests() {
             live
         );
         for gone in &deleted {
-            assert!(!atlas.dataset_exists(gone));
+            assert!(!atlas.contains(gone));
             assert!(matches!(
                 atlas.dataset(gone),
                 Err(AtlasError::DatasetNotFound { .. })
@@ -156,9 +162,9 @@ async fn the_catalogue_matches_the_manifests() {
             assert_eq!(view.to_owned_schema().arrays.len(), arrays.len());
         }
         assert!(atlas.mask_warnings().is_empty());
-        assert!(!atlas.list_arrays().contains(&"_datasets"));
+        assert!(!atlas.array_names().contains(&"_datasets"));
         assert_eq!(
-            atlas.variables().iter().map(|v| v.len).sum::<u64>() + 8 + atlas.footer_bytes() + 16,
+            atlas.segments().iter().map(|v| v.len).sum::<u64>() + 8 + atlas.footer_bytes() + 16,
             atlas.container_bytes()
         );
     }
@@ -167,7 +173,9 @@ async fn the_catalogue_matches_the_manifests() {
 async fn open_small() -> Atlas {
     let op = memory();
     load_fixture(&op, "small", "").await;
-    Atlas::open(op, "").await.unwrap()
+    Atlas::open((op, ""), &atlas::OpenOptions::default())
+        .await
+        .unwrap()
 }
 
 #[tokio::test]
@@ -212,7 +220,9 @@ async fn the_fixtures_element_types_read_back() {
 
     let op = memory();
     load_fixture(&op, "deleted", "").await;
-    let deleted = Atlas::open(op, "").await.unwrap();
+    let deleted = Atlas::open((op, ""), &atlas::OpenOptions::default())
+        .await
+        .unwrap();
     let v = deleted
         .dataset("d01")
         .unwrap()
@@ -226,7 +236,9 @@ async fn the_fixtures_element_types_read_back() {
 
     let op = memory();
     load_fixture(&op, "mixed", "").await;
-    let mixed = Atlas::open(op, "").await.unwrap();
+    let mixed = Atlas::open((op, ""), &atlas::OpenOptions::default())
+        .await
+        .unwrap();
     let b = mixed
         .dataset("b")
         .unwrap()
@@ -398,25 +410,22 @@ async fn attributes_come_back_in_set_order_with_their_types() {
         ]
     );
     assert_eq!(
-        feb.get_attribute("platform").await.unwrap(),
+        feb.attribute("platform").await.unwrap(),
         Some(Attr::UInt16(6902))
     );
-    assert_eq!(feb.get_attribute("absent").await.unwrap(), None);
+    assert_eq!(feb.attribute("absent").await.unwrap(), None);
     let t = feb.array_attributes("temperature").await.unwrap();
     assert_eq!(t[0], ("units".to_owned(), Attr::String("celsius".into())));
     assert_eq!(
-        feb.get_array_attribute("temperature", "valid_range")
+        feb.array_attribute("temperature", "valid_range")
             .await
             .unwrap(),
         Some(Attr::Float64List(vec![-5.0, 40.0]))
     );
-    assert_eq!(
-        feb.get_array_attribute("station", "units").await.unwrap(),
-        None
-    );
+    assert_eq!(feb.array_attribute("station", "units").await.unwrap(), None);
     assert!(feb.array_attributes("station").await.unwrap().is_empty());
     assert!(matches!(
-        feb.get_array_attribute("nope", "units").await,
+        feb.array_attribute("nope", "units").await,
         Err(AtlasError::ArrayNotFound { .. })
     ));
 
@@ -487,7 +496,9 @@ async fn layouts_and_statistics_come_from_the_segments() {
 async fn a_fold_leaves_out_datasets_of_another_dtype_but_lists_them() {
     let op = memory();
     load_fixture(&op, "mixed", "").await;
-    let atlas = Atlas::open(op, "").await.unwrap();
+    let atlas = Atlas::open((op, ""), &atlas::OpenOptions::default())
+        .await
+        .unwrap();
     // a: f32 [1.5, 3.5], b: i64, c: string. Only a is comparable with a (the first).
     let folded = atlas.array_stats("value").await.unwrap().unwrap();
     assert_eq!(folded.row_count, 3);
@@ -502,7 +513,9 @@ async fn a_fold_leaves_out_datasets_of_another_dtype_but_lists_them() {
 async fn hidden_datasets_count_toward_no_statistic_and_no_attribute_column() {
     let op = memory();
     load_fixture(&op, "deleted", "").await;
-    let atlas = Atlas::open(op, "").await.unwrap();
+    let atlas = Atlas::open((op, ""), &atlas::OpenOptions::default())
+        .await
+        .unwrap();
     let rows = atlas.array_stats_by_dataset("v").await.unwrap();
     let names: Vec<&str> = rows.iter().map(|r| r.dataset.as_str()).collect();
     assert_eq!(names, ["d00", "d01", "d03", "d04", "d06", "d07", "d08"]);
@@ -583,8 +596,8 @@ async fn every_read_future_is_send() {
     fn send<T: Send>(_: &T) {}
     let atlas = open_small().await;
     let view = atlas.dataset("jan_2024").unwrap();
-    send(&Atlas::open(memory(), ""));
-    send(&Atlas::open_path("."));
+    send(&Atlas::open((memory(), ""), &atlas::OpenOptions::default()));
+    send(&Atlas::open(".", &atlas::OpenOptions::default()));
     send(&atlas.array_stats("temperature"));
     send(&atlas.array_stats_by_dataset("temperature"));
     send(&atlas.attributes_by_dataset(None, "month"));
@@ -592,9 +605,9 @@ async fn every_read_future_is_send() {
     send(&view.array_layout("lat"));
     send(&view.array_stats("lat"));
     send(&view.attributes());
-    send(&view.get_attribute("month"));
+    send(&view.attribute("month"));
     send(&view.array_attributes("lat"));
-    send(&view.get_array_attribute("lat", "units"));
+    send(&view.array_attribute("lat", "units"));
     send(&view.read_array::<f64>("lat", atlas::Region::all()));
     send(&atlas_manifest::collection_json(&atlas, true));
 }
@@ -672,7 +685,9 @@ async fn every_element_type_reads_back_as_written() {
     op.write("data.atlas", all_types_collection(&[]).await)
         .await
         .unwrap();
-    let atlas = Atlas::open(op, "").await.unwrap();
+    let atlas = Atlas::open((op, ""), &atlas::OpenOptions::default())
+        .await
+        .unwrap();
     let d = atlas.dataset("d").unwrap();
     macro_rules! check {
         ($array:literal, $t:ty, $expected:expr) => {{
@@ -733,14 +748,16 @@ async fn a_segment_dtype_other_than_the_footers_is_corrupt() {
     let op = memory();
     let container = all_types_collection(&[("i32", atlas::DType::Float32)]).await;
     op.write("data.atlas", container).await.unwrap();
-    let atlas = Atlas::open(op, "").await.unwrap();
+    let atlas = Atlas::open((op, ""), &atlas::OpenOptions::default())
+        .await
+        .unwrap();
     let d = atlas.dataset("d").unwrap();
     let err = d
         .read_array::<f32>("i32", atlas::Region::all())
         .await
         .unwrap_err();
     assert!(
-        matches!(&err, AtlasError::CorruptCollection { what } if what.contains("float32") && what.contains("int32")),
+        matches!(&err, AtlasError::CorruptCollection { what, .. } if what.contains("float32") && what.contains("int32")),
         "{err}"
     );
     assert!(matches!(

@@ -18,7 +18,7 @@ use serde_json::{Value, json};
 async fn exercise(atlas: &Atlas) -> Result<Value, AtlasError> {
     let mut doc = collection_json(atlas, true).await?;
     let mut extra = Vec::new();
-    for array in atlas.list_arrays() {
+    for array in atlas.array_names() {
         let folded = atlas.array_stats(array).await?;
         let rows = atlas.array_stats_by_dataset(array).await?;
         extra.push(json!([array, stats_json(folded.as_ref()), rows.len()]));
@@ -121,6 +121,7 @@ fn classify(err: &AtlasError) -> String {
     };
     let variant = match err {
         AtlasError::CorruptCollection { .. } => "CorruptCollection",
+        AtlasError::CorruptSegment { .. } => "CorruptSegment",
         AtlasError::Io(_) => "Io",
         _ => "other variant",
     };
@@ -195,12 +196,12 @@ async fn sweep(patterns: &[u8]) {
                 if let Some(mask) = mask {
                     op.write("deleted.mask", mask).await.unwrap();
                 }
-                Atlas::open(op, "").await
+                Atlas::open((op, ""), &atlas::OpenOptions::default()).await
             }
         };
         let clean = open(original.clone()).await.unwrap();
         let baseline = exercise(&clean).await.unwrap();
-        let segments_end: u64 = 8 + clean.variables().iter().map(|v| v.len).sum::<u64>();
+        let segments_end: u64 = 8 + clean.segments().iter().map(|v| v.len).sum::<u64>();
         drop(clean);
 
         let mut tally = Tally::default();

@@ -22,7 +22,9 @@ async fn opening_a_small_collection_is_one_suffix_read_plus_the_mask_read() {
     );
     load_fixture(&op, "deleted", "c").await;
     stats.reset();
-    let atlas = Atlas::open(op, "c").await.unwrap();
+    let atlas = Atlas::open((op, "c"), &atlas::OpenOptions::default())
+        .await
+        .unwrap();
     let counts = stats.snapshot();
     println!("open of `deleted` (suffix): {counts:?}");
     assert_eq!(reads_of(&stats, "c/data.atlas"), 1);
@@ -41,7 +43,9 @@ async fn opening_without_suffix_reads_is_a_stat_and_one_ranged_read() {
     assert!(!atlas_io::supports_suffix_reads(&op));
     load_fixture(&op, "small", "").await;
     stats.reset();
-    let atlas = Atlas::open(op, "").await.unwrap();
+    let atlas = Atlas::open((op, ""), &atlas::OpenOptions::default())
+        .await
+        .unwrap();
     let counts = stats.snapshot();
     println!("open of `small` (stat + range): {counts:?}");
     assert_eq!(counts.stats, 1);
@@ -72,7 +76,9 @@ async fn a_footer_over_64_kib_costs_exactly_two_reads() {
         };
         op.write("data.atlas", container.clone()).await.unwrap();
         stats.reset();
-        let atlas = Atlas::open(op, "").await.unwrap();
+        let atlas = Atlas::open((op, ""), &atlas::OpenOptions::default())
+            .await
+            .unwrap();
         let footer = atlas.footer_bytes();
         assert!(
             footer > PROBE,
@@ -96,7 +102,9 @@ async fn a_footer_over_64_kib_costs_exactly_two_reads() {
 async fn every_catalogue_call_after_open_costs_nothing() {
     let (op, stats, _) = counted_memory();
     load_fixture(&op, "small", "").await;
-    let atlas = Atlas::open(op, "").await.unwrap();
+    let atlas = Atlas::open((op, ""), &atlas::OpenOptions::default())
+        .await
+        .unwrap();
     stats.reset();
     let _ = (
         atlas.format_version(),
@@ -108,11 +116,11 @@ async fn every_catalogue_call_after_open_costs_nothing() {
         atlas.dataset_count_total(),
         atlas.deleted_datasets(),
         atlas.interned_schemas(),
-        atlas.list_datasets(),
-        atlas.list_arrays(),
-        atlas.variables(),
+        atlas.dataset_names(),
+        atlas.array_names(),
+        atlas.segments(),
         atlas.mask_warnings(),
-        atlas.dataset_exists("jan_2024"),
+        atlas.contains("jan_2024"),
     );
     for view in atlas.datasets() {
         let _ = (view.name(), view.ordinal(), view.to_owned_schema());
@@ -123,11 +131,9 @@ async fn every_catalogue_call_after_open_costs_nothing() {
     }
     let jan = atlas.dataset("jan_2024").unwrap();
     // Keys the schema does not declare are settled without a request.
-    assert_eq!(jan.get_attribute("not_declared").await.unwrap(), None);
+    assert_eq!(jan.attribute("not_declared").await.unwrap(), None);
     assert_eq!(
-        jan.get_array_attribute("lat", "not_declared")
-            .await
-            .unwrap(),
+        jan.array_attribute("lat", "not_declared").await.unwrap(),
         None
     );
     assert!(jan.array_attributes("station").await.unwrap().is_empty());
@@ -145,7 +151,9 @@ async fn every_catalogue_call_after_open_costs_nothing() {
 async fn a_dataset_without_attributes_costs_nothing_to_ask() {
     let (op, stats, _) = counted_memory();
     load_fixture(&op, "mixed", "").await;
-    let atlas = Atlas::open(op, "").await.unwrap();
+    let atlas = Atlas::open((op, ""), &atlas::OpenOptions::default())
+        .await
+        .unwrap();
     stats.reset();
     for view in atlas.datasets() {
         assert!(view.attributes().await.unwrap().is_empty());
@@ -158,7 +166,9 @@ async fn a_dataset_without_attributes_costs_nothing_to_ask() {
 async fn segments_inside_the_open_probe_cost_no_request() {
     let (op, stats, _) = counted_memory();
     load_fixture(&op, "small", "").await;
-    let atlas = Atlas::open(op, "").await.unwrap();
+    let atlas = Atlas::open((op, ""), &atlas::OpenOptions::default())
+        .await
+        .unwrap();
     stats.reset();
     let doc = atlas_manifest::collection_json(&atlas, true).await.unwrap();
     assert_eq!(doc["datasets"].as_array().unwrap().len(), 3);
@@ -187,9 +197,11 @@ async fn the_first_use_of_a_segment_reads_its_footer_and_nothing_else() {
     op.write("data.atlas", uniform_collection(2_000).await)
         .await
         .unwrap();
-    let atlas = Atlas::open(op.clone(), "").await.unwrap();
+    let atlas = Atlas::open((op.clone(), ""), &atlas::OpenOptions::default())
+        .await
+        .unwrap();
     let segment = atlas
-        .variables()
+        .segments()
         .into_iter()
         .find(|v| v.name == "v")
         .unwrap();
@@ -199,7 +211,7 @@ async fn the_first_use_of_a_segment_reads_its_footer_and_nothing_else() {
     );
     let footer = segment_footer_bytes(&op, "data.atlas", segment.offset, segment.len).await;
     assert!(
-        footer > atlas::OpenOptions::default().segment_prefetch_bytes,
+        footer > atlas_segment::DEFAULT_PREFETCH,
         "a footer of {footer} bytes larger than the prefetch"
     );
     stats.reset();
@@ -297,7 +309,7 @@ async fn statistics_layouts_and_attributes_across_10_000_datasets_open_one_segme
     let n = 10_000;
     let (atlas, stats, footer_v, op) = uniform_with_footer_of_v(n).await;
     let d = atlas
-        .variables()
+        .segments()
         .into_iter()
         .find(|v| v.name == "_datasets")
         .unwrap();
@@ -321,7 +333,7 @@ async fn statistics_layouts_and_attributes_across_10_000_datasets_open_one_segme
         assert_eq!(view.array_layout("v").await.unwrap().element_count, 4);
         assert!(view.array_stats("v").await.unwrap().is_some());
         assert_eq!(
-            view.get_array_attribute("v", "units").await.unwrap(),
+            view.array_attribute("v", "units").await.unwrap(),
             Some(Attr::String("K".into()))
         );
     }
@@ -343,7 +355,7 @@ async fn statistics_layouts_and_attributes_across_10_000_datasets_open_one_segme
     assert_eq!(idx.len(), n);
     assert_eq!(idx[1234], (uniform_name(1234), Attr::Int64(1234)));
     for view in atlas.datasets().take(100) {
-        assert!(view.get_attribute("idx").await.unwrap().is_some());
+        assert!(view.attribute("idx").await.unwrap().is_some());
     }
     let after_d = stats.snapshot();
     println!("then dataset attributes of all of them: {after_d:?}");
@@ -361,7 +373,9 @@ async fn deleting_1000_datasets_is_one_get_one_put_and_one_read_back() {
     op.write("data.atlas", uniform_collection(2_000).await)
         .await
         .unwrap();
-    let atlas = Atlas::open(op, "").await.unwrap();
+    let atlas = Atlas::open((op, ""), &atlas::OpenOptions::default())
+        .await
+        .unwrap();
     let names: Vec<String> = (0..2_000).step_by(2).map(uniform_name).collect();
     let refs: Vec<&str> = names.iter().map(String::as_str).collect();
     stats.reset();
@@ -393,7 +407,7 @@ async fn options_bound_the_segment_prefetch_and_cache() {
     let options = OpenOptions::default()
         .block_cache_bytes(0)
         .segment_prefetch_bytes(4096);
-    let atlas = Atlas::open_with(op, "", options).await.unwrap();
+    let atlas = Atlas::open((op, ""), &options).await.unwrap();
     stats.reset();
     let view = atlas.dataset(&uniform_name(3)).unwrap();
     let data = view
@@ -438,9 +452,12 @@ async fn unwritten_elements_read_as_fill_without_a_request() {
 
     let (op, stats, _) = counted_memory();
     op.write("data.atlas", container).await.unwrap();
-    let atlas = Atlas::open_with(op, "", OpenOptions::default().segment_prefetch_bytes(4096))
-        .await
-        .unwrap();
+    let atlas = Atlas::open(
+        (op, ""),
+        &OpenOptions::default().segment_prefetch_bytes(4096),
+    )
+    .await
+    .unwrap();
     let view = atlas.dataset(&uniform_name(42)).unwrap();
     view.array_layout("v").await.unwrap();
     stats.reset();
@@ -466,7 +483,9 @@ async fn reading_one_array_of_many_datasets_shares_one_segment_open_and_its_bloc
     op.write("data.atlas", uniform_collection(500).await)
         .await
         .unwrap();
-    let atlas = Atlas::open(op.clone(), "").await.unwrap();
+    let atlas = Atlas::open((op.clone(), ""), &atlas::OpenOptions::default())
+        .await
+        .unwrap();
 
     // One at a time, for the request count to compare with.
     stats.reset();
@@ -476,7 +495,9 @@ async fn reading_one_array_of_many_datasets_shares_one_segment_open_and_its_bloc
     }
     let one_at_a_time = stats.snapshot().reads;
 
-    let fresh = Atlas::open(op, "").await.unwrap();
+    let fresh = Atlas::open((op, ""), &atlas::OpenOptions::default())
+        .await
+        .unwrap();
     stats.reset();
     let results: Vec<(String, atlas::Result<atlas::AnyArray>)> = fresh
         .read_many(fresh.datasets(), "v", Region::all(), 16, Order::AsGiven)
@@ -536,7 +557,9 @@ async fn a_dataset_handle_moves_into_a_spawned_task() {
     op.write("data.atlas", uniform_collection(4).await)
         .await
         .unwrap();
-    let atlas = Atlas::open(op, "").await.unwrap();
+    let atlas = Atlas::open((op, ""), &atlas::OpenOptions::default())
+        .await
+        .unwrap();
     let handles: Vec<_> = atlas
         .datasets()
         .map(|d| {
@@ -555,7 +578,7 @@ async fn many_small_blocks(op: &opendal::Operator, n: usize) {
     let config = atlas::WriterConfig::default()
         .block_target_size(4096)
         .small_block_target_size(4096);
-    let writer = atlas::AtlasWriter::create(op.clone(), "", config)
+    let writer = atlas::AtlasWriter::create((op.clone(), ""), &config)
         .await
         .unwrap();
     for i in 0..n {
@@ -579,7 +602,9 @@ async fn sweeping_a_variable_over_many_blocks_costs_a_few_reads_not_one_per_bloc
     many_small_blocks(&op, n).await;
 
     // One dataset at a time: the first block alone, then read ahead.
-    let atlas = Atlas::open(op.clone(), "").await.unwrap();
+    let atlas = Atlas::open((op.clone(), ""), &atlas::OpenOptions::default())
+        .await
+        .unwrap();
     atlas.array_stats("v").await.unwrap();
     stats.reset();
     let mut sequential = Vec::new();
@@ -590,7 +615,9 @@ async fn sweeping_a_variable_over_many_blocks_costs_a_few_reads_not_one_per_bloc
     assert!(walk.reads <= 3, "{walk:?}");
 
     // read_many over every dataset: the data in one read.
-    let fresh = Atlas::open(op, "").await.unwrap();
+    let fresh = Atlas::open((op, ""), &atlas::OpenOptions::default())
+        .await
+        .unwrap();
     fresh.array_stats("v").await.unwrap();
     stats.reset();
     let results: Vec<_> = fresh
@@ -663,9 +690,11 @@ async fn uniform_with_footer_of_v(
     op.write("data.atlas", uniform_collection(n).await)
         .await
         .unwrap();
-    let atlas = Atlas::open(op.clone(), "").await.unwrap();
+    let atlas = Atlas::open((op.clone(), ""), &atlas::OpenOptions::default())
+        .await
+        .unwrap();
     let v = atlas
-        .variables()
+        .segments()
         .into_iter()
         .find(|v| v.name == "v")
         .unwrap();

@@ -9,7 +9,7 @@ use opendal::Operator;
 use s3_support::s3;
 
 async fn write_profiles(op: &Operator, count: usize) {
-    let writer = AtlasWriter::create(op.clone(), "argo", WriterConfig::default())
+    let writer = AtlasWriter::create((op.clone(), "argo"), &WriterConfig::default())
         .await
         .unwrap();
     for i in 0..count {
@@ -32,7 +32,9 @@ async fn a_collection_on_s3_opens_with_one_suffix_read_and_reads_back() {
     write_profiles(&op, 40).await;
     counting.stats().reset();
 
-    let atlas = Atlas::open(op.clone(), "argo").await.unwrap();
+    let atlas = Atlas::open((op.clone(), "argo"), &atlas::OpenOptions::default())
+        .await
+        .unwrap();
     let container_reads: Vec<_> = counting
         .stats()
         .read_log()
@@ -57,8 +59,8 @@ async fn a_collection_on_s3_opens_with_one_suffix_read_and_reads_back() {
 
     counting.stats().reset();
     assert_eq!(atlas.dataset_count(), 40);
-    assert!(atlas.dataset_exists("R6900007_001.nc"));
-    assert_eq!(atlas.list_arrays(), vec!["TEMP"]);
+    assert!(atlas.contains("R6900007_001.nc"));
+    assert_eq!(atlas.array_names(), vec!["TEMP"]);
     assert_eq!(
         counting.stats().snapshot().requests(),
         0,
@@ -75,7 +77,7 @@ async fn a_collection_on_s3_opens_with_one_suffix_read_and_reads_back() {
         .collect();
     assert_eq!(temp.iter().copied().collect::<Vec<_>>(), expected);
     assert_eq!(
-        ds.get_attribute("cycle_number").await.unwrap(),
+        ds.attribute("cycle_number").await.unwrap(),
         Some(atlas::Attr::Int32(12))
     );
 }
@@ -90,7 +92,9 @@ async fn concurrent_deletes_on_s3_are_conditional_and_never_lose_one() {
     for t in 0..6 {
         let op = op.clone();
         tasks.push(tokio::spawn(async move {
-            let atlas = Atlas::open(op, "argo").await.unwrap();
+            let atlas = Atlas::open((op, "argo"), &atlas::OpenOptions::default())
+                .await
+                .unwrap();
             let names: Vec<String> = (0..4)
                 .map(|k| format!("R690{:04}_001.nc", t * 4 + k))
                 .collect();
@@ -104,12 +108,14 @@ async fn concurrent_deletes_on_s3_are_conditional_and_never_lose_one() {
         assert_eq!(outcome.guarantee, WriteGuarantee::Conditional);
     }
 
-    let atlas = Atlas::open(op, "argo").await.unwrap();
+    let atlas = Atlas::open((op, "argo"), &atlas::OpenOptions::default())
+        .await
+        .unwrap();
     assert_eq!(
         atlas.dataset_count(),
         0,
         "every delete survived: {:?}",
-        atlas.list_datasets()
+        atlas.dataset_names()
     );
     assert_eq!(atlas.deleted_datasets().len(), 24);
 }
@@ -132,7 +138,7 @@ async fn an_s3_url_with_explicit_options_round_trips() {
         .set("access_key_id", "test")
         .set("secret_access_key", "test")
         .set("disable_ec2_metadata", "true");
-    let writer = AtlasWriter::create_url(&url, &storage, WriterConfig::default())
+    let writer = AtlasWriter::create(&url, &WriterConfig::default().storage(storage.clone()))
         .await
         .unwrap();
     for (i, name) in ["a.nc", "b.nc"].into_iter().enumerate() {
@@ -144,8 +150,13 @@ async fn an_s3_url_with_explicit_options_round_trips() {
         ds.finish().await.unwrap();
     }
     writer.finish().await.unwrap();
-    let atlas = Atlas::open_url(&url, &storage).await.unwrap();
-    assert_eq!(atlas.list_datasets(), ["a.nc", "b.nc"]);
+    let atlas = Atlas::open(
+        &url,
+        &atlas::OpenOptions::default().storage(storage.clone()),
+    )
+    .await
+    .unwrap();
+    assert_eq!(atlas.dataset_names(), ["a.nc", "b.nc"]);
     let temp = atlas
         .dataset("b.nc")
         .unwrap()

@@ -11,8 +11,10 @@ fn fixture(name: &str) -> std::path::PathBuf {
 
 #[tokio::test]
 async fn layouts_statistics_and_attributes_serialize_as_plain_data() {
-    let atlas = Atlas::open_path(fixture("small")).await.unwrap();
-    let name = atlas.list_datasets()[0].to_owned();
+    let atlas = Atlas::open(fixture("small"), &atlas::OpenOptions::default())
+        .await
+        .unwrap();
+    let name = atlas.dataset_names()[0].to_owned();
     let dataset = atlas.dataset(&name).unwrap();
     let array = dataset.schema().arrays().next().unwrap().name().to_owned();
     let layout = dataset.array_layout(&array).await.unwrap();
@@ -33,6 +35,6 @@ async fn layouts_statistics_and_attributes_serialize_as_plain_data() {
         serde_json::to_value(Stat::Timestamp(Timestamp(7))).unwrap(),
         json!({"Timestamp": 7})
     );
-    let summary = serde_json::to_value(atlas.variables()).unwrap();
-    assert_eq!(summary.as_array().unwrap().len(), atlas.variables().len());
+    let summary = serde_json::to_value(atlas.segments()).unwrap();
+    assert_eq!(summary.as_array().unwrap().len(), atlas.segments().len());
 }

@@ -24,7 +24,9 @@ fn damaged_small(range: std::ops::Range<usize>) -> tempfile::TempDir {
 #[tokio::test]
 async fn every_fixture_is_sound_and_every_live_array_is_read() {
     for name in ["small", "deleted", "mixed", "empty"] {
-        let atlas = Atlas::open_path(fixture(name)).await.unwrap();
+        let atlas = Atlas::open(fixture(name), &atlas::OpenOptions::default())
+            .await
+            .unwrap();
         let progress = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
         let seen = progress.clone();
         let options = VerifyOptions::new()
@@ -51,7 +53,9 @@ async fn every_fixture_is_sound_and_every_live_array_is_read() {
 async fn a_block_that_does_not_decompress_is_an_array_finding() {
     // Inside the first compressed block of segment "temperature" (it starts at byte 8).
     let dir = damaged_small(20..60);
-    let atlas = Atlas::open_path(dir.path()).await.unwrap();
+    let atlas = Atlas::open(dir.path(), &atlas::OpenOptions::default())
+        .await
+        .unwrap();
     let report = atlas.verify(&VerifyOptions::default()).await;
     assert!(!report.is_sound());
     assert_eq!(
@@ -70,7 +74,9 @@ async fn a_block_that_does_not_decompress_is_an_array_finding() {
 async fn a_damaged_segment_footer_is_a_segment_finding() {
     // Across the end of segment "temperature": its array-format footer.
     let dir = damaged_small(40..400);
-    let atlas = Atlas::open_path(dir.path()).await.unwrap();
+    let atlas = Atlas::open(dir.path(), &atlas::OpenOptions::default())
+        .await
+        .unwrap();
     let report = atlas.verify(&VerifyOptions::default()).await;
     assert!(
         report
@@ -90,13 +96,17 @@ async fn a_mask_with_an_ordinal_out_of_range_is_a_warning_not_a_problem() {
         dir.path().join("data.atlas"),
     )
     .unwrap();
-    let atlas = Atlas::open_path(dir.path()).await.unwrap();
+    let atlas = Atlas::open(dir.path(), &atlas::OpenOptions::default())
+        .await
+        .unwrap();
     let total = atlas.dataset_count_total() as u32;
     drop(atlas);
     let mut mask = atlas_format::DeletionMask::default();
     mask.insert(total + 5);
     std::fs::write(dir.path().join("deleted.mask"), mask.encode()).unwrap();
-    let atlas = Atlas::open_path(dir.path()).await.unwrap();
+    let atlas = Atlas::open(dir.path(), &atlas::OpenOptions::default())
+        .await
+        .unwrap();
     let report = atlas.verify(&VerifyOptions::default()).await;
     assert!(report.is_sound(), "{:?}", report.findings);
     assert!(
@@ -111,7 +121,9 @@ async fn a_mask_with_an_ordinal_out_of_range_is_a_warning_not_a_problem() {
 #[tokio::test]
 async fn deep_verify_finds_every_fixture_s_statistics_agree_with_its_values() {
     for name in ["small", "deleted", "mixed", "empty"] {
-        let atlas = Atlas::open_path(fixture(name)).await.unwrap();
+        let atlas = Atlas::open(fixture(name), &atlas::OpenOptions::default())
+            .await
+            .unwrap();
         let report = atlas.verify(&VerifyOptions::new().deep(true)).await;
         assert!(report.is_sound(), "{name}: {:?}", report.findings);
     }
@@ -123,16 +135,17 @@ async fn deep_verify_sees_damage_that_still_decodes_and_plain_verify_does_not() 
     // payload bytes decode whatever they hold: find a flip that plain verify
     // accepts and the deep check refuses.
     let original = std::fs::read(fixture("small").join("data.atlas")).unwrap();
-    let clean = Atlas::open_path(fixture("small")).await.unwrap();
-    let segments_end: u64 = 8 + clean.variables().iter().map(|v| v.len).sum::<u64>();
+    let clean = Atlas::open(fixture("small"), &atlas::OpenOptions::default())
+        .await
+        .unwrap();
+    let segments_end: u64 = 8 + clean.segments().iter().map(|v| v.len).sum::<u64>();
     let (mut silent, mut caught) = (0, 0);
     for pos in 8..segments_end as usize {
         let mut bytes = original.clone();
         bytes[pos] ^= 0x40;
-        let op =
-            atlas::opendal::Operator::new(atlas::opendal::services::Memory::default()).unwrap();
+        let op = opendal::Operator::new(opendal::services::Memory::default()).unwrap();
         op.write("data.atlas", bytes).await.unwrap();
-        let Ok(atlas) = Atlas::open(op, "").await else {
+        let Ok(atlas) = Atlas::open((op, ""), &atlas::OpenOptions::default()).await else {
             continue;
         };
         if !atlas.verify(&VerifyOptions::default()).await.is_sound() {
@@ -165,7 +178,9 @@ async fn a_temp_file_an_interrupted_write_left_is_a_leftover_warning_not_a_probl
     .unwrap();
     std::fs::create_dir(dir.path().join(".atlas-tmp")).unwrap();
     std::fs::write(dir.path().join(".atlas-tmp/put-1"), [0u8; 42]).unwrap();
-    let atlas = Atlas::open_path(dir.path()).await.unwrap();
+    let atlas = Atlas::open(dir.path(), &atlas::OpenOptions::default())
+        .await
+        .unwrap();
     let report = atlas.verify(&VerifyOptions::default()).await;
     assert!(report.is_sound(), "{:?}", report.findings);
     let leftovers: Vec<_> = report

@@ -187,24 +187,23 @@ async fn malformed_definitions_are_refused() {
         refused(d.define_array::<f32>("c", &[], &[2], Some(&[0]), None)),
         "zero extent"
     );
+    // A fill value of the wrong type is its own error, naming the array and both types.
+    let wrong_fill = |r: atlas::Result<()>, array: &str| matches!(r, Err(AtlasError::FillTypeMismatch { array: a, .. }) if a == array);
     assert!(
-        refused(d.define_array::<Vec<u8>>("e", &[], &[2], None, Some(vec![1]))),
+        wrong_fill(
+            d.define_array::<Vec<u8>>("e", &[], &[2], None, Some(vec![1])),
+            "e"
+        ),
         "binary fill"
     );
-    assert!(refused(d.define_array_with_fill::<f32>(
-        "f",
-        &[],
-        &[2],
-        None,
-        Some(FillValue::String("x".into()))
-    )));
-    assert!(refused(d.define_array_with_fill::<String>(
-        "g",
-        &[],
-        &[2],
-        None,
-        Some(FillValue::Int(0))
-    )));
+    assert!(wrong_fill(
+        d.define_array_with_fill::<f32>("f", &[], &[2], None, Some(FillValue::String("x".into()))),
+        "f"
+    ));
+    assert!(wrong_fill(
+        d.define_array_with_fill::<String>("g", &[], &[2], None, Some(FillValue::Int(0))),
+        "g"
+    ));
     // None of the refused definitions exists.
     assert!(matches!(
         d.write_array("a", &[0, 0], ones(&[1, 1]).view()),
@@ -219,15 +218,15 @@ async fn invalid_configurations_are_refused_before_anything_is_written() {
         WriterConfig::default().zstd_level(99),
         WriterConfig::default().block_target_size(0),
     ] {
-        let err = atlas::AtlasWriter::create_path(dir.path(), config)
+        let err = atlas::AtlasWriter::create(dir.path(), &config)
             .await
             .unwrap_err();
         assert!(matches!(err, AtlasError::InvalidUse { .. }), "{err}");
     }
     // The level is only checked for zstd.
-    atlas::AtlasWriter::create_path(
+    atlas::AtlasWriter::create(
         dir.path(),
-        WriterConfig::default().codec(Codec::Lz4).zstd_level(99),
+        &WriterConfig::default().codec(Codec::Lz4).zstd_level(99),
     )
     .await
     .unwrap();

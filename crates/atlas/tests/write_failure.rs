@@ -89,7 +89,7 @@ async fn faulty_fs(
     let layer = CountingLayer::new();
     let (faults, stats) = (layer.faults(), layer.stats());
     let op = atlas_io::fs_operator(dir).unwrap().layer(layer);
-    let w = AtlasWriter::create(op, "", WriterConfig::default().block_target_size(4096))
+    let w = AtlasWriter::create((op, ""), &WriterConfig::default().block_target_size(4096))
         .await
         .unwrap();
     (w, faults, stats)
@@ -140,7 +140,7 @@ async fn a_write_failure_on_an_object_store_like_backend_leaves_no_object() {
     let op = opendal::Operator::new(opendal::services::Memory::default())
         .unwrap()
         .layer(layer);
-    let w = AtlasWriter::create(op.clone(), "coll", WriterConfig::default())
+    let w = AtlasWriter::create((op.clone(), "coll"), &WriterConfig::default())
         .await
         .unwrap();
     add(&w, "a", "x", 5000).await.finish().await.unwrap();
@@ -166,7 +166,7 @@ async fn a_collection_is_written_once_into_an_empty_prefix() {
     let dir = tempfile::tempdir().unwrap();
     let w = writer_in(dir.path(), WriterConfig::default()).await;
     w.finish().await.unwrap();
-    let err = AtlasWriter::create_path(dir.path(), WriterConfig::default())
+    let err = AtlasWriter::create(dir.path(), &WriterConfig::default())
         .await
         .unwrap_err();
     assert!(matches!(err, AtlasError::InvalidUse { .. }), "{err}");
@@ -175,7 +175,7 @@ async fn a_collection_is_written_once_into_an_empty_prefix() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("deleted.mask"), b"ATLM\x01\0\0\0\0\0\0\0").unwrap();
     assert!(
-        AtlasWriter::create_path(dir.path(), WriterConfig::default())
+        AtlasWriter::create(dir.path(), &WriterConfig::default())
             .await
             .is_err()
     );

@@ -23,7 +23,9 @@ fn comparable(mut dump: Value) -> Value {
 }
 
 async fn dump(dir: &std::path::Path) -> Value {
-    let atlas = Atlas::open_path(dir).await.unwrap();
+    let atlas = Atlas::open(dir, &atlas::OpenOptions::default())
+        .await
+        .unwrap();
     atlas_manifest::collection_json(&atlas, true).await.unwrap()
 }
 
@@ -32,12 +34,12 @@ async fn rewriting_each_fixture_keeps_every_live_dataset_and_drops_the_deleted_o
     for name in ["small", "deleted", "mixed", "empty"] {
         for codec in [None, Some(Codec::Lz4)] {
             let src_dir = fixtures_dir().join(name);
-            let src = Atlas::open_path(&src_dir).await.unwrap();
-            let dst_dir = tempfile::tempdir().unwrap();
-            let config = WriterConfig::default().codec(codec.unwrap_or(src.codec()));
-            let dst = AtlasWriter::create_path(dst_dir.path(), config)
+            let src = Atlas::open(&src_dir, &atlas::OpenOptions::default())
                 .await
                 .unwrap();
+            let dst_dir = tempfile::tempdir().unwrap();
+            let config = WriterConfig::default().codec(codec.unwrap_or(src.codec()));
+            let dst = AtlasWriter::create(dst_dir.path(), &config).await.unwrap();
             let mut calls = Vec::new();
             let summary = atlas::rewrite(&src, dst, |done, total| calls.push((done, total)))
                 .await
@@ -78,9 +80,11 @@ async fn rewriting_each_fixture_keeps_every_live_dataset_and_drops_the_deleted_o
 #[tokio::test]
 async fn a_rewrite_that_fails_commits_nothing() {
     let src_dir = fixtures_dir().join("small");
-    let src = Atlas::open_path(&src_dir).await.unwrap();
+    let src = Atlas::open(&src_dir, &atlas::OpenOptions::default())
+        .await
+        .unwrap();
     let dst_dir = tempfile::tempdir().unwrap();
-    let dst = AtlasWriter::create_path(dst_dir.path(), WriterConfig::default())
+    let dst = AtlasWriter::create(dst_dir.path(), &WriterConfig::default())
         .await
         .unwrap();
     // A name already handed out in the destination makes the copy fail half-way.

@@ -12,9 +12,8 @@ use s3_support::s3;
 /// `count` grids of 512x512 f32 (1 MiB each), uncompressed so the container is ~count MiB.
 async fn write_grids(op: &Operator, count: usize) -> atlas::Result<atlas::WriteSummary> {
     let w = AtlasWriter::create(
-        op.clone(),
-        "grids",
-        WriterConfig::default().codec(Codec::Uncompressed),
+        (op.clone(), "grids"),
+        &WriterConfig::default().codec(Codec::Uncompressed),
     )
     .await?;
     for i in 0..count {
@@ -47,7 +46,9 @@ async fn a_container_larger_than_a_part_goes_up_as_one_multipart_upload_and_read
     assert_eq!(counts.writes, 1, "one upload for the container");
     assert_eq!(counts.bytes_written, summary.container_bytes);
 
-    let atlas = Atlas::open(op, "grids").await.unwrap();
+    let atlas = Atlas::open((op, "grids"), &atlas::OpenOptions::default())
+        .await
+        .unwrap();
     assert_eq!(atlas.container_bytes(), summary.container_bytes);
     assert_eq!(atlas.dataset_count(), 24);
     let v = atlas
@@ -62,12 +63,7 @@ async fn a_container_larger_than_a_part_goes_up_as_one_multipart_upload_and_read
         vec![at(511 * 512 + 510), at(511 * 512 + 511)]
     );
     assert_eq!(
-        atlas
-            .dataset("g003")
-            .unwrap()
-            .get_attribute("i")
-            .await
-            .unwrap(),
+        atlas.dataset("g003").unwrap().attribute("i").await.unwrap(),
         Some(atlas::Attr::Int64(3))
     );
 }
@@ -79,7 +75,9 @@ async fn a_multipart_upload_failing_half_way_is_aborted_and_leaves_no_object() {
     let err = write_grids(&op, 24).await.unwrap_err();
     assert!(matches!(err, AtlasError::Io(_)), "{err}");
     assert!(!op.exists("grids/data.atlas").await.unwrap());
-    let err = Atlas::open(op, "grids").await.unwrap_err();
+    let err = Atlas::open((op, "grids"), &atlas::OpenOptions::default())
+        .await
+        .unwrap_err();
     assert!(
         matches!(&err, AtlasError::Io(io) if io.kind() == atlas::IoErrorKind::NotFound),
         "{err}"

@@ -15,7 +15,7 @@ fn dyn_array<T: Clone>(shape: &[usize], values: Vec<T>) -> ArrayD<T> {
 #[tokio::test]
 async fn every_dtype_layout_and_attribute_reads_back_through_the_reader() {
     let dir = tempfile::tempdir().unwrap();
-    let w = AtlasWriter::create_path(dir.path(), WriterConfig::default())
+    let w = AtlasWriter::create(dir.path(), &WriterConfig::default())
         .await
         .unwrap();
     let mut d = w.add_dataset("obs").unwrap();
@@ -64,7 +64,9 @@ async fn every_dtype_layout_and_attribute_reads_back_through_the_reader() {
     d.finish().await.unwrap();
     w.finish().await.unwrap();
 
-    let atlas = Atlas::open_path(dir.path()).await.unwrap();
+    let atlas = Atlas::open(dir.path(), &atlas::OpenOptions::default())
+        .await
+        .unwrap();
     let v = atlas.dataset("obs").unwrap();
     assert_eq!(v.ordinal(), 0);
     let i8s = v
@@ -174,7 +176,9 @@ async fn every_fixture_rebuilt_from_its_manifest_dumps_as_its_manifest() {
         let manifest = load(name);
         let dir = tempfile::tempdir().unwrap();
         rebuild(&manifest, dir.path()).await;
-        let atlas = Atlas::open_path(dir.path()).await.unwrap();
+        let atlas = Atlas::open(dir.path(), &atlas::OpenOptions::default())
+            .await
+            .unwrap();
         let mut dumped = atlas_manifest::collection_json(&atlas, true).await.unwrap();
         let mut expected = manifest_as_dump(&manifest);
         // Segments are byte-identical (write_fixtures.rs); the footer differs

@@ -152,7 +152,7 @@ fn lcg(seed: &mut u64) -> u64 {
 /// random delay; some on several variables, some abandoned.
 async fn build_concurrently(dir: &std::path::Path, seed: u64) -> Written {
     let w = Arc::new(
-        AtlasWriter::create_path(dir, WriterConfig::default().block_target_size(4096))
+        AtlasWriter::create(dir, &WriterConfig::default().block_target_size(4096))
             .await
             .unwrap(),
     );
@@ -269,9 +269,11 @@ async fn with_a_fixed_creation_time_the_same_input_gives_the_same_container_byte
         let dir = tempfile::tempdir().unwrap();
         let config = WriterConfig::default()
             .block_target_size(1024)
-            .with_created_unix_ms(created);
+            .created_unix_ms(created);
         outs.push(sample_with(dir.path(), config).await);
-        let atlas = atlas::Atlas::open_path(dir.path()).await.unwrap();
+        let atlas = atlas::Atlas::open(dir.path(), &atlas::OpenOptions::default())
+            .await
+            .unwrap();
         assert_eq!(
             atlas.created_unix_ms(),
             created,

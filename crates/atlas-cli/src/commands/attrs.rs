@@ -15,7 +15,7 @@ pub async fn run(ctx: &Ctx, args: &AttrsArgs) -> CliResult {
     let rows = atlas
         .attributes_by_dataset(args.array.as_deref(), &args.key)
         .await
-        .at(&loc.display)?;
+        .at(loc.display())?;
     if rows.is_empty() {
         let on = args
             .array
@@ -23,7 +23,8 @@ pub async fn run(ctx: &Ctx, args: &AttrsArgs) -> CliResult {
             .map_or_else(String::new, |a| format!(" on array {a:?}"));
         return Err(CliError::msg(format!(
             "{}: no live dataset has attribute {:?}{on}",
-            loc.display, args.key
+            loc.display(),
+            args.key
         )));
     }
     if ctx.json {

@@ -13,15 +13,15 @@ use crate::values::{self, layout_text};
 /// Runs `atlas cat`.
 pub async fn run(ctx: &Ctx, args: &CatArgs) -> CliResult {
     let (loc, atlas) = ctx.open(&args.collection, Access::Read).await?;
-    let view = atlas.dataset(&args.dataset).at(&loc.display)?;
+    let view = atlas.dataset(&args.dataset).at(loc.display())?;
     if view.schema().array(&args.array).is_none() {
         return Err(AtlasError::ArrayNotFound {
             dataset: Some(args.dataset.clone()),
             array: args.array.clone(),
         })
-        .at(&loc.display);
+        .at(loc.display());
     }
-    let layout = view.array_layout(&args.array).await.at(&loc.display)?;
+    let layout = view.array_layout(&args.array).await.at(loc.display())?;
     let (start, shape) = region(
         &args.array,
         &layout.shape,
@@ -30,7 +30,7 @@ pub async fn run(ctx: &Ctx, args: &CatArgs) -> CliResult {
     )?;
     let values = values::read(&view, &args.array, &start, &shape)
         .await
-        .at(&loc.display)?;
+        .at(loc.display())?;
     if ctx.json {
         output::json_line(&json!({
             "dtype": layout.dtype.display_name(),

@@ -3,7 +3,8 @@
 
 use std::io::Write;
 
-use atlas::query::{RecordBatch, cell_json, parse, write_csv, write_ndjson, write_parquet};
+use atlas::RecordBatch;
+use atlas::export::{cell_json, write_csv, write_ndjson, write_parquet};
 use atlas::{Atlas, CatalogueOptions, Predicate};
 use serde_json::Value;
 
@@ -16,7 +17,9 @@ use crate::render::Table;
 
 /// Parses a `--where` expression; an error shows it with a caret.
 pub fn parse_where(text: &str) -> CliResult<Predicate> {
-    parse(text).map_err(atlas::QueryError::from).at("--where")
+    Predicate::parse(text)
+        .map_err(atlas::QueryError::from)
+        .at("--where")
 }
 
 /// Names of the live datasets `--where` selects, in ordinal order.
@@ -41,7 +44,7 @@ pub async fn run(ctx: &Ctx, args: &CatalogueArgs) -> CliResult {
         options = options.predicate(parse_where(text)?);
     }
     let (loc, atlas) = ctx.open(&args.collection, Access::Read).await?;
-    let batch = atlas.catalogue(&options).await.at(&loc.display)?;
+    let batch = atlas.catalogue(&options).await.at(loc.display())?;
     let mut bytes = Vec::new();
     let written = match args.format {
         CatalogueFormat::Table if ctx.json => {
@@ -56,7 +59,7 @@ pub async fn run(ctx: &Ctx, args: &CatalogueArgs) -> CliResult {
         CatalogueFormat::Ndjson => write_ndjson(&batch, &mut bytes),
         CatalogueFormat::Parquet => write_parquet(&batch, &mut bytes),
     };
-    written.at(&loc.display)?;
+    written.at(loc.display())?;
     match &args.output {
         Some(path) => {
             std::fs::write(path, &bytes)

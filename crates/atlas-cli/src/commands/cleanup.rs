@@ -19,20 +19,20 @@ pub async fn run(ctx: &Ctx, args: &CleanupArgs) -> CliResult {
     let loc = ctx.locate(&args.collection, Access::Read).await?;
     let older_than = Duration::from_secs(args.older_than.saturating_mul(60));
     let now = SystemTime::now();
-    let uploads = loc.uploads.as_ref();
+    let uploads = loc.multipart_uploads();
     let found = if args.dry_run {
-        let all = atlas_io::list_leftovers(&loc.op, &loc.prefix, uploads)
+        let all = atlas_io::list_leftovers(loc.operator(), loc.prefix(), uploads)
             .await
             .map_err(atlas::AtlasError::Io)
-            .at(&loc.display)?;
+            .at(loc.display())?;
         all.into_iter()
             .filter(|l| l.is_older_than(older_than, now))
             .collect()
     } else {
-        atlas_io::remove_leftovers(&loc.op, &loc.prefix, uploads, older_than, now)
+        atlas_io::remove_leftovers(loc.operator(), loc.prefix(), uploads, older_than, now)
             .await
             .map_err(atlas::AtlasError::Io)
-            .at(&loc.display)?
+            .at(loc.display())?
     };
     let bytes: u64 = found.iter().filter_map(Leftover::bytes).sum();
     if ctx.json {
@@ -53,7 +53,7 @@ pub async fn run(ctx: &Ctx, args: &CleanupArgs) -> CliResult {
         }
         out.push_str(&format!(
             "{}: {verb} {} ({bytes} bytes of temp files)\n",
-            loc.display,
+            loc.display(),
             render::count(found.len(), "leftover", "leftovers")
         ));
         output::text(&out);

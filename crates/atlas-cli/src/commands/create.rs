@@ -38,15 +38,14 @@ pub async fn run(ctx: &Ctx, args: &CreateArgs) -> CliResult {
     });
     if let Some(size) = &args.block_size {
         // An explicit block size holds for every variable, small arrays too.
-        config.block_target_size = parse_size(size)?;
-        config.small_block_target_size = 0;
+        config = config
+            .block_target_size(parse_size(size)?)
+            .small_block_target_size(0);
     }
 
     let dst = ctx.locate(&args.destination, Access::Write).await?;
     refuse_existing(&dst).await?;
-    let writer = AtlasWriter::create(dst.op.clone(), &dst.prefix, config)
-        .await
-        .at(&dst.display)?;
+    let writer = AtlasWriter::create(&dst, &config).await.at(dst.display())?;
 
     let total = files.len();
     let started = Instant::now();
@@ -57,14 +56,14 @@ pub async fn run(ctx: &Ctx, args: &CreateArgs) -> CliResult {
     .await
     .map_err(|e| match e {
         IngestError::Writer(error) => CliError::Atlas {
-            context: dst.display.clone(),
+            context: dst.display().to_owned(),
             error,
         },
         other => ingest_error(other),
     })?;
     reporter.finish();
     let seconds = started.elapsed().as_secs_f64();
-    print_report(ctx, &dst.display, &report, seconds);
+    print_report(ctx, dst.display(), &report, seconds);
     Ok(())
 }
 

@@ -256,9 +256,9 @@ pub async fn run(ctx: &Ctx, args: &DemoArgs) -> CliResult {
     let loc = ctx.locate(&args.dir, Access::Write).await?;
     super::rewrite::refuse_existing(&loc).await?;
     let started = Instant::now();
-    let writer = AtlasWriter::create(loc.op.clone(), &loc.prefix, WriterConfig::default())
+    let writer = AtlasWriter::create(&loc, &WriterConfig::default())
         .await
-        .at(&loc.display)?;
+        .at(loc.display())?;
 
     let bar = progress::bar(args.count as u64, "demo", ctx.quiet);
     let seed = args.seed;
@@ -281,14 +281,14 @@ pub async fn run(ctx: &Ctx, args: &DemoArgs) -> CliResult {
     drop(writes);
     bar.finish_and_clear();
     if let Some(e) = first_error {
-        return Err(e).at(&loc.display);
+        return Err(e).at(loc.display());
     }
-    let summary = writer.finish().await.at(&loc.display)?;
+    let summary = writer.finish().await.at(loc.display())?;
     if !ctx.quiet && !ctx.json {
         eprintln!(
             "wrote {} profiles to {} in {:.2?} ({})",
             summary.datasets,
-            loc.display,
+            loc.display(),
             started.elapsed(),
             render::bytes(summary.container_bytes)
         );
@@ -298,7 +298,7 @@ pub async fn run(ctx: &Ctx, args: &DemoArgs) -> CliResult {
     if atlas.dataset_count() != args.count {
         return Err(CliError::msg(format!(
             "{}: wrote {} profiles but the collection holds {}",
-            loc.display,
+            loc.display(),
             args.count,
             atlas.dataset_count()
         )));

@@ -32,7 +32,7 @@ struct Variable {
 }
 
 async fn variables(atlas: &Atlas) -> Vec<Variable> {
-    let entries = atlas.variables();
+    let entries = atlas.segments();
     let stats = join_all(entries.iter().map(|v| async move {
         if v.name == DATASETS_SEGMENT {
             return Ok(None);
@@ -78,7 +78,8 @@ pub async fn print(ctx: &Ctx, loc: &Location, atlas: &Atlas) -> CliResult {
         v.stats.as_ref().err().map(|e| {
             CliError::msg(format!(
                 "{}: statistics of variable {:?}: {e}",
-                loc.display, v.name
+                loc.display(),
+                v.name
             ))
         })
     });
@@ -113,7 +114,7 @@ pub async fn print(ctx: &Ctx, loc: &Location, atlas: &Atlas) -> CliResult {
     let mut out = String::new();
     let mut head = Table::new(&["", ""]);
     let mut field = |k: &str, v: String| head.row(vec![k.to_owned(), v]);
-    field("collection", loc.display.clone());
+    field("collection", loc.display().to_owned());
     field("format", format!("Atlas v{}", atlas.format_version()));
     field("created", render::unix_ms(atlas.created_unix_ms()));
     field("codec", atlas.codec().to_string());

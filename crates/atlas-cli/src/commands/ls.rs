@@ -17,7 +17,7 @@ pub async fn run(ctx: &Ctx, args: &LsArgs) -> CliResult {
     let (loc, atlas) = ctx.open(&args.collection, Access::Read).await?;
     let selected: Option<HashSet<String>> = match &args.where_ {
         Some(text) => Some(
-            select_where(&atlas, text, &loc.display)
+            select_where(&atlas, text, loc.display())
                 .await?
                 .into_iter()
                 .collect(),

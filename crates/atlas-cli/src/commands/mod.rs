@@ -21,6 +21,7 @@ use atlas::{Atlas, RetryPolicy};
 use crate::cli::{Cli, Command, Global};
 use crate::exit::{CliResult, Context as _};
 use crate::location::{Access, Location, StoreOptions};
+use atlas::OpenOptions;
 
 /// What every command needs besides its own arguments.
 #[derive(Debug, Clone)]
@@ -52,7 +53,7 @@ impl Ctx {
 
     /// Resolves a location.
     pub async fn locate(&self, spec: &str, access: Access) -> CliResult<Location> {
-        Location::resolve(spec, &self.store, access).await
+        crate::location::resolve(spec, &self.store, access).await
     }
 
     /// Resolves and opens a collection.
@@ -65,16 +66,16 @@ impl Ctx {
 
 /// Opens the collection at a resolved location.
 pub async fn open_at(loc: &Location) -> CliResult<Atlas> {
-    tracing::debug!(collection = %loc.display, "opening");
+    tracing::debug!(collection = %loc.display(), "opening");
     let started = std::time::Instant::now();
-    let atlas = Atlas::open(loc.op.clone(), &loc.prefix)
+    let atlas = Atlas::open(loc, &OpenOptions::default())
         .await
-        .at(&loc.display)?;
+        .at(loc.display())?;
     tracing::debug!(
-        collection = %loc.display,
+        collection = %loc.display(),
         datasets = atlas.dataset_count_total(),
         live = atlas.dataset_count(),
-        variables = atlas.variables().len(),
+        variables = atlas.segments().len(),
         elapsed = ?started.elapsed(),
         "opened"
     );

@@ -13,32 +13,30 @@ use crate::{output, progress, render};
 pub async fn run(ctx: &Ctx, args: &RewriteArgs) -> CliResult {
     let (src_loc, src) = ctx.open(&args.src, Access::Read).await?;
     let dst = ctx.locate(&args.dst, Access::Write).await?;
-    if let (Some(a), Some(b)) = (&src_loc.local_dir, &dst.local_dir)
+    if let (Some(a), Some(b)) = (&src_loc.local_dir(), &dst.local_dir())
         && a == b
     {
         return Err(CliError::msg(format!(
             "{}: the destination is the source; rewrite into a new location",
-            dst.display
+            dst.display()
         )));
     }
     refuse_existing(&dst).await?;
 
-    let mut config = WriterConfig::default().codec(match args.codec {
+    let codec = match args.codec {
         CodecArg::Zstd => Codec::Zstd,
         CodecArg::Lz4 => Codec::Lz4,
         CodecArg::None => Codec::Uncompressed,
-    });
+    };
+    let mut config = WriterConfig::default().codec(codec);
     if let Some(bytes) = args.block_size {
         // An explicit block size holds for every variable, small arrays too.
-        config.block_target_size = bytes;
-        config.small_block_target_size = 0;
+        config = config.block_target_size(bytes).small_block_target_size(0);
     }
     if let Some(level) = args.zstd_level {
-        config.zstd_level = level;
+        config = config.zstd_level(level);
     }
-    let writer = AtlasWriter::create(dst.op.clone(), &dst.prefix, config)
-        .await
-        .at(&dst.display)?;
+    let writer = AtlasWriter::create(&dst, &config).await.at(dst.display())?;
 
     let bar = progress::bar(src.dataset_count() as u64, "rewrite", ctx.quiet);
     let summary = atlas::rewrite(&src, writer, |done, total| {
@@ -46,27 +44,27 @@ pub async fn run(ctx: &Ctx, args: &RewriteArgs) -> CliResult {
         bar.set_position(done as u64);
     })
     .await
-    .at(&dst.display)?;
+    .at(dst.display())?;
     bar.finish_and_clear();
 
     if ctx.json {
         output::json(&json!({
-            "source": src_loc.display,
-            "destination": dst.display,
+            "source": src_loc.display(),
+            "destination": dst.display(),
             "datasets": summary.datasets,
             "container_bytes": summary.container_bytes,
             "source_container_bytes": src.container_bytes(),
-            "codec": config.codec.to_string(),
+            "codec": codec.to_string(),
         }));
     } else if !ctx.quiet {
         output::text(&format!(
             "rewrote {} datasets from {} into {}: {} (was {}), {} blocks\n",
             summary.datasets,
-            src_loc.display,
-            dst.display,
+            src_loc.display(),
+            dst.display(),
             render::bytes(summary.container_bytes),
             render::bytes(src.container_bytes()),
-            config.codec
+            codec
         ));
     }
     Ok(())
@@ -75,14 +73,14 @@ pub async fn run(ctx: &Ctx, args: &RewriteArgs) -> CliResult {
 /// A collection is write-once: never write over one.
 pub async fn refuse_existing(dst: &Location) -> CliResult {
     let exists = dst
-        .op
+        .operator()
         .exists(&dst.object(atlas::CONTAINER_FILE))
         .await
-        .at(&dst.display)?;
+        .at(dst.display())?;
     if exists {
         return Err(CliError::msg(format!(
             "{}: already holds a collection (data.atlas); collections are write-once, choose a new location",
-            dst.display
+            dst.display()
         )));
     }
     Ok(())

@@ -26,7 +26,7 @@ pub async fn run(ctx: &Ctx, args: &RmArgs) -> CliResult {
     };
     let (loc, atlas) = ctx.open(&args.collection, access).await?;
     if let Some(text) = &args.where_ {
-        names.extend(select_where(&atlas, text, &loc.display).await?);
+        names.extend(select_where(&atlas, text, loc.display()).await?);
     }
     let mut seen = std::collections::HashSet::new();
     names.retain(|n| seen.insert(n.clone()));
@@ -54,7 +54,7 @@ pub async fn run(ctx: &Ctx, args: &RmArgs) -> CliResult {
                 out.push_str(&format!(
                     "dry run: would hide {} in {}; nothing written\n",
                     render::count(names.len(), "dataset", "datasets"),
-                    loc.display
+                    loc.display()
                 ));
             }
             output::text(&out);
@@ -62,7 +62,7 @@ pub async fn run(ctx: &Ctx, args: &RmArgs) -> CliResult {
         return Ok(());
     }
     let refs: Vec<&str> = names.iter().map(String::as_str).collect();
-    let outcome = atlas.delete_datasets(&refs).await.at(&loc.display)?;
+    let outcome = atlas.delete_datasets(&refs).await.at(loc.display())?;
     let (guarantee, meaning) = match outcome.guarantee {
         WriteGuarantee::Conditional => (
             "conditional",
@@ -86,7 +86,7 @@ pub async fn run(ctx: &Ctx, args: &RmArgs) -> CliResult {
         output::text(&format!(
             "hid {} in {} with one mask write ({meaning})\n",
             render::count(outcome.deleted, "dataset", "datasets"),
-            loc.display
+            loc.display()
         ));
     }
     Ok(())

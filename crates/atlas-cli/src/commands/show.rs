@@ -13,13 +13,13 @@ use crate::{json, output};
 /// Runs `atlas show`.
 pub async fn run(ctx: &Ctx, args: &ShowArgs) -> CliResult {
     let (loc, atlas) = ctx.open(&args.collection, Access::Read).await?;
-    let view = atlas.dataset(&args.dataset).at(&loc.display)?;
+    let view = atlas.dataset(&args.dataset).at(loc.display())?;
     if ctx.json {
-        let value = json::dataset(&view).await.at(&loc.display)?;
+        let value = json::dataset(&view).await.at(loc.display())?;
         output::json(&value);
         return Ok(());
     }
-    let text = describe(&view).await.at(&loc.display)?;
+    let text = describe(&view).await.at(loc.display())?;
     output::text(&text);
     Ok(())
 }

@@ -13,18 +13,18 @@ use crate::{json, output};
 /// Runs `atlas stats`.
 pub async fn run(ctx: &Ctx, args: &StatsArgs) -> CliResult {
     let (loc, atlas) = ctx.open(&args.collection, Access::Read).await?;
-    if !atlas.list_arrays().contains(&args.array.as_str()) {
+    if !atlas.array_names().contains(&args.array.as_str()) {
         return Err(AtlasError::ArrayNotFound {
             dataset: None,
             array: args.array.clone(),
         })
-        .at(&loc.display);
+        .at(loc.display());
     }
     if args.by_dataset {
         let rows = atlas
             .array_stats_by_dataset(&args.array)
             .await
-            .at(&loc.display)?;
+            .at(loc.display())?;
         if ctx.json {
             let list: Vec<_> = rows
                 .iter()
@@ -59,7 +59,7 @@ pub async fn run(ctx: &Ctx, args: &StatsArgs) -> CliResult {
         return Ok(());
     }
 
-    let stats = atlas.array_stats(&args.array).await.at(&loc.display)?;
+    let stats = atlas.array_stats(&args.array).await.at(loc.display())?;
     if ctx.json {
         output::json(&json::stats(stats.as_ref()));
         return Ok(());

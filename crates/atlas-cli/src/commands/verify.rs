@@ -27,7 +27,7 @@ pub async fn run(ctx: &Ctx, args: &VerifyArgs) -> CliResult {
     let mut report = VerifyReport::default();
     match open_at(&loc).await {
         Ok(atlas) => {
-            report = check(ctx, &atlas, args.deep, loc.uploads.clone()).await;
+            report = check(ctx, &atlas, args.deep, loc.multipart_uploads().cloned()).await;
             passed = passed_lines(&atlas, &report, args.deep);
             problems = report.problems().map(ToString::to_string).collect();
             warnings = report.warnings().map(ToString::to_string).collect();
@@ -35,7 +35,9 @@ pub async fn run(ctx: &Ctx, args: &VerifyArgs) -> CliResult {
         Err(e) => {
             problems.push(format!("open: {}", e.line()));
             // What an interrupted write left where no collection opens.
-            let left = atlas::leftover_findings(&loc.op, &loc.prefix, loc.uploads.as_ref()).await;
+            let left =
+                atlas::leftover_findings(loc.operator(), loc.prefix(), loc.multipart_uploads())
+                    .await;
             warnings.extend(left.iter().map(Finding::to_string));
         }
     }
@@ -43,7 +45,7 @@ pub async fn run(ctx: &Ctx, args: &VerifyArgs) -> CliResult {
     if ctx.json {
         let c = &report.checked;
         output::json(&json!({
-            "collection": loc.display,
+            "collection": loc.display(),
             "ok": problems.is_empty(),
             "problems": problems,
             "warnings": warnings,
@@ -74,7 +76,7 @@ pub async fn run(ctx: &Ctx, args: &VerifyArgs) -> CliResult {
              values; --deep compares every array's statistics with its values\n"
         });
         if problems.is_empty() {
-            out.push_str(&format!("{}: sound\n", loc.display));
+            out.push_str(&format!("{}: sound\n", loc.display()));
         }
         output::text(&out);
     }
@@ -82,7 +84,7 @@ pub async fn run(ctx: &Ctx, args: &VerifyArgs) -> CliResult {
         0 => Ok(()),
         n => Err(CliError::msg(format!(
             "{}: verify found {n} problem{}",
-            loc.display,
+            loc.display(),
             if n == 1 { "" } else { "s" }
         ))),
     }

@@ -19,7 +19,7 @@ pub async fn ingest_into(
     options: &IngestOptions,
 ) -> Result<IngestReport, IngestError> {
     let files = discover(sources, true)?;
-    let writer = AtlasWriter::create_path(dest, WriterConfig::default())
+    let writer = AtlasWriter::create(dest, &WriterConfig::default())
         .await
         .expect("writer");
     ingest(&files, writer, options).await
@@ -28,7 +28,9 @@ pub async fn ingest_into(
 /// The whole collection at `dir` as JSON (values included), without the
 /// fields that describe the container bytes rather than the content.
 pub async fn dump(dir: &Path) -> Value {
-    let atlas = Atlas::open_path(dir).await.expect("open collection");
+    let atlas = Atlas::open(dir, &atlas::OpenOptions::default())
+        .await
+        .expect("open collection");
     let mut doc = atlas_manifest::collection_json(&atlas, true)
         .await
         .expect("dump");

@@ -33,12 +33,12 @@ use crate::read::{Atlas, Dataset};
 pub struct CatalogueOptions {
     /// Dataset attribute keys to give a column each; `None` means every key a
     /// live dataset declares.
-    pub attributes: Option<Vec<String>>,
+    pub(crate) attributes: Option<Vec<String>>,
     /// Arrays to give `.count`/`.nulls`/`.min`/`.max` columns; `None` means
     /// every array a live dataset declares.
-    pub arrays: Option<Vec<String>>,
+    pub(crate) arrays: Option<Vec<String>>,
     /// Keep only the rows this accepts (see [`Predicate`]).
-    pub predicate: Option<Predicate>,
+    pub(crate) predicate: Option<Predicate>,
 }
 
 impl CatalogueOptions {
@@ -115,12 +115,6 @@ fn requested(asked: Option<&Vec<String>>, declared: &[String]) -> Result<Vec<Str
         return Err(QueryError::UnknownName { name: name.clone() });
     }
     Ok(asked.clone())
-}
-
-fn table_error(e: impl std::fmt::Display) -> QueryError {
-    QueryError::Table {
-        what: e.to_string(),
-    }
 }
 
 fn build(
@@ -215,7 +209,7 @@ fn build(
             columns.push(column);
         }
     }
-    RecordBatch::try_new(Arc::new(Schema::new(fields)), columns).map_err(table_error)
+    RecordBatch::try_new(Arc::new(Schema::new(fields)), columns).map_err(QueryError::Arrow)
 }
 
 /// The distinct declared types, in order of first appearance.

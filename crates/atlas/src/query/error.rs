@@ -44,12 +44,16 @@ pub enum QueryError {
         /// The literal.
         value: String,
     },
-    /// The catalogue table could not be built or written (Arrow, Parquet or I/O).
-    #[error("catalogue table: {what}")]
-    Table {
-        /// What failed.
-        what: String,
-    },
+    /// Arrow refused to build the catalogue table (or to write it as CSV).
+    #[error("catalogue table: {0}")]
+    Arrow(#[from] arrow_schema::ArrowError),
+    /// The Parquet writer failed.
+    #[cfg(feature = "parquet")]
+    #[error("catalogue as Parquet: {0}")]
+    Parquet(#[from] parquet::errors::ParquetError),
+    /// Writing the exported table failed.
+    #[error("writing the catalogue: {0}")]
+    Write(#[from] std::io::Error),
     /// Reading the collection failed.
     #[error(transparent)]
     Atlas(#[from] AtlasError),

@@ -20,12 +20,6 @@ use super::error::QueryError;
 use super::json_value::{f32_json, float_json};
 use super::time::format_instant;
 
-fn io_error(e: std::io::Error) -> QueryError {
-    QueryError::Table {
-        what: e.to_string(),
-    }
-}
-
 fn bytes_json(b: &[u8]) -> Value {
     Value::Array(b.iter().map(|&x| Value::from(x)).collect())
 }
@@ -98,7 +92,7 @@ pub fn write_csv(batch: &RecordBatch, mut out: impl Write) -> Result<(), QueryEr
         csv_field(&mut line, field.name());
     }
     line.push('\n');
-    out.write_all(line.as_bytes()).map_err(io_error)?;
+    out.write_all(line.as_bytes())?;
     for row in 0..batch.num_rows() {
         line.clear();
         for (i, column) in batch.columns().iter().enumerate() {
@@ -112,9 +106,9 @@ pub fn write_csv(batch: &RecordBatch, mut out: impl Write) -> Result<(), QueryEr
             }
         }
         line.push('\n');
-        out.write_all(line.as_bytes()).map_err(io_error)?;
+        out.write_all(line.as_bytes())?;
     }
-    out.flush().map_err(io_error)
+    out.flush().map_err(QueryError::Write)
 }
 
 /// Writes `batch` as newline-delimited JSON: one object per row, keys in column order.
@@ -138,9 +132,9 @@ pub fn write_ndjson(batch: &RecordBatch, mut out: impl Write) -> Result<(), Quer
             line.push_str(&cell_json(column.as_ref(), row).to_string());
         }
         line.push_str("}\n");
-        out.write_all(line.as_bytes()).map_err(io_error)?;
+        out.write_all(line.as_bytes())?;
     }
-    out.flush().map_err(io_error)
+    out.flush().map_err(QueryError::Write)
 }
 
 /// Writes `batch` as one Parquet file (zstd-compressed column chunks).
@@ -150,9 +144,7 @@ pub fn write_parquet(batch: &RecordBatch, out: impl Write + Send) -> Result<(), 
     use parquet::basic::{Compression, ZstdLevel};
     use parquet::file::properties::WriterProperties;
 
-    let table = |e: parquet::errors::ParquetError| QueryError::Table {
-        what: e.to_string(),
-    };
+    let table = QueryError::Parquet;
     let props = WriterProperties::builder()
         .set_compression(Compression::ZSTD(ZstdLevel::default()))
         .build();

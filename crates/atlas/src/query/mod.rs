@@ -44,11 +44,9 @@ pub use error::{ParseError, QueryError};
 pub use export::write_parquet;
 pub use export::{cell_json, write_csv, write_ndjson};
 pub use json_value::{attr_value_json, bytes_json, f32_json, float_json};
-pub use parse::parse;
 pub use predicate::{CmpOp, Field, Predicate, StatField};
 pub use value::Value;
 
 /// The Arrow types a catalogue is made of, re-exported so callers need no
 /// direct dependency on arrow-rs to hold one.
 pub use arrow_array::RecordBatch;
-pub use arrow_schema::{DataType, Schema as ArrowSchema};

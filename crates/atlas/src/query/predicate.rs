@@ -1,5 +1,6 @@
 //! The predicate type: what [`Atlas::select`](crate::Atlas::select) answers.
 
+use super::error::ParseError;
 use super::value::Value;
 
 /// One statistic of an array, as every segment records it per dataset.
@@ -235,7 +236,25 @@ pub enum Predicate {
     Not(Box<Predicate>),
 }
 
+impl std::str::FromStr for Predicate {
+    type Err = ParseError;
+
+    fn from_str(text: &str) -> Result<Predicate, ParseError> {
+        Predicate::parse(text)
+    }
+}
+
 impl Predicate {
+    /// Parses the text of `atlas ls --where` (`@platform_number == "6901234"
+    /// and TEMP.max > 20`) into a predicate.
+    ///
+    /// # Errors
+    /// [`ParseError`], whose display shows the text with a caret under the
+    /// offending token.
+    pub fn parse(text: &str) -> Result<Predicate, ParseError> {
+        super::parse::parse(text)
+    }
+
     /// `self and other`.
     pub fn and(self, other: Predicate) -> Predicate {
         match self {

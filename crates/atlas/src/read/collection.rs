@@ -1,15 +1,15 @@
 //! [`Atlas`]: an opened collection. Opening reads the container's tail and the
 //! deletion mask; every catalogue question afterwards is answered from memory.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::{Arc, RwLockReadGuard, RwLockWriteGuard};
 
 use atlas_format::{
     CONTAINER_FILE, Codec, CollectionFooter, DATASETS_SEGMENT, DecodeLimits, DeletionMask,
     MASK_FILE,
 };
-use atlas_io::open::{OpenError, open_collection};
-use atlas_io::{IoError, IoErrorKind, MultipartUploads};
+use atlas_io::open::open_collection;
+use atlas_io::{MultipartUploads, object_path};
 use opendal::Operator;
 
 use atlas_segment::{Segment, SegmentDigest, SegmentOptions, SegmentSet};
@@ -17,48 +17,57 @@ use atlas_segment::{Segment, SegmentDigest, SegmentOptions, SegmentSet};
 use super::dataset::Dataset;
 use super::directory::{Directory, MaskState};
 use crate::error::{AtlasError, Result};
+use crate::location::{Access, Address, StorageOptions};
 
-/// How [`Atlas::open_with`] reads a collection: `OpenOptions::default()` and the setters.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// How [`Atlas::open`] reads a collection: `OpenOptions::default()` and the setters.
+#[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct OpenOptions {
-    /// Bytes of decompressed blocks kept in memory: one bounded cache
-    /// shared by every segment (0 disables it).
-    pub block_cache_bytes: u64,
-    /// Bytes read from the end of a segment when it is first opened; a footer
-    /// larger than that costs one more read of exactly the bytes missing.
-    pub segment_prefetch_bytes: u64,
-    /// Limits on the container footer a hostile file could otherwise inflate.
-    pub limits: DecodeLimits,
+    pub(crate) block_cache_bytes: u64,
+    pub(crate) segment_prefetch_bytes: u64,
+    pub(crate) limits: DecodeLimits,
+    pub(crate) storage: StorageOptions,
 }
 
 impl Default for OpenOptions {
-    /// 256 MiB of block cache, 256 KiB segment prefetch, default decode limits.
+    /// 256 MiB of block cache, 256 KiB segment prefetch, default decode limits,
+    /// default storage options (credentials and endpoints from the environment).
     fn default() -> Self {
         Self {
             block_cache_bytes: atlas_segment::DEFAULT_BLOCK_CACHE_BYTES,
             segment_prefetch_bytes: atlas_segment::DEFAULT_PREFETCH,
             limits: DecodeLimits::default(),
+            storage: StorageOptions::default(),
         }
     }
 }
 
 impl OpenOptions {
-    /// Sets the bytes of decompressed blocks kept in memory (0 disables the cache).
+    /// Sets the bytes of decompressed blocks kept in memory: one bounded
+    /// cache shared by every segment (0 disables it).
     pub fn block_cache_bytes(mut self, bytes: u64) -> Self {
         self.block_cache_bytes = bytes;
         self
     }
 
-    /// Sets the least bytes read from the end of a segment on its first use.
+    /// Sets the least bytes read from the end of a segment on its first use;
+    /// a footer larger than that costs one more read of exactly the bytes missing.
     pub fn segment_prefetch_bytes(mut self, bytes: u64) -> Self {
         self.segment_prefetch_bytes = bytes;
         self
     }
 
-    /// Sets the limits on the container footer.
+    /// Sets the limits on the container footer a hostile file could otherwise inflate.
     pub fn limits(mut self, limits: DecodeLimits) -> Self {
         self.limits = limits;
+        self
+    }
+
+    /// Sets how a path or URL's backend is configured (endpoint, credentials,
+    /// retries); unused for an [`Address`] that is already a
+    /// [`Location`](crate::Location).
+    pub fn storage(mut self, storage: StorageOptions) -> Self {
+        self.storage = storage;
         self
     }
 }
@@ -66,7 +75,8 @@ impl OpenOptions {
 /// Where one segment lies in the container.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize))]
-pub struct VariableInfo {
+#[non_exhaustive]
+pub struct SegmentInfo {
     /// The variable (array name), or `_datasets` for dataset-level attributes.
     pub name: String,
     /// Offset of the segment's first byte in `data.atlas`.
@@ -116,57 +126,42 @@ impl std::fmt::Debug for Atlas {
     }
 }
 
-/// `prefix/name`, with no leading or doubled slash.
-fn join(prefix: &str, name: &str) -> String {
-    let prefix = prefix.trim_matches('/');
-    if prefix.is_empty() {
-        name.to_owned()
-    } else {
-        format!("{prefix}/{name}")
-    }
-}
-
 impl Atlas {
-    /// Opens the collection under `prefix` of `op` with default [`OpenOptions`].
+    /// Opens the collection at `address`: a path, a URL (`s3://`, `gs://`,
+    /// `az://`, `http(s)://`, `file://`), a [`Location`], or an operator with
+    /// the collection's prefix (`(op, "argo")`).
     ///
-    /// One read of `data.atlas` (two when its footer exceeds 64 KiB; a stat first
-    /// where the service has no suffix reads), and one of `deleted.mask`, concurrently.
-    pub async fn open(op: Operator, prefix: &str) -> Result<Atlas> {
-        Self::open_with(op, prefix, OpenOptions::default()).await
-    }
-
-    /// Opens the collection under `prefix` of `op`.
-    pub async fn open_with(op: Operator, prefix: &str, options: OpenOptions) -> Result<Atlas> {
-        Self::open_inner(op, prefix, options, None, None).await
-    }
-
-    /// Opens the collection at the root of `op`, an S3 operator whose
-    /// multipart uploads `uploads` reaches (what `verify` lists by default).
-    pub(crate) async fn open_with_uploads(
-        op: Operator,
-        options: OpenOptions,
-        uploads: Option<MultipartUploads>,
-    ) -> Result<Atlas> {
-        Self::open_inner(op, "", options, None, uploads).await
+    /// Costs one read of `data.atlas`'s tail (two when its footer exceeds
+    /// 64 KiB; a stat first where the service has no suffix reads) and one of
+    /// `deleted.mask`, concurrently. Opening a local directory creates nothing
+    /// on disk; a delete later writes the mask through a temp file and a rename.
+    ///
+    /// # Errors
+    /// [`AtlasError::InvalidLocation`] for an address no backend accepts;
+    /// [`AtlasError::Io`] when storage fails (`NotFound` when nothing is
+    /// there); [`AtlasError::NotAnAtlasCollection`], [`AtlasError::UnsupportedVersion`],
+    /// [`AtlasError::CorruptCollection`] or [`AtlasError::CorruptMask`] for bytes
+    /// that are not a readable v8 collection.
+    pub async fn open(address: impl Into<Address>, options: &OpenOptions) -> Result<Atlas> {
+        let location = address
+            .into()
+            .resolve(&options.storage, Access::Read)
+            .await?;
+        let (op, prefix, local_dir, uploads) = location.into_parts();
+        Self::open_inner(op, &prefix, options, local_dir, uploads).await
     }
 
     async fn open_inner(
         op: Operator,
         prefix: &str,
-        options: OpenOptions,
+        options: &OpenOptions,
         fs_root: Option<PathBuf>,
         uploads: Option<MultipartUploads>,
     ) -> Result<Atlas> {
         atlas_io::install_http_transport();
-        let container_path = join(prefix, CONTAINER_FILE);
-        let mask_path = join(prefix, MASK_FILE);
-        let opened = open_collection(&op, &container_path, &mask_path, options.limits)
-            .await
-            .map_err(|e| match e {
-                OpenError::Io(io) => AtlasError::Io(io),
-                OpenError::Format(f) => AtlasError::from(f),
-                other => AtlasError::corrupt(other.to_string()),
-            })?;
+        let container_path = object_path(prefix, CONTAINER_FILE);
+        let mask_path = object_path(prefix, MASK_FILE);
+        let opened = open_collection(&op, &container_path, &mask_path, options.limits).await?;
         let container = opened.tail.container;
         let total = u32::try_from(container.footer.datasets.len())
             .map_err(|_| AtlasError::corrupt("more than u32::MAX datasets"))?;
@@ -217,37 +212,6 @@ impl Atlas {
                 segments,
             }),
         })
-    }
-
-    /// Opens the collection in local directory `path`.
-    ///
-    /// Reads through a plain fs operator, so opening creates nothing on disk;
-    /// deletes write the mask through an fs operator with an atomic write
-    /// directory (`.atlas-tmp`), created then.
-    pub async fn open_path(path: impl AsRef<Path>) -> Result<Atlas> {
-        Self::open_path_with(path, OpenOptions::default()).await
-    }
-
-    /// Opens the collection in local directory `path` with `options`.
-    pub async fn open_path_with(path: impl AsRef<Path>, options: OpenOptions) -> Result<Atlas> {
-        let path = path.as_ref();
-        let shown = path.to_string_lossy().into_owned();
-        let meta = std::fs::metadata(path).map_err(|e| {
-            let kind = match e.kind() {
-                std::io::ErrorKind::NotFound => IoErrorKind::NotFound,
-                std::io::ErrorKind::PermissionDenied => IoErrorKind::PermissionDenied,
-                _ => IoErrorKind::Other,
-            };
-            AtlasError::Io(IoError::new(kind, "open", shown.clone(), e.to_string()))
-        })?;
-        if !meta.is_dir() {
-            return Err(AtlasError::invalid_use(format!(
-                "{shown} is not a directory; a collection is a directory holding {CONTAINER_FILE}"
-            )));
-        }
-        let builder = opendal::services::Fs::default().root(&shown);
-        let op = Operator::new(builder).map_err(|e| IoError::from_opendal(e, "open", &shown))?;
-        Self::open_inner(op, "", options, Some(path.to_path_buf()), None).await
     }
 
     pub(crate) fn inner(&self) -> &Inner {
@@ -326,8 +290,8 @@ impl Atlas {
         self.footer().schema_pool.len()
     }
 
-    /// Names of the live datasets, in ordinal order.
-    pub fn list_datasets(&self) -> Vec<&str> {
+    /// Names of the live datasets, in ordinal order (no request).
+    pub fn dataset_names(&self) -> Vec<&str> {
         let state = self.mask();
         self.footer()
             .datasets
@@ -356,8 +320,8 @@ impl Atlas {
         Some(Dataset::new(self.clone(), name.as_str(), ordinal, schema))
     }
 
-    /// Whether a live dataset has this name.
-    pub fn dataset_exists(&self, name: &str) -> bool {
+    /// Whether a live dataset has this name (no request).
+    pub fn contains(&self, name: &str) -> bool {
         self.footer()
             .datasets
             .get_index_of(name)
@@ -365,7 +329,10 @@ impl Atlas {
             .is_some_and(|o| self.is_live(o))
     }
 
-    /// The live dataset called `name`; `DatasetNotFound` if there is none or it is deleted.
+    /// The live dataset called `name` (no request).
+    ///
+    /// # Errors
+    /// [`AtlasError::DatasetNotFound`] if there is none or it is deleted.
     pub fn dataset(&self, name: &str) -> Result<Dataset> {
         let not_found = || AtlasError::DatasetNotFound {
             name: name.to_owned(),
@@ -383,8 +350,8 @@ impl Atlas {
             .ok_or_else(|| AtlasError::corrupt(format!("dataset {name:?} has no schema")))
     }
 
-    /// Distinct array names, in segment order, without the reserved `_datasets`.
-    pub fn list_arrays(&self) -> Vec<&str> {
+    /// Distinct array names, in segment order, without the reserved `_datasets` (no request).
+    pub fn array_names(&self) -> Vec<&str> {
         let footer = self.footer();
         footer
             .variables
@@ -395,12 +362,12 @@ impl Atlas {
     }
 
     /// Every segment with its byte range, `_datasets` included, in container order.
-    pub fn variables(&self) -> Vec<VariableInfo> {
+    pub fn segments(&self) -> Vec<SegmentInfo> {
         let footer = self.footer();
         footer
             .variables
             .iter()
-            .map(|v| VariableInfo {
+            .map(|v| SegmentInfo {
                 name: footer.string(v.name).unwrap_or_default().to_owned(),
                 offset: v.seg_offset,
                 len: v.seg_len,

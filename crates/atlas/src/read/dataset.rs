@@ -180,7 +180,7 @@ impl Dataset {
     }
 
     /// Dataset-level attribute `key`; `None` without any request if the schema does not declare it.
-    pub async fn get_attribute(&self, key: &str) -> Result<Option<Attr>> {
+    pub async fn attribute(&self, key: &str) -> Result<Option<Attr>> {
         self.ensure_live()?;
         let schema = self.schema();
         let Some(dtype) = schema.attribute_dtype(key) else {
@@ -202,7 +202,7 @@ impl Dataset {
     }
 
     /// Attribute `key` of `array`; `None` without any request if the schema does not declare it.
-    pub async fn get_array_attribute(&self, array: &str, key: &str) -> Result<Option<Attr>> {
+    pub async fn array_attribute(&self, array: &str, key: &str) -> Result<Option<Attr>> {
         self.ensure_live()?;
         let meta = self.declared(array)?;
         let Some(dtype) = meta.attribute_dtype(key) else {

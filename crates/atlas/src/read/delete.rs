@@ -120,9 +120,4 @@ impl Atlas {
             guarantee: outcome.guarantee,
         })
     }
-
-    /// Hides one dataset; see [`Atlas::delete_datasets`].
-    pub async fn delete_dataset(&self, name: &str) -> Result<DeleteOutcome> {
-        self.delete_datasets(&[name]).await
-    }
 }

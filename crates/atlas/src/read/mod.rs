@@ -33,8 +33,7 @@ mod many;
 mod region;
 mod stats;
 
-pub use atlas_io::WriteGuarantee;
-pub use collection::{Atlas, OpenOptions, VariableInfo};
+pub use collection::{Atlas, OpenOptions, SegmentInfo};
 pub use dataset::{ArrayLayout, Dataset};
 pub use delete::DeleteOutcome;
 pub use many::Order;

@@ -7,7 +7,7 @@ use atlas_format::{
     CONTAINER_FILE, DATASETS_SEGMENT, FooterBuilder, MASK_FILE, Trailer, encode_header,
     validate_name,
 };
-use atlas_io::IoError;
+use atlas_io::{IoError, object_path};
 use atlas_segment::ContainerSink;
 use bytes::Bytes;
 use indexmap::IndexSet;
@@ -19,6 +19,7 @@ use super::dataset::DatasetWriter;
 use super::state::{Phase, SchemaKey, Shared, SlotStatus, State};
 use super::variables::Variables;
 use crate::error::{AtlasError, Result};
+use crate::location::{Access, Address};
 
 /// Part size of the container upload on object stores (multipart).
 const UPLOAD_CHUNK: usize = 8 << 20;
@@ -54,15 +55,6 @@ impl std::fmt::Debug for AtlasWriter {
     }
 }
 
-fn join(prefix: &str, file: &str) -> String {
-    let prefix = prefix.trim_matches('/');
-    if prefix.is_empty() {
-        file.to_owned()
-    } else {
-        format!("{prefix}/{file}")
-    }
-}
-
 async fn exists(op: &Operator, path: &str) -> Result<bool> {
     match op.stat(path).await {
         Ok(_) => Ok(true),
@@ -78,15 +70,31 @@ fn now_unix_ms() -> i64 {
 }
 
 impl AtlasWriter {
-    /// Starts a collection at `prefix` in `op` (`<prefix>/data.atlas`).
+    /// Starts a collection at `address`: a path (a missing directory is
+    /// created), a URL (`s3://`, `gs://`, `az://`, `file://`), a [`Location`],
+    /// or an operator with the collection's prefix (`(op, "argo")`).
     ///
-    /// Refuses a prefix that already holds a container or a deletion mask (a
-    /// container is write-once, and a stale mask would hide the new datasets).
-    pub async fn create(op: Operator, prefix: &str, config: WriterConfig) -> Result<AtlasWriter> {
+    /// Sends one stat per object it refuses to overwrite and nothing else;
+    /// nothing at the address opens as a collection until
+    /// [`finish`](Self::finish). On local disk the container is written
+    /// through a temp file and renamed into place.
+    ///
+    /// # Errors
+    /// [`AtlasError::InvalidLocation`] for an address no backend accepts or
+    /// that is read-only (http); [`AtlasError::InvalidUse`] for invalid
+    /// options or an address that already holds a container or a deletion
+    /// mask (a container is written once, and a stale mask would hide the new
+    /// datasets); [`AtlasError::Io`] when storage fails.
+    pub async fn create(address: impl Into<Address>, config: &WriterConfig) -> Result<AtlasWriter> {
         atlas_io::install_http_transport();
         config.validate()?;
-        let container_path = join(prefix, CONTAINER_FILE);
-        let mask_path = join(prefix, MASK_FILE);
+        let location = address
+            .into()
+            .resolve(&config.storage, Access::Write)
+            .await?;
+        let (op, prefix, _, _) = location.into_parts();
+        let container_path = object_path(&prefix, CONTAINER_FILE);
+        let mask_path = object_path(&prefix, MASK_FILE);
         for path in [&container_path, &mask_path] {
             if exists(&op, path).await? {
                 return Err(AtlasError::invalid_use(format!(
@@ -96,7 +104,7 @@ impl AtlasWriter {
         }
         Ok(AtlasWriter {
             shared: Arc::new(Shared {
-                config,
+                config: config.clone(),
                 op,
                 container_path,
                 state: Mutex::new(State {
@@ -109,17 +117,6 @@ impl AtlasWriter {
                 variables: Variables::default(),
             }),
         })
-    }
-
-    /// Starts a collection in directory `path` on the local file system (created if
-    /// missing). The container is written through a temp file and renamed into
-    /// place, so a failed or dropped writer leaves no `data.atlas`.
-    pub async fn create_path(
-        path: impl AsRef<std::path::Path>,
-        config: WriterConfig,
-    ) -> Result<AtlasWriter> {
-        let op = atlas_io::fs_operator(path.as_ref())?;
-        Self::create(op, "", config).await
     }
 
     /// The configuration this writer uses.

@@ -4,6 +4,7 @@ use atlas_format::Codec;
 use atlas_segment::WriteOptions;
 
 use crate::error::{AtlasError, Result};
+use crate::location::StorageOptions;
 
 /// Options for an [`AtlasWriter`](crate::AtlasWriter).
 ///
@@ -13,24 +14,15 @@ use crate::error::{AtlasError, Result};
 /// Build it from [`WriterConfig::default`] and the setters
 /// (`WriterConfig::default().codec(Codec::Lz4)`), so new options can be added
 /// without breaking callers.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
 pub struct WriterConfig {
-    /// Block compression: [`Codec::Zstd`] (default), [`Codec::Lz4`] or [`Codec::Uncompressed`].
-    pub codec: Codec,
-    /// zstd level (ignored for other codecs); default 3.
-    pub zstd_level: i32,
-    /// Raw bytes packed into one block before it is compressed; default 8 MiB.
-    pub block_target_size: usize,
-    /// Block size for a variable of small arrays (every chunk of the first
-    /// dataset pushed into it under [`SMALL_CHUNK_BYTES`]), when smaller than
-    /// `block_target_size`; default 512 KiB, 0 turns it off. Small blocks
-    /// let a reader fetch one small array without fetching megabytes.
-    pub small_block_target_size: usize,
-    /// The creation time the footer records, in milliseconds since the Unix
-    /// epoch; `None` (default) takes the clock at commit. Fix it to write a
-    /// collection byte for byte reproducibly.
-    pub created_unix_ms: Option<i64>,
+    pub(crate) codec: Codec,
+    pub(crate) zstd_level: i32,
+    pub(crate) block_target_size: usize,
+    pub(crate) small_block_target_size: usize,
+    pub(crate) created_unix_ms: Option<i64>,
+    pub(crate) storage: StorageOptions,
 }
 
 /// Chunks under this many bytes make a variable one of small arrays (see
@@ -50,39 +42,56 @@ impl Default for WriterConfig {
             block_target_size: atlas_segment::DEFAULT_BLOCK_TARGET_SIZE,
             small_block_target_size: DEFAULT_SMALL_BLOCK_TARGET_SIZE,
             created_unix_ms: None,
+            storage: StorageOptions::default(),
         }
     }
 }
 
 impl WriterConfig {
-    /// Sets the block codec.
+    /// Sets the block compression: [`Codec::Zstd`] (default), [`Codec::Lz4`]
+    /// or [`Codec::Uncompressed`]. The footer records it for information; each
+    /// block names its own codec, so readers need none of this.
     pub fn codec(mut self, codec: Codec) -> Self {
         self.codec = codec;
         self
     }
 
-    /// Sets the zstd level (checked when the writer is created).
+    /// Sets the zstd level (default 3; ignored for other codecs; checked when
+    /// the writer is created).
     pub fn zstd_level(mut self, level: i32) -> Self {
         self.zstd_level = level;
         self
     }
 
-    /// Sets the raw bytes packed into one block (at least 1).
+    /// Sets the raw bytes packed into one block before it is compressed
+    /// (at least 1; default 8 MiB).
     pub fn block_target_size(mut self, bytes: usize) -> Self {
         self.block_target_size = bytes;
         self
     }
 
-    /// Sets the block size for variables of small arrays (0: always
-    /// [`WriterConfig::block_target_size`]).
+    /// Sets the block size for a variable of small arrays (every chunk of the
+    /// first dataset pushed into it under [`SMALL_CHUNK_BYTES`]), when smaller
+    /// than the block target size; default 512 KiB, 0 turns it off. Small
+    /// blocks let a reader fetch one small array without fetching megabytes.
     pub fn small_block_target_size(mut self, bytes: usize) -> Self {
         self.small_block_target_size = bytes;
         self
     }
 
-    /// Records `unix_ms` as the creation time instead of the clock at commit.
-    pub fn with_created_unix_ms(mut self, unix_ms: i64) -> Self {
+    /// Records `unix_ms` (milliseconds since the Unix epoch) as the creation
+    /// time instead of the clock at commit: a collection written twice with
+    /// the same time and the same datasets is the same bytes.
+    pub fn created_unix_ms(mut self, unix_ms: i64) -> Self {
         self.created_unix_ms = Some(unix_ms);
+        self
+    }
+
+    /// Sets how a path or URL's backend is configured (endpoint, credentials,
+    /// retries); unused for an [`Address`](crate::Address) that is already a
+    /// [`Location`](crate::Location).
+    pub fn storage(mut self, storage: StorageOptions) -> Self {
+        self.storage = storage;
         self
     }
 

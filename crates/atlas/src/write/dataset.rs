@@ -99,12 +99,16 @@ impl DatasetWriter {
     ) -> Result<()> {
         let fill = match fill_value {
             None => None,
-            Some(v) => Some(
-                T::to_fill_value(v).ok_or_else(|| AtlasError::InvalidRegion {
-                    array: name.to_owned(),
-                    what: format!("a {} array cannot have a fill value", T::ATLAS_DTYPE),
-                })?,
-            ),
+            Some(v) => {
+                let shown = format!("{v:?}");
+                Some(
+                    T::to_fill_value(v).ok_or_else(|| AtlasError::FillTypeMismatch {
+                        array: name.to_owned(),
+                        dtype: T::ATLAS_DTYPE.display_name(),
+                        fill: shown,
+                    })?,
+                )
+            }
         };
         self.define_array_with_fill::<T>(name, dimension_names, shape, chunk_shape, fill)
     }
@@ -133,12 +137,10 @@ impl DatasetWriter {
         if let Some(fill) = &fill_value
             && !T::accepts_fill(fill)
         {
-            return Err(AtlasError::InvalidRegion {
+            return Err(AtlasError::FillTypeMismatch {
                 array: name.to_owned(),
-                what: format!(
-                    "fill value {fill:?} does not apply to a {} array",
-                    T::ATLAS_DTYPE
-                ),
+                dtype: T::ATLAS_DTYPE.display_name(),
+                fill: format!("{fill:?}"),
             });
         }
         let geometry = Geometry::new(name, dimension_names, shape, chunk_shape)?;

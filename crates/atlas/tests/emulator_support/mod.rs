@@ -38,7 +38,7 @@ pub fn name(i: usize) -> String {
 }
 
 pub async fn write_profiles(op: &Operator, count: usize) {
-    let writer = AtlasWriter::create(op.clone(), "argo", WriterConfig::default())
+    let writer = AtlasWriter::create((op.clone(), "argo"), &WriterConfig::default())
         .await
         .unwrap();
     for i in 0..count {
@@ -69,7 +69,7 @@ pub async fn check_every_profile(atlas: &Atlas) -> usize {
             .collect();
         assert_eq!(temp.iter().copied().collect::<Vec<_>>(), expected, "{i}");
         assert_eq!(
-            view.get_attribute("cycle_number").await.unwrap(),
+            view.attribute("cycle_number").await.unwrap(),
             Some(atlas::Attr::Int32(i as i32))
         );
         n += 1;
@@ -86,7 +86,9 @@ pub async fn round_trip(service: &str, store: impl Fn(&str) -> (Operator, Counti
     write_profiles(&op, 40).await;
 
     counting.stats().reset();
-    let atlas = Atlas::open(op.clone(), "argo").await.unwrap();
+    let atlas = Atlas::open((op.clone(), "argo"), &atlas::OpenOptions::default())
+        .await
+        .unwrap();
     let open = counting.stats().snapshot();
     eprintln!("open on {service}: {} requests ({open:?})", open.requests());
     // The tail of the container, and the (absent) mask.
@@ -96,7 +98,9 @@ pub async fn round_trip(service: &str, store: impl Fn(&str) -> (Operator, Counti
     let outcome = atlas.delete_datasets(&[&name(3), &name(30)]).await.unwrap();
     assert_eq!(outcome.deleted, 2);
     assert_eq!(outcome.guarantee, WriteGuarantee::Conditional);
-    let reopened = Atlas::open(op.clone(), "argo").await.unwrap();
+    let reopened = Atlas::open((op.clone(), "argo"), &atlas::OpenOptions::default())
+        .await
+        .unwrap();
     assert_eq!(reopened.dataset_count(), 38);
     assert!(
         reopened.verify(&VerifyOptions::default()).await.is_sound(),
@@ -104,11 +108,13 @@ pub async fn round_trip(service: &str, store: impl Fn(&str) -> (Operator, Counti
     );
 
     let (copy_op, _) = store(&format!("{root}copy/"));
-    let writer = AtlasWriter::create(copy_op.clone(), "argo", WriterConfig::default())
+    let writer = AtlasWriter::create((copy_op.clone(), "argo"), &WriterConfig::default())
         .await
         .unwrap();
     atlas::rewrite(&reopened, writer, |_, _| {}).await.unwrap();
-    let copy = Atlas::open(copy_op, "argo").await.unwrap();
-    assert_eq!(copy.list_datasets(), reopened.list_datasets());
+    let copy = Atlas::open((copy_op, "argo"), &atlas::OpenOptions::default())
+        .await
+        .unwrap();
+    assert_eq!(copy.dataset_names(), reopened.dataset_names());
     assert_eq!(check_every_profile(&copy).await, 38);
 }

@@ -8,8 +8,8 @@
 use std::cmp::Ordering;
 use std::collections::BTreeMap;
 
-use atlas::query::{CmpOp, Field, StatField, Value};
 use atlas::{AtlasWriter, Predicate, Timestamp, WriterConfig};
+use atlas::{CmpOp, Field, StatField, Value};
 use opendal::Operator;
 
 /// A stored element or attribute value.
@@ -172,7 +172,7 @@ pub const FILL: f64 = 99999.0;
 /// within 2020-2024), TEMP (f32, 5-40 levels, some fill), and attributes
 /// `platform_number` (one of 50), `cycle_number` (i32), `data_mode` ("R"/"D", not on every profile).
 pub async fn argo_profiles(op: &Operator, prefix: &str, n: usize, seed: u64) -> Vec<Row> {
-    let writer = AtlasWriter::create(op.clone(), prefix, WriterConfig::default())
+    let writer = AtlasWriter::create((op.clone(), prefix), &WriterConfig::default())
         .await
         .unwrap();
     let mut rng = Rng(seed);

@@ -221,7 +221,7 @@ fn build_any(d: &mut DatasetWriter, a: &Value) {
 /// deletion mask the manifest describes. Returns the writer's summary.
 pub async fn rebuild(manifest: &Value, dir: &Path) -> atlas::WriteSummary {
     let config = WriterConfig::default().codec(codec_of(manifest));
-    let w = AtlasWriter::create_path(dir, config).await.expect("create");
+    let w = AtlasWriter::create(dir, &config).await.expect("create");
     let mut deleted = Vec::new();
     for ds in manifest["datasets"].as_array().expect("datasets") {
         let name = ds["name"].as_str().expect("name");

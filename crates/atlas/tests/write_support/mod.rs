@@ -90,7 +90,7 @@ impl Written {
 
 /// A writer into a fresh temp directory.
 pub async fn writer_in(dir: &Path, config: WriterConfig) -> AtlasWriter {
-    AtlasWriter::create_path(dir, config)
+    AtlasWriter::create(dir, &config)
         .await
         .expect("writer created")
 }

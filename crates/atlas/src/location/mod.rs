@@ -31,98 +31,24 @@
 //!   `AZURE_STORAGE_ACCOUNT_KEY`/`AZURE_STORAGE_KEY`, `AZURE_STORAGE_SAS_TOKEN`,
 //!   `AZURE_STORAGE_ENDPOINT`.
 
+mod address;
+mod azure;
+mod gcs;
+mod http;
+mod local;
+mod options;
+mod s3;
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use atlas_format::CONTAINER_FILE;
-use atlas_io::{IoError, IoErrorKind, MultipartUploads, RetryPolicy};
-use opendal::{Configurator as _, Operator, services};
+use atlas_io::MultipartUploads;
+use opendal::Operator;
 
 use crate::error::{AtlasError, Result};
-use crate::{Atlas, AtlasWriter, OpenOptions, WriterConfig};
 
-/// How a location's backend is configured, beyond what its URL says.
-///
-/// Keys are OpenDAL configuration keys of the backend the URL names; the
-/// setters cover the common ones. Explicit options win over the environment.
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct StorageOptions {
-    config: BTreeMap<String, String>,
-    anonymous: bool,
-    from_env: bool,
-    retry: RetryPolicy,
-}
-
-impl Default for StorageOptions {
-    /// No explicit configuration; credentials and endpoints from the
-    /// environment; [`RetryPolicy::default`] retries and timeouts.
-    fn default() -> Self {
-        Self {
-            config: BTreeMap::new(),
-            anonymous: false,
-            from_env: true,
-            retry: RetryPolicy::default(),
-        }
-    }
-}
-
-impl StorageOptions {
-    /// The defaults: nothing explicit, the environment consulted.
-    pub fn new() -> Self {
-        Self::default()
-    }
-
-    /// Sets OpenDAL configuration key `key` of the backend (lower case, e.g.
-    /// `endpoint`, `region`, `access_key_id`).
-    pub fn set(mut self, key: impl Into<String>, value: impl Into<String>) -> Self {
-        self.config
-            .insert(key.into().to_ascii_lowercase(), value.into());
-        self
-    }
-
-    /// The service endpoint: an S3-compatible server, a GCS emulator, Azurite...
-    pub fn endpoint(self, url: impl Into<String>) -> Self {
-        self.set("endpoint", url)
-    }
-
-    /// The S3 region.
-    pub fn region(self, region: impl Into<String>) -> Self {
-        self.set("region", region)
-    }
-
-    /// Sends unsigned requests (a public bucket) and loads no credentials.
-    pub fn anonymous(mut self, yes: bool) -> Self {
-        self.anonymous = yes;
-        self
-    }
-
-    /// Whether environment variables fill what the options leave unset (default: yes).
-    pub fn from_env(mut self, yes: bool) -> Self {
-        self.from_env = yes;
-        self
-    }
-
-    /// How the operator retries temporary failures and bounds slow operations.
-    pub fn retry(mut self, policy: RetryPolicy) -> Self {
-        self.retry = policy;
-        self
-    }
-
-    /// The retry policy in force.
-    pub fn retry_policy(&self) -> &RetryPolicy {
-        &self.retry
-    }
-
-    /// The explicit configuration keys and values.
-    pub fn config(&self) -> impl Iterator<Item = (&str, &str)> {
-        self.config.iter().map(|(k, v)| (k.as_str(), v.as_str()))
-    }
-
-    fn get(&self, key: &str) -> Option<&str> {
-        self.config.get(key).map(String::as_str)
-    }
-}
+pub use address::Address;
+pub use options::StorageOptions;
 
 /// What the caller will do at a location.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -149,11 +75,17 @@ pub enum Scheme {
     Azure,
     /// Plain HTTP(S), read-only.
     Http,
+    /// Another OpenDAL service, reached through an operator the caller built
+    /// (an in-memory store, say).
+    Other,
 }
 
 impl Scheme {
     /// The scheme of `location` and the part after `scheme://` (the whole
     /// string for a bare path; the whole URL for http).
+    ///
+    /// # Errors
+    /// [`AtlasError::InvalidLocation`] for a scheme no backend serves.
     pub fn split(location: &str) -> Result<(Scheme, &str)> {
         let Some((scheme, rest)) = location.split_once("://") else {
             return Ok((Scheme::Local, location));
@@ -175,12 +107,28 @@ impl Scheme {
         };
         Ok((scheme, rest))
     }
+
+    /// The family of an operator's OpenDAL service.
+    fn of_service(service: &str) -> Scheme {
+        match service {
+            "fs" => Scheme::Local,
+            "s3" => Scheme::S3,
+            "gcs" => Scheme::Gcs,
+            "azblob" => Scheme::Azure,
+            "http" => Scheme::Http,
+            _ => Scheme::Other,
+        }
+    }
 }
 
-/// A resolved collection location: an operator rooted at the collection.
+/// A resolved location: an operator, and the prefix of the collection in it.
+///
+/// Resolving a path or URL roots the operator at the collection (the prefix is
+/// empty); an operator handed in by the caller keeps the prefix it came with.
 #[derive(Debug, Clone)]
 pub struct Location {
     op: Operator,
+    prefix: String,
     scheme: Scheme,
     display: String,
     local_dir: Option<PathBuf>,
@@ -191,6 +139,11 @@ impl Location {
     /// Resolves `location` (a path or URL) for `access`. Builds the operator
     /// only; no request is sent (except AWS's region lookup for an S3 bucket
     /// with no region configured).
+    ///
+    /// # Errors
+    /// [`AtlasError::InvalidLocation`] for a URL no backend accepts (unknown
+    /// scheme, no bucket, a write to http, a configuration OpenDAL refuses);
+    /// [`AtlasError::Io`] when a local directory cannot be read or created.
     pub async fn resolve(
         location: &str,
         options: &StorageOptions,
@@ -199,44 +152,78 @@ impl Location {
         atlas_io::install_http_transport();
         opendal::init_default_registry();
         let (scheme, rest) = Scheme::split(location)?;
-        let mut local_dir = None;
         let mut uploads = None;
         let op = match scheme {
-            Scheme::Local => {
-                let dir = local_dir_of(rest, access, location)?;
-                let op = match access {
-                    // Opening creates nothing on disk.
-                    Access::Read => {
-                        build(location, "fs", [("root", dir.to_string_lossy().as_ref())])?
-                    }
-                    // Every write goes through a temp file and a rename: a writer
-                    // killed half-way leaves no container that opens.
-                    Access::Write => atlas_io::fs_operator(&dir)?,
-                };
-                local_dir = Some(dir);
-                op
-            }
+            Scheme::Local => return Location::local(Path::new(rest), location, options, access),
             Scheme::S3 => {
-                let (op, s3_uploads) = s3(rest, options, location).await?;
+                let (op, s3_uploads) = s3::operator(rest, options, location).await?;
                 uploads = s3_uploads.map(|u| u.retry(options.retry.clone()));
                 op
             }
-            Scheme::Gcs => gcs(rest, options, location)?,
-            Scheme::Azure => azure(rest, options, location)?,
+            Scheme::Gcs => gcs::operator(rest, options, location)?,
+            Scheme::Azure => azure::operator(rest, options, location)?,
             Scheme::Http => {
                 if access == Access::Write {
                     return Err(invalid(location, "an http(s) location is read-only"));
                 }
-                http(options, location)?
+                http::operator(options, location)?
             }
+            Scheme::Other => return Err(invalid(location, "no backend serves this location")),
         };
         Ok(Location {
             op: options.retry.apply(op),
+            prefix: String::new(),
             scheme,
             display: location.to_owned(),
-            local_dir,
+            local_dir: None,
             uploads,
         })
+    }
+
+    /// The local directory `path` (shown as `display`).
+    fn local(
+        path: &Path,
+        display: &str,
+        options: &StorageOptions,
+        access: Access,
+    ) -> Result<Location> {
+        // Local reads and writes fail for good or not at all: no retry layer.
+        let _ = options;
+        let (op, dir) = local::operator(path, access, display)?;
+        Ok(Location {
+            op,
+            prefix: String::new(),
+            scheme: Scheme::Local,
+            display: display.to_owned(),
+            local_dir: Some(dir),
+            uploads: None,
+        })
+    }
+
+    /// Resolves the local directory `path` for `access`, as [`resolve`](Self::resolve)
+    /// does a bare path, without reading the path as text.
+    ///
+    /// # Errors
+    /// [`AtlasError::InvalidLocation`] for a path that is not a directory;
+    /// [`AtlasError::Io`] when it cannot be read (or, for writing, created).
+    pub fn resolve_path(path: &Path, options: &StorageOptions, access: Access) -> Result<Location> {
+        Location::local(path, &path.to_string_lossy(), options, access)
+    }
+
+    /// The collection under `prefix` of an operator the caller built. Taken
+    /// as it is: no retry layer is added, and no multipart uploads are known.
+    pub fn from_operator(op: Operator, prefix: &str) -> Location {
+        let prefix = prefix.trim_matches('/').to_owned();
+        let info = op.info();
+        let display = format!("{}://{}{}", info.scheme(), info.name(), info.root());
+        Location {
+            scheme: Scheme::of_service(info.scheme()),
+            display: atlas_io::object_path(&display, &prefix),
+            op,
+            prefix,
+            local_dir: None,
+            uploads: None,
+        }
     }
 
     /// The multipart uploads of an S3 location, reached with the operator's
@@ -247,9 +234,20 @@ impl Location {
         self.uploads.as_ref()
     }
 
-    /// The operator, rooted at the collection's directory.
+    /// The operator.
     pub fn operator(&self) -> &Operator {
         &self.op
+    }
+
+    /// The collection's prefix in [`operator`](Self::operator) (empty when the
+    /// operator is rooted at the collection).
+    pub fn prefix(&self) -> &str {
+        &self.prefix
+    }
+
+    /// The path of object `name` of the collection, relative to the operator.
+    pub fn object(&self, name: &str) -> String {
+        atlas_io::object_path(&self.prefix, name)
     }
 
     /// The storage family.
@@ -266,9 +264,16 @@ impl Location {
     pub fn local_dir(&self) -> Option<&Path> {
         self.local_dir.as_deref()
     }
+
+    /// The parts a reader or writer keeps.
+    pub(crate) fn into_parts(
+        self,
+    ) -> (Operator, String, Option<PathBuf>, Option<MultipartUploads>) {
+        (self.op, self.prefix, self.local_dir, self.uploads)
+    }
 }
 
-fn invalid(location: &str, reason: impl Into<String>) -> AtlasError {
+pub(crate) fn invalid(location: &str, reason: impl Into<String>) -> AtlasError {
     AtlasError::InvalidLocation {
         location: location.to_owned(),
         reason: reason.into(),
@@ -289,43 +294,6 @@ fn build<'a>(
 
 fn configuration_error(location: &str, e: opendal::Error) -> AtlasError {
     invalid(location, format!("backend configuration refused: {e}"))
-}
-
-/// The directory of a local collection. A path naming `data.atlas` itself means its directory.
-fn local_dir_of(path: &str, access: Access, location: &str) -> Result<PathBuf> {
-    if path.is_empty() {
-        return Err(invalid(location, "empty collection path"));
-    }
-    let mut dir = PathBuf::from(path);
-    if dir.file_name().is_some_and(|n| n == CONTAINER_FILE) && !dir.is_dir() {
-        dir = dir
-            .parent()
-            .filter(|p| !p.as_os_str().is_empty())
-            .map_or_else(|| PathBuf::from("."), Path::to_path_buf);
-    }
-    let io = |e: std::io::Error, operation: &'static str| {
-        let kind = match e.kind() {
-            std::io::ErrorKind::NotFound => IoErrorKind::NotFound,
-            std::io::ErrorKind::PermissionDenied => IoErrorKind::PermissionDenied,
-            _ => IoErrorKind::Other,
-        };
-        AtlasError::Io(IoError::new(kind, operation, location, e.to_string()))
-    };
-    match std::fs::metadata(&dir) {
-        Ok(m) if m.is_dir() => {}
-        Ok(_) => {
-            return Err(invalid(
-                location,
-                "not a collection directory (a collection is a directory holding data.atlas)",
-            ));
-        }
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound && access == Access::Write => {
-            std::fs::create_dir_all(&dir).map_err(|e| io(e, "create_dir"))?;
-        }
-        Err(e) => return Err(io(e, "open")),
-    }
-    // Canonical, so the operator's root never depends on the working directory.
-    dir.canonicalize().map_err(|e| io(e, "open"))
 }
 
 /// `bucket/prefix` → (`bucket`, `prefix`), the prefix without outer slashes.
@@ -369,204 +337,11 @@ fn finish(location: &str, scheme: &str, map: BTreeMap<String, String>) -> Result
     )
 }
 
-/// The operator, and the multipart uploads reached with the same configuration.
-async fn s3(
-    rest: &str,
-    options: &StorageOptions,
-    location: &str,
-) -> Result<(Operator, Option<MultipartUploads>)> {
-    let (bucket, root) = bucket_and_root(rest, location, "bucket")?;
-    let mut map = merged(
-        options,
-        [
-            (
-                "endpoint",
-                env(options, &["AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL"]),
-            ),
-            (
-                "region",
-                env(options, &["AWS_REGION", "AWS_DEFAULT_REGION"]),
-            ),
-            ("access_key_id", env(options, &["AWS_ACCESS_KEY_ID"])),
-            (
-                "secret_access_key",
-                env(options, &["AWS_SECRET_ACCESS_KEY"]),
-            ),
-            ("session_token", env(options, &["AWS_SESSION_TOKEN"])),
-        ],
-    );
-    map.insert("bucket".into(), bucket.into());
-    map.insert("root".into(), format!("/{root}"));
-    if !map.contains_key("region") {
-        let region = match map.get("endpoint") {
-            // An S3-compatible server mostly ignores the region; sign for the default one.
-            Some(_) => Some("us-east-1".to_owned()),
-            None => services::S3::detect_region("https://s3.amazonaws.com", bucket).await,
-        };
-        let Some(region) = region else {
-            return Err(invalid(
-                location,
-                "cannot tell the bucket's region; set AWS_REGION or the `region` option",
-            ));
-        };
-        map.insert("region".into(), region);
-    }
-    if options.anonymous {
-        for key in [
-            "skip_signature",
-            "disable_ec2_metadata",
-            "disable_config_load",
-        ] {
-            map.insert(key.into(), "true".into());
-        }
-    }
-    let config =
-        services::S3Config::from_iter(map.clone()).map_err(|e| configuration_error(location, e))?;
-    let uploads = match MultipartUploads::for_s3(&config) {
-        Ok(uploads) => Some(uploads),
-        Err(e) => {
-            tracing::debug!(location, "multipart uploads not listed: {e}");
-            None
-        }
-    };
-    Ok((finish(location, "s3", map)?, uploads))
-}
-
-fn gcs(rest: &str, options: &StorageOptions, location: &str) -> Result<Operator> {
-    let (bucket, root) = bucket_and_root(rest, location, "bucket")?;
-    let mut map = merged(
-        options,
-        [(
-            "credential_path",
-            env(options, &["GOOGLE_APPLICATION_CREDENTIALS"]),
-        )],
-    );
-    map.insert("bucket".into(), bucket.into());
-    map.insert("root".into(), format!("/{root}"));
-    if options.anonymous {
-        map.remove("credential_path");
-        for key in [
-            "skip_signature",
-            "disable_vm_metadata",
-            "disable_config_load",
-        ] {
-            map.insert(key.into(), "true".into());
-        }
-    }
-    finish(location, "gcs", map)
-}
-
-fn azure(rest: &str, options: &StorageOptions, location: &str) -> Result<Operator> {
-    let (container, root) = bucket_and_root(rest, location, "container")?;
-    let root = format!("/{root}");
-    // A connection string configures endpoint, account and credentials at once;
-    // OpenDAL parses it only through its builder.
-    if let Some(conn) = env(options, &["AZURE_STORAGE_CONNECTION_STRING"])
-        .filter(|_| options.get("endpoint").is_none() && options.get("account_name").is_none())
-    {
-        let mut builder = services::Azblob::from_connection_string(&conn)
-            .map_err(|e| configuration_error(location, e))?
-            .container(container)
-            .root(&root);
-        if options.anonymous {
-            builder = builder.skip_signature();
-        }
-        return Operator::new(builder).map_err(|e| configuration_error(location, e));
-    }
-    let account = options.get("account_name").map(str::to_owned).or_else(|| {
-        env(
-            options,
-            &["AZURE_STORAGE_ACCOUNT_NAME", "AZURE_STORAGE_ACCOUNT"],
-        )
-    });
-    let endpoint = env(options, &["AZURE_STORAGE_ENDPOINT"]).or_else(|| {
-        account
-            .as_ref()
-            .map(|a| format!("https://{a}.blob.core.windows.net"))
-    });
-    let mut map = merged(
-        options,
-        [
-            ("endpoint", endpoint),
-            ("account_name", account),
-            (
-                "account_key",
-                env(options, &["AZURE_STORAGE_ACCOUNT_KEY", "AZURE_STORAGE_KEY"]),
-            ),
-            ("sas_token", env(options, &["AZURE_STORAGE_SAS_TOKEN"])),
-        ],
-    );
-    if !map.contains_key("endpoint") {
-        return Err(invalid(
-            location,
-            "no Azure account; set AZURE_STORAGE_ACCOUNT (or AZURE_STORAGE_CONNECTION_STRING) or the `endpoint` option",
-        ));
-    }
-    map.insert("container".into(), container.into());
-    map.insert("root".into(), root);
-    if options.anonymous {
-        map.insert("skip_signature".into(), "true".into());
-    }
-    finish(location, "azblob", map)
-}
-
-fn http(options: &StorageOptions, location: &str) -> Result<Operator> {
-    let (scheme, rest) = location.split_once("://").unwrap_or(("https", location));
-    let (host, path) = rest.split_once('/').unwrap_or((rest, ""));
-    if host.is_empty() {
-        return Err(invalid(location, "missing host"));
-    }
-    let mut map = merged(options, []);
-    map.insert(
-        "endpoint".into(),
-        format!("{}://{host}", scheme.to_ascii_lowercase()),
-    );
-    map.insert("root".into(), format!("/{}", path.trim_matches('/')));
-    finish(location, "http", map)
-}
-
-impl Atlas {
-    /// Opens the collection at `location` (a path, `file://`, `s3://`, `gs://`,
-    /// `az://` or `http(s)://` URL) with default [`OpenOptions`]. Costs what
-    /// [`Atlas::open`] costs; a local directory opens as [`Atlas::open_path`].
-    pub async fn open_url(location: &str, storage: &StorageOptions) -> Result<Atlas> {
-        Self::open_url_with(location, storage, OpenOptions::default()).await
-    }
-
-    /// Opens the collection at `location` with `options`.
-    pub async fn open_url_with(
-        location: &str,
-        storage: &StorageOptions,
-        options: OpenOptions,
-    ) -> Result<Atlas> {
-        let loc = Location::resolve(location, storage, Access::Read).await?;
-        match loc.local_dir() {
-            Some(dir) => Atlas::open_path_with(dir, options).await,
-            None => Atlas::open_with_uploads(loc.op, options, loc.uploads).await,
-        }
-    }
-}
-
-impl AtlasWriter {
-    /// Starts a collection at `location` (a path, `file://`, `s3://`, `gs://` or
-    /// `az://` URL; a missing local directory is created). Nothing there opens
-    /// as a collection until [`AtlasWriter::finish`].
-    pub async fn create_url(
-        location: &str,
-        storage: &StorageOptions,
-        config: WriterConfig,
-    ) -> Result<AtlasWriter> {
-        let loc = Location::resolve(location, storage, Access::Write).await?;
-        match loc.local_dir() {
-            Some(dir) => AtlasWriter::create_path(dir, config).await,
-            None => AtlasWriter::create(loc.op, "", config).await,
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use atlas_format::CONTAINER_FILE;
+    use atlas_io::IoErrorKind;
 
     fn rt() -> tokio::runtime::Runtime {
         tokio::runtime::Builder::new_current_thread()
