@@ -15,9 +15,11 @@
 //! - [`screen`]: the footer screen and its typed findings;
 //! - [`element`], [`attr`], [`value`], [`any`]: the element types, attribute
 //!   values, fill values, statistics and untyped arrays of the API;
-//! - privately: the object_store shims array-format reads and writes through
-//!   (`store`, `sink`), the panic firewall (`guard`), the recovery of error
-//!   kinds array-format flattens into strings (`track`) and the block codecs
+//! - privately: the mirror of array-format's footer types that the screen,
+//!   the one-array lookup and the digest validate footers with (`mirror`),
+//!   the object_store shims array-format reads and writes through (`store`,
+//!   `sink`), the panic firewall (`guard`), the recovery of error kinds
+//!   array-format flattens into strings (`track`) and the block codecs
 //!   (`codec`). `docs/array-format-notes.md` says why each exists.
 
 #![cfg_attr(
@@ -41,6 +43,7 @@ pub mod element;
 pub mod error;
 mod guard;
 mod lookup;
+mod mirror;
 pub mod reader;
 pub mod screen;
 mod sink;

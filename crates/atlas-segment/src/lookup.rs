@@ -24,7 +24,7 @@ use std::ops::Range;
 use rkyv::rancor;
 use rkyv::util::AlignedVec;
 
-use crate::screen::{
+use crate::mirror::{
     ArchivedArrayMeta, ArchivedBlockMeta, ArchivedDiskValue, ArchivedFooter, ArrayMeta, BlockMeta,
     FOOTER_VERSION, Footer,
 };
