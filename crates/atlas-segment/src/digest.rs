@@ -13,8 +13,8 @@ use std::collections::HashMap;
 
 use crate::error::SegmentError;
 use crate::mirror::ArchivedArrayMeta;
-use crate::reader::Segment;
 use crate::screen::{ArrayProblem, FooterProblem};
+use crate::segment::Segment;
 use crate::value::{ArrayStats, dtype_from_stored, stats_from_stored};
 
 /// One array of a segment as the statistics calls see it.

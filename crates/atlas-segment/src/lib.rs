@@ -9,8 +9,10 @@
 //! appears in it, so an upgrade of either stays inside.
 //!
 //! What lives here:
-//! - [`reader`]: [`SegmentSet`] (every segment of a container, opened once on
-//!   first use) and [`Segment`] (one opened segment);
+//! - [`set`]: [`SegmentSet`] (every segment of a container, opened once on
+//!   first use, with its options and caches);
+//! - [`segment`]: [`Segment`] (one opened segment) and its views [`ArrayRef`]
+//!   and [`AttributeColumn`];
 //! - [`writer`]: [`SegmentWriter`] and the [`ContainerSink`] it appends to;
 //! - [`screen`]: the footer screen and its typed findings;
 //! - [`element`], [`attr`], [`value`], [`any`]: the element types, attribute
@@ -44,8 +46,9 @@ pub mod error;
 mod guard;
 mod lookup;
 mod mirror;
-pub mod reader;
 pub mod screen;
+pub mod segment;
+pub mod set;
 mod sink;
 mod store;
 mod track;
@@ -64,11 +67,9 @@ pub use attr::Attr;
 pub use digest::{ArrayDigest, SegmentDigest};
 pub use element::Element;
 pub use error::SegmentError;
-pub use reader::{
-    ArrayRef, AttributeColumn, DEFAULT_BLOCK_CACHE_BYTES, Segment, SegmentOptions, SegmentRange,
-    SegmentSet, open_bytes,
-};
 pub use screen::{ArrayProblem, FooterProblem};
+pub use segment::{ArrayRef, AttributeColumn, Segment};
+pub use set::{DEFAULT_BLOCK_CACHE_BYTES, SegmentOptions, SegmentRange, SegmentSet, open_bytes};
 pub use sink::{SinkError, WrittenSegment};
 pub use store::{ARRF_MAGIC, ARRF_TRAILER_LEN, DEFAULT_PREFETCH, READ_AHEAD_MAX, READ_AHEAD_START};
 pub use value::{ArrayStats, FillValue, Stat, Timestamp};

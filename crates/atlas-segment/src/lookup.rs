@@ -509,7 +509,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_lookup_at_the_wrong_position_falls_back_to_the_whole_footer() {
-        use crate::reader::{SegmentOptions, SegmentRange, SegmentSet};
+        use crate::set::{SegmentOptions, SegmentRange, SegmentSet};
         let n = 4000;
         let (file, _) = segment(n).await;
         let (op, layer) = crate::test_support::counted_memory();

@@ -4,7 +4,7 @@
 //! becomes an allocation (a flipped high byte aborts the process), a chunk
 //! coordinate past the grid underflows, a shape that lies sizes the output of
 //! a read. This module lets rkyv validate the footer against the mirror of
-//! array-format's private footer types ([`crate::mirror`]) and walks the
+//! array-format's private footer types (`mirror`) and walks the
 //! validated archive in place, the way array-format will. Nothing is copied
 //! out but what the checks need.
 //!
