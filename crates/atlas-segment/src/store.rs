@@ -13,10 +13,13 @@
 //! - reads that fall inside a prefetched tail are served from memory, so a
 //!   trailer + footer lookup costs nothing after [`SegmentStore::prefetch_tail`];
 //! - a read of the data region that starts where the previous one ended is
-//!   read ahead: the fetch grows to a window ([`READ_AHEAD_START`], doubling
-//!   up to [`READ_AHEAD_MAX`], never past the footer) and the next reads are
-//!   served from it, so walking a segment's blocks in order costs a few
-//!   requests, not one per block; any other read fetches exactly its range;
+//!   read ahead: the fetch grows to a window
+//!   ([`READ_AHEAD_START`](crate::READ_AHEAD_START), doubling up to
+//!   [`READ_AHEAD_MAX`](crate::READ_AHEAD_MAX), never past the footer) and
+//!   the next reads are served from it, so walking a segment's blocks in
+//!   order costs a few requests, not one per block; any other read fetches
+//!   exactly its range (the decisions are [`crate::read_ahead`]'s; this store
+//!   only fetches what it is told);
 //! - any other path is `NotFound`; writes, deletes, copies and lists are `NotSupported`;
 //! - an LZ4 block whose 4-byte size prefix disagrees with the size its footer
 //!   declares (see [`SegmentStore::expect_lz4_prefixes`]) is refused before
@@ -49,6 +52,8 @@ use opendal::Operator;
 use atlas_io::read::{DEFAULT_PIECE_SIZE, concat, piece_count, read_ranges_in_pieces};
 use atlas_io::{IoError, IoErrorKind};
 
+use crate::read_ahead::{ReadAhead, Step};
+
 /// Size of array-format's trailer: `footer_size: u64 LE` then `b"ARRF"`.
 pub const ARRF_TRAILER_LEN: u64 = 12;
 /// The magic bytes that end every array-format file.
@@ -57,10 +62,6 @@ pub const ARRF_MAGIC: [u8; 4] = *b"ARRF";
 pub const DEFAULT_PREFETCH: u64 = 256 * 1024;
 /// Default number of concurrent piece reads for one big read.
 pub const DEFAULT_READ_CONCURRENCY: usize = 8;
-/// First read-ahead window, fetched when a read continues the previous one.
-pub const READ_AHEAD_START: u64 = 4 * 1024 * 1024;
-/// Largest read-ahead window; each sequential refill doubles the last one.
-pub const READ_AHEAD_MAX: u64 = 32 * 1024 * 1024;
 const STORE_NAME: &str = "SegmentStore";
 
 /// The virtual path of segment `index`: `seg/<index>`.
@@ -211,38 +212,6 @@ struct Segment {
     data_end: Option<u64>,
     /// Sequential-read state, shared by the clones `lookup` hands out.
     ahead: Arc<Mutex<ReadAhead>>,
-}
-
-/// What the store remembers to read a segment's data region ahead.
-#[derive(Debug, Default)]
-struct ReadAhead {
-    /// End of the last data range asked for.
-    last_end: Option<u64>,
-    /// The next window; 0 until a sequential read starts one.
-    window: u64,
-    /// Bytes fetched ahead: where they start in the segment, and them.
-    buffer: Option<(u64, Bytes)>,
-}
-
-impl ReadAhead {
-    /// The front of `rel` the buffer holds (all of it, some, or none).
-    fn serve(&self, rel: &Range<u64>) -> Bytes {
-        let Some((start, bytes)) = self.buffer.as_ref() else {
-            return Bytes::new();
-        };
-        let Some(a) = rel
-            .start
-            .checked_sub(*start)
-            .and_then(|a| usize::try_from(a).ok())
-        else {
-            return Bytes::new();
-        };
-        let want = usize::try_from(rel.end.saturating_sub(rel.start)).unwrap_or(usize::MAX);
-        match a.checked_add(want) {
-            Some(b) if a < bytes.len() => bytes.slice(a..b.min(bytes.len())),
-            _ => Bytes::new(),
-        }
-    }
 }
 
 impl Segment {
@@ -475,12 +444,10 @@ impl SegmentStore {
             return Ok(0);
         }
         let bytes = self.fetch(p, &seg, 0..end).await?;
-        let mut ahead = seg.ahead.lock().unwrap_or_else(|e| e.into_inner());
-        ahead.buffer = Some((0, bytes));
-        ahead.last_end = Some(0);
-        ahead.window = end
-            .saturating_mul(2)
-            .clamp(READ_AHEAD_START, READ_AHEAD_MAX);
+        seg.ahead
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .prefetched(bytes);
         Ok(end)
     }
 
@@ -560,42 +527,12 @@ impl SegmentStore {
         limit: u64,
     ) -> Result<Bytes, StoreError> {
         let lock = || seg.ahead.lock().unwrap_or_else(|e| e.into_inner());
-        let (held, window) = {
-            let mut ahead = lock();
-            let held = ahead.serve(&rel);
-            if held.len() as u64 == rel.end.saturating_sub(rel.start) {
-                ahead.last_end = Some(rel.end);
-                return Ok(held);
-            }
-            let sequential = ahead.last_end == Some(rel.start);
-            (
-                held,
-                if sequential {
-                    ahead.window.max(READ_AHEAD_START)
-                } else {
-                    0
-                },
-            )
+        let fetch = match lock().plan(rel, limit) {
+            Step::Served(bytes) => return Ok(bytes),
+            Step::Fetch(fetch) => fetch,
         };
-        // Fetch what the buffer lacks: to the window's end when reading ahead.
-        let from = rel.start.saturating_add(held.len() as u64);
-        let end = from.saturating_add(window).min(limit).max(rel.end);
-        let fetched = self.fetch(path, seg, from..end).await?;
-        let mut ahead = lock();
-        ahead.last_end = Some(rel.end);
-        if end == rel.end {
-            if window == 0 {
-                // A read out of order: the next run of reads ramps up anew.
-                ahead.window = 0;
-            }
-            return Ok(concat(vec![held, fetched]));
-        }
-        ahead.window = window.saturating_mul(2).min(READ_AHEAD_MAX);
-        ahead.buffer = Some((from, fetched.clone()));
-        let rest = usize::try_from(rel.end.saturating_sub(from))
-            .unwrap_or(usize::MAX)
-            .min(fetched.len());
-        Ok(concat(vec![held, fetched.slice(..rest)]))
+        let fetched = self.fetch(path, seg, fetch.range()).await?;
+        Ok(lock().fetched(fetch, fetched))
     }
 
     async fn get_segment(
