@@ -15,14 +15,20 @@
 //!   and [`AttributeColumn`];
 //! - [`writer`]: [`SegmentWriter`] and the [`ContainerSink`] it appends to;
 //! - [`screen`]: the footer screen and its typed findings;
+//! - [`digest`]: each array's name, type and statistics read off a footer
+//!   without array-format's open;
 //! - [`element`], [`attr`], [`value`], [`any`]: the element types, attribute
 //!   values, fill values, statistics and untyped arrays of the API;
-//! - privately: the mirror of array-format's footer types that the screen,
-//!   the one-array lookup and the digest validate footers with (`mirror`),
-//!   the object_store shims array-format reads and writes through (`store`,
-//!   `sink`), the panic firewall (`guard`), the recovery of error kinds
-//!   array-format flattens into strings (`track`) and the block codecs
-//!   (`codec`). `docs/array-format-notes.md` says why each exists.
+//! - privately, without I/O: the decoder that reads a segment's tail and
+//!   checks its trailer (`tail`), the mirror of array-format's footer types
+//!   that the screen, the one-array lookup and the digest validate footers
+//!   with (`mirror`), the one-array footer lookup (`lookup`), and the
+//!   read-ahead decisions over a segment's data region (`read_ahead`);
+//! - privately, around array-format's calls: the object_store shims it reads
+//!   and writes through (`store`, `sink`), the panic firewall (`guard`), the
+//!   recovery of error kinds array-format flattens into strings (`track`) and
+//!   the block codecs (`codec`). `docs/array-format-notes.md` says why each
+//!   exists.
 
 #![cfg_attr(
     not(test),
@@ -52,6 +58,7 @@ pub mod segment;
 pub mod set;
 mod sink;
 mod store;
+mod tail;
 mod track;
 pub mod value;
 pub mod writer;
@@ -73,6 +80,6 @@ pub use screen::{ArrayProblem, FooterProblem};
 pub use segment::{ArrayRef, AttributeColumn, Segment};
 pub use set::{DEFAULT_BLOCK_CACHE_BYTES, SegmentOptions, SegmentRange, SegmentSet, open_bytes};
 pub use sink::{SinkError, WrittenSegment};
-pub use store::{ARRF_MAGIC, ARRF_TRAILER_LEN, DEFAULT_PREFETCH};
+pub use tail::{ARRF_MAGIC, ARRF_TRAILER_LEN, DEFAULT_PREFETCH};
 pub use value::{ArrayStats, FillValue, Stat, Timestamp};
 pub use writer::{ContainerSink, DEFAULT_BLOCK_TARGET_SIZE, SegmentWriter, WriteOptions};

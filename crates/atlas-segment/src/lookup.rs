@@ -28,7 +28,7 @@ use crate::mirror::{
     ArchivedArrayMeta, ArchivedBlockMeta, ArchivedDiskValue, ArchivedFooter, ArrayMeta, BlockMeta,
     FOOTER_VERSION, Footer,
 };
-use crate::store::ARRF_TRAILER_LEN;
+use crate::tail::ARRF_TRAILER_LEN;
 
 /// Bytes of an archived `Vec` header: an `i64` relative pointer, then a `u64`
 /// length (rkyv with 64-bit pointers, as array-format archives).
@@ -236,7 +236,7 @@ pub(crate) fn assemble(
     let mut out = Vec::with_capacity(archive.len().saturating_add(ARRF_TRAILER_LEN as usize));
     out.extend_from_slice(&archive);
     out.extend_from_slice(&(archive.len() as u64).to_le_bytes());
-    out.extend_from_slice(&crate::store::ARRF_MAGIC);
+    out.extend_from_slice(&crate::tail::ARRF_MAGIC);
     Ok(out)
 }
 

@@ -98,7 +98,7 @@ mod tests {
     use rkyv::util::AlignedVec;
 
     use super::*;
-    use crate::store::ARRF_TRAILER_LEN;
+    use crate::tail::ARRF_TRAILER_LEN;
 
     #[tokio::test]
     async fn the_mirror_reads_array_formats_own_footers() {

@@ -25,7 +25,7 @@ use array_format::block::ArchivedCodecId;
 use rkyv::util::AlignedVec;
 
 use crate::mirror::{ArchivedArrayMeta, ArchivedFooter, FOOTER_VERSION};
-use crate::store::ARRF_TRAILER_LEN;
+use crate::tail::ARRF_TRAILER_LEN;
 
 /// [`ARRF_TRAILER_LEN`] as a slice length.
 const TRAILER_BYTES: usize = ARRF_TRAILER_LEN as usize;

@@ -31,9 +31,8 @@ use crate::guard::guarded;
 use crate::lookup::{self, Miss};
 use crate::screen;
 use crate::segment::Segment;
-use crate::store::{
-    ARRF_TRAILER_LEN, DEFAULT_PREFETCH, SegmentStore, StoreError, segment_path, validate_trailer,
-};
+use crate::store::{SegmentStore, StoreError, segment_path};
+use crate::tail::{ARRF_TRAILER_LEN, DEFAULT_PREFETCH, Tail, TailDecoder, TailError, TailStep};
 use crate::track::{KindTrackingStore, track_io};
 
 /// Bytes of footer array-format spends per array in a segment (about 330 measured), rounded up.
@@ -281,11 +280,14 @@ impl SegmentSet {
             return Ok(segment.clone());
         }
         let first = LOOKUP_TAIL.max(ARRF_TRAILER_LEN + lookup::ROOT_BYTES);
-        let (tail, footer_total) = self.read_tail(range, first).await?;
+        let mut decoder = TailDecoder::new(range.len, first);
+        self.step_tail(range, &mut decoder).await?;
         let position = position();
-        if footer_total > small {
+        if let Some((tail, footer_total)) = decoder.in_hand()
+            && footer_total > small
+        {
             match self
-                .lookup(index, range, &tail, footer_total, array, position)
+                .lookup(index, range, tail, footer_total, array, position)
                 .await?
             {
                 Ok(segment) => {
@@ -297,8 +299,8 @@ impl SegmentSet {
                 }
             }
         }
-        cell.get_or_try_init(|| async {
-            let tail = self.complete(range, tail, footer_total).await?;
+        cell.get_or_try_init(|| async move {
+            let tail = self.finish_tail(range, decoder).await?;
             self.open_footer(index, range, tail).await
         })
         .await
@@ -426,47 +428,42 @@ impl SegmentSet {
     }
 
     /// The segment's footer and trailer: its last `prefetch` bytes, then
-    /// what of the footer they lack (see [`SegmentSet::complete`]).
+    /// exactly what of the footer they lack, if anything (see [`TailDecoder`]).
     async fn read_footer(&self, range: &SegmentRange) -> Result<Bytes, SegmentError> {
-        let (tail, footer_total) = self.read_tail(range, self.prefetch).await?;
-        self.complete(range, tail, footer_total).await
+        self.finish_tail(range, TailDecoder::new(range.len, self.prefetch))
+            .await
     }
 
-    /// The last `min(len, first)` bytes of segment `range` (at least its
-    /// trailer), in one read, and the length of its footer with the trailer.
-    async fn read_tail(
+    /// Does the reads of segment `range` that `decoder` asks for until the
+    /// footer is whole; returns the segment's last bytes, footer included.
+    async fn finish_tail(
         &self,
         range: &SegmentRange,
-        first: u64,
-    ) -> Result<(Bytes, u64), SegmentError> {
-        let len = range.len;
-        let want = first.max(ARRF_TRAILER_LEN).min(len);
-        let tail = self.read(range, len.saturating_sub(want)..len).await?;
-        let footer_total =
-            validate_trailer(&range.name, &tail, len).map_err(|e| store_error(&range.name, e))?;
-        Ok((tail, footer_total))
-    }
-
-    /// `tail` extended to the whole footer: one more read of exactly the
-    /// footer bytes it lacks, none when it already holds them.
-    async fn complete(
-        &self,
-        range: &SegmentRange,
-        tail: Bytes,
-        footer_total: u64,
+        mut decoder: TailDecoder,
     ) -> Result<Bytes, SegmentError> {
-        let have = tail.len() as u64;
-        if footer_total <= have {
-            return Ok(tail);
+        loop {
+            if let Some(tail) = self.step_tail(range, &mut decoder).await? {
+                return Ok(tail.bytes);
+            }
         }
-        let len = range.len;
-        let front = self
-            .read(
-                range,
-                len.saturating_sub(footer_total)..len.saturating_sub(have),
-            )
-            .await?;
-        Ok(atlas_io::read::concat(vec![front, tail]))
+    }
+
+    /// One step of `decoder` over segment `range`: the tail if it is whole,
+    /// else `None` once the read it asks for is done and pushed.
+    async fn step_tail(
+        &self,
+        range: &SegmentRange,
+        decoder: &mut TailDecoder,
+    ) -> Result<Option<Tail>, SegmentError> {
+        let tail_error = |e: TailError| SegmentError::corrupt(&range.name, None, e.to_string());
+        match decoder.try_decode().map_err(tail_error)? {
+            TailStep::Done(tail) => Ok(Some(tail)),
+            TailStep::NeedsData(rel) => {
+                let bytes = self.read(range, rel.clone()).await?;
+                decoder.push(rel, bytes).map_err(tail_error)?;
+                Ok(None)
+            }
+        }
     }
 
     /// Screens the footer at the end of `tail` and has array-format open the
