@@ -12,8 +12,9 @@
 use std::collections::HashMap;
 
 use crate::error::SegmentError;
-use crate::reader::Segment;
-use crate::screen::{ArchivedArrayMeta, ArrayProblem, FooterProblem};
+use crate::mirror::ArchivedArrayMeta;
+use crate::screen::{ArrayProblem, FooterProblem};
+use crate::segment::Segment;
 use crate::value::{ArrayStats, dtype_from_stored, stats_from_stored};
 
 /// One array of a segment as the statistics calls see it.

@@ -9,16 +9,26 @@
 //! appears in it, so an upgrade of either stays inside.
 //!
 //! What lives here:
-//! - [`reader`]: [`SegmentSet`] (every segment of a container, opened once on
-//!   first use) and [`Segment`] (one opened segment);
+//! - [`set`]: [`SegmentSet`] (every segment of a container, opened once on
+//!   first use, with its options and caches);
+//! - [`segment`]: [`Segment`] (one opened segment) and its views [`ArrayRef`]
+//!   and [`AttributeColumn`];
 //! - [`writer`]: [`SegmentWriter`] and the [`ContainerSink`] it appends to;
 //! - [`screen`]: the footer screen and its typed findings;
+//! - [`digest`]: each array's name, type and statistics read off a footer
+//!   without array-format's open;
 //! - [`element`], [`attr`], [`value`], [`any`]: the element types, attribute
 //!   values, fill values, statistics and untyped arrays of the API;
-//! - privately: the object_store shims array-format reads and writes through
-//!   (`store`, `sink`), the panic firewall (`guard`), the recovery of error
-//!   kinds array-format flattens into strings (`track`) and the block codecs
-//!   (`codec`). `docs/array-format-notes.md` says why each exists.
+//! - privately, without I/O: the decoder that reads a segment's tail and
+//!   checks its trailer (`tail`), the mirror of array-format's footer types
+//!   that the screen, the one-array lookup and the digest validate footers
+//!   with (`mirror`), the one-array footer lookup (`lookup`), and the
+//!   read-ahead decisions over a segment's data region (`read_ahead`);
+//! - privately, around array-format's calls: the object_store shims it reads
+//!   and writes through (`store`, `sink`), the panic firewall (`guard`), the
+//!   recovery of error kinds array-format flattens into strings (`track`) and
+//!   the block codecs (`codec`). `docs/array-format-notes.md` says why each
+//!   exists.
 
 #![cfg_attr(
     not(test),
@@ -41,10 +51,14 @@ pub mod element;
 pub mod error;
 mod guard;
 mod lookup;
-pub mod reader;
+mod mirror;
+mod read_ahead;
 pub mod screen;
+pub mod segment;
+pub mod set;
 mod sink;
 mod store;
+mod tail;
 mod track;
 pub mod value;
 pub mod writer;
@@ -61,12 +75,11 @@ pub use attr::Attr;
 pub use digest::{ArrayDigest, SegmentDigest};
 pub use element::Element;
 pub use error::SegmentError;
-pub use reader::{
-    ArrayRef, AttributeColumn, DEFAULT_BLOCK_CACHE_BYTES, Segment, SegmentOptions, SegmentRange,
-    SegmentSet, open_bytes,
-};
+pub use read_ahead::{READ_AHEAD_MAX, READ_AHEAD_START};
 pub use screen::{ArrayProblem, FooterProblem};
+pub use segment::{ArrayRef, AttributeColumn, Segment};
+pub use set::{DEFAULT_BLOCK_CACHE_BYTES, SegmentOptions, SegmentRange, SegmentSet, open_bytes};
 pub use sink::{SinkError, WrittenSegment};
-pub use store::{ARRF_MAGIC, ARRF_TRAILER_LEN, DEFAULT_PREFETCH, READ_AHEAD_MAX, READ_AHEAD_START};
+pub use tail::{ARRF_MAGIC, ARRF_TRAILER_LEN, DEFAULT_PREFETCH};
 pub use value::{ArrayStats, FillValue, Stat, Timestamp};
 pub use writer::{ContainerSink, DEFAULT_BLOCK_TARGET_SIZE, SegmentWriter, WriteOptions};

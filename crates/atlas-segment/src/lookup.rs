@@ -24,11 +24,11 @@ use std::ops::Range;
 use rkyv::rancor;
 use rkyv::util::AlignedVec;
 
-use crate::screen::{
+use crate::mirror::{
     ArchivedArrayMeta, ArchivedBlockMeta, ArchivedDiskValue, ArchivedFooter, ArrayMeta, BlockMeta,
     FOOTER_VERSION, Footer,
 };
-use crate::store::ARRF_TRAILER_LEN;
+use crate::tail::ARRF_TRAILER_LEN;
 
 /// Bytes of an archived `Vec` header: an `i64` relative pointer, then a `u64`
 /// length (rkyv with 64-bit pointers, as array-format archives).
@@ -236,7 +236,7 @@ pub(crate) fn assemble(
     let mut out = Vec::with_capacity(archive.len().saturating_add(ARRF_TRAILER_LEN as usize));
     out.extend_from_slice(&archive);
     out.extend_from_slice(&(archive.len() as u64).to_le_bytes());
-    out.extend_from_slice(&crate::store::ARRF_MAGIC);
+    out.extend_from_slice(&crate::tail::ARRF_MAGIC);
     Ok(out)
 }
 
@@ -509,7 +509,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_lookup_at_the_wrong_position_falls_back_to_the_whole_footer() {
-        use crate::reader::{SegmentOptions, SegmentRange, SegmentSet};
+        use crate::set::{SegmentOptions, SegmentRange, SegmentSet};
         let n = 4000;
         let (file, _) = segment(n).await;
         let (op, layer) = crate::test_support::counted_memory();

@@ -3,11 +3,10 @@
 //! array-format 0.15 trusts its own footer: a block's `uncompressed_size`
 //! becomes an allocation (a flipped high byte aborts the process), a chunk
 //! coordinate past the grid underflows, a shape that lies sizes the output of
-//! a read. Its footer types are private, so this module declares the same
-//! structs field for field and lets rkyv validate and walk the archive the
-//! same way array-format will (same crate, same features, same layout; a test
-//! opens the fixtures through both). Nothing is copied out but what the checks
-//! need.
+//! a read. This module lets rkyv validate the footer against the mirror of
+//! array-format's private footer types (`mirror`) and walks the
+//! validated archive in place, the way array-format will. Nothing is copied
+//! out but what the checks need.
 //!
 //! Checks that make the whole segment unusable: the footer version, the block
 //! table (dense ids, every block inside the data region, a zstd block's
@@ -19,22 +18,14 @@
 //! strictly sorted, in an existing block, inside the block, and for
 //! fixed-width types exactly the bytes its elements take).
 
-// The mirror types exist for their archived layout; most fields are only read archived.
-#![allow(missing_docs, dead_code)]
-
 use std::collections::HashMap;
 
-use array_format::address::BlockId;
-use array_format::block::{ArchivedCodecId, CodecId};
-use array_format::layout::ChunkEntry;
-use array_format::{ArrayStats, DType, FillValue};
+use array_format::DType;
+use array_format::block::ArchivedCodecId;
 use rkyv::util::AlignedVec;
-use rkyv::{Archive, Deserialize, Serialize};
 
-use crate::store::ARRF_TRAILER_LEN;
-
-/// array-format's footer version this reader understands.
-pub(crate) const FOOTER_VERSION: u32 = 6;
+use crate::mirror::{ArchivedArrayMeta, ArchivedFooter, FOOTER_VERSION};
+use crate::tail::ARRF_TRAILER_LEN;
 
 /// [`ARRF_TRAILER_LEN`] as a slice length.
 const TRAILER_BYTES: usize = ARRF_TRAILER_LEN as usize;
@@ -54,71 +45,6 @@ const ATTRIBUTE_CELL_BYTES: u64 = 24;
 const ATTRIBUTE_FLOOR_BYTES: u64 = 1 << 30;
 /// ...or this many times the footer's size, whichever is larger.
 const ATTRIBUTE_EXPANSION: u64 = 64;
-
-/// array-format's `Footer`, field for field.
-#[derive(Archive, Serialize, Deserialize)]
-pub(crate) struct Footer {
-    pub version: u32,
-    pub blocks: Vec<BlockMeta>,
-    pub strings: Vec<String>,
-    pub values: Vec<DiskValue>,
-    pub arrays: Vec<ArrayMeta>,
-}
-
-/// array-format's `BlockMeta`, field for field.
-#[derive(Debug, Clone, PartialEq, Archive, Serialize, Deserialize)]
-pub(crate) struct BlockMeta {
-    pub id: BlockId,
-    pub file_offset: u64,
-    pub compressed_size: u64,
-    pub uncompressed_size: u64,
-    pub codec: CodecId,
-}
-
-/// array-format's `ArrayMeta`, field for field.
-#[derive(Debug, Clone, PartialEq, Archive, Serialize, Deserialize)]
-pub(crate) struct ArrayMeta {
-    pub name: String,
-    pub dtype: DType,
-    pub shape: Vec<u32>,
-    pub dimension_names: Vec<String>,
-    pub chunk_shape: Vec<u32>,
-    pub chunks: Vec<ChunkEntry>,
-    pub fill_value: Option<FillValue>,
-    pub attributes: Vec<(u32, u32)>,
-    pub stats: Option<ArrayStats>,
-}
-
-/// array-format's `DiskValue`, variant for variant.
-#[derive(Archive, Serialize, Deserialize)]
-pub(crate) enum DiskValue {
-    Bool(bool),
-    Int8(i8),
-    Int16(i16),
-    Int32(i32),
-    Int64(i64),
-    UInt8(u8),
-    UInt16(u16),
-    UInt32(u32),
-    UInt64(u64),
-    Float32(f32),
-    Float64(f64),
-    String(u32),
-    Binary(Box<[u8]>),
-    BoolList(Box<[bool]>),
-    Int8List(Box<[i8]>),
-    Int16List(Box<[i16]>),
-    Int32List(Box<[i32]>),
-    Int64List(Box<[i64]>),
-    UInt8List(Box<[u8]>),
-    UInt16List(Box<[u16]>),
-    UInt32List(Box<[u32]>),
-    UInt64List(Box<[u64]>),
-    Float32List(Box<[f32]>),
-    Float64List(Box<[f64]>),
-    StringList(Box<[u32]>),
-    BinaryList(Box<[Box<[u8]>]>),
-}
 
 /// Why a segment's footer cannot be handed to array-format at all.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -600,13 +526,13 @@ fn screen_array(array: &ArchivedArrayMeta, blocks: &[BlockBound]) -> Result<(), 
 
 #[cfg(test)]
 mod tests {
-    use std::sync::Arc;
-
-    use array_format::address::ChunkAddress;
-    use array_format::{ArrayWriter, AttributeValue, WriterConfig, ZstdCodec};
-    use object_store::ObjectStoreExt;
+    use array_format::ArrayStats;
+    use array_format::address::{BlockId, ChunkAddress};
+    use array_format::block::CodecId;
+    use array_format::layout::ChunkEntry;
 
     use super::*;
+    use crate::mirror::{ArrayMeta, BlockMeta, DiskValue, Footer};
 
     /// `data`, then the archived `footer`, then the ARRF trailer.
     fn segment(footer: &Footer, data: &[u8]) -> Vec<u8> {
@@ -671,54 +597,6 @@ mod tests {
             values: vec![],
             arrays,
         }
-    }
-
-    #[tokio::test]
-    async fn the_mirror_reads_array_formats_own_footers() {
-        let mut w = ArrayWriter::new(WriterConfig::new(ZstdCodec::default()));
-        w.define_array::<f32>(
-            "a",
-            vec!["x".into()],
-            vec![5],
-            Some(vec![2]),
-            Some(FillValue::Float(-1.0)),
-        )
-        .unwrap();
-        let data = ndarray::Array::from_vec(vec![1.0f32, 2.0, 3.0]).into_dyn();
-        w.write_array("a", vec![1], data.view()).unwrap();
-        w.set_attribute("a", "units", AttributeValue::String("K".into()))
-            .unwrap();
-        w.define_array::<String>("s", vec![], vec![2], None, None)
-            .unwrap();
-        let strings = ndarray::Array::from_vec(vec!["x".to_owned(), "yz".to_owned()]).into_dyn();
-        w.write_array("s", vec![0], strings.view()).unwrap();
-        let store = Arc::new(object_store::memory::InMemory::new());
-        let path = object_store::path::Path::from("seg");
-        let file = w.finish(store.clone(), path.clone()).await.unwrap();
-        let bytes = store.get(&path).await.unwrap().bytes().await.unwrap();
-
-        let screened = screen(&bytes, bytes.len() as u64).unwrap();
-        assert_eq!(screened.array_count, 2);
-        assert!(screened.problems.is_empty(), "{:?}", screened.problems);
-
-        let (footer_bytes, _) = footer_slice(&bytes).unwrap();
-        let mut aligned: AlignedVec = AlignedVec::new();
-        aligned.extend_from_slice(footer_bytes);
-        let mirror = rkyv::access::<ArchivedFooter, rkyv::rancor::Error>(&aligned).unwrap();
-        for (ours, theirs) in mirror.arrays.iter().zip(file.arrays()) {
-            assert_eq!(ours.name.as_str(), theirs.name.as_str());
-            let shape: Vec<u32> = ours.shape.iter().map(|d| d.to_native()).collect();
-            assert_eq!(shape, theirs.shape);
-            let coords: Vec<Vec<u32>> = ours
-                .chunks
-                .iter()
-                .map(|c| c.coord.iter().map(|x| x.to_native()).collect())
-                .collect();
-            let expected: Vec<Vec<u32>> = theirs.written_chunks().map(<[u32]>::to_vec).collect();
-            assert_eq!(coords, expected);
-        }
-        assert_eq!(mirror.strings.len(), 2, "key and value strings");
-        assert!(!mirror.blocks.is_empty());
     }
 
     #[test]

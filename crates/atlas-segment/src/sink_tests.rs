@@ -3,7 +3,8 @@
 use std::sync::Arc;
 
 use crate::sink::{SinkError, SinkStore, WrittenSegment};
-use crate::store::{DEFAULT_PREFETCH, SegmentStore, segment_path};
+use crate::store::{SegmentStore, segment_path};
+use crate::tail::DEFAULT_PREFETCH;
 use crate::test_support::{counted_memory, values, writer_with};
 use array_format::{ArrayFile, ReadConfig};
 use bytes::Bytes;

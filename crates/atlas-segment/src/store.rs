@@ -13,10 +13,13 @@
 //! - reads that fall inside a prefetched tail are served from memory, so a
 //!   trailer + footer lookup costs nothing after [`SegmentStore::prefetch_tail`];
 //! - a read of the data region that starts where the previous one ended is
-//!   read ahead: the fetch grows to a window ([`READ_AHEAD_START`], doubling
-//!   up to [`READ_AHEAD_MAX`], never past the footer) and the next reads are
-//!   served from it, so walking a segment's blocks in order costs a few
-//!   requests, not one per block; any other read fetches exactly its range;
+//!   read ahead: the fetch grows to a window
+//!   ([`READ_AHEAD_START`](crate::READ_AHEAD_START), doubling up to
+//!   [`READ_AHEAD_MAX`](crate::READ_AHEAD_MAX), never past the footer) and
+//!   the next reads are served from it, so walking a segment's blocks in
+//!   order costs a few requests, not one per block; any other read fetches
+//!   exactly its range (the decisions are [`crate::read_ahead`]'s; this store
+//!   only fetches what it is told);
 //! - any other path is `NotFound`; writes, deletes, copies and lists are `NotSupported`;
 //! - an LZ4 block whose 4-byte size prefix disagrees with the size its footer
 //!   declares (see [`SegmentStore::expect_lz4_prefixes`]) is refused before
@@ -49,18 +52,11 @@ use opendal::Operator;
 use atlas_io::read::{DEFAULT_PIECE_SIZE, concat, piece_count, read_ranges_in_pieces};
 use atlas_io::{IoError, IoErrorKind};
 
-/// Size of array-format's trailer: `footer_size: u64 LE` then `b"ARRF"`.
-pub const ARRF_TRAILER_LEN: u64 = 12;
-/// The magic bytes that end every array-format file.
-pub const ARRF_MAGIC: [u8; 4] = *b"ARRF";
-/// Default tail prefetch: 256 KiB, enough for the trailer and a typical footer.
-pub const DEFAULT_PREFETCH: u64 = 256 * 1024;
+use crate::read_ahead::{ReadAhead, Step};
+use crate::tail::{ARRF_TRAILER_LEN, TailDecoder, TailError, TailStep, check_trailer};
+
 /// Default number of concurrent piece reads for one big read.
 pub const DEFAULT_READ_CONCURRENCY: usize = 8;
-/// First read-ahead window, fetched when a read continues the previous one.
-pub const READ_AHEAD_START: u64 = 4 * 1024 * 1024;
-/// Largest read-ahead window; each sequential refill doubles the last one.
-pub const READ_AHEAD_MAX: u64 = 32 * 1024 * 1024;
 const STORE_NAME: &str = "SegmentStore";
 
 /// The virtual path of segment `index`: `seg/<index>`.
@@ -93,33 +89,16 @@ pub enum StoreError {
         /// Registered length.
         len: u64,
     },
-    /// The segment (or the tail supplied for it) is too short to hold a trailer.
-    #[error("segment {path:?} has {len} bytes, fewer than the 12-byte array-format trailer")]
-    TooShort {
+    /// The segment's array-format trailer is missing or does not fit it
+    /// (checked on the tail read, on a tail supplied, or on a read that
+    /// returns the trailer).
+    #[error("segment {path:?}: {source}")]
+    Trailer {
         /// The virtual path.
         path: String,
-        /// Bytes available.
-        len: u64,
-    },
-    /// The segment does not end with `b"ARRF"`.
-    #[error("segment {path:?} is not an array-format file: it ends with {found:?}, not b\"ARRF\"")]
-    NotAnArrayFile {
-        /// The virtual path.
-        path: String,
-        /// The last four bytes found.
-        found: [u8; 4],
-    },
-    /// The trailer's footer size plus the trailer does not fit in the segment.
-    #[error(
-        "segment {path:?}: footer of {footer_size} bytes plus the 12-byte trailer does not fit in {segment_len} bytes"
-    )]
-    FooterOutOfBounds {
-        /// The virtual path.
-        path: String,
-        /// Footer size the trailer claims.
-        footer_size: u64,
-        /// The segment's length.
-        segment_len: u64,
+        /// What is wrong with the trailer, or with the reads of the tail.
+        #[source]
+        source: TailError,
     },
     /// A supplied tail is longer than the segment.
     #[error("tail of {tail_len} bytes supplied for segment {path:?} of {segment_len} bytes")]
@@ -168,33 +147,15 @@ pub enum StoreError {
     Io(#[from] IoError),
 }
 
-/// Checks an array-format trailer at the end of `tail` against the segment length.
-///
-/// Returns the footer length including the trailer (`footer_size + 12`), which
-/// is guaranteed to be at most `segment_len`.
-pub fn validate_trailer(path: &str, tail: &[u8], segment_len: u64) -> Result<u64, StoreError> {
-    let trailer = tail
-        .last_chunk::<{ ARRF_TRAILER_LEN as usize }>()
-        .ok_or_else(|| StoreError::TooShort {
-            path: path.to_string(),
-            len: tail.len() as u64,
-        })?;
-    let [size_bytes @ .., m0, m1, m2, m3] = *trailer;
-    let found = [m0, m1, m2, m3];
-    if found != ARRF_MAGIC {
-        return Err(StoreError::NotAnArrayFile {
-            path: path.to_string(),
-            found,
-        });
-    }
-    let footer_size = u64::from_le_bytes(size_bytes);
-    match footer_size.checked_add(ARRF_TRAILER_LEN) {
-        Some(total) if total <= segment_len => Ok(total),
-        _ => Err(StoreError::FooterOutOfBounds {
-            path: path.to_string(),
-            footer_size,
-            segment_len,
-        }),
+/// [`check_trailer`] for the segment at `path`.
+fn validate_trailer(path: &str, tail: &[u8], segment_len: u64) -> Result<u64, StoreError> {
+    check_trailer(tail, segment_len).map_err(|source| trailer_error(path, source))
+}
+
+fn trailer_error(path: &str, source: TailError) -> StoreError {
+    StoreError::Trailer {
+        path: path.to_string(),
+        source,
     }
 }
 
@@ -211,38 +172,6 @@ struct Segment {
     data_end: Option<u64>,
     /// Sequential-read state, shared by the clones `lookup` hands out.
     ahead: Arc<Mutex<ReadAhead>>,
-}
-
-/// What the store remembers to read a segment's data region ahead.
-#[derive(Debug, Default)]
-struct ReadAhead {
-    /// End of the last data range asked for.
-    last_end: Option<u64>,
-    /// The next window; 0 until a sequential read starts one.
-    window: u64,
-    /// Bytes fetched ahead: where they start in the segment, and them.
-    buffer: Option<(u64, Bytes)>,
-}
-
-impl ReadAhead {
-    /// The front of `rel` the buffer holds (all of it, some, or none).
-    fn serve(&self, rel: &Range<u64>) -> Bytes {
-        let Some((start, bytes)) = self.buffer.as_ref() else {
-            return Bytes::new();
-        };
-        let Some(a) = rel
-            .start
-            .checked_sub(*start)
-            .and_then(|a| usize::try_from(a).ok())
-        else {
-            return Bytes::new();
-        };
-        let want = usize::try_from(rel.end.saturating_sub(rel.start)).unwrap_or(usize::MAX);
-        match a.checked_add(want) {
-            Some(b) if a < bytes.len() => bytes.slice(a..b.min(bytes.len())),
-            _ => Bytes::new(),
-        }
-    }
 }
 
 impl Segment {
@@ -434,27 +363,19 @@ impl SegmentStore {
     pub async fn prefetch_tail(&self, path: &Path, n: u64) -> Result<(), StoreError> {
         let p = path.as_ref();
         let seg = self.lookup(p)?;
-        if seg.len < ARRF_TRAILER_LEN {
-            return Err(StoreError::TooShort {
-                path: p.to_string(),
-                len: seg.len,
-            });
-        }
-        let want = n.max(ARRF_TRAILER_LEN).min(seg.len);
-        let tail_start = seg.len - want;
-        let tail = self.fetch(p, &seg, tail_start..seg.len).await?;
-        let footer_total = validate_trailer(p, &tail, seg.len)?;
-        let tail = if footer_total > want {
-            let front = self
-                .fetch(p, &seg, seg.len - footer_total..tail_start)
-                .await?;
-            concat(vec![front, tail])
-        } else {
-            tail
+        let mut decoder = TailDecoder::new(seg.len, n);
+        let tail = loop {
+            match decoder.try_decode().map_err(|e| trailer_error(p, e))? {
+                TailStep::NeedsData(rel) => {
+                    let bytes = self.fetch(p, &seg, rel.clone()).await?;
+                    decoder.push(rel, bytes).map_err(|e| trailer_error(p, e))?;
+                }
+                TailStep::Done(tail) => break tail,
+            }
         };
         if let Some(s) = self.write_map().get_mut(p) {
-            s.tail = tail;
-            s.data_end = Some(seg.len.saturating_sub(footer_total));
+            s.data_end = Some(tail.footer_offset());
+            s.tail = tail.bytes;
         }
         Ok(())
     }
@@ -475,12 +396,10 @@ impl SegmentStore {
             return Ok(0);
         }
         let bytes = self.fetch(p, &seg, 0..end).await?;
-        let mut ahead = seg.ahead.lock().unwrap_or_else(|e| e.into_inner());
-        ahead.buffer = Some((0, bytes));
-        ahead.last_end = Some(0);
-        ahead.window = end
-            .saturating_mul(2)
-            .clamp(READ_AHEAD_START, READ_AHEAD_MAX);
+        seg.ahead
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .prefetched(bytes);
         Ok(end)
     }
 
@@ -560,42 +479,12 @@ impl SegmentStore {
         limit: u64,
     ) -> Result<Bytes, StoreError> {
         let lock = || seg.ahead.lock().unwrap_or_else(|e| e.into_inner());
-        let (held, window) = {
-            let mut ahead = lock();
-            let held = ahead.serve(&rel);
-            if held.len() as u64 == rel.end.saturating_sub(rel.start) {
-                ahead.last_end = Some(rel.end);
-                return Ok(held);
-            }
-            let sequential = ahead.last_end == Some(rel.start);
-            (
-                held,
-                if sequential {
-                    ahead.window.max(READ_AHEAD_START)
-                } else {
-                    0
-                },
-            )
+        let fetch = match lock().plan(rel, limit) {
+            Step::Served(bytes) => return Ok(bytes),
+            Step::Fetch(fetch) => fetch,
         };
-        // Fetch what the buffer lacks: to the window's end when reading ahead.
-        let from = rel.start.saturating_add(held.len() as u64);
-        let end = from.saturating_add(window).min(limit).max(rel.end);
-        let fetched = self.fetch(path, seg, from..end).await?;
-        let mut ahead = lock();
-        ahead.last_end = Some(rel.end);
-        if end == rel.end {
-            if window == 0 {
-                // A read out of order: the next run of reads ramps up anew.
-                ahead.window = 0;
-            }
-            return Ok(concat(vec![held, fetched]));
-        }
-        ahead.window = window.saturating_mul(2).min(READ_AHEAD_MAX);
-        ahead.buffer = Some((from, fetched.clone()));
-        let rest = usize::try_from(rel.end.saturating_sub(from))
-            .unwrap_or(usize::MAX)
-            .min(fetched.len());
-        Ok(concat(vec![held, fetched.slice(..rest)]))
+        let fetched = self.fetch(path, seg, fetch.range()).await?;
+        Ok(lock().fetched(fetch, fetched))
     }
 
     async fn get_segment(
@@ -763,46 +652,4 @@ impl ObjectStore for SegmentStore {
     }
 
     refuse_delete_list_copy!();
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn trailer(footer_size: u64) -> Vec<u8> {
-        let mut t = footer_size.to_le_bytes().to_vec();
-        t.extend_from_slice(b"ARRF");
-        t
-    }
-
-    #[test]
-    fn a_valid_trailer_gives_the_footer_length() {
-        assert_eq!(validate_trailer("s", &trailer(100), 112).ok(), Some(112));
-    }
-
-    #[test]
-    fn a_footer_larger_than_the_segment_is_rejected() {
-        assert!(matches!(
-            validate_trailer("s", &trailer(101), 112),
-            Err(StoreError::FooterOutOfBounds { .. })
-        ));
-        assert!(matches!(
-            validate_trailer("s", &trailer(u64::MAX), u64::MAX),
-            Err(StoreError::FooterOutOfBounds { .. })
-        ));
-    }
-
-    #[test]
-    fn wrong_magic_and_short_tails_are_rejected() {
-        let mut t = trailer(0);
-        t[11] = b'X';
-        assert!(matches!(
-            validate_trailer("s", &t, 12),
-            Err(StoreError::NotAnArrayFile { .. })
-        ));
-        assert!(matches!(
-            validate_trailer("s", b"ARRF", 12),
-            Err(StoreError::TooShort { .. })
-        ));
-    }
 }

@@ -2,7 +2,8 @@
 
 use std::sync::Arc;
 
-use crate::store::{DEFAULT_PREFETCH, SegmentStore, StoreError, segment_path};
+use crate::store::{SegmentStore, StoreError, segment_path};
+use crate::tail::{DEFAULT_PREFETCH, TailError};
 use crate::test_support::{array_file_bytes, counted_memory, embed, values};
 use array_format::{ArrayFile, BlockCache, ReadConfig};
 use bytes::Bytes;
@@ -323,13 +324,25 @@ async fn a_corrupt_segment_trailer_is_rejected_before_array_format_sees_it() {
     let cases: [(Vec<u8>, Expect); 3] = [
         (
             with_trailer(file.clone(), 10, b"ARRX"),
-            |e| matches!(e, StoreError::NotAnArrayFile { found, .. } if found == b"ARRX"),
+            |e| matches!(e, StoreError::Trailer { source: TailError::NotAnArrayFile { found }, .. } if found == b"ARRX"),
         ),
         (with_trailer(file.clone(), len, b"ARRF"), |e| {
-            matches!(e, StoreError::FooterOutOfBounds { .. })
+            matches!(
+                e,
+                StoreError::Trailer {
+                    source: TailError::FooterOutOfBounds { .. },
+                    ..
+                }
+            )
         }),
         (with_trailer(file.clone(), u64::MAX - 4, b"ARRF"), |e| {
-            matches!(e, StoreError::FooterOutOfBounds { .. })
+            matches!(
+                e,
+                StoreError::Trailer {
+                    source: TailError::FooterOutOfBounds { .. },
+                    ..
+                }
+            )
         }),
     ];
     for (bad, expected) in cases {
@@ -369,7 +382,10 @@ async fn a_segment_shorter_than_a_trailer_is_rejected() {
     let (store, _layer) = store_with(b"ARRF").await;
     assert!(matches!(
         store.prefetch_tail(&segment_path(0), 1024).await,
-        Err(StoreError::TooShort { len: 4, .. })
+        Err(StoreError::Trailer {
+            source: TailError::TooShort { len: 4 },
+            ..
+        })
     ));
 }
 

@@ -1,4 +1,6 @@
-//! The read side: every segment of one container, each opened at most once.
+//! [`SegmentSet`]: every segment of one container, each opened at most once,
+//! with what it keeps between calls (open segments, footers read for a
+//! digest, arrays found by lookup). One opened segment is [`crate::segment`].
 //!
 //! A segment is a complete array-format file inside the container. Opening one
 //! costs one ranged read of its tail (the trailer, the footer, and for a small
@@ -9,35 +11,29 @@
 //! answers its trailer and footer reads from the bytes already in hand.
 //!
 //! Every array-format call runs under the panic guard, and I/O failures that
-//! array-format flattens into strings are recovered by [`crate::track`], so an
+//! array-format flattens into strings are recovered by `track`, so an
 //! error still says not-found versus transient.
 
 use std::collections::HashMap;
 use std::ops::Range;
 use std::sync::Arc;
 
-use array_format::{ArrayFile, ArrayInfo, AttributeValue, BlockCache, ReadConfig};
-use atlas_format::DType;
+use array_format::{ArrayFile, BlockCache, ReadConfig};
 use bytes::Bytes;
-use ndarray::ArrayD;
 use object_store::ObjectStore;
 use object_store::path::Path;
 use opendal::Operator;
 use tokio::sync::OnceCell;
 
-use crate::any::ArrayData;
-use crate::attr::Attr;
 use crate::digest::{SegmentDigest, digest_of};
-use crate::element::{Element, sealed::Sealed};
 use crate::error::SegmentError;
 use crate::guard::guarded;
 use crate::lookup::{self, Miss};
-use crate::screen::{self, ArrayProblem};
-use crate::store::{
-    ARRF_TRAILER_LEN, DEFAULT_PREFETCH, SegmentStore, StoreError, segment_path, validate_trailer,
-};
+use crate::screen;
+use crate::segment::Segment;
+use crate::store::{SegmentStore, StoreError, segment_path};
+use crate::tail::{ARRF_TRAILER_LEN, DEFAULT_PREFETCH, Tail, TailDecoder, TailError, TailStep};
 use crate::track::{KindTrackingStore, track_io};
-use crate::value::{ArrayStats, FillValue, dtype_from_stored, fill_from_stored, stats_from_stored};
 
 /// Bytes of footer array-format spends per array in a segment (about 330 measured), rounded up.
 const FOOTER_BYTES_PER_ARRAY: u64 = 512;
@@ -284,11 +280,14 @@ impl SegmentSet {
             return Ok(segment.clone());
         }
         let first = LOOKUP_TAIL.max(ARRF_TRAILER_LEN + lookup::ROOT_BYTES);
-        let (tail, footer_total) = self.read_tail(range, first).await?;
+        let mut decoder = TailDecoder::new(range.len, first);
+        self.step_tail(range, &mut decoder).await?;
         let position = position();
-        if footer_total > small {
+        if let Some((tail, footer_total)) = decoder.in_hand()
+            && footer_total > small
+        {
             match self
-                .lookup(index, range, &tail, footer_total, array, position)
+                .lookup(index, range, tail, footer_total, array, position)
                 .await?
             {
                 Ok(segment) => {
@@ -300,8 +299,8 @@ impl SegmentSet {
                 }
             }
         }
-        cell.get_or_try_init(|| async {
-            let tail = self.complete(range, tail, footer_total).await?;
+        cell.get_or_try_init(|| async move {
+            let tail = self.finish_tail(range, decoder).await?;
             self.open_footer(index, range, tail).await
         })
         .await
@@ -386,12 +385,12 @@ impl SegmentSet {
             position,
             "opened one array by lookup"
         );
-        Ok(Ok(Arc::new(Segment {
-            name: name.to_owned(),
+        Ok(Ok(Arc::new(Segment::new(
+            name,
             file,
-            problems: screened.problems,
+            screened.problems,
             len,
-        })))
+        ))))
     }
 
     /// Reads the front of segment `index`'s data region (up to
@@ -429,47 +428,42 @@ impl SegmentSet {
     }
 
     /// The segment's footer and trailer: its last `prefetch` bytes, then
-    /// what of the footer they lack (see [`SegmentSet::complete`]).
+    /// exactly what of the footer they lack, if anything (see [`TailDecoder`]).
     async fn read_footer(&self, range: &SegmentRange) -> Result<Bytes, SegmentError> {
-        let (tail, footer_total) = self.read_tail(range, self.prefetch).await?;
-        self.complete(range, tail, footer_total).await
+        self.finish_tail(range, TailDecoder::new(range.len, self.prefetch))
+            .await
     }
 
-    /// The last `min(len, first)` bytes of segment `range` (at least its
-    /// trailer), in one read, and the length of its footer with the trailer.
-    async fn read_tail(
+    /// Does the reads of segment `range` that `decoder` asks for until the
+    /// footer is whole; returns the segment's last bytes, footer included.
+    async fn finish_tail(
         &self,
         range: &SegmentRange,
-        first: u64,
-    ) -> Result<(Bytes, u64), SegmentError> {
-        let len = range.len;
-        let want = first.max(ARRF_TRAILER_LEN).min(len);
-        let tail = self.read(range, len.saturating_sub(want)..len).await?;
-        let footer_total =
-            validate_trailer(&range.name, &tail, len).map_err(|e| store_error(&range.name, e))?;
-        Ok((tail, footer_total))
-    }
-
-    /// `tail` extended to the whole footer: one more read of exactly the
-    /// footer bytes it lacks, none when it already holds them.
-    async fn complete(
-        &self,
-        range: &SegmentRange,
-        tail: Bytes,
-        footer_total: u64,
+        mut decoder: TailDecoder,
     ) -> Result<Bytes, SegmentError> {
-        let have = tail.len() as u64;
-        if footer_total <= have {
-            return Ok(tail);
+        loop {
+            if let Some(tail) = self.step_tail(range, &mut decoder).await? {
+                return Ok(tail.bytes);
+            }
         }
-        let len = range.len;
-        let front = self
-            .read(
-                range,
-                len.saturating_sub(footer_total)..len.saturating_sub(have),
-            )
-            .await?;
-        Ok(atlas_io::read::concat(vec![front, tail]))
+    }
+
+    /// One step of `decoder` over segment `range`: the tail if it is whole,
+    /// else `None` once the read it asks for is done and pushed.
+    async fn step_tail(
+        &self,
+        range: &SegmentRange,
+        decoder: &mut TailDecoder,
+    ) -> Result<Option<Tail>, SegmentError> {
+        let tail_error = |e: TailError| SegmentError::corrupt(&range.name, None, e.to_string());
+        match decoder.try_decode().map_err(tail_error)? {
+            TailStep::Done(tail) => Ok(Some(tail)),
+            TailStep::NeedsData(rel) => {
+                let bytes = self.read(range, rel.clone()).await?;
+                decoder.push(rel, bytes).map_err(tail_error)?;
+                Ok(None)
+            }
+        }
     }
 
     /// Screens the footer at the end of `tail` and has array-format open the
@@ -509,12 +503,7 @@ impl SegmentSet {
         }
         check_count(name, &file, screened.array_count)?;
         tracing::debug!(segment = name, len, "opened segment");
-        Ok(Arc::new(Segment {
-            name: name.to_owned(),
-            file,
-            problems: screened.problems,
-            len,
-        }))
+        Ok(Arc::new(Segment::new(name, file, screened.problems, len)))
     }
 
     /// Registers a screened segment (or one-array view of one) at `path` in
@@ -643,270 +632,4 @@ pub async fn open_bytes(name: &str, bytes: Bytes) -> Result<Arc<Segment>, Segmen
         },
     )
     .await
-}
-
-/// One opened segment: its arrays' layouts, statistics and attributes in
-/// memory, their data on demand.
-pub struct Segment {
-    name: String,
-    file: ArrayFile,
-    /// Array (dataset) name to why that array cannot be used.
-    problems: HashMap<String, ArrayProblem>,
-    len: u64,
-}
-
-impl std::fmt::Debug for Segment {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Segment")
-            .field("name", &self.name)
-            .field("len", &self.len)
-            .field("arrays", &self.file.arrays().len())
-            .finish_non_exhaustive()
-    }
-}
-
-impl Segment {
-    /// The segment's (variable's) name.
-    pub fn name(&self) -> &str {
-        &self.name
-    }
-
-    /// Bytes of the segment.
-    pub fn len(&self) -> u64 {
-        self.len
-    }
-
-    /// Whether the segment has no bytes (never true of an opened one).
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-
-    /// Arrays in the segment.
-    pub fn array_count(&self) -> usize {
-        self.file.arrays().len()
-    }
-
-    /// Every array in segment order (damaged ones included: see [`Segment::problem`]).
-    pub fn arrays(&self) -> impl Iterator<Item = ArrayRef<'_>> {
-        self.file.arrays().iter().map(|info| ArrayRef { info })
-    }
-
-    /// The array called `array`, screened: `Array` if screening found it
-    /// damaged, `Corrupt` if the segment holds none.
-    pub fn array(&self, array: &str) -> Result<ArrayRef<'_>, SegmentError> {
-        self.check(array)?;
-        self.file
-            .array(array)
-            .map(|info| ArrayRef { info })
-            .ok_or_else(|| {
-                SegmentError::corrupt(
-                    &self.name,
-                    Some(array),
-                    "the segment holds no array for this dataset",
-                )
-            })
-    }
-
-    /// Why screening flagged array `array`, if it did.
-    pub fn problem(&self, array: &str) -> Option<&ArrayProblem> {
-        self.problems.get(array)
-    }
-
-    /// Every array screening flagged, with why.
-    pub(crate) fn problems(&self) -> &HashMap<String, ArrayProblem> {
-        &self.problems
-    }
-
-    /// The same as [`Segment::problem`], as the error a use of the array returns.
-    pub fn check(&self, array: &str) -> Result<(), SegmentError> {
-        SegmentError::screened(&self.name, array, &self.problems)
-    }
-
-    /// Attribute `key` of array `array`, if stored.
-    pub fn attribute(&self, array: &str, key: &str) -> Option<Attr> {
-        self.file.get_attribute(array, key).map(Attr::from_stored)
-    }
-
-    /// Every attribute of array `array` as `(key, value)`, in the segment's
-    /// key order; empty if the array does not exist.
-    pub fn attributes(&self, array: &str) -> Vec<(String, Attr)> {
-        self.file
-            .attributes(array)
-            .map(|it| {
-                it.map(|(k, v)| (k.to_string(), Attr::from_stored(v)))
-                    .collect()
-            })
-            .unwrap_or_default()
-    }
-
-    /// The column of attribute `key` over every array, in segment order; `None`
-    /// if no array stores it.
-    pub fn attribute_column(&self, key: &str) -> Option<AttributeColumn<'_>> {
-        self.file
-            .attribute_column(key)
-            .map(|cells| AttributeColumn { cells })
-    }
-
-    /// Reads the region of `array` from `origin` with `extent` (both empty:
-    /// the whole array), row-major. `T` must be the stored element type.
-    ///
-    /// Unwritten chunks read as the fill value and cost no request; written
-    /// ones cost one read per block not already cached.
-    pub async fn read<T: Element>(
-        &self,
-        array: &str,
-        origin: &[u64],
-        extent: &[u64],
-    ) -> Result<ArrayD<T>, SegmentError> {
-        let stored = self.array(array)?.dtype();
-        if stored != T::ATLAS_DTYPE {
-            return Err(SegmentError::DTypeMismatch {
-                array: array.to_owned(),
-                stored,
-                requested: T::ATLAS_DTYPE,
-            });
-        }
-        let to_usize = |v: &[u64]| -> Result<Vec<usize>, SegmentError> {
-            v.iter()
-                .map(|&x| {
-                    usize::try_from(x).map_err(|_| SegmentError::InvalidRegion {
-                        array: array.to_owned(),
-                        what: format!("{x} does not fit in memory"),
-                    })
-                })
-                .collect()
-        };
-        let (origin, extent) = (to_usize(origin)?, to_usize(extent)?);
-        // Boxed: array-format's read future is large, and moving it through
-        // the guard, the tracking scope and every caller cost a copy per read.
-        let (outcome, failure) = track_io(guarded(Box::pin(
-            self.file
-                .read_array::<<T as Sealed>::Stored>(array, origin, extent),
-        )))
-        .await;
-        match outcome {
-            Ok(Ok(data)) => Ok(T::from_stored(data.into_owned())),
-            Ok(Err(e)) => Err(match failure {
-                Some(failure) => SegmentError::Io(failure.into_error()),
-                None => SegmentError::corrupt(&self.name, Some(array), format!("reading: {e}")),
-            }),
-            Err(panicked) => Err(SegmentError::corrupt(
-                &self.name,
-                Some(array),
-                format!("reading: {panicked}"),
-            )),
-        }
-    }
-
-    /// [`Segment::read`] for an element type known only at run time: one
-    /// variant of [`ArrayData`] per stored type. `Unsupported` for bool and list arrays.
-    pub async fn read_any(
-        &self,
-        array: &str,
-        origin: &[u64],
-        extent: &[u64],
-    ) -> Result<ArrayData, SegmentError> {
-        let dtype = self.array(array)?.dtype();
-        macro_rules! read {
-            ($variant:ident, $t:ty) => {
-                ArrayData::$variant(self.read::<$t>(array, origin, extent).await?)
-            };
-        }
-        Ok(match dtype {
-            DType::Int8 => read!(Int8, i8),
-            DType::Int16 => read!(Int16, i16),
-            DType::Int32 => read!(Int32, i32),
-            DType::Int64 => read!(Int64, i64),
-            DType::UInt8 => read!(UInt8, u8),
-            DType::UInt16 => read!(UInt16, u16),
-            DType::UInt32 => read!(UInt32, u32),
-            DType::UInt64 => read!(UInt64, u64),
-            DType::Float32 => read!(Float32, f32),
-            DType::Float64 => read!(Float64, f64),
-            DType::TimestampNs => read!(Timestamp, crate::value::Timestamp),
-            DType::String => read!(String, String),
-            DType::Binary => read!(Binary, Vec<u8>),
-            other => {
-                return Err(SegmentError::Unsupported {
-                    array: array.to_owned(),
-                    dtype: other,
-                });
-            }
-        })
-    }
-}
-
-/// One array of a segment as its footer records it (no data).
-#[derive(Debug, Clone, Copy)]
-pub struct ArrayRef<'a> {
-    info: &'a ArrayInfo,
-}
-
-impl<'a> ArrayRef<'a> {
-    /// The array's (dataset's) name.
-    pub fn name(&self) -> &'a str {
-        self.info.name.as_str()
-    }
-
-    /// The stored element type.
-    pub fn dtype(&self) -> DType {
-        dtype_from_stored(&self.info.dtype)
-    }
-
-    /// Length of each axis.
-    pub fn shape(&self) -> &'a [u32] {
-        &self.info.shape
-    }
-
-    /// Extent of one chunk along each axis.
-    pub fn chunk_shape(&self) -> &'a [u32] {
-        &self.info.chunk_shape
-    }
-
-    /// Name of each axis.
-    pub fn dimension_names(&self) -> &'a [String] {
-        &self.info.dimension_names
-    }
-
-    /// What unwritten elements read as; `None` means zero (or empty).
-    pub fn fill(&self) -> Option<FillValue> {
-        self.info.fill_value.as_ref().map(fill_from_stored)
-    }
-
-    /// The statistics the writer recorded, if any.
-    pub fn stats(&self) -> Option<ArrayStats> {
-        self.info.stats.as_ref().map(stats_from_stored)
-    }
-
-    /// Coordinates (in chunks) of every written chunk, sorted; unwritten
-    /// chunks read as the fill value.
-    pub fn written_chunks(&self) -> impl Iterator<Item = &'a [u32]> + 'a {
-        self.info.written_chunks()
-    }
-}
-
-/// One attribute key's values over the arrays of a segment, in segment order.
-#[derive(Debug, Clone, Copy)]
-pub struct AttributeColumn<'a> {
-    cells: &'a [Option<AttributeValue>],
-}
-
-impl AttributeColumn<'_> {
-    /// The value of the array at `position`; `None` if it stores none.
-    pub fn get(&self, position: usize) -> Option<Attr> {
-        self.cells
-            .get(position)
-            .and_then(Option::as_ref)
-            .map(Attr::from_stored)
-    }
-
-    /// Cells in the column (one per array).
-    pub fn len(&self) -> usize {
-        self.cells.len()
-    }
-
-    /// Whether the column has no cells.
-    pub fn is_empty(&self) -> bool {
-        self.cells.is_empty()
-    }
 }
