@@ -21,11 +21,13 @@
 
 use std::collections::HashSet;
 
+use atlas::Attr;
+
 use crate::attrs;
 use crate::cftime::{TimeCoder, is_date_units};
 use crate::error::FileError;
 use crate::mapping::{Mapped, Naming, SkippedArray, check_name, dropped_attribute};
-use crate::model::{Array, AttrValue, Dataset, Fill, Values};
+use crate::model::{Array, Dataset, Fill, Values};
 use crate::pyjson::{list_json, string_json};
 use crate::raw::group_key;
 use crate::stored::{StoredAttr, StoredAttrValue, StoredData, StoredFile, StoredGroup};
@@ -69,7 +71,7 @@ pub(crate) fn map(file: &StoredFile, skip_unsupported: bool) -> Result<Mapped, F
     }
     dataset.attrs.push((
         COORDS_ATTR.to_owned(),
-        AttrValue::String(list_json(&coords_out, |s| string_json(s))),
+        Attr::String(list_json(&coords_out, |s| string_json(s))),
     ));
     Ok(Mapped {
         dataset,

@@ -3,6 +3,9 @@
 //!
 //! It knows nothing of NetCDF or of the Atlas writer, so other front ends (an
 //! xarray dataset handed over from Python) can fill it and reuse the sink.
+//! Attributes are the facade's own [`Attr`], so the sink passes them through.
+
+use atlas::Attr;
 
 /// Element values of one array, row-major, in the dtype they will be stored as.
 #[derive(Debug, Clone, PartialEq)]
@@ -84,35 +87,6 @@ pub enum Fill {
     String(String),
 }
 
-/// An attribute value, typed as it will be stored.
-#[derive(Debug, Clone, PartialEq)]
-#[non_exhaustive]
-#[allow(missing_docs)]
-pub enum AttrValue {
-    Int8(i8),
-    Int16(i16),
-    Int32(i32),
-    Int64(i64),
-    UInt8(u8),
-    UInt16(u16),
-    UInt32(u32),
-    UInt64(u64),
-    Float32(f32),
-    Float64(f64),
-    String(String),
-    Int8List(Vec<i8>),
-    Int16List(Vec<i16>),
-    Int32List(Vec<i32>),
-    Int64List(Vec<i64>),
-    UInt8List(Vec<u8>),
-    UInt16List(Vec<u16>),
-    UInt32List(Vec<u32>),
-    UInt64List(Vec<u64>),
-    Float32List(Vec<f32>),
-    Float64List(Vec<f64>),
-    StringList(Vec<String>),
-}
-
 /// One array of a dataset.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Array {
@@ -129,7 +103,7 @@ pub struct Array {
     /// The elements, row-major; as many as the shape holds.
     pub values: Values,
     /// Attributes in order.
-    pub attrs: Vec<(String, AttrValue)>,
+    pub attrs: Vec<(String, Attr)>,
 }
 
 /// One dataset: arrays and dataset-level attributes, in order.
@@ -138,5 +112,5 @@ pub struct Dataset {
     /// Arrays in definition order.
     pub arrays: Vec<Array>,
     /// Dataset attributes in order.
-    pub attrs: Vec<(String, AttrValue)>,
+    pub attrs: Vec<(String, Attr)>,
 }

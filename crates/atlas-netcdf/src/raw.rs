@@ -6,12 +6,13 @@
 //! "missing"); every other attribute keeps its type. Global attributes become
 //! dataset attributes. Nothing is unpacked, masked or decoded.
 
+use atlas::Attr;
 use netcdf_core_fills as fills;
 
 use crate::attrs;
 use crate::error::FileError;
 use crate::mapping::{Mapped, Naming, SkippedArray, check_name, dropped_attribute};
-use crate::model::{Array, AttrValue, Dataset, Fill, Values};
+use crate::model::{Array, Dataset, Fill, Values};
 use crate::stored::{StoredAttrValue, StoredData, StoredFile, StoredVar};
 
 /// The NetCDF default fill values (netCDF-C's `NC_FILL_*`).
@@ -123,7 +124,7 @@ fn map_var(var: &StoredVar, name: String, notes: &mut Vec<String>) -> Result<Arr
             });
         }
     };
-    let mut out_attrs: Vec<(String, AttrValue)> = Vec::new();
+    let mut out_attrs: Vec<(String, Attr)> = Vec::new();
     for attr in &var.attrs {
         if attr.name == "_FillValue" {
             continue;

@@ -1,11 +1,11 @@
 //! The one place this crate calls the Atlas writer: a [`Dataset`] goes into a
 //! [`atlas::DatasetWriter`] (arrays defined, written whole, attributes set).
 
-use atlas::{Attr, DatasetWriter, Element, Timestamp};
+use atlas::{DatasetWriter, Element, Timestamp};
 use ndarray::{ArrayViewD, IxDyn};
 
 use crate::error::FileError;
-use crate::model::{Array, AttrValue, Dataset, Fill, Values};
+use crate::model::{Array, Dataset, Fill, Values};
 
 /// Writes every array and attribute of `dataset` into `writer` (not finished).
 pub fn fill_writer(writer: &mut DatasetWriter, dataset: &Dataset) -> Result<(), FileError> {
@@ -13,7 +13,7 @@ pub fn fill_writer(writer: &mut DatasetWriter, dataset: &Dataset) -> Result<(), 
         write(writer, array)?;
     }
     for (key, value) in &dataset.attrs {
-        writer.set_attribute(key, attr(value))?;
+        writer.set_attribute(key, value.clone())?;
     }
     Ok(())
 }
@@ -104,34 +104,7 @@ fn write(writer: &mut DatasetWriter, a: &Array) -> Result<(), FileError> {
         }
     }?;
     for (key, value) in &a.attrs {
-        writer.set_array_attribute(&a.name, key, attr(value))?;
+        writer.set_array_attribute(&a.name, key, value.clone())?;
     }
     Ok(())
-}
-
-fn attr(value: &AttrValue) -> Attr {
-    match value.clone() {
-        AttrValue::Int8(v) => Attr::Int8(v),
-        AttrValue::Int16(v) => Attr::Int16(v),
-        AttrValue::Int32(v) => Attr::Int32(v),
-        AttrValue::Int64(v) => Attr::Int64(v),
-        AttrValue::UInt8(v) => Attr::UInt8(v),
-        AttrValue::UInt16(v) => Attr::UInt16(v),
-        AttrValue::UInt32(v) => Attr::UInt32(v),
-        AttrValue::UInt64(v) => Attr::UInt64(v),
-        AttrValue::Float32(v) => Attr::Float32(v),
-        AttrValue::Float64(v) => Attr::Float64(v),
-        AttrValue::String(v) => Attr::String(v),
-        AttrValue::Int8List(v) => Attr::Int8List(v),
-        AttrValue::Int16List(v) => Attr::Int16List(v),
-        AttrValue::Int32List(v) => Attr::Int32List(v),
-        AttrValue::Int64List(v) => Attr::Int64List(v),
-        AttrValue::UInt8List(v) => Attr::UInt8List(v),
-        AttrValue::UInt16List(v) => Attr::UInt16List(v),
-        AttrValue::UInt32List(v) => Attr::UInt32List(v),
-        AttrValue::UInt64List(v) => Attr::UInt64List(v),
-        AttrValue::Float32List(v) => Attr::Float32List(v),
-        AttrValue::Float64List(v) => Attr::Float64List(v),
-        AttrValue::StringList(v) => Attr::StringList(v),
-    }
 }
