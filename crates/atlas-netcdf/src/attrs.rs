@@ -6,16 +6,13 @@
 //! becomes a Python `int` or `float` (so `Int64` or `Float64`), text a string,
 //! and anything else the `json:`-prefixed text of `json.dumps`.
 
+use atlas::Attr;
+
 use crate::stored::StoredAttrValue;
 
-use crate::model::AttrValue;
 use crate::pyjson::{float_json, list_json, string_json};
 
-fn one_or_list<T: Copy>(
-    v: &[T],
-    one: impl Fn(T) -> AttrValue,
-    list: impl Fn(Vec<T>) -> AttrValue,
-) -> AttrValue {
+fn one_or_list<T: Copy>(v: &[T], one: impl Fn(T) -> Attr, list: impl Fn(Vec<T>) -> Attr) -> Attr {
     match v {
         [x] => one(*x),
         _ => list(v.to_vec()),
@@ -23,37 +20,37 @@ fn one_or_list<T: Copy>(
 }
 
 /// The attribute as stored, keeping its type; `None` for types Atlas cannot store.
-pub(crate) fn raw(value: &StoredAttrValue) -> Option<AttrValue> {
+pub(crate) fn raw(value: &StoredAttrValue) -> Option<Attr> {
     Some(match value {
-        StoredAttrValue::Int8(v) => one_or_list(v, AttrValue::Int8, AttrValue::Int8List),
-        StoredAttrValue::UInt8(v) => one_or_list(v, AttrValue::UInt8, AttrValue::UInt8List),
-        StoredAttrValue::Int16(v) => one_or_list(v, AttrValue::Int16, AttrValue::Int16List),
-        StoredAttrValue::UInt16(v) => one_or_list(v, AttrValue::UInt16, AttrValue::UInt16List),
-        StoredAttrValue::Int32(v) => one_or_list(v, AttrValue::Int32, AttrValue::Int32List),
-        StoredAttrValue::UInt32(v) => one_or_list(v, AttrValue::UInt32, AttrValue::UInt32List),
-        StoredAttrValue::Int64(v) => one_or_list(v, AttrValue::Int64, AttrValue::Int64List),
-        StoredAttrValue::UInt64(v) => one_or_list(v, AttrValue::UInt64, AttrValue::UInt64List),
-        StoredAttrValue::Float32(v) => one_or_list(v, AttrValue::Float32, AttrValue::Float32List),
-        StoredAttrValue::Float64(v) => one_or_list(v, AttrValue::Float64, AttrValue::Float64List),
-        StoredAttrValue::Chars(s) => AttrValue::String(s.clone()),
+        StoredAttrValue::Int8(v) => one_or_list(v, Attr::Int8, Attr::Int8List),
+        StoredAttrValue::UInt8(v) => one_or_list(v, Attr::UInt8, Attr::UInt8List),
+        StoredAttrValue::Int16(v) => one_or_list(v, Attr::Int16, Attr::Int16List),
+        StoredAttrValue::UInt16(v) => one_or_list(v, Attr::UInt16, Attr::UInt16List),
+        StoredAttrValue::Int32(v) => one_or_list(v, Attr::Int32, Attr::Int32List),
+        StoredAttrValue::UInt32(v) => one_or_list(v, Attr::UInt32, Attr::UInt32List),
+        StoredAttrValue::Int64(v) => one_or_list(v, Attr::Int64, Attr::Int64List),
+        StoredAttrValue::UInt64(v) => one_or_list(v, Attr::UInt64, Attr::UInt64List),
+        StoredAttrValue::Float32(v) => one_or_list(v, Attr::Float32, Attr::Float32List),
+        StoredAttrValue::Float64(v) => one_or_list(v, Attr::Float64, Attr::Float64List),
+        StoredAttrValue::Chars(s) => Attr::String(s.clone()),
         StoredAttrValue::Strings(v) => match v.as_slice() {
-            [s] => AttrValue::String(s.clone()),
-            _ => AttrValue::StringList(v.clone()),
+            [s] => Attr::String(s.clone()),
+            _ => Attr::StringList(v.clone()),
         },
         StoredAttrValue::Unsupported(_) => return None,
     })
 }
 
-fn ints<T: Copy + Into<i128>>(v: &[T]) -> AttrValue {
+fn ints<T: Copy + Into<i128>>(v: &[T]) -> Attr {
     match v {
         [x] => {
             let wide: i128 = (*x).into();
             match i64::try_from(wide) {
-                Ok(n) => AttrValue::Int64(n),
-                Err(_) => AttrValue::UInt64(u64::try_from(wide).unwrap_or(u64::MAX)),
+                Ok(n) => Attr::Int64(n),
+                Err(_) => Attr::UInt64(u64::try_from(wide).unwrap_or(u64::MAX)),
             }
         }
-        _ => AttrValue::String(format!(
+        _ => Attr::String(format!(
             "json:{}",
             list_json(v, |x| {
                 let wide: i128 = (*x).into();
@@ -63,10 +60,10 @@ fn ints<T: Copy + Into<i128>>(v: &[T]) -> AttrValue {
     }
 }
 
-fn floats<T: Copy + Into<f64>>(v: &[T]) -> AttrValue {
+fn floats<T: Copy + Into<f64>>(v: &[T]) -> Attr {
     match v {
-        [x] => AttrValue::Float64((*x).into()),
-        _ => AttrValue::String(format!(
+        [x] => Attr::Float64((*x).into()),
+        _ => Attr::String(format!(
             "json:{}",
             list_json(v, |x| float_json((*x).into()))
         )),
@@ -74,7 +71,7 @@ fn floats<T: Copy + Into<f64>>(v: &[T]) -> AttrValue {
 }
 
 /// The attribute as atlas-python stores it; `None` for types Atlas cannot store.
-pub(crate) fn python(value: &StoredAttrValue) -> Option<AttrValue> {
+pub(crate) fn python(value: &StoredAttrValue) -> Option<Attr> {
     Some(match value {
         StoredAttrValue::Int8(v) => ints(v),
         StoredAttrValue::UInt8(v) => ints(v),
@@ -86,10 +83,10 @@ pub(crate) fn python(value: &StoredAttrValue) -> Option<AttrValue> {
         StoredAttrValue::UInt64(v) => ints(v),
         StoredAttrValue::Float32(v) => floats(v),
         StoredAttrValue::Float64(v) => floats(v),
-        StoredAttrValue::Chars(s) => AttrValue::String(s.clone()),
+        StoredAttrValue::Chars(s) => Attr::String(s.clone()),
         StoredAttrValue::Strings(v) => match v.as_slice() {
-            [s] => AttrValue::String(s.clone()),
-            _ => AttrValue::String(format!("json:{}", list_json(v, |s| string_json(s)))),
+            [s] => Attr::String(s.clone()),
+            _ => Attr::String(format!("json:{}", list_json(v, |s| string_json(s)))),
         },
         StoredAttrValue::Unsupported(_) => return None,
     })

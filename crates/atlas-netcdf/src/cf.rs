@@ -21,11 +21,14 @@
 
 use std::collections::HashSet;
 
+use atlas::ndarray::ArrayD;
+use atlas::{ArrayData, Attr, FillValue, Timestamp};
+
 use crate::attrs;
 use crate::cftime::{TimeCoder, is_date_units};
 use crate::error::FileError;
-use crate::mapping::{Mapped, Naming, SkippedArray, check_name, dropped_attribute};
-use crate::model::{Array, AttrValue, Dataset, Fill, Values};
+use crate::mapping::{Mapped, Naming, SkippedArray, check_name, dropped_attribute, string_array};
+use crate::model::{Array, Dataset};
 use crate::pyjson::{list_json, string_json};
 use crate::raw::group_key;
 use crate::stored::{StoredAttr, StoredAttrValue, StoredData, StoredFile, StoredGroup};
@@ -69,7 +72,7 @@ pub(crate) fn map(file: &StoredFile, skip_unsupported: bool) -> Result<Mapped, F
     }
     dataset.attrs.push((
         COORDS_ATTR.to_owned(),
-        AttrValue::String(list_json(&coords_out, |s| string_json(s))),
+        Attr::String(list_json(&coords_out, |s| string_json(s))),
     ));
     Ok(Mapped {
         dataset,
@@ -183,7 +186,7 @@ fn map_group(
         }
         let name = naming.claim(&group.path, &var.name)?;
         check_name(&name, &full)?;
-        let (dims, shape, values, fill) = match &var.data {
+        let (dims, values, fill) = match &var.data {
             StoredData::Chars(strings) => {
                 let fills = string_fills(&mut vattrs);
                 pop(&mut vattrs, "_Encoding");
@@ -212,9 +215,8 @@ fn map_group(
                 mask_strings(&mut values, &fills);
                 (
                     dims,
-                    shape,
-                    Values::String(values),
-                    Some(Fill::String(String::new())),
+                    string_array(values, &shape, &full)?,
+                    Some(FillValue::String(String::new())),
                 )
             }
             StoredData::Strings(strings) => {
@@ -223,9 +225,8 @@ fn map_group(
                 mask_strings(&mut values, &fills);
                 (
                     var.dims.clone(),
-                    var.shape.clone(),
-                    Values::String(values),
-                    Some(Fill::String(String::new())),
+                    string_array(values, &var.shape, &full)?,
+                    Some(FillValue::String(String::new())),
                 )
             }
             StoredData::Num(values) => {
@@ -234,11 +235,13 @@ fn map_group(
                     out.notes.push(note);
                 }
                 let fill = match &values {
-                    Values::Float32(_) | Values::Float64(_) => Some(Fill::Float(f64::NAN)),
-                    Values::TimestampNs(_) => Some(Fill::TimestampNs(i64::MIN)),
+                    ArrayData::Float32(_) | ArrayData::Float64(_) => {
+                        Some(FillValue::Float(f64::NAN))
+                    }
+                    ArrayData::Timestamp(_) => Some(FillValue::Timestamp(Timestamp(i64::MIN))),
                     _ => None,
                 };
-                (var.dims.clone(), var.shape.clone(), values, fill)
+                (var.dims.clone(), values, fill)
             }
             StoredData::Unsupported(_) => continue,
         };
@@ -257,7 +260,6 @@ fn map_group(
             Array {
                 name,
                 dims,
-                shape,
                 chunk_shape: None,
                 fill,
                 values,
@@ -317,21 +319,26 @@ fn attr_kind(value: &StoredAttrValue) -> AttrKind {
     }
 }
 
-/// Element kind of stored values: (is float, byte width).
-fn kind_of(values: &Values) -> (bool, usize) {
+/// Element kind of stored values: (is float, byte width); width 0 for
+/// strings and binary, which are not decoded.
+fn kind_of(values: &ArrayData) -> (bool, usize) {
     match values {
-        Values::Int8(_) | Values::UInt8(_) => (false, 1),
-        Values::Int16(_) | Values::UInt16(_) => (false, 2),
-        Values::Int32(_) | Values::UInt32(_) => (false, 4),
-        Values::Int64(_) | Values::UInt64(_) | Values::TimestampNs(_) => (false, 8),
-        Values::Float32(_) => (true, 4),
-        Values::Float64(_) => (true, 8),
-        Values::String(_) => (false, 0),
+        ArrayData::Int8(_) | ArrayData::UInt8(_) => (false, 1),
+        ArrayData::Int16(_) | ArrayData::UInt16(_) => (false, 2),
+        ArrayData::Int32(_) | ArrayData::UInt32(_) => (false, 4),
+        ArrayData::Int64(_) | ArrayData::UInt64(_) | ArrayData::Timestamp(_) => (false, 8),
+        ArrayData::Float32(_) => (true, 4),
+        ArrayData::Float64(_) => (true, 8),
+        _ => (false, 0),
     }
 }
 
 /// xarray's `_choose_float_dtype`.
-fn choose_float(values: &Values, scale: Option<AttrKind>, offset: Option<AttrKind>) -> FloatKind {
+fn choose_float(
+    values: &ArrayData,
+    scale: Option<AttrKind>,
+    offset: Option<AttrKind>,
+) -> FloatKind {
     let (is_float, width) = kind_of(values);
     if scale.is_some() || offset.is_some() {
         if let (Some(s), Some(o)) = (scale, offset)
@@ -396,54 +403,71 @@ fn fill_tests(value: &StoredAttrValue) -> Vec<FillTest> {
         .collect()
 }
 
-/// Stored numbers widened for decoding: exact integers or floats, one per element.
+/// Stored numbers widened for decoding: exact integers or floats, shaped as stored.
 enum Wide {
-    Int(Vec<i128>),
-    Float(Vec<f64>),
+    Int(ArrayD<i128>),
+    Float(ArrayD<f64>),
 }
 
-fn widen(values: &Values) -> Wide {
+/// The numbers of `values`, widened; `None` for strings and binary.
+fn widen(values: &ArrayData) -> Option<Wide> {
+    fn int<T: Copy + Into<i128>>(a: &ArrayD<T>) -> Option<Wide> {
+        Some(Wide::Int(a.mapv(Into::into)))
+    }
     match values {
-        Values::Int8(v) => Wide::Int(v.iter().map(|&x| i128::from(x)).collect()),
-        Values::Int16(v) => Wide::Int(v.iter().map(|&x| i128::from(x)).collect()),
-        Values::Int32(v) => Wide::Int(v.iter().map(|&x| i128::from(x)).collect()),
-        Values::Int64(v) | Values::TimestampNs(v) => {
-            Wide::Int(v.iter().map(|&x| i128::from(x)).collect())
-        }
-        Values::UInt8(v) => Wide::Int(v.iter().map(|&x| i128::from(x)).collect()),
-        Values::UInt16(v) => Wide::Int(v.iter().map(|&x| i128::from(x)).collect()),
-        Values::UInt32(v) => Wide::Int(v.iter().map(|&x| i128::from(x)).collect()),
-        Values::UInt64(v) => Wide::Int(v.iter().map(|&x| i128::from(x)).collect()),
-        Values::Float32(v) => Wide::Float(v.iter().map(|&x| f64::from(x)).collect()),
-        Values::Float64(v) => Wide::Float(v.clone()),
-        Values::String(_) => Wide::Float(Vec::new()),
+        ArrayData::Int8(a) => int(a),
+        ArrayData::Int16(a) => int(a),
+        ArrayData::Int32(a) => int(a),
+        ArrayData::Int64(a) => int(a),
+        ArrayData::UInt8(a) => int(a),
+        ArrayData::UInt16(a) => int(a),
+        ArrayData::UInt32(a) => int(a),
+        ArrayData::UInt64(a) => int(a),
+        ArrayData::Timestamp(a) => Some(Wide::Int(a.mapv(|t| i128::from(t.nanos())))),
+        ArrayData::Float32(a) => Some(Wide::Float(a.mapv(f64::from))),
+        ArrayData::Float64(a) => Some(Wide::Float(a.clone())),
+        _ => None,
     }
 }
 
-fn reinterpret_unsigned(values: Values, unsigned: bool) -> Values {
+/// `f` of every element, in the same shape; the first error stops it.
+fn try_map<A: Copy, B>(
+    a: &ArrayD<A>,
+    variable: &str,
+    f: impl FnMut(A) -> Result<B, FileError>,
+) -> Result<ArrayD<B>, FileError> {
+    let out = a.iter().copied().map(f).collect::<Result<Vec<B>, _>>()?;
+    ArrayD::from_shape_vec(a.raw_dim(), out).map_err(|e| FileError::Shape {
+        variable: variable.to_owned(),
+        reason: e.to_string(),
+    })
+}
+
+fn reinterpret_unsigned(values: ArrayData, unsigned: bool) -> ArrayData {
     match (values, unsigned) {
-        (Values::Int8(v), true) => Values::UInt8(v.into_iter().map(|x| x as u8).collect()),
-        (Values::Int16(v), true) => Values::UInt16(v.into_iter().map(|x| x as u16).collect()),
-        (Values::Int32(v), true) => Values::UInt32(v.into_iter().map(|x| x as u32).collect()),
-        (Values::Int64(v), true) => Values::UInt64(v.into_iter().map(|x| x as u64).collect()),
-        (Values::UInt8(v), false) => Values::Int8(v.into_iter().map(|x| x as i8).collect()),
-        (Values::UInt16(v), false) => Values::Int16(v.into_iter().map(|x| x as i16).collect()),
-        (Values::UInt32(v), false) => Values::Int32(v.into_iter().map(|x| x as i32).collect()),
-        (Values::UInt64(v), false) => Values::Int64(v.into_iter().map(|x| x as i64).collect()),
+        (ArrayData::Int8(v), true) => ArrayData::UInt8(v.mapv(|x| x as u8)),
+        (ArrayData::Int16(v), true) => ArrayData::UInt16(v.mapv(|x| x as u16)),
+        (ArrayData::Int32(v), true) => ArrayData::UInt32(v.mapv(|x| x as u32)),
+        (ArrayData::Int64(v), true) => ArrayData::UInt64(v.mapv(|x| x as u64)),
+        (ArrayData::UInt8(v), false) => ArrayData::Int8(v.mapv(|x| x as i8)),
+        (ArrayData::UInt16(v), false) => ArrayData::Int16(v.mapv(|x| x as i16)),
+        (ArrayData::UInt32(v), false) => ArrayData::Int32(v.mapv(|x| x as i32)),
+        (ArrayData::UInt64(v), false) => ArrayData::Int64(v.mapv(|x| x as i64)),
         (other, _) => other,
     }
 }
 
 /// Reinterprets a fill the way `_Unsigned` reinterprets the data.
-fn reinterpret_fill(test: FillTest, values: &Values) -> FillTest {
+fn reinterpret_fill(test: FillTest, values: &ArrayData) -> FillTest {
     let Some(n) = test.int else { return test };
     let (_, width) = kind_of(values);
     let bits = u32::try_from(width * 8).unwrap_or(64);
     let modulus = 1i128 << bits;
     let wrapped = match values {
-        Values::UInt8(_) | Values::UInt16(_) | Values::UInt32(_) | Values::UInt64(_) => {
-            n.rem_euclid(modulus)
-        }
+        ArrayData::UInt8(_)
+        | ArrayData::UInt16(_)
+        | ArrayData::UInt32(_)
+        | ArrayData::UInt64(_) => n.rem_euclid(modulus),
         _ => {
             let m = n.rem_euclid(modulus);
             if m >= modulus / 2 { m - modulus } else { m }
@@ -470,11 +494,14 @@ enum WideItem {
 
 /// Decodes one numeric variable as xarray does; pops the attributes it consumes.
 fn decode_numeric(
-    values: Values,
+    values: ArrayData,
     vattrs: &mut Vec<StoredAttr>,
     variable: &str,
-) -> Result<(Values, Option<String>), FileError> {
+) -> Result<(ArrayData, Option<String>), FileError> {
     let mut values = values;
+    if kind_of(&values).1 == 0 {
+        return Ok((values, None)); // strings or binary: nothing to decode
+    }
     // _Unsigned
     let mut unsigned_flip = None;
     if let Some(flag) = pop(vattrs, "_Unsigned").as_ref().and_then(attrs::text) {
@@ -482,7 +509,10 @@ fn decode_numeric(
         if !is_float {
             let signed = matches!(
                 values,
-                Values::Int8(_) | Values::Int16(_) | Values::Int32(_) | Values::Int64(_)
+                ArrayData::Int8(_)
+                    | ArrayData::Int16(_)
+                    | ArrayData::Int32(_)
+                    | ArrayData::Int64(_)
             );
             if flag == "true" && signed {
                 unsigned_flip = Some(true);
@@ -537,7 +567,9 @@ fn decode_numeric(
         None
     };
     let mut int_is_time = false;
-    let mut wide = widen(&values);
+    let Some(mut wide) = widen(&values) else {
+        return Ok((values, None));
+    };
     if !fills.is_empty() {
         let target = if packed {
             Some(choose_float(&values, scale_kind, offset_kind))
@@ -553,40 +585,28 @@ fn decode_numeric(
         wide = match (wide, target) {
             (Wide::Int(v), None) => {
                 int_is_time = true;
-                Wide::Int(
-                    v.into_iter()
-                        .map(|n| {
-                            if is_fill(&WideItem::Int(n), &fills) {
-                                i128::from(i64::MIN)
-                            } else {
-                                n
-                            }
-                        })
-                        .collect(),
-                )
+                Wide::Int(v.mapv_into(|n| {
+                    if is_fill(&WideItem::Int(n), &fills) {
+                        i128::from(i64::MIN)
+                    } else {
+                        n
+                    }
+                }))
             }
-            (Wide::Int(v), Some(k)) => Wide::Float(
-                v.into_iter()
-                    .map(|n| {
-                        if is_fill(&WideItem::Int(n), &fills) {
-                            f64::NAN
-                        } else {
-                            round_to(n as f64, k)
-                        }
-                    })
-                    .collect(),
-            ),
-            (Wide::Float(v), _) => Wide::Float(
-                v.into_iter()
-                    .map(|x| {
-                        if is_fill(&WideItem::Float(x), &fills) {
-                            f64::NAN
-                        } else {
-                            x
-                        }
-                    })
-                    .collect(),
-            ),
+            (Wide::Int(v), Some(k)) => Wide::Float(v.mapv(|n| {
+                if is_fill(&WideItem::Int(n), &fills) {
+                    f64::NAN
+                } else {
+                    round_to(n as f64, k)
+                }
+            })),
+            (Wide::Float(v), _) => Wide::Float(v.mapv_into(|x| {
+                if is_fill(&WideItem::Float(x), &fills) {
+                    f64::NAN
+                } else {
+                    x
+                }
+            })),
         };
         if target.is_some() {
             kind = target;
@@ -607,35 +627,32 @@ fn decode_numeric(
         } else {
             kind.unwrap_or(FloatKind::F64)
         };
-        let floats: Vec<f64> = match wide {
-            Wide::Int(v) => v.into_iter().map(|n| round_to(n as f64, target)).collect(),
-            Wide::Float(v) => v.into_iter().map(|x| round_to(x, target)).collect(),
+        let floats: ArrayD<f64> = match wide {
+            Wide::Int(v) => v.mapv(|n| round_to(n as f64, target)),
+            Wide::Float(v) => v.mapv_into(|x| round_to(x, target)),
         };
-        let floats = floats
-            .into_iter()
-            .map(|x| match target {
-                FloatKind::F32 => {
-                    let mut y = x as f32;
-                    if let Some(s) = scale {
-                        y *= s as f32;
-                    }
-                    if let Some(o) = offset {
-                        y += o as f32;
-                    }
-                    f64::from(y)
+        let floats = floats.mapv_into(|x| match target {
+            FloatKind::F32 => {
+                let mut y = x as f32;
+                if let Some(s) = scale {
+                    y *= s as f32;
                 }
-                FloatKind::F64 => {
-                    let mut y = x;
-                    if let Some(s) = scale {
-                        y *= s;
-                    }
-                    if let Some(o) = offset {
-                        y += o;
-                    }
-                    y
+                if let Some(o) = offset {
+                    y += o as f32;
                 }
-            })
-            .collect();
+                f64::from(y)
+            }
+            FloatKind::F64 => {
+                let mut y = x;
+                if let Some(s) = scale {
+                    y *= s;
+                }
+                if let Some(o) = offset {
+                    y += o;
+                }
+                y
+            }
+        });
         wide = Wide::Float(floats);
         kind = Some(target);
     }
@@ -654,38 +671,33 @@ fn decode_numeric(
             variable: variable.to_owned(),
             reason,
         };
-        let stamps: Vec<i64> = match wide {
-            Wide::Int(v) => v
-                .into_iter()
-                .map(|n| {
-                    // numpy casts to int64 first (a uint64 wraps); int64::MIN is NaT.
-                    let n = n as i64;
-                    coder.decode_int((n != i64::MIN).then_some(n)).map_err(err)
-                })
-                .collect::<Result<_, _>>()?,
-            Wide::Float(v) => v
-                .into_iter()
-                .map(|x| coder.decode_float(x).map_err(err))
-                .collect::<Result<_, _>>()?,
+        let stamps = match wide {
+            Wide::Int(v) => try_map(&v, variable, |n| {
+                // numpy casts to int64 first (a uint64 wraps); int64::MIN is NaT.
+                let n = n as i64;
+                let nanos = coder.decode_int((n != i64::MIN).then_some(n));
+                nanos.map(Timestamp).map_err(err)
+            })?,
+            Wide::Float(v) => try_map(&v, variable, |x| {
+                coder.decode_float(x).map(Timestamp).map_err(err)
+            })?,
         };
-        return Ok((Values::TimestampNs(stamps), None));
+        return Ok((ArrayData::Timestamp(stamps), None));
     }
     // BooleanCoder: xarray turns `dtype = "bool"` into numpy bool, which atlas-python cannot store.
-    let is_bool = matches!(values, Values::Int8(_))
+    let is_bool = matches!(values, ArrayData::Int8(_))
         && text_attr(vattrs, "dtype").is_some_and(|d| d == "bool");
     if is_bool && let Wide::Int(v) = &wide {
         pop(vattrs, "dtype");
-        let bits = v.iter().map(|&n| u8::from(n != 0)).collect();
+        let bits = v.mapv(|n| u8::from(n != 0));
         let note = format!(
             "{variable}: a bool variable (dtype = \"bool\") stored as uint8 0/1; Atlas has no bool arrays"
         );
-        return Ok((Values::UInt8(bits), Some(note)));
+        return Ok((ArrayData::UInt8(bits), Some(note)));
     }
     let out = match (wide, kind) {
-        (Wide::Float(v), Some(FloatKind::F32)) => {
-            Values::Float32(v.into_iter().map(|x| x as f32).collect())
-        }
-        (Wide::Float(v), _) => Values::Float64(v),
+        (Wide::Float(v), Some(FloatKind::F32)) => ArrayData::Float32(v.mapv(|x| x as f32)),
+        (Wide::Float(v), _) => ArrayData::Float64(v),
         (Wide::Int(_), _) => values,
     };
     Ok((out, None))

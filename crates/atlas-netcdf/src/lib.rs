@@ -52,5 +52,7 @@ pub use ingest::{
     ingest, ingest_with_progress, map_file, map_stored, read_stored,
 };
 pub use mapping::{Mapped, SkippedArray};
-pub use model::{Array, AttrValue, Dataset, Fill, Values};
-pub use stored::{StoredAttr, StoredAttrValue, StoredData, StoredFile, StoredGroup, StoredVar};
+pub use model::{Array, Dataset};
+pub use stored::{
+    StoredAttr, StoredAttrValue, StoredData, StoredFile, StoredGroup, StoredVar, shaped,
+};

@@ -2,6 +2,9 @@
 
 use std::collections::HashMap;
 
+use atlas::ArrayData;
+use atlas::ndarray::{ArrayD, IxDyn};
+
 use crate::error::FileError;
 use crate::model::Dataset;
 
@@ -74,4 +77,26 @@ pub(crate) fn check_name(name: &str, variable: &str) -> Result<(), FileError> {
 /// The note for an attribute of a type Atlas cannot store, which is left out.
 pub(crate) fn dropped_attribute(owner: &str, key: &str) -> String {
     format!("attribute {key:?} of {owner} has a type Atlas cannot store and was left out")
+}
+
+/// Row-major strings as a string array of `shape` ([`FileError::Shape`] when
+/// they do not fill it). `variable` names it in the error.
+pub(crate) fn string_array(
+    values: Vec<String>,
+    shape: &[u64],
+    variable: &str,
+) -> Result<ArrayData, FileError> {
+    let shape_error = |reason: String| FileError::Shape {
+        variable: variable.to_owned(),
+        reason,
+    };
+    let dims = shape
+        .iter()
+        .map(|&l| usize::try_from(l))
+        .collect::<Result<Vec<usize>, _>>()
+        .map_err(|_| shape_error("an axis does not fit this platform".into()))?;
+    let count = values.len();
+    ArrayD::from_shape_vec(IxDyn(&dims), values)
+        .map(ArrayData::String)
+        .map_err(|e| shape_error(format!("{count} strings for shape {shape:?}: {e}")))
 }

@@ -6,12 +6,13 @@
 //! "missing"); every other attribute keeps its type. Global attributes become
 //! dataset attributes. Nothing is unpacked, masked or decoded.
 
+use atlas::{ArrayData, Attr, FillValue, Timestamp};
 use netcdf_core_fills as fills;
 
 use crate::attrs;
 use crate::error::FileError;
-use crate::mapping::{Mapped, Naming, SkippedArray, check_name, dropped_attribute};
-use crate::model::{Array, AttrValue, Dataset, Fill, Values};
+use crate::mapping::{Mapped, Naming, SkippedArray, check_name, dropped_attribute, string_array};
+use crate::model::{Array, Dataset};
 use crate::stored::{StoredAttrValue, StoredData, StoredFile, StoredVar};
 
 /// The NetCDF default fill values (netCDF-C's `NC_FILL_*`).
@@ -80,16 +81,12 @@ pub(crate) fn group_key(path: &[String], key: &str) -> String {
 
 fn map_var(var: &StoredVar, name: String, notes: &mut Vec<String>) -> Result<Array, FileError> {
     let declared = var.attr("_FillValue").map(|a| &a.value);
-    let (dims, shape, values, fill) = match &var.data {
-        StoredData::Num(values) => {
-            let fill = numeric_fill(values, declared);
-            (
-                var.dims.clone(),
-                var.shape.clone(),
-                values.clone(),
-                Some(fill),
-            )
-        }
+    let (dims, values, fill) = match &var.data {
+        StoredData::Num(values) => (
+            var.dims.clone(),
+            values.clone(),
+            numeric_fill(values, declared),
+        ),
         StoredData::Chars(strings) => {
             let n = var.dims.len().saturating_sub(1);
             let fill = var
@@ -99,9 +96,8 @@ fn map_var(var: &StoredVar, name: String, notes: &mut Vec<String>) -> Result<Arr
                 .unwrap_or_default();
             (
                 var.dims[..n].to_vec(),
-                var.shape[..n].to_vec(),
-                Values::String(strings.clone()),
-                Some(Fill::String(fill)),
+                string_array(strings.clone(), &var.shape[..n], &name)?,
+                Some(FillValue::String(fill)),
             )
         }
         StoredData::Strings(strings) => {
@@ -111,9 +107,8 @@ fn map_var(var: &StoredVar, name: String, notes: &mut Vec<String>) -> Result<Arr
                 .unwrap_or_default();
             (
                 var.dims.clone(),
-                var.shape.clone(),
-                Values::String(strings.clone()),
-                Some(Fill::String(fill)),
+                string_array(strings.clone(), &var.shape, &name)?,
+                Some(FillValue::String(fill)),
             )
         }
         StoredData::Unsupported(dtype) => {
@@ -123,7 +118,7 @@ fn map_var(var: &StoredVar, name: String, notes: &mut Vec<String>) -> Result<Arr
             });
         }
     };
-    let mut out_attrs: Vec<(String, AttrValue)> = Vec::new();
+    let mut out_attrs: Vec<(String, Attr)> = Vec::new();
     for attr in &var.attrs {
         if attr.name == "_FillValue" {
             continue;
@@ -136,7 +131,6 @@ fn map_var(var: &StoredVar, name: String, notes: &mut Vec<String>) -> Result<Arr
     Ok(Array {
         name,
         dims,
-        shape,
         chunk_shape: None,
         fill,
         values,
@@ -144,30 +138,87 @@ fn map_var(var: &StoredVar, name: String, notes: &mut Vec<String>) -> Result<Arr
     })
 }
 
-/// The declared `_FillValue` (converted to the array's type) or NetCDF's default.
-fn numeric_fill(values: &Values, declared: Option<&StoredAttrValue>) -> Fill {
+/// The declared `_FillValue` (converted to the array's type) or NetCDF's
+/// default. A declared integer beyond 64 bits falls back to the default; one
+/// within 64 bits that the type cannot hold leaves the array without a fill.
+fn numeric_fill(values: &ArrayData, declared: Option<&StoredAttrValue>) -> Option<FillValue> {
     let exact = declared.and_then(attrs::first_integer);
     let float = declared
         .and_then(attrs::numbers)
         .and_then(|v| v.first().copied());
-    // A declared fill that does not fit the type falls back to the default.
-    let int =
-        |default: i64| Fill::Int(exact.and_then(|n| i64::try_from(n).ok()).unwrap_or(default));
-    let uint =
-        |default: u64| Fill::UInt(exact.and_then(|n| u64::try_from(n).ok()).unwrap_or(default));
-    let declared = float;
+    fn int<T: TryFrom<i64>>(exact: Option<i128>, default: i64) -> Option<FillValue> {
+        let n = exact.and_then(|n| i64::try_from(n).ok()).unwrap_or(default);
+        T::try_from(n).is_ok().then_some(FillValue::Int(n))
+    }
+    fn uint<T: TryFrom<u64>>(exact: Option<i128>, default: u64) -> Option<FillValue> {
+        let n = exact.and_then(|n| u64::try_from(n).ok()).unwrap_or(default);
+        T::try_from(n).is_ok().then_some(FillValue::UInt(n))
+    }
     match values {
-        Values::Int8(_) => int(fills::BYTE),
-        Values::Int16(_) => int(fills::SHORT),
-        Values::Int32(_) => int(fills::INT),
-        Values::Int64(_) => int(fills::INT64),
-        Values::UInt8(_) => uint(fills::UBYTE),
-        Values::UInt16(_) => uint(fills::USHORT),
-        Values::UInt32(_) => uint(fills::UINT),
-        Values::UInt64(_) => uint(fills::UINT64),
-        Values::Float32(_) => Fill::Float(f64::from(declared.map_or(fills::FLOAT, |f| f as f32))),
-        Values::Float64(_) => Fill::Float(declared.unwrap_or(fills::DOUBLE)),
-        Values::TimestampNs(_) => Fill::TimestampNs(i64::MIN),
-        Values::String(_) => Fill::String(String::new()),
+        ArrayData::Int8(_) => int::<i8>(exact, fills::BYTE),
+        ArrayData::Int16(_) => int::<i16>(exact, fills::SHORT),
+        ArrayData::Int32(_) => int::<i32>(exact, fills::INT),
+        ArrayData::Int64(_) => int::<i64>(exact, fills::INT64),
+        ArrayData::UInt8(_) => uint::<u8>(exact, fills::UBYTE),
+        ArrayData::UInt16(_) => uint::<u16>(exact, fills::USHORT),
+        ArrayData::UInt32(_) => uint::<u32>(exact, fills::UINT),
+        ArrayData::UInt64(_) => uint::<u64>(exact, fills::UINT64),
+        ArrayData::Float32(_) => Some(FillValue::Float(f64::from(
+            float.map_or(fills::FLOAT, |f| f as f32),
+        ))),
+        ArrayData::Float64(_) => Some(FillValue::Float(float.unwrap_or(fills::DOUBLE))),
+        ArrayData::Timestamp(_) => Some(FillValue::Timestamp(Timestamp(i64::MIN))),
+        ArrayData::String(_) => Some(FillValue::String(String::new())),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use atlas::ndarray::ArrayD;
+
+    use super::*;
+
+    fn int8() -> ArrayData {
+        ArrayData::Int8(ArrayD::from_elem(vec![2], 0))
+    }
+
+    #[test]
+    fn a_declared_fill_is_kept_in_the_variant_of_the_type() {
+        let declared = StoredAttrValue::Int16(vec![-5]);
+        assert_eq!(
+            numeric_fill(&int8(), Some(&declared)),
+            Some(FillValue::Int(-5))
+        );
+        let u16s = ArrayData::UInt16(ArrayD::from_elem(vec![1], 0));
+        assert_eq!(
+            numeric_fill(&u16s, Some(&StoredAttrValue::Int32(vec![7]))),
+            Some(FillValue::UInt(7))
+        );
+    }
+
+    #[test]
+    fn a_declared_fill_the_type_cannot_hold_leaves_no_fill() {
+        let declared = StoredAttrValue::Int32(vec![300]);
+        assert_eq!(numeric_fill(&int8(), Some(&declared)), None);
+    }
+
+    #[test]
+    fn a_declared_fill_beyond_64_bits_falls_back_to_the_default() {
+        let declared = StoredAttrValue::UInt64(vec![u64::MAX]);
+        assert_eq!(
+            numeric_fill(&int8(), Some(&declared)),
+            Some(FillValue::Int(fills::BYTE))
+        );
+    }
+
+    #[test]
+    fn a_float32_fill_is_rounded_to_float32() {
+        let f32s = ArrayData::Float32(ArrayD::from_elem(vec![1], 0.0));
+        let declared = StoredAttrValue::Float64(vec![0.1]);
+        assert_eq!(
+            numeric_fill(&f32s, Some(&declared)),
+            Some(FillValue::Float(f64::from(0.1f32)))
+        );
     }
 }

@@ -4,11 +4,14 @@
 
 use std::path::Path;
 
+use atlas::ArrayData;
+use atlas::ndarray::ArrayD;
 use netcdf_reader::{NcAttrValue, NcAttribute, NcFile, NcGroup, NcReadable, NcType, NcVariable};
 
 use crate::error::FileError;
-use crate::model::Values;
-use crate::stored::{StoredAttr, StoredAttrValue, StoredData, StoredFile, StoredGroup, StoredVar};
+use crate::stored::{
+    StoredAttr, StoredAttrValue, StoredData, StoredFile, StoredGroup, StoredVar, shaped,
+};
 
 /// Opens `path` and reads every variable.
 pub(crate) fn read_file(path: &Path) -> Result<StoredFile, FileError> {
@@ -51,29 +54,30 @@ fn read_num<T: NcReadable + Clone>(
     file: &NcFile,
     full: &str,
     shape: &mut Vec<u64>,
-) -> Result<Vec<T>, FileError> {
+) -> Result<ArrayD<T>, FileError> {
     let arr = file.read_variable::<T>(full)?;
     // The data's own shape wins (a record variable's length is the record count).
     if arr.ndim() == shape.len() {
         *shape = arr.shape().iter().map(|&l| l as u64).collect();
+        return Ok(arr);
     }
-    Ok(arr.iter().cloned().collect())
+    Ok(shaped(arr.iter().cloned().collect(), shape))
 }
 
 fn read_var(file: &NcFile, var: &NcVariable, full: &str) -> Result<StoredVar, FileError> {
     let dims: Vec<String> = var.dimensions.iter().map(|d| d.name.clone()).collect();
     let mut shape: Vec<u64> = var.dimensions.iter().map(|d| d.size).collect();
     let data = match &var.dtype {
-        NcType::Byte => StoredData::Num(Values::Int8(read_num(file, full, &mut shape)?)),
-        NcType::UByte => StoredData::Num(Values::UInt8(read_num(file, full, &mut shape)?)),
-        NcType::Short => StoredData::Num(Values::Int16(read_num(file, full, &mut shape)?)),
-        NcType::UShort => StoredData::Num(Values::UInt16(read_num(file, full, &mut shape)?)),
-        NcType::Int => StoredData::Num(Values::Int32(read_num(file, full, &mut shape)?)),
-        NcType::UInt => StoredData::Num(Values::UInt32(read_num(file, full, &mut shape)?)),
-        NcType::Int64 => StoredData::Num(Values::Int64(read_num(file, full, &mut shape)?)),
-        NcType::UInt64 => StoredData::Num(Values::UInt64(read_num(file, full, &mut shape)?)),
-        NcType::Float => StoredData::Num(Values::Float32(read_num(file, full, &mut shape)?)),
-        NcType::Double => StoredData::Num(Values::Float64(read_num(file, full, &mut shape)?)),
+        NcType::Byte => StoredData::Num(ArrayData::Int8(read_num(file, full, &mut shape)?)),
+        NcType::UByte => StoredData::Num(ArrayData::UInt8(read_num(file, full, &mut shape)?)),
+        NcType::Short => StoredData::Num(ArrayData::Int16(read_num(file, full, &mut shape)?)),
+        NcType::UShort => StoredData::Num(ArrayData::UInt16(read_num(file, full, &mut shape)?)),
+        NcType::Int => StoredData::Num(ArrayData::Int32(read_num(file, full, &mut shape)?)),
+        NcType::UInt => StoredData::Num(ArrayData::UInt32(read_num(file, full, &mut shape)?)),
+        NcType::Int64 => StoredData::Num(ArrayData::Int64(read_num(file, full, &mut shape)?)),
+        NcType::UInt64 => StoredData::Num(ArrayData::UInt64(read_num(file, full, &mut shape)?)),
+        NcType::Float => StoredData::Num(ArrayData::Float32(read_num(file, full, &mut shape)?)),
+        NcType::Double => StoredData::Num(ArrayData::Float64(read_num(file, full, &mut shape)?)),
         NcType::Char => {
             let count = strings_expected(&shape[..shape.len().saturating_sub(1)]);
             if count == Some(0) {

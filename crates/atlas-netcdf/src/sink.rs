@@ -1,11 +1,11 @@
 //! The one place this crate calls the Atlas writer: a [`Dataset`] goes into a
 //! [`atlas::DatasetWriter`] (arrays defined, written whole, attributes set).
 
-use atlas::{Attr, DatasetWriter, Element, Timestamp};
-use ndarray::{ArrayViewD, IxDyn};
+use atlas::ndarray::ArrayD;
+use atlas::{DatasetWriter, Element, for_each_array_data};
 
 use crate::error::FileError;
-use crate::model::{Array, AttrValue, Dataset, Fill, Values};
+use crate::model::{Array, Dataset};
 
 /// Writes every array and attribute of `dataset` into `writer` (not finished).
 pub fn fill_writer(writer: &mut DatasetWriter, dataset: &Dataset) -> Result<(), FileError> {
@@ -13,125 +13,51 @@ pub fn fill_writer(writer: &mut DatasetWriter, dataset: &Dataset) -> Result<(), 
         write(writer, array)?;
     }
     for (key, value) in &dataset.attrs {
-        writer.set_attribute(key, attr(value))?;
+        writer.set_attribute(key, value.clone())?;
     }
     Ok(())
 }
 
-fn shape_usize(array: &Array) -> Result<Vec<usize>, FileError> {
-    array
-        .shape
-        .iter()
-        .map(|&l| usize::try_from(l))
-        .collect::<Result<_, _>>()
-        .map_err(|_| FileError::Shape {
+fn write(writer: &mut DatasetWriter, array: &Array) -> Result<(), FileError> {
+    for_each_array_data!(&array.values, data => put(writer, array, data), _ => {
+        Err(FileError::Unsupported {
             variable: array.name.clone(),
-            reason: "an axis does not fit this platform".into(),
+            dtype: array.values.dtype().to_string(),
         })
+    })?;
+    for (key, value) in &array.attrs {
+        writer.set_array_attribute(&array.name, key, value.clone())?;
+    }
+    Ok(())
 }
 
-fn put<T: Element + Clone>(
+/// Defines `array` with the element type of `data` and writes `data` whole.
+fn put<T: Element>(
     writer: &mut DatasetWriter,
     array: &Array,
-    data: &[T],
-    fill: Option<T>,
+    data: &ArrayD<T>,
 ) -> Result<(), FileError> {
     let dims: Vec<&str> = array.dims.iter().map(String::as_str).collect();
-    writer.define_array::<T>(
+    let shape = data
+        .shape()
+        .iter()
+        .map(|&l| u64::try_from(l))
+        .collect::<Result<Vec<u64>, _>>()
+        .map_err(|_| FileError::Shape {
+            variable: array.name.clone(),
+            reason: "an axis does not fit 64 bits".into(),
+        })?;
+    writer.define_array_with_fill::<T>(
         &array.name,
         &dims,
-        &array.shape,
+        &shape,
         array.chunk_shape.as_deref(),
-        fill,
+        array.fill.clone(),
     )?;
     if data.is_empty() {
         return Ok(());
     }
-    let shape = shape_usize(array)?;
-    let view = ArrayViewD::from_shape(IxDyn(&shape), data).map_err(|e| FileError::Shape {
-        variable: array.name.clone(),
-        reason: format!("{} values for shape {:?}: {e}", data.len(), array.shape),
-    })?;
     let origin = vec![0u64; shape.len()];
-    writer.write_array(&array.name, &origin, view)?;
+    writer.write_array(&array.name, &origin, data.as_standard_layout().view())?;
     Ok(())
-}
-
-fn int_fill<T: TryFrom<i64> + TryFrom<u64>>(fill: &Option<Fill>) -> Option<T> {
-    match fill {
-        Some(Fill::Int(v)) => T::try_from(*v).ok(),
-        Some(Fill::UInt(v)) => T::try_from(*v).ok(),
-        _ => None,
-    }
-}
-
-fn float_fill(fill: &Option<Fill>) -> Option<f64> {
-    match fill {
-        Some(Fill::Float(v)) => Some(*v),
-        Some(Fill::Int(v)) => Some(*v as f64),
-        Some(Fill::UInt(v)) => Some(*v as f64),
-        _ => None,
-    }
-}
-
-fn write(writer: &mut DatasetWriter, a: &Array) -> Result<(), FileError> {
-    let f = &a.fill;
-    match &a.values {
-        Values::Int8(v) => put(writer, a, v, int_fill(f)),
-        Values::Int16(v) => put(writer, a, v, int_fill(f)),
-        Values::Int32(v) => put(writer, a, v, int_fill(f)),
-        Values::Int64(v) => put(writer, a, v, int_fill(f)),
-        Values::UInt8(v) => put(writer, a, v, int_fill(f)),
-        Values::UInt16(v) => put(writer, a, v, int_fill(f)),
-        Values::UInt32(v) => put(writer, a, v, int_fill(f)),
-        Values::UInt64(v) => put(writer, a, v, int_fill(f)),
-        Values::Float32(v) => put(writer, a, v, float_fill(f).map(|x| x as f32)),
-        Values::Float64(v) => put(writer, a, v, float_fill(f)),
-        Values::TimestampNs(v) => {
-            let stamps: Vec<Timestamp> = v.iter().map(|&n| Timestamp(n)).collect();
-            let fill = match f {
-                Some(Fill::TimestampNs(n)) | Some(Fill::Int(n)) => Some(Timestamp(*n)),
-                _ => None,
-            };
-            put(writer, a, &stamps, fill)
-        }
-        Values::String(v) => {
-            let fill = match f {
-                Some(Fill::String(s)) => Some(s.clone()),
-                _ => None,
-            };
-            put(writer, a, v, fill)
-        }
-    }?;
-    for (key, value) in &a.attrs {
-        writer.set_array_attribute(&a.name, key, attr(value))?;
-    }
-    Ok(())
-}
-
-fn attr(value: &AttrValue) -> Attr {
-    match value.clone() {
-        AttrValue::Int8(v) => Attr::Int8(v),
-        AttrValue::Int16(v) => Attr::Int16(v),
-        AttrValue::Int32(v) => Attr::Int32(v),
-        AttrValue::Int64(v) => Attr::Int64(v),
-        AttrValue::UInt8(v) => Attr::UInt8(v),
-        AttrValue::UInt16(v) => Attr::UInt16(v),
-        AttrValue::UInt32(v) => Attr::UInt32(v),
-        AttrValue::UInt64(v) => Attr::UInt64(v),
-        AttrValue::Float32(v) => Attr::Float32(v),
-        AttrValue::Float64(v) => Attr::Float64(v),
-        AttrValue::String(v) => Attr::String(v),
-        AttrValue::Int8List(v) => Attr::Int8List(v),
-        AttrValue::Int16List(v) => Attr::Int16List(v),
-        AttrValue::Int32List(v) => Attr::Int32List(v),
-        AttrValue::Int64List(v) => Attr::Int64List(v),
-        AttrValue::UInt8List(v) => Attr::UInt8List(v),
-        AttrValue::UInt16List(v) => Attr::UInt16List(v),
-        AttrValue::UInt32List(v) => Attr::UInt32List(v),
-        AttrValue::UInt64List(v) => Attr::UInt64List(v),
-        AttrValue::Float32List(v) => Attr::Float32List(v),
-        AttrValue::Float64List(v) => Attr::Float64List(v),
-        AttrValue::StringList(v) => Attr::StringList(v),
-    }
 }

@@ -7,15 +7,18 @@
 //! CF rules live in one place. [`StoredFile::check`] refuses data that does
 //! not match its declared shape before any mapping sees it.
 
+use atlas::ArrayData;
+use atlas::ndarray::{Array1, ArrayD, IxDyn};
+
 use crate::error::FileError;
-use crate::model::Values;
 
 /// A variable's values as the file stores them.
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
 pub enum StoredData {
-    /// Numbers, in the stored type, row-major.
-    Num(Values),
+    /// Numbers in the stored type (timestamps for a front end that has
+    /// them already), shaped as the variable ([`StoredVar::shape`]).
+    Num(ArrayData),
     /// A char array read as text along its last dimension: one string per
     /// position of the leading dimensions, trailing NULs removed (see
     /// [`StoredData::chars_from_bytes`]).
@@ -175,7 +178,18 @@ impl StoredVar {
             )));
         }
         let (expected, got) = match &self.data {
-            StoredData::Num(values) => (element_count(&self.shape), values.len()),
+            StoredData::Num(values) => {
+                let same = values.shape().len() == self.shape.len()
+                    && values
+                        .shape()
+                        .iter()
+                        .zip(&self.shape)
+                        .all(|(&a, &b)| u64::try_from(a).is_ok_and(|a| a == b));
+                if same {
+                    return Ok(());
+                }
+                (element_count(&self.shape), values.len())
+            }
             StoredData::Strings(values) => (element_count(&self.shape), values.len()),
             StoredData::Chars(values) => {
                 let leading = &self.shape[..self.shape.len().saturating_sub(1)];
@@ -184,7 +198,14 @@ impl StoredVar {
             StoredData::Unsupported(_) => return Ok(()),
         };
         match expected {
-            Some(n) if n == got => Ok(()),
+            Some(n) if n == got => match &self.data {
+                StoredData::Num(values) => Err(shape_error(format!(
+                    "values shaped {:?} for shape {:?}",
+                    values.shape(),
+                    self.shape
+                ))),
+                _ => Ok(()),
+            },
             Some(n) => Err(shape_error(format!(
                 "{got} values for shape {:?} ({n} expected)",
                 self.shape
@@ -228,6 +249,22 @@ impl StoredFile {
     }
 }
 
+/// Row-major `values` as an array of `shape`, for [`StoredData::Num`]; as
+/// one axis when they do not fill `shape`, so that [`StoredFile::check`]
+/// reports the mismatch rather than each caller.
+pub fn shaped<T>(values: Vec<T>, shape: &[u64]) -> ArrayD<T> {
+    let dims: Option<Vec<usize>> = shape.iter().map(|&l| usize::try_from(l).ok()).collect();
+    match dims {
+        Some(dims) if element_count(shape) == Some(values.len()) => {
+            // Cannot fail: the element count was just checked. Were it to,
+            // the empty array would fail the check like any mismatch.
+            ArrayD::from_shape_vec(IxDyn(&dims), values)
+                .unwrap_or_else(|_| Array1::from_vec(Vec::new()).into_dyn())
+        }
+        _ => Array1::from_vec(values).into_dyn(),
+    }
+}
+
 /// Elements a shape holds, `None` when that overflows `usize`.
 fn element_count(shape: &[u64]) -> Option<usize> {
     shape.iter().try_fold(1usize, |acc, &l| {
@@ -266,7 +303,7 @@ mod tests {
                     dims: vec!["n".into()],
                     shape: vec![3],
                     attrs: Vec::new(),
-                    data: StoredData::Num(Values::Float32(vec![1.0, 2.0])),
+                    data: StoredData::Num(ArrayData::Float32(shaped(vec![1.0, 2.0], &[3]))),
                 }],
                 ..StoredGroup::default()
             }],
@@ -287,13 +324,46 @@ mod tests {
                     dims: vec![],
                     shape: vec![1],
                     attrs: Vec::new(),
-                    data: StoredData::Num(Values::Int8(vec![1])),
+                    data: StoredData::Num(ArrayData::Int8(shaped(vec![1], &[1]))),
                 }],
                 ..StoredGroup::default()
             }],
         };
         match file.check() {
             Err(FileError::Shape { variable, .. }) => assert_eq!(variable, "g/t"),
+            other => panic!("expected a shape error, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn values_that_fill_the_shape_take_it() {
+        let got = shaped(vec![1, 2, 3, 4, 5, 6], &[2, 3]);
+        assert_eq!(got.shape(), &[2, 3]);
+        assert_eq!(got[[1, 0]], 4);
+        assert_eq!(shaped(vec![7], &[]).shape(), &[] as &[usize]);
+        assert_eq!(shaped(vec![1, 2], &[3]).shape(), &[2]);
+    }
+
+    #[test]
+    fn numbers_shaped_otherwise_than_the_variable_are_refused() {
+        let var = StoredVar {
+            name: "t".into(),
+            dims: vec!["n".into()],
+            shape: vec![2],
+            attrs: Vec::new(),
+            data: StoredData::Num(ArrayData::Int8(shaped(vec![1, 2], &[2, 1]))),
+        };
+        let file = StoredFile {
+            groups: vec![StoredGroup {
+                vars: vec![var],
+                ..StoredGroup::default()
+            }],
+        };
+        match file.check() {
+            Err(FileError::Shape { variable, reason }) => {
+                assert_eq!(variable, "t");
+                assert!(reason.contains("[2, 1]"), "{reason}");
+            }
             other => panic!("expected a shape error, got {other:?}"),
         }
     }

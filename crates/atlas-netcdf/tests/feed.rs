@@ -4,10 +4,10 @@
 
 mod common;
 
-use atlas::{AtlasWriter, WriterConfig};
+use atlas::{ArrayData, AtlasWriter, WriterConfig};
 use atlas_netcdf::{
     Feed, FileError, IngestError, IngestOptions, StoredData, StoredFile, StoredGroup, StoredVar,
-    Values, read_stored,
+    read_stored, shaped,
 };
 use common::{dump, good_files, ingest_into};
 
@@ -75,8 +75,14 @@ fn one_var(data: StoredData, shape: Vec<u64>) -> StoredFile {
 #[tokio::test]
 async fn values_that_do_not_fill_their_shape_are_a_dataset_error_and_nothing_is_written() {
     let tmp = tempfile::tempdir().unwrap();
-    let good = one_var(StoredData::Num(Values::Float64(vec![1.0, 2.0])), vec![2]);
-    let bad = one_var(StoredData::Num(Values::Float64(vec![1.0])), vec![2]);
+    let good = one_var(
+        StoredData::Num(ArrayData::Float64(shaped(vec![1.0, 2.0], &[2]))),
+        vec![2],
+    );
+    let bad = one_var(
+        StoredData::Num(ArrayData::Float64(shaped(vec![1.0], &[2]))),
+        vec![2],
+    );
     let items = vec![("a".to_owned(), good), ("b".to_owned(), bad)];
     let err = feed_into(tmp.path(), &items, IngestOptions::default())
         .await
@@ -123,7 +129,10 @@ async fn an_unsupported_variable_fails_its_dataset_unless_skipped() {
 #[tokio::test]
 async fn a_dataset_name_the_writer_refuses_is_a_dataset_error() {
     let tmp = tempfile::tempdir().unwrap();
-    let file = one_var(StoredData::Num(Values::Int8(vec![1])), vec![1]);
+    let file = one_var(
+        StoredData::Num(ArrayData::Int8(shaped(vec![1], &[1]))),
+        vec![1],
+    );
     let items = vec![("a".to_owned(), file.clone()), ("a".to_owned(), file)];
     let err = feed_into(tmp.path(), &items, IngestOptions::default())
         .await

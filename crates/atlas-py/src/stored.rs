@@ -9,8 +9,9 @@
 //! Shapes: `[(path, attrs, vars)]` per group, root first; an attribute is
 //! `(name, kind, value)`; a variable is `(name, dims, shape, kind, data, attrs)`.
 
+use atlas::{ArrayData, Timestamp};
 use atlas_netcdf::{
-    StoredAttr, StoredAttrValue, StoredData, StoredFile, StoredGroup, StoredVar, Values,
+    StoredAttr, StoredAttrValue, StoredData, StoredFile, StoredGroup, StoredVar, shaped,
 };
 use numpy::PyReadonlyArray1;
 use pyo3::prelude::*;
@@ -44,20 +45,28 @@ fn numbers<T: numpy::Element + Copy>(data: &Bound<'_, PyAny>, what: &str) -> PyR
     })
 }
 
-/// Numbers of a numeric kind; `None` for other kinds.
-fn values(kind: &str, data: &Bound<'_, PyAny>, what: &str) -> PyResult<Option<Values>> {
+/// Numbers of a numeric kind, in `shape`; `None` for other kinds.
+fn values(
+    kind: &str,
+    data: &Bound<'_, PyAny>,
+    shape: &[u64],
+    what: &str,
+) -> PyResult<Option<ArrayData>> {
     Ok(Some(match kind {
-        "int8" => Values::Int8(numbers(data, what)?),
-        "int16" => Values::Int16(numbers(data, what)?),
-        "int32" => Values::Int32(numbers(data, what)?),
-        "int64" => Values::Int64(numbers(data, what)?),
-        "uint8" => Values::UInt8(numbers(data, what)?),
-        "uint16" => Values::UInt16(numbers(data, what)?),
-        "uint32" => Values::UInt32(numbers(data, what)?),
-        "uint64" => Values::UInt64(numbers(data, what)?),
-        "float32" => Values::Float32(numbers(data, what)?),
-        "float64" => Values::Float64(numbers(data, what)?),
-        "timestamp_ns" => Values::TimestampNs(numbers(data, what)?),
+        "int8" => ArrayData::Int8(shaped(numbers(data, what)?, shape)),
+        "int16" => ArrayData::Int16(shaped(numbers(data, what)?, shape)),
+        "int32" => ArrayData::Int32(shaped(numbers(data, what)?, shape)),
+        "int64" => ArrayData::Int64(shaped(numbers(data, what)?, shape)),
+        "uint8" => ArrayData::UInt8(shaped(numbers(data, what)?, shape)),
+        "uint16" => ArrayData::UInt16(shaped(numbers(data, what)?, shape)),
+        "uint32" => ArrayData::UInt32(shaped(numbers(data, what)?, shape)),
+        "uint64" => ArrayData::UInt64(shaped(numbers(data, what)?, shape)),
+        "float32" => ArrayData::Float32(shaped(numbers(data, what)?, shape)),
+        "float64" => ArrayData::Float64(shaped(numbers(data, what)?, shape)),
+        "timestamp_ns" => {
+            let nanos: Vec<i64> = numbers(data, what)?;
+            ArrayData::Timestamp(shaped(nanos.into_iter().map(Timestamp).collect(), shape))
+        }
         _ => return Ok(None),
     }))
 }
@@ -103,7 +112,7 @@ fn var(item: VarTuple<'_>, group: &[String]) -> PyResult<StoredVar> {
         }
         "strings" => StoredData::Strings(data.extract()?),
         "unsupported" => StoredData::Unsupported(data.extract()?),
-        other => match values(other, &data, &what)? {
+        other => match values(other, &data, &shape, &what)? {
             Some(values) => StoredData::Num(values),
             None => return Err(invalid(format!("{what}: unknown kind {other:?}"))),
         },
