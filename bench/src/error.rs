@@ -18,6 +18,9 @@ pub enum BenchError {
     /// Building an OpenDAL operator failed.
     #[error("opendal: {0}")]
     Opendal(#[from] opendal::Error),
+    /// Generated values did not fit the shape they were written as.
+    #[error("shape: {0}")]
+    Shape(#[from] ndarray::ShapeError),
     /// A read returned something other than what was written.
     #[error("mismatch: {0}")]
     Mismatch(String),

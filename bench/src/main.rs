@@ -6,11 +6,16 @@
 //! ```text
 //! atlas-bench [--quick] [--profiles N] [--tiny N] [--opens N] [--no-zarrs]
 //!             [--latency 20ms] [--bandwidth 100MB/s] [--work DIR]
+//! atlas-bench write [--quick] [--cases argo,grid,tiny] [--writers 1,2,4] ...
 //! ```
 //!
-//! Writes run in child processes (`atlas-bench child ...`) so each peak RSS
-//! is that write's alone. The run fails if any step errors or if any reader
-//! reads back other values than the generator made (the cross-read check).
+//! The first is the side-by-side run. `write` is the write benchmark: this
+//! Atlas and atlas-rust writing profiles, grids and tiny datasets from 1, 2
+//! and 4 tasks (`write.rs` lists its options). Writes run in child processes
+//! (`atlas-bench child ...`) so each peak RSS is that write's alone, and each
+//! child checks that its collection opens with every dataset. The run fails
+//! if any step errors or if any reader reads back other values than the
+//! generator made (the cross-read check).
 
 mod digest;
 mod error;
@@ -20,6 +25,7 @@ mod ours;
 mod peer;
 mod report;
 mod workload;
+mod write;
 mod zarr;
 
 use std::path::{Path, PathBuf};
@@ -52,7 +58,8 @@ impl Impl {
         }
     }
 
-    fn arg(self) -> &'static str {
+    /// The name on the command line.
+    pub fn arg(self) -> &'static str {
         match self {
             Impl::Ours => "ours",
             Impl::Peer => "peer",
@@ -60,7 +67,8 @@ impl Impl {
         }
     }
 
-    fn parse(s: &str) -> Result<Self> {
+    /// Parses [`arg`](Self::arg).
+    pub fn parse(s: &str) -> Result<Self> {
         match s {
             "ours" => Ok(Impl::Ours),
             "peer" => Ok(Impl::Peer),
@@ -185,54 +193,138 @@ fn vm_hwm_kib() -> u64 {
         .unwrap_or(0)
 }
 
-/// `child IMPL profiles|tiny DIR N TASKS`: one write, then `RESULT secs kib`.
+/// User + system CPU time of this process (every thread), from
+/// `/proc/self/stat`, in seconds (0 where that file is missing).
+fn cpu_secs() -> f64 {
+    // Fields 14 and 15 (utime, stime) count clock ticks; USER_HZ is 100 on Linux.
+    std::fs::read_to_string("/proc/self/stat")
+        .ok()
+        .and_then(|s| {
+            // The command name may hold spaces: the fields start after its ") ".
+            let mut f = s.rsplit_once(") ")?.1.split_whitespace().skip(11);
+            let utime: f64 = f.next()?.parse().ok()?;
+            let stime: f64 = f.next()?.parse().ok()?;
+            Some((utime + stime) / 100.0)
+        })
+        .unwrap_or(0.0)
+}
+
+/// What one write in a child process cost.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ChildRun {
+    /// Wall time of the write, from creating the writer to the end of its finish.
+    pub secs: f64,
+    /// Peak resident set of the child, in KiB.
+    pub rss_kib: u64,
+    /// User + system CPU time of the child, in seconds.
+    pub cpu_secs: f64,
+    /// Of the wall time, the writer's finish.
+    pub commit: Duration,
+}
+
+impl ChildRun {
+    /// The child's `RESULT` line (without the prefix).
+    fn line(&self) -> String {
+        format!(
+            "{} {} {} {}",
+            self.secs,
+            self.rss_kib,
+            self.cpu_secs,
+            self.commit.as_secs_f64()
+        )
+    }
+
+    /// Parses [`line`](Self::line).
+    fn parse(line: &str) -> Option<Self> {
+        let mut p = line.split_whitespace();
+        let run = Self {
+            secs: p.next()?.parse().ok()?,
+            rss_kib: p.next()?.parse().ok()?,
+            cpu_secs: p.next()?.parse().ok()?,
+            commit: Duration::try_from_secs_f64(p.next()?.parse().ok()?).ok()?,
+        };
+        p.next().is_none().then_some(run)
+    }
+}
+
+/// `child IMPL CASE DIR N TASKS CODEC`: one write, a check that the
+/// collection opens with every dataset, then `RESULT` and [`ChildRun::line`].
 fn child(args: &[String]) -> Result {
-    let [imp, what, dir, n, tasks] = args else {
+    let [imp, case, dir, n, tasks, codec] = args else {
         return Err(BenchError::Usage(
-            "child IMPL profiles|tiny DIR N TASKS".into(),
+            "child IMPL argo|grid|tiny DIR N TASKS zstd|lz4|none".into(),
         ));
+    };
+    let number = |v: &str, what: &str| {
+        v.parse::<usize>()
+            .map_err(|_| BenchError::Usage(format!("{what} must be a number")))
     };
     let imp = Impl::parse(imp)?;
     let dir = Path::new(dir);
-    let n: usize = n
-        .parse()
-        .map_err(|_| BenchError::Usage("N must be a number".into()))?;
-    let tasks: usize = tasks
-        .parse()
-        .map_err(|_| BenchError::Usage("TASKS must be a number".into()))?;
+    let job = write::Job {
+        codec: write::Compression::parse(codec)?,
+        ..write::Job::new(
+            write::Case::parse(case)?,
+            number(n, "N")?,
+            number(tasks, "TASKS")?,
+        )
+    };
     let rt = runtime()?;
     let start = Instant::now();
-    rt.block_on(async {
-        match (imp, what.as_str()) {
-            (Impl::Ours, "profiles") => ours::write_profiles(dir, n, tasks).await,
-            (Impl::Ours, "tiny") => ours::write_tiny(dir, n).await,
-            (Impl::Peer, "profiles") => peer::write_profiles(dir, n, tasks).await,
-            (Impl::Peer, "tiny") => peer::write_tiny(dir, n).await,
-            (Impl::Zarr, "profiles") => zarr::write_profiles(dir, n).await,
+    let commit = rt.block_on(async {
+        match (imp, job.case) {
+            (Impl::Ours, _) => ours::write(dir, &job).await,
+            (Impl::Peer, _) => peer::write(dir, &job).await,
+            // zarrs writes each shard as it goes: no commit to time apart.
+            (Impl::Zarr, write::Case::Argo) if job.tasks == 1 => zarr::write_profiles(dir, job.n)
+                .await
+                .map(|()| Duration::ZERO),
             _ => Err(BenchError::Usage(format!(
-                "cannot write {what} with {imp:?}"
+                "{} writes only profiles, from one task",
+                imp.label()
             ))),
         }
     })?;
-    let secs = start.elapsed().as_secs_f64();
-    println!("RESULT {secs} {}", vm_hwm_kib());
+    let run = ChildRun {
+        secs: start.elapsed().as_secs_f64(),
+        rss_kib: vm_hwm_kib(),
+        cpu_secs: cpu_secs(),
+        commit,
+    };
+    // After the peak was read: the open below must not count in it.
+    let datasets = rt.block_on(async {
+        match imp {
+            Impl::Ours => ours::count(dir).await.map(Some),
+            Impl::Peer => peer::count(dir).await.map(Some),
+            Impl::Zarr => Ok(None),
+        }
+    })?;
+    if let Some(got) = datasets.filter(|got| *got != job.n) {
+        return Err(BenchError::Mismatch(format!(
+            "{} wrote {got} datasets, not {}",
+            imp.label(),
+            job.n
+        )));
+    }
+    println!("RESULT {}", run.line());
     Ok(())
 }
 
-/// Runs one write in a child process; returns seconds and peak RSS (KiB).
-fn run_child(imp: Impl, what: &str, dir: &Path, n: usize, tasks: usize) -> Result<(f64, u64)> {
+/// Runs `job` with `imp` into `dir` (emptied first) in a child process.
+fn run_child(imp: Impl, job: &write::Job, dir: &Path) -> Result<ChildRun> {
     if dir.exists() {
         std::fs::remove_dir_all(dir)?;
     }
     let out = Command::new(std::env::current_exe()?)
         .arg("child")
         .arg(imp.arg())
-        .arg(what)
+        .arg(job.case.arg())
         .arg(dir)
-        .arg(n.to_string())
-        .arg(tasks.to_string())
+        .arg(job.n.to_string())
+        .arg(job.tasks.to_string())
+        .arg(job.codec.arg())
         .output()?;
-    let stdout = String::from_utf8_lossy(&out.stdout);
+    let what = job.case.arg();
     if !out.status.success() {
         return Err(BenchError::Child(format!(
             "{} {what} write failed ({}): {}",
@@ -241,13 +333,10 @@ fn run_child(imp: Impl, what: &str, dir: &Path, n: usize, tasks: usize) -> Resul
             String::from_utf8_lossy(&out.stderr).trim()
         )));
     }
-    stdout
+    String::from_utf8_lossy(&out.stdout)
         .lines()
         .find_map(|l| l.strip_prefix("RESULT "))
-        .and_then(|r| {
-            let mut p = r.split_whitespace();
-            Some((p.next()?.parse().ok()?, p.next()?.parse().ok()?))
-        })
+        .and_then(ChildRun::parse)
         .ok_or_else(|| BenchError::Child(format!("no RESULT line from {}", imp.label())))
 }
 
@@ -298,12 +387,12 @@ fn run(o: &Options) -> Result {
                 o.profiles,
                 imp.label()
             );
-            let (secs, kib) = run_child(*imp, "profiles", &d, o.profiles, t)?;
+            let r = run_child(*imp, &write::Job::new(write::Case::Argo, o.profiles, t), &d)?;
             writes.push(WriteRow {
                 imp: *imp,
                 what: format!("write {} profiles, {t} task(s)", o.profiles),
-                secs,
-                rss_kib: kib,
+                secs: r.secs,
+                rss_kib: r.rss_kib,
                 bytes: dir_bytes(&d),
             });
         }
@@ -312,12 +401,12 @@ fn run(o: &Options) -> Result {
     for imp in [Impl::Ours, Impl::Peer] {
         eprintln!("writing {} tiny datasets with {}", o.tiny, imp.label());
         let d = dir(&format!("{}-tiny", imp.arg()));
-        let (secs, kib) = run_child(imp, "tiny", &d, o.tiny, 1)?;
+        let r = run_child(imp, &write::Job::new(write::Case::Tiny, o.tiny, 1), &d)?;
         tiny_writes.push(WriteRow {
             imp,
             what: format!("write {} one-element datasets", o.tiny),
-            secs,
-            rss_kib: kib,
+            secs: r.secs,
+            rss_kib: r.rss_kib,
             bytes: dir_bytes(&d),
         });
     }
@@ -435,6 +524,7 @@ fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let result = match args.first().map(String::as_str) {
         Some("child") => child(&args[1..]),
+        Some("write") => write::parse_options(&args[1..]).and_then(|o| write::run(&o)),
         _ => parse_options(&args).and_then(|o| run(&o)),
     };
     match result {
@@ -479,6 +569,75 @@ mod tests {
         ));
     }
 
+    #[test]
+    fn a_child_result_line_parses_back_and_a_short_or_long_one_does_not() {
+        let run = ChildRun {
+            secs: 1.5,
+            rss_kib: 2048,
+            cpu_secs: 2.25,
+            commit: Duration::from_millis(250),
+        };
+        assert_eq!(ChildRun::parse(&run.line()), Some(run));
+        assert_eq!(ChildRun::parse("1.5 2048 2.25"), None);
+        assert_eq!(ChildRun::parse("1.5 2048 2.25 0.25 9"), None);
+        assert_eq!(ChildRun::parse("1.5 -3 2.25 0.25"), None);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn grids_and_tiny_datasets_from_either_writer_read_back_as_generated() {
+        use write::{Case, Compression, Job};
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let grids = Job {
+            codec: Compression::Lz4,
+            ..Job::new(Case::Grid, 3, 2)
+        };
+        let tiny = Job::new(Case::Tiny, 7, 3);
+        for (who, dir) in [
+            ("ours", tmp.path().join("ours")),
+            ("peer", tmp.path().join("peer")),
+        ] {
+            let (g, t) = (dir.join("grid"), dir.join("tiny"));
+            if who == "ours" {
+                ours::write(&g, &grids).await.expect("ours writes grids");
+                ours::write(&t, &tiny).await.expect("ours writes tiny");
+            } else {
+                peer::write(&g, &grids)
+                    .await
+                    .expect("atlas-rust writes grids");
+                peer::write(&t, &tiny)
+                    .await
+                    .expect("atlas-rust writes tiny");
+            }
+            let atlas = atlas::Atlas::open(&g, &atlas::OpenOptions::default()).await.expect("open grids");
+            assert_eq!(atlas.dataset_count(), 3, "{who}");
+            for i in 0..3 {
+                let got = atlas
+                    .dataset(&workload::grid_name(i))
+                    .expect("grid dataset")
+                    .read_array::<f32>(workload::GRID_ARRAY, atlas::Region::all())
+                    .await
+                    .expect("read grid");
+                assert_eq!(got.shape(), [workload::GRID, workload::GRID], "{who}");
+                assert!(got.iter().eq(workload::grid(i).iter()), "{who} grid {i}");
+            }
+            let atlas = atlas::Atlas::open(&t, &atlas::OpenOptions::default()).await.expect("open tiny");
+            assert_eq!(ours::count(&t).await.ok(), Some(7), "{who}");
+            assert_eq!(peer::count(&t).await.ok(), Some(7), "{who}");
+            for i in 0..7 {
+                let got = atlas
+                    .dataset(&workload::tiny_name(i))
+                    .expect("tiny dataset")
+                    .read_array::<u8>("v", atlas::Region::all())
+                    .await
+                    .expect("read tiny");
+                assert_eq!(
+                    got.iter().copied().collect::<Vec<_>>(),
+                    [workload::tiny_value(i)]
+                );
+            }
+        }
+    }
+
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn each_reader_reads_every_collection_back_as_generated() {
         let tmp = tempfile::tempdir().expect("tempdir");
@@ -488,8 +647,10 @@ mod tests {
             tmp.path().join("peer"),
             tmp.path().join("zarr"),
         );
-        ours::write_profiles(&o, n, 2).await.expect("ours writes");
-        peer::write_profiles(&p, n, 1)
+        ours::write(&o, &write::Job::new(write::Case::Argo, n, 2))
+            .await
+            .expect("ours writes");
+        peer::write(&p, &write::Job::new(write::Case::Argo, n, 1))
             .await
             .expect("atlas-rust writes");
         zarr::write_profiles(&z, n).await.expect("zarrs writes");
@@ -529,8 +690,10 @@ mod tests {
             tmp.path().join("peer"),
             tmp.path().join("zarr"),
         );
-        ours::write_profiles(&o, n, 1).await.expect("ours writes");
-        peer::write_profiles(&p, n, 1)
+        ours::write(&o, &write::Job::new(write::Case::Argo, n, 1))
+            .await
+            .expect("ours writes");
+        peer::write(&p, &write::Job::new(write::Case::Argo, n, 1))
             .await
             .expect("atlas-rust writes");
         zarr::write_profiles(&z, n).await.expect("zarrs writes");
@@ -552,16 +715,38 @@ mod tests {
             Some(0)
         );
         let store = peer::store(&p, &meter).expect("store");
-        assert_eq!(
-            peer::read_steps(&store, &meter).await.expect("peer").len(),
-            9
-        );
-        assert_eq!(zarr::read_steps(&z, &meter).await.expect("zarr").len(), 9);
+        // atlas-rust runs every step; zarrs all but `read_many`'s.
+        let peer_steps: Vec<_> = peer::read_steps(&store, &meter)
+            .await
+            .expect("peer")
+            .iter()
+            .map(|(s, _)| *s)
+            .collect();
+        assert_eq!(peer_steps, measure::Step::ALL);
+        let zarr_steps: Vec<_> = zarr::read_steps(&z, &meter)
+            .await
+            .expect("zarr")
+            .iter()
+            .map(|(s, _)| *s)
+            .collect();
+        let mut all_but_many = measure::Step::ALL.to_vec();
+        all_but_many.retain(|s| *s != measure::Step::Many);
+        assert_eq!(zarr_steps, all_but_many);
         let floors = Floors::of(&o, n).await.expect("floors");
         assert!(
             floors
                 .get(measure::Step::Stats)
                 .is_some_and(|(r, b)| r == 1 && b > 0)
         );
+        // The units of JULD need that segment's footer; read_many on a fresh
+        // handle, the open and the whole TEMP segment.
+        let floor = |step| floors.get(step).unwrap_or_default();
+        let (juld, temp) = (
+            floor(measure::Step::ArrayAttrsByDataset),
+            floor(measure::Step::Stats),
+        );
+        assert!(juld.0 == 1 && juld.1 > 0, "{juld:?}");
+        let (many, sweep) = (floor(measure::Step::Many), floor(measure::Step::Sweep));
+        assert!(many.0 == 2 && many.1 > sweep.1 + temp.1, "{many:?}");
     }
 }

@@ -19,6 +19,9 @@ pub enum Step {
     StatsByDataset,
     /// `attributes_by_dataset(None, "platform_number")`.
     AttrsByDataset,
+    /// `attributes_by_dataset(Some("JULD"), "units")`: an array attribute of
+    /// every dataset (the `JULD` segment is not open yet).
+    ArrayAttrsByDataset,
     /// `TEMP` of every dataset, one after another.
     Sweep,
     /// `PRES` of one dataset, first read on the open handle.
@@ -27,21 +30,29 @@ pub enum Step {
     OneWarm,
     /// A fresh handle: open, then `PSAL` of one dataset.
     OneCold,
+    /// A fresh handle: open, then `TEMP` of every dataset, 8 reads at a time
+    /// (`read_many`).
+    Many,
 }
 
 impl Step {
     /// Every step, in run order.
-    pub const ALL: [Step; 9] = [
+    pub const ALL: [Step; 11] = [
         Step::Open,
         Step::Catalogue,
         Step::Stats,
         Step::StatsByDataset,
         Step::AttrsByDataset,
+        Step::ArrayAttrsByDataset,
         Step::Sweep,
         Step::OneFirst,
         Step::OneWarm,
         Step::OneCold,
+        Step::Many,
     ];
+
+    /// Concurrent reads of the [`Many`](Step::Many) step.
+    pub const MANY_CONCURRENCY: usize = 8;
 
     /// The row label.
     pub fn label(self) -> &'static str {
@@ -51,10 +62,12 @@ impl Step {
             Step::Stats => "array_stats(TEMP)",
             Step::StatsByDataset => "array_stats_by_dataset(PSAL)",
             Step::AttrsByDataset => "attributes_by_dataset(platform_number)",
+            Step::ArrayAttrsByDataset => "attributes_by_dataset(JULD, units)",
             Step::Sweep => "TEMP of every dataset",
             Step::OneFirst => "PRES of one dataset (handle open)",
             Step::OneWarm => "same read again (warm)",
             Step::OneCold => "fresh handle: open + PSAL of one",
+            Step::Many => "fresh handle: open + TEMP of every dataset, 8 at once",
         }
     }
 }

@@ -2,16 +2,21 @@
 
 use std::path::Path;
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
-use atlas::{Atlas, AtlasWriter, Attr, Region, WriterConfig};
+use atlas::{Atlas, AtlasWriter, Attr, Codec, Order, Region, WriterConfig};
 use atlas_io::CountingLayer;
+use futures::StreamExt;
 use opendal::Operator;
 
 use crate::digest::Digest;
 use crate::error::{BenchError, Result};
 use crate::measure::{Costs, Step, measure, probe_index};
 use crate::meter::{Meter, MeterLayer, Reading};
-use crate::workload::{self, FILL, JULD_UNITS, PROFILE_ARRAYS, Profile};
+use crate::workload::{
+    self, FILL, GRID, GRID_ARRAY, GRID_CHUNK, JULD_UNITS, PROFILE_ARRAYS, Profile,
+};
+use crate::write::{Case, Compression, Job};
 
 /// An fs operator on `dir`, metered by `meter` and counted by atlas-io's
 /// `CountingLayer` (whose counts the bench checks against the meter's).
@@ -51,15 +56,55 @@ fn write_profile(w: &AtlasWriter, p: Profile) -> Result<atlas::DatasetWriter> {
     Ok(d)
 }
 
-/// Writes profiles `0..n` into `dir` from `tasks` concurrent tasks.
-pub async fn write_profiles(dir: &Path, n: usize, tasks: usize) -> Result {
-    let w = Arc::new(AtlasWriter::create(dir, &WriterConfig::default()).await?);
+fn config(job: &Job) -> WriterConfig {
+    WriterConfig::default().codec(match job.codec {
+        Compression::Zstd => Codec::Zstd,
+        Compression::Lz4 => Codec::Lz4,
+        Compression::Uncompressed => Codec::Uncompressed,
+    })
+}
+
+/// Adds dataset `i` of `case` to `w` and fills it (not yet finished).
+fn add(w: &AtlasWriter, case: Case, i: usize) -> Result<atlas::DatasetWriter> {
+    match case {
+        Case::Argo => write_profile(w, workload::profile(i)),
+        Case::Grid => {
+            let mut d = w.add_dataset(&workload::grid_name(i))?;
+            let (side, chunk) = (GRID as u64, GRID_CHUNK as u64);
+            d.define_array::<f32>(
+                GRID_ARRAY,
+                &["lat", "lon"],
+                &[side, side],
+                Some(&[chunk, chunk]),
+                Some(FILL),
+            )?;
+            let field = ndarray::Array2::from_shape_vec((GRID, GRID), workload::grid(i))?;
+            d.write_array(GRID_ARRAY, &[0, 0], field.into_dyn().view())?;
+            Ok(d)
+        }
+        Case::Tiny => {
+            let mut d = w.add_dataset(&workload::tiny_name(i))?;
+            d.define_array::<u8>("v", &["x"], &[1], None, None)?;
+            d.write_array(
+                "v",
+                &[0],
+                ndarray::arr1(&[workload::tiny_value(i)]).into_dyn().view(),
+            )?;
+            Ok(d)
+        }
+    }
+}
+
+/// Runs `job` into `dir`: [`Job::tasks`] tasks share one writer. Returns how
+/// long the writer's `finish` (the commit) took.
+pub async fn write(dir: &Path, job: &Job) -> Result<Duration> {
+    let w = Arc::new(AtlasWriter::create(dir, &config(job)).await?);
     let mut handles = Vec::new();
-    for t in 0..tasks.max(1) {
-        let w = w.clone();
+    for t in 0..job.tasks {
+        let (w, job) = (w.clone(), *job);
         handles.push(tokio::spawn(async move {
-            for i in (t..n).step_by(tasks.max(1)) {
-                write_profile(&w, workload::profile(i))?.finish().await?;
+            for i in job.share(t) {
+                add(&w, job.case, i)?.finish().await?;
             }
             Ok::<_, BenchError>(())
         }));
@@ -68,34 +113,19 @@ pub async fn write_profiles(dir: &Path, n: usize, tasks: usize) -> Result {
         h.await.map_err(|e| BenchError::Child(e.to_string()))??;
     }
     let w = Arc::try_unwrap(w).map_err(|_| BenchError::Child("writer still shared".into()))?;
+    let commit = Instant::now();
     w.finish().await?;
-    Ok(())
+    Ok(commit.elapsed())
 }
 
-/// Writes `n` datasets of one `u8` of shape `[1]`.
-pub async fn write_tiny(dir: &Path, n: usize) -> Result {
-    let w = AtlasWriter::create(dir, &WriterConfig::default()).await?;
-    for i in 0..n {
-        let mut d = w.add_dataset(&workload::tiny_name(i))?;
-        d.define_array::<u8>("v", &["x"], &[1], None, None)?;
-        d.write_array(
-            "v",
-            &[0],
-            ndarray::arr1(&[workload::tiny_value(i)]).into_dyn().view(),
-        )?;
-        d.finish().await?;
-    }
-    w.finish().await?;
-    Ok(())
+/// The number of datasets of the collection at `dir` (a written collection opens).
+pub async fn count(dir: &Path) -> Result<usize> {
+    Ok(Atlas::open(dir, &atlas::OpenOptions::default()).await?.dataset_count())
 }
 
 /// Opens `dir` through `op`; the tiny bench's unit of work.
 pub async fn open(op: &Operator) -> Result<usize> {
-    Ok(
-        Atlas::open((op.clone(), ""), &atlas::OpenOptions::default())
-            .await?
-            .dataset_count(),
-    )
+    Ok(Atlas::open((op.clone(), ""), &atlas::OpenOptions::default()).await?.dataset_count())
 }
 
 async fn read_one(atlas: &Atlas, index: usize, array: &str) -> Result<usize> {
@@ -115,10 +145,7 @@ async fn read_one(atlas: &Atlas, index: usize, array: &str) -> Result<usize> {
 pub async fn read_steps(op: &Operator, meter: &Meter, counting: &CountingLayer) -> Result<Costs> {
     let mut costs = Costs::new();
     counting.stats().reset();
-    let (atlas, c) = measure(meter, async {
-        Ok(Atlas::open((op.clone(), ""), &atlas::OpenOptions::default()).await?)
-    })
-    .await?;
+    let (atlas, c) = measure(meter, async { Ok(Atlas::open((op.clone(), ""), &atlas::OpenOptions::default()).await?) }).await?;
     check_counts(counting, &c.io)?;
     costs.push((Step::Open, c));
     let datasets = atlas.dataset_count();
@@ -163,6 +190,16 @@ pub async fn read_steps(op: &Operator, meter: &Meter, counting: &CountingLayer) 
     expect_count("platform numbers", rows, datasets)?;
     costs.push((Step::AttrsByDataset, c));
 
+    let (rows, c) = measure(meter, async {
+        Ok(atlas
+            .attributes_by_dataset(Some("JULD"), "units")
+            .await?
+            .len())
+    })
+    .await?;
+    expect_count("JULD units", rows, datasets)?;
+    costs.push((Step::ArrayAttrsByDataset, c));
+
     let (_, c) = measure(meter, async {
         let mut values = 0usize;
         for d in atlas.datasets() {
@@ -187,6 +224,28 @@ pub async fn read_steps(op: &Operator, meter: &Meter, counting: &CountingLayer) 
     .await?;
     check_counts(counting, &c.io)?;
     costs.push((Step::OneCold, c));
+
+    counting.stats().reset();
+    let (read, c) = measure(meter, async {
+        let fresh = Atlas::open((op.clone(), ""), &atlas::OpenOptions::default()).await?;
+        let mut stream = fresh.read_many(
+            fresh.datasets(),
+            "TEMP",
+            Region::all(),
+            Step::MANY_CONCURRENCY,
+            Order::AsCompleted,
+        );
+        let mut read = 0usize;
+        while let Some((_, array)) = stream.next().await {
+            array?;
+            read += 1;
+        }
+        Ok(read)
+    })
+    .await?;
+    check_counts(counting, &c.io)?;
+    expect_count("TEMP arrays", read, datasets)?;
+    costs.push((Step::Many, c));
     Ok(costs)
 }
 

@@ -6,8 +6,10 @@
 
 use std::path::Path;
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
-use atlas_peer::{Atlas, AtlasWriter, Attr, FillValue, WriterConfig};
+use atlas_peer::{Atlas, AtlasWriter, Attr, Codec, DatasetWriter, FillValue, WriterConfig};
+use futures::{StreamExt, TryStreamExt};
 use object_store::ObjectStore;
 use object_store::local::LocalFileSystem;
 use object_store::path::Path as OsPath;
@@ -16,7 +18,10 @@ use crate::digest::Digest;
 use crate::error::{BenchError, Result};
 use crate::measure::{Costs, Step, measure, probe_index};
 use crate::meter::{Meter, MeteredStore};
-use crate::workload::{self, FILL, JULD_UNITS, PROFILE_ARRAYS, Profile};
+use crate::workload::{
+    self, FILL, GRID, GRID_ARRAY, GRID_CHUNK, JULD_UNITS, PROFILE_ARRAYS, Profile,
+};
+use crate::write::{Case, Compression, Job};
 
 /// A metered object store on `dir` (created if absent).
 pub fn store(dir: &Path, meter: &Meter) -> Result<Arc<dyn ObjectStore>> {
@@ -26,7 +31,7 @@ pub fn store(dir: &Path, meter: &Meter) -> Result<Arc<dyn ObjectStore>> {
     Ok(Arc::new(MeteredStore::new(Arc::new(fs), meter.clone())))
 }
 
-async fn write_profile(w: &AtlasWriter, p: Profile) -> Result {
+async fn write_profile(w: &AtlasWriter, p: Profile) -> Result<DatasetWriter> {
     let mut d = w.add_dataset(&p.name).await?;
     let n = p.levels();
     for ((name, units), values) in PROFILE_ARRAYS.iter().zip(p.arrays) {
@@ -53,20 +58,65 @@ async fn write_profile(w: &AtlasWriter, p: Profile) -> Result {
     d.set_array_attribute("JULD", "units", Attr::String(JULD_UNITS.into()))?;
     d.set_attribute("platform_number", Attr::String(p.platform_number));
     d.set_attribute("cycle_number", Attr::Int32(p.cycle_number));
-    d.finish().await?;
-    Ok(())
+    Ok(d)
 }
 
-/// Writes profiles `0..n` into `dir` from `tasks` concurrent tasks.
-pub async fn write_profiles(dir: &Path, n: usize, tasks: usize) -> Result {
+fn config(job: &Job) -> WriterConfig {
+    WriterConfig {
+        codec: match job.codec {
+            Compression::Zstd => Codec::Zstd,
+            Compression::Lz4 => Codec::Lz4,
+            Compression::Uncompressed => Codec::Uncompressed,
+        },
+        ..WriterConfig::default()
+    }
+}
+
+/// Adds dataset `i` of `case` to `w` and fills it (not yet finished).
+async fn add(w: &AtlasWriter, case: Case, i: usize) -> Result<DatasetWriter> {
+    match case {
+        Case::Argo => write_profile(w, workload::profile(i)).await,
+        Case::Grid => {
+            let mut d = w.add_dataset(&workload::grid_name(i)).await?;
+            d.define_array::<f32>(
+                GRID_ARRAY,
+                vec!["lat".into(), "lon".into()],
+                vec![GRID, GRID],
+                Some(vec![GRID_CHUNK, GRID_CHUNK]),
+                Some(FillValue::Float(f64::from(FILL))),
+            )
+            .await?;
+            let field = ndarray::Array2::from_shape_vec((GRID, GRID), workload::grid(i))?;
+            d.write_array(GRID_ARRAY, vec![0, 0], field.into_dyn().view())
+                .await?;
+            Ok(d)
+        }
+        Case::Tiny => {
+            let mut d = w.add_dataset(&workload::tiny_name(i)).await?;
+            d.define_array::<u8>("v", vec!["x".into()], vec![1], None, None)
+                .await?;
+            d.write_array(
+                "v",
+                vec![0],
+                ndarray::arr1(&[workload::tiny_value(i)]).into_dyn().view(),
+            )
+            .await?;
+            Ok(d)
+        }
+    }
+}
+
+/// Runs `job` into `dir`: [`Job::tasks`] tasks share one writer. Returns how
+/// long the writer's `finish` (the commit) took.
+pub async fn write(dir: &Path, job: &Job) -> Result<Duration> {
     let store = store(dir, &Meter::default())?;
-    let w = Arc::new(AtlasWriter::create(store, OsPath::default(), WriterConfig::default()).await?);
+    let w = Arc::new(AtlasWriter::create(store, OsPath::default(), config(job)).await?);
     let mut handles = Vec::new();
-    for t in 0..tasks.max(1) {
-        let w = w.clone();
+    for t in 0..job.tasks {
+        let (w, job) = (w.clone(), *job);
         handles.push(tokio::spawn(async move {
-            for i in (t..n).step_by(tasks.max(1)) {
-                write_profile(&w, workload::profile(i)).await?;
+            for i in job.share(t) {
+                add(&w, job.case, i).await?.finish().await?;
             }
             Ok::<_, BenchError>(())
         }));
@@ -75,28 +125,14 @@ pub async fn write_profiles(dir: &Path, n: usize, tasks: usize) -> Result {
         h.await.map_err(|e| BenchError::Child(e.to_string()))??;
     }
     let w = Arc::try_unwrap(w).map_err(|_| BenchError::Child("writer still shared".into()))?;
+    let commit = Instant::now();
     w.finish().await?;
-    Ok(())
+    Ok(commit.elapsed())
 }
 
-/// Writes `n` datasets of one `u8` of shape `[1]`.
-pub async fn write_tiny(dir: &Path, n: usize) -> Result {
-    let store = store(dir, &Meter::default())?;
-    let w = AtlasWriter::create(store, OsPath::default(), WriterConfig::default()).await?;
-    for i in 0..n {
-        let mut d = w.add_dataset(&workload::tiny_name(i)).await?;
-        d.define_array::<u8>("v", vec!["x".into()], vec![1], None, None)
-            .await?;
-        d.write_array(
-            "v",
-            vec![0],
-            ndarray::arr1(&[workload::tiny_value(i)]).into_dyn().view(),
-        )
-        .await?;
-        d.finish().await?;
-    }
-    w.finish().await?;
-    Ok(())
+/// The number of datasets of the collection at `dir` (a written collection opens).
+pub async fn count(dir: &Path) -> Result<usize> {
+    Ok(Atlas::open_path(dir).await?.dataset_count())
 }
 
 /// Opens the collection in `store`; the tiny bench's unit of work.
@@ -168,6 +204,15 @@ pub async fn read_steps(store: &Arc<dyn ObjectStore>, meter: &Meter) -> Result<C
     costs.push((Step::AttrsByDataset, c));
 
     let (_, c) = measure(meter, async {
+        Ok(atlas
+            .attributes_by_dataset(Some("JULD"), "units")
+            .await?
+            .len())
+    })
+    .await?;
+    costs.push((Step::ArrayAttrsByDataset, c));
+
+    let (_, c) = measure(meter, async {
         let mut values = 0usize;
         for name in atlas.list_datasets() {
             values += atlas
@@ -193,6 +238,28 @@ pub async fn read_steps(store: &Arc<dyn ObjectStore>, meter: &Meter) -> Result<C
     })
     .await?;
     costs.push((Step::OneCold, c));
+
+    // atlas-rust has no `read_many`: the same concurrency, by hand.
+    let (_, c) = measure(meter, async {
+        let fresh = Atlas::open(store.clone(), OsPath::default()).await?;
+        let reads = fresh.list_datasets().into_iter().map(|name| {
+            let fresh = &fresh;
+            async move {
+                let values = fresh
+                    .dataset(&name)?
+                    .read_array::<f32>("TEMP", vec![], vec![])
+                    .await?;
+                Ok::<_, BenchError>(values.len())
+            }
+        });
+        let lens: Vec<usize> = futures::stream::iter(reads)
+            .buffer_unordered(Step::MANY_CONCURRENCY)
+            .try_collect()
+            .await?;
+        Ok(lens.len())
+    })
+    .await?;
+    costs.push((Step::Many, c));
     Ok(costs)
 }
 

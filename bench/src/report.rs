@@ -88,6 +88,7 @@ impl Floors {
             (Step::Stats, 1, footer("TEMP")?),
             (Step::StatsByDataset, 1, footer("PSAL")?),
             (Step::AttrsByDataset, 1, seg(atlas::DATASETS_SEGMENT)?.1),
+            (Step::ArrayAttrsByDataset, 1, footer("JULD")?),
             // The segment footer came with the statistics step: the blocks remain.
             (
                 Step::Sweep,
@@ -97,6 +98,8 @@ impl Floors {
             (Step::OneFirst, 2, footer("PRES")? + one),
             (Step::OneWarm, 0, 0),
             (Step::OneCold, 3, open + footer("PSAL")? + one),
+            // A reader that knew nothing could read the whole segment at once.
+            (Step::Many, 2, open + seg("TEMP")?.1),
         ];
         Ok(Self { rows })
     }

@@ -1,5 +1,6 @@
-//! The bench's data: Argo-like profiles and tiny datasets, generated from a
-//! seed so every run (and every implementation) writes the same values.
+//! The bench's data: Argo-like profiles, gridded fields and tiny datasets,
+//! generated from a seed so every run (and every implementation) writes the
+//! same values.
 
 /// Fill value of the three profile arrays.
 pub const FILL: f32 = 99999.0;
@@ -113,6 +114,41 @@ pub fn tiny_value(i: usize) -> u8 {
     (i.wrapping_mul(31) % 251) as u8
 }
 
+/// Side of a grid dataset: each holds one `GRID` × `GRID` `f32` field.
+pub const GRID: usize = 512;
+
+/// Side of a grid's chunks (the grid is chunked `GRID_CHUNK` × `GRID_CHUNK`).
+pub const GRID_CHUNK: usize = 256;
+
+/// Name of the one array of a grid dataset.
+pub const GRID_ARRAY: &str = "sst";
+
+/// Name of grid dataset `i`.
+pub fn grid_name(i: usize) -> String {
+    format!("sst_{i:05}")
+}
+
+/// The field of grid dataset `i`, row-major: a smooth surface plus noise
+/// rounded to 0.01, so it compresses like real data rather than like zeros.
+/// The trigonometry is per row and per column, so generating a grid costs
+/// little next to compressing it.
+pub fn grid(i: usize) -> Vec<f32> {
+    let mut rng = Rng::new(SEED, (1 << 40) | i as u64);
+    let phase = i as f32 * 0.05;
+    let rows: Vec<f32> = (0..GRID)
+        .map(|y| 15.0 + 10.0 * ((y as f32) / 80.0 + phase).sin())
+        .collect();
+    let cols: Vec<f32> = (0..GRID).map(|x| 3.0 * ((x as f32) / 45.0).cos()).collect();
+    let mut field = Vec::with_capacity(GRID * GRID);
+    for row in &rows {
+        for col in &cols {
+            let v = row + col + 0.05 * rng.noise();
+            field.push((v * 100.0).round() / 100.0);
+        }
+    }
+    field
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -130,5 +166,14 @@ mod tests {
         let names: std::collections::HashSet<String> = (0..3000).map(|i| profile(i).name).collect();
         assert_eq!(names.len(), 3000);
         assert!((0..3000).all(|i| (20..120).contains(&profile(i).levels())));
+    }
+
+    #[test]
+    fn a_grid_fills_its_square_and_differs_from_the_next_one() {
+        let g = grid(3);
+        assert_eq!(g.len(), GRID * GRID);
+        assert_eq!(grid(3), g);
+        assert_ne!(grid(4), g);
+        assert!(g.iter().all(|v| v.is_finite() && *v != FILL));
     }
 }

@@ -3,9 +3,9 @@
 //! - `bench [iterations] [--quick] [--dev] [--latency 20ms] [--bandwidth 100MB/s] ...`:
 //!   the footer-decode benchmark in release, then `atlas-bench` (this Atlas
 //!   beside atlas-rust and zarrs on the issue-9 workload, local and simulated
-//!   object store; `docs/performance.md`), then the write benchmark (`atlas`'s
-//!   `bench_write` example) when it exists. `--quick` runs only a small
-//!   `atlas-bench` (the CI smoke test); `--dev` builds in the dev profile.
+//!   object store; `docs/performance.md`), then its write benchmark
+//!   (`atlas-bench write`). `--quick` skips the footer decode and shrinks both
+//!   runs (the CI smoke test); `--dev` builds in the dev profile.
 //! - `bench-footer [iterations] [datasets]`: the footer-decode benchmark in
 //!   this process (run it in release; `bench` does).
 //! - `fuzz [seconds]`: seeds every fuzz corpus from `testdata/v8` and runs
@@ -119,12 +119,27 @@ fn test() -> Result {
         .current_dir(root()))
 }
 
+/// The write benchmark of `bench --quick`: every case, from two writers, small.
+const QUICK_WRITE: [&str; 9] = [
+    "--quick",
+    "--writers",
+    "2",
+    "--profiles",
+    "500",
+    "--grids",
+    "4",
+    "--tiny",
+    "2000",
+];
+
 /// `bench [iterations] [--dev] [atlas-bench options]`: the footer-decode
 /// benchmark (skipped with `--quick`), then `atlas-bench` (the issue-9
 /// workload through this Atlas, atlas-rust and zarrs; `bench/src/main.rs`
-/// lists its options), then the `bench_write` example (skipped with
-/// `--quick`). Everything runs in release unless `--dev` is given (the CI
-/// smoke run: the test build already compiled every dependency in dev).
+/// lists its options), then `atlas-bench write` (write throughput and peak
+/// RSS per case; with `--quick`, a few seconds of it from two writers, so the
+/// smoke run writes grids and concurrent datasets too). Everything runs in
+/// release unless `--dev` is given (the CI smoke run: the test build already
+/// compiled every dependency in dev).
 fn bench(args: &[String]) -> Result {
     let mut rest: Vec<&str> = args.iter().map(String::as_str).collect();
     let iterations = match rest.first() {
@@ -157,21 +172,17 @@ fn bench(args: &[String]) -> Result {
         .arg(&work)
         .args(&rest))?;
 
-    let example = root().join("crates/atlas/examples/bench_write.rs");
-    let example_dir = root().join("crates/atlas/examples/bench_write");
-    if !quick && (example.exists() || example_dir.is_dir()) {
-        println!();
-        run(cargo().args([
-            "run",
-            "--release",
-            "-p",
-            "atlas",
-            "--example",
-            "bench_write",
-            "--",
-            "--quick",
-        ]))?;
+    println!();
+    let mut write = cargo();
+    write
+        .arg("run")
+        .args(profile)
+        .args(["--quiet", "-p", "atlas-bench", "--", "write", "--work"])
+        .arg(&work);
+    if quick {
+        write.args(QUICK_WRITE);
     }
+    run(&mut write)?;
     Ok(())
 }
 
