@@ -608,7 +608,9 @@ mod tests {
                     .await
                     .expect("atlas-rust writes tiny");
             }
-            let atlas = atlas::Atlas::open(&g, &atlas::OpenOptions::default()).await.expect("open grids");
+            let atlas = atlas::Atlas::open(&g, &atlas::OpenOptions::default())
+                .await
+                .expect("open grids");
             assert_eq!(atlas.dataset_count(), 3, "{who}");
             for i in 0..3 {
                 let got = atlas
@@ -620,7 +622,9 @@ mod tests {
                 assert_eq!(got.shape(), [workload::GRID, workload::GRID], "{who}");
                 assert!(got.iter().eq(workload::grid(i).iter()), "{who} grid {i}");
             }
-            let atlas = atlas::Atlas::open(&t, &atlas::OpenOptions::default()).await.expect("open tiny");
+            let atlas = atlas::Atlas::open(&t, &atlas::OpenOptions::default())
+                .await
+                .expect("open tiny");
             assert_eq!(ours::count(&t).await.ok(), Some(7), "{who}");
             assert_eq!(peer::count(&t).await.ok(), Some(7), "{who}");
             for i in 0..7 {

@@ -120,12 +120,18 @@ pub async fn write(dir: &Path, job: &Job) -> Result<Duration> {
 
 /// The number of datasets of the collection at `dir` (a written collection opens).
 pub async fn count(dir: &Path) -> Result<usize> {
-    Ok(Atlas::open(dir, &atlas::OpenOptions::default()).await?.dataset_count())
+    Ok(Atlas::open(dir, &atlas::OpenOptions::default())
+        .await?
+        .dataset_count())
 }
 
 /// Opens `dir` through `op`; the tiny bench's unit of work.
 pub async fn open(op: &Operator) -> Result<usize> {
-    Ok(Atlas::open((op.clone(), ""), &atlas::OpenOptions::default()).await?.dataset_count())
+    Ok(
+        Atlas::open((op.clone(), ""), &atlas::OpenOptions::default())
+            .await?
+            .dataset_count(),
+    )
 }
 
 async fn read_one(atlas: &Atlas, index: usize, array: &str) -> Result<usize> {
@@ -145,7 +151,10 @@ async fn read_one(atlas: &Atlas, index: usize, array: &str) -> Result<usize> {
 pub async fn read_steps(op: &Operator, meter: &Meter, counting: &CountingLayer) -> Result<Costs> {
     let mut costs = Costs::new();
     counting.stats().reset();
-    let (atlas, c) = measure(meter, async { Ok(Atlas::open((op.clone(), ""), &atlas::OpenOptions::default()).await?) }).await?;
+    let (atlas, c) = measure(meter, async {
+        Ok(Atlas::open((op.clone(), ""), &atlas::OpenOptions::default()).await?)
+    })
+    .await?;
     check_counts(counting, &c.io)?;
     costs.push((Step::Open, c));
     let datasets = atlas.dataset_count();

@@ -1,12 +1,17 @@
-//! Rust values of [`crate::core`] as Python objects: numpy arrays that take
-//! ownership of the read buffers, attribute and statistic values, exceptions.
+//! Between Python and [`crate::core`]: numpy arrays that take ownership of
+//! the read buffers, attribute and statistic values, exceptions, the
+//! catalogue as an Arrow C stream, and indexing keys read into [`KeyItem`]s.
 
+use arrow_array::ffi_stream::FFI_ArrowArrayStream;
+use arrow_array::{RecordBatch, RecordBatchIterator};
 use numpy::{PyArray, PyArray1};
 use pyo3::IntoPyObjectExt;
+use pyo3::exceptions::PyOverflowError;
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyDict, PyString};
+use pyo3::types::{PyBool, PyBytes, PyCapsule, PyDict, PyEllipsis, PySlice, PyString, PyTuple};
 
 use crate::core::{ArrayData, Attr, CoreError, ErrorClass, Layout, Scalar, Stats, attr_dtype};
+use crate::region::KeyItem;
 
 /// The Python exception of a core failure, an instance of a class of `atlasds._errors`.
 pub fn py_err(e: CoreError) -> PyErr {
@@ -170,4 +175,88 @@ pub fn layout(py: Python<'_>, layout: Layout) -> PyResult<Bound<'_, PyAny>> {
         None => out.set_item("fill", py.None())?,
     }
     Ok(out.into_any())
+}
+
+/// The name the Arrow PyCapsule interface gives a capsule holding a C stream.
+const STREAM_CAPSULE: &std::ffi::CStr = c"arrow_array_stream";
+
+/// A PyCapsule holding an Arrow C stream of `batch` (one batch), what
+/// `__arrow_c_stream__` returns. Whoever imports it takes the stream over;
+/// a capsule nobody imported releases it when collected.
+pub fn stream_capsule(py: Python<'_>, batch: RecordBatch) -> PyResult<Bound<'_, PyCapsule>> {
+    let schema = batch.schema();
+    let reader = RecordBatchIterator::new([Ok(batch)], schema);
+    PyCapsule::new_with_value(
+        py,
+        FFI_ArrowArrayStream::new(Box::new(reader)),
+        STREAM_CAPSULE,
+    )
+}
+
+fn bad_key(what: String) -> PyErr {
+    py_err(CoreError::invalid(format!(
+        "{what} (regions take ints, slices and one '...', as numpy's basic indexing)"
+    )))
+}
+
+/// An integer of a key: anything with `__index__` except a bool (numpy reads
+/// a bool as a mask). Too large for i64: saturated, so it is out of bounds.
+fn key_int(value: &Bound<'_, PyAny>) -> PyResult<i64> {
+    let is_bool = value.is_instance_of::<PyBool>()
+        || value
+            .get_type()
+            .name()
+            .is_ok_and(|n| n == "bool" || n == "bool_");
+    if is_bool {
+        return Err(bad_key(
+            "a boolean index is a mask, which is not supported".into(),
+        ));
+    }
+    match value.extract::<i64>() {
+        Ok(i) => Ok(i),
+        Err(e) if e.is_instance_of::<PyOverflowError>(value.py()) => {
+            Ok(if value.gt(0)? { i64::MAX } else { i64::MIN })
+        }
+        Err(_) => Err(bad_key(format!("unsupported index {}", repr(value)))),
+    }
+}
+
+fn repr(value: &Bound<'_, PyAny>) -> String {
+    value
+        .repr()
+        .map_or_else(|_| "?".to_owned(), |r| r.to_string())
+}
+
+fn slice_part(value: Bound<'_, PyAny>) -> PyResult<Option<i64>> {
+    if value.is_none() {
+        return Ok(None);
+    }
+    key_int(&value).map(Some)
+}
+
+fn key_item(value: &Bound<'_, PyAny>) -> PyResult<KeyItem> {
+    if value.is_instance_of::<PyEllipsis>() {
+        return Ok(KeyItem::Ellipsis);
+    }
+    if let Ok(slice) = value.cast::<PySlice>() {
+        return Ok(KeyItem::Slice {
+            start: slice_part(slice.getattr("start")?)?,
+            stop: slice_part(slice.getattr("stop")?)?,
+            step: slice_part(slice.getattr("step")?)?,
+        });
+    }
+    if value.is_none() {
+        return Err(bad_key("a new axis (None) is not supported".into()));
+    }
+    key_int(value).map(KeyItem::Index)
+}
+
+/// A numpy basic-indexing key (an int, a slice, `...` or a tuple of them) as
+/// [`KeyItem`]s, without looking at any shape; `InvalidArgument` for anything
+/// else (lists, arrays, bools, `None` axes).
+pub fn key(value: &Bound<'_, PyAny>) -> PyResult<Vec<KeyItem>> {
+    match value.cast::<PyTuple>() {
+        Ok(items) => items.iter().map(|item| key_item(&item)).collect(),
+        Err(_) => Ok(vec![key_item(value)?]),
+    }
 }

@@ -3,8 +3,8 @@
 //!
 //! Keeping every library call here means an API change touches this file only.
 //! The rest of the binding sees plain Rust values: [`ArrayData`] (reads),
-//! [`Scalar`], [`Stats`], [`Layout`], [`Described`], [`Catalogue`], [`Verified`], [`Written`]
-//! and [`CoreError`].
+//! [`Scalar`], [`Stats`], [`Layout`], [`Described`], the catalogue's Arrow
+//! [`RecordBatch`], [`Verified`], [`Written`] and [`CoreError`].
 //!
 //! It also owns the process's tokio runtime and the per-process cache of open
 //! collections that lets a dask worker open a collection once, not once per task.
@@ -15,11 +15,15 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use atlas::{
-    Atlas, AtlasError, AtlasWriter, Codec, DType, FillValue, IoErrorKind, OpenOptions, Region,
-    Stat, StorageOptions, Timestamp, VerifyOptions, WriteGuarantee, WriterConfig,
+    Atlas, AtlasError, AtlasWriter, CatalogueOptions, Codec, DType, FillValue, IoErrorKind,
+    OpenOptions, QueryError, Region, Stat, StorageOptions, Timestamp, VerifyOptions,
+    WriteGuarantee, WriterConfig,
 };
+use atlas::{Predicate, RecordBatch};
 use atlas_netcdf::{Decode, Feed, FileError, IngestError, IngestOptions, StoredFile};
 use tokio::runtime::Runtime;
+
+use crate::region::{self, KeyItem};
 
 /// The values of one read, in the element type they are stored as (converted
 /// to numpy in `convert`). Timestamps read as nanoseconds with the fill value
@@ -80,6 +84,16 @@ impl From<AtlasError> for CoreError {
         Self {
             class: class_of(&e),
             message: e.to_string(),
+        }
+    }
+}
+
+impl From<QueryError> for CoreError {
+    fn from(e: QueryError) -> Self {
+        match e {
+            QueryError::Atlas(a) => a.into(),
+            // A bad expression or name, or a table Arrow refused: the request.
+            other => Self::invalid(other.to_string()),
         }
     }
 }
@@ -308,20 +322,6 @@ pub struct Described {
     pub arrays: Vec<(String, Layout, Attrs)>,
 }
 
-/// One row per live dataset: names, ordinals, every dataset attribute and the
-/// statistics of every array (`None` where a dataset lacks it).
-#[derive(Debug, Default)]
-pub struct Catalogue {
-    /// Live dataset names, in ordinal order.
-    pub names: Vec<String>,
-    /// Their ordinals.
-    pub ordinals: Vec<u32>,
-    /// Per dataset attribute key (first-seen order), the value of each row.
-    pub attributes: Vec<(String, Vec<Option<Attr>>)>,
-    /// Per array, the statistics of each row.
-    pub stats: Vec<(String, Vec<Option<Stats>>)>,
-}
-
 /// What a delete did: how many datasets it hid, and the guarantee the mask write had.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Deleted {
@@ -513,23 +513,27 @@ impl Collection {
         Ok(Described { attrs, arrays })
     }
 
-    /// Reads the region of `array` starting at `start` with extent `shape`
-    /// (both empty: everything), in the stored element type; timestamps equal
-    /// to the fill value read as `i64::MIN` (NaT).
+    /// Reads the part of `array` numpy basic indexing `key` names (`None`:
+    /// everything; see [`region`]), in the stored element type; timestamps
+    /// equal to the fill value read as `i64::MIN` (NaT).
     pub async fn read(
         &self,
         dataset: &str,
         array: &str,
-        start: &[u64],
-        shape: &[u64],
+        key: Option<&[KeyItem]>,
     ) -> Result<ArrayData> {
-        let read = self
-            .atlas
-            .dataset(dataset)?
-            .read_any(array, Region::block(start, shape))
-            .await?;
+        let view = self.atlas.dataset(dataset)?;
+        let (region, steps) = match key {
+            None => (Region::all(), Vec::new()),
+            Some(key) => {
+                let shape = view.array_layout(array).await?.shape;
+                let plan = region::plan(array, key, &shape)?;
+                (plan.region, plan.steps)
+            }
+        };
+        let read = view.read_any(array, region).await?;
         let fill = timestamp_fill(read.fill());
-        Ok(match read.into_data() {
+        let data = match read.into_data() {
             ArrayData::Timestamp(a) => ArrayData::Timestamp(match fill {
                 Some(f) => a.mapv(|t| {
                     if t.nanos() == f {
@@ -541,6 +545,11 @@ impl Collection {
                 None => a,
             }),
             other => other,
+        };
+        Ok(if steps.iter().any(|&s| s != 1) {
+            region::stepped(data, &steps)
+        } else {
+            data
         })
     }
 
@@ -619,57 +628,27 @@ impl Collection {
         }
     }
 
-    /// The catalogue: one segment open per variable, whatever the number of datasets.
-    pub async fn catalogue(&self) -> Result<Catalogue> {
-        let mut out = Catalogue::default();
-        let mut keys: Vec<String> = Vec::new();
-        let mut seen_schemas = std::collections::HashSet::new();
-        for view in self.atlas.datasets() {
-            out.names.push(view.name().to_owned());
-            out.ordinals.push(view.ordinal());
-            if seen_schemas.insert(view.schema().index()) {
-                for (key, _) in view.schema().attributes() {
-                    if !keys.iter().any(|k| k == key) {
-                        keys.push(key.to_owned());
-                    }
-                }
-            }
+    /// The catalogue `atlas catalogue` prints, as the facade builds it: one
+    /// row per live dataset (those `predicate` selects, when given), columns
+    /// for the `attributes` keys and `arrays` statistics asked for (`None`:
+    /// all). Reads segment footers only.
+    pub async fn catalogue(
+        &self,
+        attributes: Option<Vec<String>>,
+        arrays: Option<Vec<String>>,
+        predicate: Option<&str>,
+    ) -> Result<RecordBatch> {
+        let mut options = CatalogueOptions::default();
+        if let Some(keys) = attributes {
+            options = options.attributes(keys);
         }
-        let row: HashMap<&str, usize> = out
-            .names
-            .iter()
-            .enumerate()
-            .map(|(i, n)| (n.as_str(), i))
-            .collect();
-        let rows = out.names.len();
-        for key in keys {
-            let mut column: Vec<Option<Attr>> = vec![None; rows];
-            for (name, value) in self.atlas.attributes_by_dataset(None, &key).await? {
-                if let Some(slot) = row.get(name.as_str()).and_then(|&i| column.get_mut(i)) {
-                    *slot = Some(value);
-                }
-            }
-            out.attributes.push((key, column));
+        if let Some(names) = arrays {
+            options = options.arrays(names);
         }
-        for array in self.atlas.array_names() {
-            let mut column: Vec<Option<Stats>> = vec![None; rows];
-            for stat in self.atlas.array_stats_by_dataset(array).await? {
-                let Some(&i) = row.get(stat.dataset.as_str()) else {
-                    continue;
-                };
-                let dtype = self
-                    .atlas
-                    .dataset(&stat.dataset)
-                    .ok()
-                    .and_then(|v| v.array_meta(array).map(|m| m.dtype().clone()))
-                    .unwrap_or(DType::Binary);
-                if let Some(slot) = column.get_mut(i) {
-                    *slot = Some(stats_of(&stat.stats, &dtype));
-                }
-            }
-            out.stats.push((array.to_owned(), column));
+        if let Some(text) = predicate {
+            options = options.predicate(Predicate::parse(text).map_err(QueryError::from)?);
         }
-        Ok(out)
+        Ok(self.atlas.catalogue(&options).await?)
     }
 }
 

@@ -16,6 +16,7 @@ use pyo3::types::PyDict;
 
 mod convert;
 mod core;
+mod region;
 mod stored;
 
 /// Runs the future `make` builds on the module's runtime with the GIL released.
@@ -108,16 +109,19 @@ impl PyCollection {
         (convert::attrs(py, &described.attrs)?, arrays).into_bound_py_any(py)
     }
 
-    /// Reads a region (`start`, `shape`; both empty for everything) as a numpy array.
+    /// Reads what numpy basic indexing `key` names (ints, slices, one `...`,
+    /// or a tuple of them; None: everything) as a numpy array. The key is
+    /// checked against the array's shape here, in Rust, for every caller.
+    #[pyo3(signature = (dataset, array, key=None))]
     fn read<'py>(
         &self,
         py: Python<'py>,
         dataset: &str,
         array: &str,
-        start: Vec<u64>,
-        shape: Vec<u64>,
+        key: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let values = run(py, || self.inner.read(dataset, array, &start, &shape))?;
+        let key = key.map(convert::key).transpose()?;
+        let values = run(py, || self.inner.read(dataset, array, key.as_deref()))?;
         convert::values(py, values)
     }
 
@@ -195,32 +199,45 @@ impl PyCollection {
         (report.sound, report.problems, report.warnings, checked).into_bound_py_any(py)
     }
 
-    /// The catalogue as `(names, ordinals, {attribute key: values}, {array: [stats or None]})`.
-    fn catalogue<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        let cat = run(py, || self.inner.catalogue())?;
-        let attributes = PyDict::new(py);
-        for (key, column) in &cat.attributes {
-            let mut values = Vec::with_capacity(column.len());
-            for v in column {
-                values.push(match v {
-                    Some(v) => convert::attr(py, v)?,
-                    None => py.None().into_bound(py),
-                });
-            }
-            attributes.set_item(key, values)?;
-        }
-        let stats = PyDict::new(py);
-        for (array, column) in &cat.stats {
-            let mut values = Vec::with_capacity(column.len());
-            for s in column {
-                values.push(match s {
-                    Some(s) => convert::stats(py, s)?,
-                    None => py.None().into_bound(py),
-                });
-            }
-            stats.set_item(array, values)?;
-        }
-        (cat.names, cat.ordinals, attributes, stats).into_bound_py_any(py)
+    /// The catalogue `atlas catalogue` prints (same columns, same types), as
+    /// an object exporting it through the Arrow C stream interface.
+    #[pyo3(signature = (attributes=None, arrays=None, predicate=None))]
+    fn catalogue(
+        &self,
+        py: Python<'_>,
+        attributes: Option<Vec<String>>,
+        arrays: Option<Vec<String>>,
+        predicate: Option<&str>,
+    ) -> PyResult<ArrowStream> {
+        let batch = run(py, || self.inner.catalogue(attributes, arrays, predicate))?;
+        Ok(ArrowStream { batch })
+    }
+}
+
+/// A table handed to Python through the Arrow PyCapsule interface
+/// (`pyarrow.RecordBatchReader.from_stream` and any other consumer read it
+/// without a copy of the values through Python objects).
+#[pyclass(name = "_ArrowStream", module = "atlasds._native", frozen)]
+struct ArrowStream {
+    batch: arrow_array::RecordBatch,
+}
+
+#[pymethods]
+impl ArrowStream {
+    /// A fresh C stream of the table in a PyCapsule; a requested schema is
+    /// ignored (the interface allows it), so consumers cast if they must.
+    #[pyo3(signature = (requested_schema=None))]
+    fn __arrow_c_stream__<'py>(
+        &self,
+        py: Python<'py>,
+        requested_schema: Option<Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, pyo3::types::PyCapsule>> {
+        drop(requested_schema);
+        convert::stream_capsule(py, self.batch.clone())
+    }
+
+    fn __len__(&self) -> usize {
+        self.batch.num_rows()
     }
 }
 
@@ -349,6 +366,7 @@ fn clear_cache() {
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyCollection>()?;
     m.add_class::<PyWriter>()?;
+    m.add_class::<ArrowStream>()?;
     m.add_function(wrap_pyfunction!(open, m)?)?;
     m.add_function(wrap_pyfunction!(create, m)?)?;
     m.add_function(wrap_pyfunction!(open_count, m)?)?;

@@ -25,6 +25,17 @@ def _command(env: str, package: str) -> list[str]:
     return ["cargo", "run", "--quiet", "--manifest-path", str(ROOT / "Cargo.toml"), "-p", package, "--"]
 
 
+def atlas_json(*args: str) -> object:
+    """What `atlas --json ARGS...` prints, parsed."""
+    done = subprocess.run(
+        [*_command("ATLAS_BIN", "atlas-cli"), "--json", *args],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    return json.loads(done.stdout)
+
+
 def fixture(name: str) -> Path:
     return FIXTURES / name
 

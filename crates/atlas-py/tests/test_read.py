@@ -96,13 +96,29 @@ GRID = np.array([[10.0 * r + c for c in range(10)] for r in range(5)] + [[-1.0] 
     [
         (slice(1, 4), slice(2, 9)),
         (2,),
+        2,
         (2, 3),
         (-1, slice(None)),
+        (-6, -10),
         (Ellipsis, 5),
+        (Ellipsis, -1),
         (slice(None), Ellipsis),
+        (1, Ellipsis, 2),
         (slice(3, 3),),
+        (slice(5, 2),),
         (slice(5, 100), slice(-3, None)),
+        (slice(-100, 2), slice(-3, -1)),
         (np.int64(1), slice(0, 2)),
+        (slice(np.int32(1), np.uint8(3)),),
+        (slice(0, 6, 2),),
+        (slice(None, None, 3), slice(1, None, 4)),
+        (slice(None, None, -1),),
+        (slice(4, 0, -2), slice(None, None, -3)),
+        (slice(-1, -7, -1), 0),
+        (slice(2, 2, -1),),
+        (slice(0, 10**30), slice(-(10**30), None)),
+        (1, slice(9, None, -4)),
+        (),
         Ellipsis,
     ],
     ids=repr,
@@ -111,26 +127,65 @@ def test_regions_follow_numpy_basic_indexing(every, region):
     got = every.read("grid", region)
     want = GRID[region]
     assert got.shape == want.shape
+    assert got.dtype == np.float64
     np.testing.assert_array_equal(got, want)
 
 
+def test_a_stepped_region_is_an_owned_c_contiguous_array(every):
+    got = every.read("grid", (slice(None, None, -2), slice(1, None, 3)))
+    assert got.flags.c_contiguous and got.flags.writeable
+    np.testing.assert_array_equal(got, GRID[::-2, 1::3])
+
+
+def test_regions_of_every_kind_of_array_step_the_same_way(every):
+    assert every.read("label", slice(None, None, -1), strings="object").tolist() == ["", "é ü", "a"]
+    assert every.read("blob", slice(0, 3, 2)).tolist() == [b"\x00\xff", b"\x07"]
+    t = every.read("time")
+    np.testing.assert_array_equal(every.read("time", slice(None, None, -2)), t[::-2])
+    assert every.read("i8", -1) == INTS["i8"][1][-1]
+    assert every.read("i8", slice(-1, 0, -2)).tolist() == INTS["i8"][1][-1:0:-2]
+
+
 @pytest.mark.parametrize(
-    "region",
+    ("region", "why"),
     [
-        (slice(0, 6, 2),),
-        (6,),
-        (-7,),
-        (0, 0, 0),
-        (Ellipsis, Ellipsis),
-        ([0, 1],),
-        (True,),
-        ("a",),
+        ((6,), "outside"),
+        ((-7,), "outside"),
+        ((0, 10), "outside"),
+        ((slice(None), -11), "outside"),
+        ((10**30,), "outside"),
+        ((0, 0, 0), "too many indices"),
+        ((Ellipsis, 0, 0, 0), "too many indices"),
+        ((Ellipsis, Ellipsis), "one ellipsis"),
+        ((slice(None, None, 0),), "step cannot be zero"),
+        (([0, 1],), "unsupported index"),
+        ((np.array([0, 1]),), "unsupported index"),
+        ((True,), "boolean"),
+        ((np.True_,), "boolean"),
+        ((None,), "new axis"),
+        (("a",), "unsupported index"),
+        ((1.0,), "unsupported index"),
+        ((slice(0.5, None),), "unsupported index"),
     ],
     ids=repr,
 )
-def test_a_region_numpy_basic_indexing_cannot_express_is_invalid(every, region):
-    with pytest.raises(atlasds.InvalidArgument):
+def test_a_region_numpy_basic_indexing_cannot_express_is_invalid(every, region, why):
+    with pytest.raises(atlasds.InvalidArgument, match=why):
         every.read("grid", region)
+
+
+def test_the_same_bad_regions_numpy_refuses_with_an_index_or_value_error():
+    # What the documented InvalidArgument stands for: numpy refuses these too.
+    for region in [(6,), (-7,), (0, 0, 0), (Ellipsis, Ellipsis)]:
+        with pytest.raises(IndexError):
+            GRID[region]
+    with pytest.raises(ValueError):
+        GRID[::0]
+
+
+def test_an_invalid_region_is_a_value_error_as_well(every):
+    with pytest.raises(ValueError):
+        every.read("grid", (6,))
 
 
 def test_a_region_of_a_string_array_reads_only_those_elements(every):

@@ -7,6 +7,7 @@ import pytest
 import xarray as xr
 
 import atlasds
+import atlasds.xarray_backend
 from atlasds._collection import Dataset
 from conftest import fixture
 
@@ -34,7 +35,8 @@ def test_opening_reads_no_array_values_and_indexing_reads_only_that_region(reads
     assert [r for r in reads if r[1] == "temperature"] == []
     part = ds["temperature"][1:3, 2:5].values
     np.testing.assert_array_equal(part, [[25.5, 25.75, 26.0], [50.5, 50.75, 51.0]])
-    assert [r[2] for r in reads if r[1] == "temperature"] == [(slice(1, 3), slice(2, 5))]
+    # The key reaches the extension as xarray gave it: no Python-side rewriting.
+    assert [r[2] for r in reads if r[1] == "temperature"] == [(slice(1, 3, 1), slice(2, 5, 1))]
 
 
 def test_strided_selections_read_the_covering_region_once(reads):
@@ -113,3 +115,73 @@ def test_strings_reach_xarray_as_object_arrays(kinds):
     ds = xr.open_dataset(kinds, engine="atlas", group="every_dtype")
     assert ds["label"].dtype == object
     assert [type(v) for v in ds["label"].values] == [str, str, str]
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "s3://bucket/argo.atlas",
+        "s3://bucket/prefix/argo.atlas/",
+        "s3://bucket/prefix/data.atlas",
+        "s3a://bucket/data.atlas",
+        "gs://bucket/argo.atlas",
+        "gcs://bucket/deep/er/data.atlas",
+        "az://container/argo.atlas",
+        "azblob://container/x/data.atlas",
+        "http://127.0.0.1:9/collections/argo.atlas",
+        "https://example.invalid/c/data.atlas?versionId=3",
+        "HTTPS://example.invalid/c/DATA.atlas/data.atlas",
+    ],
+)
+def test_the_backend_recognises_urls_of_collections_without_a_request(url):
+    assert atlasds.xarray_backend.AtlasBackendEntrypoint().guess_can_open(url)
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "s3://bucket",
+        "s3://bucket/",
+        "s3://bucket/prefix/store.zarr",
+        "gs://bucket/file.nc",
+        "https://example.invalid/c/data.atlas.json",
+        "https://example.invalid/.atlas",
+        "ftp://host/argo.atlas",
+        "s3://bucket/argo",
+    ],
+)
+def test_the_backend_leaves_other_urls_to_other_engines(url):
+    assert not atlasds.xarray_backend.AtlasBackendEntrypoint().guess_can_open(url)
+
+
+def test_the_backend_recognises_local_collections_and_their_container_file(tmp_path):
+    entry = atlasds.xarray_backend.AtlasBackendEntrypoint()
+    assert entry.guess_can_open(fixture("small"))
+    assert entry.guess_can_open(str(fixture("small") / "data.atlas"))
+    assert entry.guess_can_open(f"file://{fixture('small')}")
+    assert not entry.guess_can_open(tmp_path)
+    assert not entry.guess_can_open(str(tmp_path / "data.atlas"))
+    assert not entry.guess_can_open(b"bytes are no location")
+
+
+def test_a_url_naming_the_container_file_opens_its_directory():
+    # What guess_can_open accepts must open: `.../data.atlas` means the directory.
+    from atlasds._collection import _location
+
+    assert _location("s3://bucket/prefix/data.atlas") == "s3://bucket/prefix"
+    assert _location("https://host/c/data.atlas/") == "https://host/c"
+    assert _location("s3://bucket/data.atlas") == "s3://bucket"
+    assert _location("s3://data.atlas") == "s3://data.atlas", "a bucket alone is kept"
+    assert _location("s3://bucket/argo.atlas") == "s3://bucket/argo.atlas"
+
+
+def test_xarray_picks_the_atlas_engine_by_itself_for_a_local_collection():
+    ds = xr.open_dataset(fixture("small"), group="jan_2024")
+    assert ds["temperature"].shape == (4, 8)
+
+
+def test_the_backend_reads_negative_and_reversed_selections_through_the_extension(reads):
+    ds = xr.open_dataset(fixture("small"), engine="atlas", group="jan_2024")
+    whole = ds["temperature"].values
+    np.testing.assert_array_equal(ds["temperature"][::-1, -1].values, whole[::-1, -1])
+    np.testing.assert_array_equal(ds["temperature"][-3:, ::-3].values, whole[-3:, ::-3])

@@ -1,8 +1,10 @@
 """atlasds: read and write Atlas v8 collections from Python.
 
-- `Collection.open(path_or_url, storage_options)`: the collection as a mapping of live dataset names to
-  `Dataset` handles; `Dataset.read(array, region)` gives numpy arrays.
-- `Collection.catalogue()`: one pandas row per dataset (attributes and statistics).
+- `Collection.open(path_or_url, storage_options)`: the collection as a
+  `collections.abc.Mapping` of live dataset names to `Dataset` handles;
+  `Dataset.read(array, region)` gives numpy arrays (numpy basic indexing).
+- `Collection.catalogue()`: the table `atlas catalogue` prints, one row per
+  dataset (attributes and statistics), as pandas or a `pyarrow.Table`.
 - `xarray.open_dataset(path, engine="atlas", group=NAME)` and
   `xarray.open_datatree(path, engine="atlas")`: lazily loaded xarray objects.
 - `open_mfdataarray(path, variable)`: one variable of many datasets as one

@@ -9,13 +9,14 @@ collection once however many tasks it runs.
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Iterator, Literal, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Iterator, Literal, Sequence
 
 import numpy as np
 
 from . import _native
-from ._errors import InvalidArgument
+from ._errors import InvalidArgument, NotFound
 
 if TYPE_CHECKING:
     import pandas
@@ -156,66 +157,21 @@ class VerifyResult:
         return self.sound
 
 
-def _region(
-    key: Any, shape: Sequence[int]
-) -> tuple[list[int], list[int], list[int]]:
-    """numpy basic indexing (ints, step-1 slices, one `...`) as start, extent and the kept axes."""
-    if not isinstance(key, tuple):
-        key = (key,)
-    ellipses = [i for i, k in enumerate(key) if k is Ellipsis]
-    if len(ellipses) > 1:
-        raise InvalidArgument("an index can only have one ellipsis ('...')")
-    if ellipses:
-        at = ellipses[0]
-        missing = len(shape) - (len(key) - 1)
-        if missing < 0:
-            raise InvalidArgument(
-                f"too many indices: {len(key) - 1} for an array of rank {len(shape)}"
-            )
-        key = key[:at] + (slice(None),) * missing + key[at + 1 :]
-    if len(key) > len(shape):
-        raise InvalidArgument(
-            f"too many indices: {len(key)} for an array of rank {len(shape)}"
-        )
-    key = key + (slice(None),) * (len(shape) - len(key))
-    start: list[int] = []
-    extent: list[int] = []
-    kept: list[int] = []
-    for axis, (k, n) in enumerate(zip(key, shape)):
-        if isinstance(k, (bool, np.bool_)):
-            raise InvalidArgument(f"axis {axis}: boolean indices are not supported")
-        if isinstance(k, (int, np.integer)):
-            i = int(k)
-            if i < 0:
-                i += n
-            if not 0 <= i < n:
-                raise InvalidArgument(
-                    f"axis {axis}: index {int(k)} is out of bounds for length {n}"
-                )
-            start.append(i)
-            extent.append(1)
-        elif isinstance(k, slice):
-            s, e, step = k.indices(n)
-            if step != 1:
-                raise InvalidArgument(
-                    f"axis {axis}: only slices with step 1 are supported, got {step}"
-                )
-            count = max(0, e - s)
-            start.append(s if count else min(s, n))
-            extent.append(count)
-            kept.append(axis)
-        else:
-            raise InvalidArgument(
-                f"axis {axis}: unsupported index {k!r} (ints, slices with step 1 and ... only)"
-            )
-    return start, extent, kept
+CONTAINER_FILE = "data.atlas"
+"""The container's file name inside a collection directory."""
 
 
 def _location(url_or_path: str | os.PathLike[str]) -> str:
+    """An absolute path, or the URL; a remote URL naming `data.atlas` means its
+    directory (as a local path naming it does)."""
     location = os.fspath(url_or_path)
-    if "://" in location:
-        return location
-    return os.path.abspath(location)
+    scheme, sep, rest = location.partition("://")
+    if not sep:
+        return os.path.abspath(location)
+    directory, slash, last = rest.rstrip("/").rpartition("/")
+    if scheme.lower() != "file" and slash and directory and last == CONTAINER_FILE:
+        return f"{scheme}://{directory}"
+    return location
 
 
 def _storage(options: dict[str, Any] | None) -> tuple[list[tuple[str, str]], bool]:
@@ -253,12 +209,16 @@ def _reopen(
     return Collection.open(location, storage_options, cache=True, **(open_options or {}))
 
 
-class Collection:
-    """An open Atlas collection: a mapping from live dataset names to `Dataset` handles.
+class Collection(Mapping[str, "Dataset"]):
+    """An open Atlas collection: a read-only `collections.abc.Mapping` from
+    live dataset names (in ordinal order) to `Dataset` handles.
 
-    Open with `Collection.open`. Counting, listing and membership cost no I/O;
-    statistics and attributes across every dataset cost one segment open per
-    variable. Safe to share across threads; pickles by location.
+    Open with `Collection.open`. `len`, iteration, `in`, `keys()`, `items()`,
+    `values()` and `get()` cost no I/O; a missing name raises `NotFound`,
+    which is a `KeyError`. Statistics and attributes across every dataset cost
+    one segment open per variable. Safe to share across threads; pickles by
+    location. Two `Collection` objects are equal only when they are the same
+    handle (they are views of storage, not values).
     """
 
     __slots__ = ("_native", "_location", "_storage_options", "_open_options")
@@ -341,8 +301,15 @@ class Collection:
         return isinstance(name, str) and self._native.contains(name)
 
     def __getitem__(self, name: str) -> Dataset:
+        if not isinstance(name, str):
+            raise NotFound(f"dataset names are strings, not {type(name).__name__}: {name!r}")
         self._native.ordinal(name)  # NotFound unless live
         return Dataset(self, name)
+
+    # A handle, not a value: equal to itself only (Mapping would compare every item).
+    __eq__ = object.__eq__
+    __ne__ = object.__ne__
+    __hash__ = object.__hash__
 
     def names(self) -> list[str]:
         """Live dataset names, in ordinal order."""
@@ -388,38 +355,61 @@ class Collection:
         return VerifyResult(sound, problems, warnings, checked)
 
     def catalogue(
-        self, format: Literal["pandas", "arrow"] = "pandas"
+        self,
+        format: Literal["pandas", "arrow"] = "pandas",
+        *,
+        attributes: Sequence[str] | None = None,
+        arrays: Sequence[str] | None = None,
+        where: str | None = None,
     ) -> pandas.DataFrame | pyarrow.Table:
-        """One row per live dataset: name, ordinal, every dataset attribute, and
-        per array `ARRAY.count`, `.nulls`, `.min`, `.max`.
+        """The table `atlas catalogue` prints: one row per live dataset with
+        `name`, `ordinal`, `schema` (the interned schema's index), every
+        dataset attribute typed as declared, and per array `ARRAY.count`,
+        `.nulls`, `.min`, `.max` (timestamps in UTC).
 
-        Costs one segment open per variable whatever the number of datasets.
-        `format="arrow"` gives a `pyarrow.Table` instead of a DataFrame.
+        `attributes` and `arrays` keep only those columns, in that order;
+        `where` keeps the rows an `atlas catalogue --where` expression selects.
+        Costs one segment-footer read per variable involved, no array data.
+        The table crosses from Rust as Arrow (the C stream interface);
+        `format="arrow"` returns that `pyarrow.Table`, the default its
+        `to_pandas()` with integer and bool columns as pandas' nullable
+        dtypes (so a missing cell stays `<NA>`, not a float NaN).
         """
-        import pandas as pd
-
         if format not in ("pandas", "arrow"):
             raise InvalidArgument(f"format must be 'pandas' or 'arrow', not {format!r}")
-        names, ordinals, attributes, stats = self._native.catalogue()
-        columns: dict[str, Any] = {
-            "name": names,
-            "ordinal": np.asarray(ordinals, dtype=np.uint32),
-        }
-        for key, values in attributes.items():
-            columns[key if key not in columns else f"attrs.{key}"] = values
-        for array, rows in stats.items():
-            counts = pd.array([None if r is None else r[0] for r in rows], dtype="UInt64")
-            nulls = pd.array([None if r is None else r[1] for r in rows], dtype="UInt64")
-            columns[f"{array}.count"] = counts
-            columns[f"{array}.nulls"] = nulls
-            columns[f"{array}.min"] = [None if r is None else r[2] for r in rows]
-            columns[f"{array}.max"] = [None if r is None else r[3] for r in rows]
-        frame = pd.DataFrame(columns)
-        if format == "arrow":
-            import pyarrow as pa
+        for label, names in (("attributes", attributes), ("arrays", arrays)):
+            if isinstance(names, str):
+                raise InvalidArgument(f"{label} takes a list of names, not one string")
+        import pyarrow as pa
 
-            return pa.Table.from_pandas(frame, preserve_index=False)
-        return frame
+        stream = self._native.catalogue(
+            None if attributes is None else list(attributes),
+            None if arrays is None else list(arrays),
+            where,
+        )
+        table = pa.RecordBatchReader.from_stream(stream).read_all()
+        if format == "arrow":
+            return table
+        return table.to_pandas(types_mapper=_nullable_pandas_dtype)
+
+
+def _nullable_pandas_dtype(arrow_type: Any) -> Any:
+    """pandas' nullable dtype for an Arrow integer or bool type; None (the default) otherwise."""
+    import pandas as pd
+    import pyarrow as pa
+
+    nullable = {
+        pa.bool_(): pd.BooleanDtype(),
+        pa.int8(): pd.Int8Dtype(),
+        pa.int16(): pd.Int16Dtype(),
+        pa.int32(): pd.Int32Dtype(),
+        pa.int64(): pd.Int64Dtype(),
+        pa.uint8(): pd.UInt8Dtype(),
+        pa.uint16(): pd.UInt16Dtype(),
+        pa.uint32(): pd.UInt32Dtype(),
+        pa.uint64(): pd.UInt64Dtype(),
+    }
+    return nullable.get(arrow_type)
 
 
 class Dataset:
@@ -436,6 +426,15 @@ class Dataset:
 
     def __repr__(self) -> str:
         return f"<atlasds.Dataset {self._name!r} of {self._collection.location!r}>"
+
+    def __eq__(self, other: object) -> bool:
+        """The same name in the same `Collection` handle."""
+        if not isinstance(other, Dataset):
+            return NotImplemented
+        return self._collection is other._collection and self._name == other._name
+
+    def __hash__(self) -> int:
+        return hash((id(self._collection), self._name))
 
     @property
     def name(self) -> str:
@@ -480,8 +479,17 @@ class Dataset:
         }
 
     def read(self, array: str, region: Any = None, *, strings: Strings = "auto") -> np.ndarray:
-        """The values of `array`, or of the region numpy basic indexing names
-        (ints, slices with step 1, `...`), as a numpy array of the stored dtype.
+        """The values of `array`, or of the part numpy basic indexing `region`
+        names, as a numpy array of the stored dtype: `ds.read("T", (0, slice(2, None, 3)))`
+        is `ds.read("T")[0, 2::3]` without reading the rest.
+
+        Ints (negative from the end), slices (any step; bounds clamped as
+        numpy does), one `...`, or a tuple of them; axes not named are whole.
+        Anything numpy would refuse, or that basic indexing cannot say (an
+        index out of bounds, too many indices, a zero step, lists, arrays,
+        bools, `None` axes), raises `InvalidArgument`. The key is interpreted
+        once, in the Rust extension, for every caller (the xarray backend and
+        `open_mfdataarray` included). A stepped slice reads the block it spans.
 
         Timestamps come as `datetime64[ns]` with NaT where unwritten, binary as
         an object array of `bytes`. Strings come as numpy's `StringDType` when
@@ -492,14 +500,7 @@ class Dataset:
         """
         wanted = _string_dtype(strings)
         native = self._collection._native
-        if region is None:
-            values = native.read(self._name, array, [], [])
-        else:
-            shape = native.layout(self._name, array)["shape"]
-            start, extent, kept = _region(region, shape)
-            values = native.read(self._name, array, start, extent)
-            if len(kept) != len(extent):
-                values = values.reshape([extent[axis] for axis in kept])
+        values = native.read(self._name, array, region)
         if values.dtype == object and wanted != values.dtype:
             # Strings and binary both arrive as objects; an empty array says which by its layout.
             if values.size:

@@ -20,13 +20,16 @@ import xarray as xr
 from xarray.backends import BackendArray, BackendEntrypoint
 from xarray.core import indexing
 
-from ._collection import ArrayLayout, Collection, Dataset
+from ._collection import CONTAINER_FILE, ArrayLayout, Collection, Dataset
 from ._errors import InvalidArgument
 
 __all__ = ["AtlasBackendArray", "AtlasBackendEntrypoint", "COORDS_ATTRIBUTE"]
 
 COORDS_ATTRIBUTE = "_pyatlas_coords"
 """Dataset attribute naming the coordinate variables, as a JSON list."""
+
+# URL schemes of remote collections (the aliases the Rust side accepts too).
+_REMOTE_SCHEMES = frozenset({"s3", "s3a", "gs", "gcs", "az", "azure", "azblob", "http", "https"})
 
 # Attributes of a timestamp array that would make xarray decode it a second time.
 _TIME_ENCODING = ("units", "calendar", "_FillValue")
@@ -49,26 +52,10 @@ class AtlasBackendArray(BackendArray):
         )
 
     def _read(self, key: tuple[Any, ...]) -> np.ndarray:
-        # Basic indexing may still carry slice steps: read the covering step-1
-        # region, then take every step-th element.
-        contiguous: list[Any] = []
-        strides: list[Any] = []
-        for k, n in zip(key, self.shape):
-            if isinstance(k, slice):
-                start, stop, step = k.indices(n)
-                if step == 1:
-                    contiguous.append(slice(start, stop))
-                    strides.append(slice(None))
-                else:
-                    contiguous.append(slice(start, max(start, stop)))
-                    strides.append(slice(None, None, step))
-            else:
-                contiguous.append(k)
-        # xarray's convention for text is an object array of str.
-        values = self.dataset.read(self.array, tuple(contiguous), strings="object")
-        if any(s != slice(None) for s in strides):
-            values = values[tuple(strides)]
-        return values
+        # The key goes to the extension as is: it interprets numpy basic
+        # indexing (steps included) for every caller. xarray's convention for
+        # text is an object array of str.
+        return self.dataset.read(self.array, key, strings="object")
 
 
 def _dims(array: str, dims: tuple[str, ...], rank: int) -> tuple[str, ...]:
@@ -172,14 +159,35 @@ class AtlasBackendEntrypoint(BackendEntrypoint):
     supports_groups = True
 
     def guess_can_open(self, filename_or_obj: Any) -> bool:
+        """Whether ``filename_or_obj`` looks like a collection, without any request.
+
+        A `Collection`; a local directory (or ``file://`` URL) holding
+        ``data.atlas``, or that file itself; a remote URL (``s3://``, ``gs://``,
+        ``az://``, ``http(s)://`` and their aliases) whose path ends in
+        ``data.atlas`` or in a directory named ``*.atlas``. Other remote URLs are
+        left to other engines (guessing must not send requests): open them with
+        ``engine="atlas"``.
+        """
         if isinstance(filename_or_obj, Collection):
             return True
-        if isinstance(filename_or_obj, (str, os.PathLike)):
-            path = os.fspath(filename_or_obj)
-            if path.startswith("file://"):
-                path = path[len("file://") :]
-            return os.path.isfile(os.path.join(path, "data.atlas"))
-        return False
+        if not isinstance(filename_or_obj, (str, os.PathLike)):
+            return False
+        location = os.fspath(filename_or_obj)
+        if not isinstance(location, str):
+            return False
+        scheme, sep, rest = location.partition("://")
+        if not sep or scheme.lower() == "file":
+            path = rest if sep else location
+            if os.path.basename(path) == CONTAINER_FILE:
+                return os.path.isfile(path)
+            return os.path.isfile(os.path.join(path, CONTAINER_FILE))
+        if scheme.lower() not in _REMOTE_SCHEMES:
+            return False
+        path = rest.split("?", 1)[0].split("#", 1)[0].rstrip("/")
+        if "/" not in path:
+            return False  # a bucket or host alone
+        last = path.rsplit("/", 1)[1]
+        return last == CONTAINER_FILE or (last.endswith(".atlas") and last != ".atlas")
 
     def open_dataset(
         self,
