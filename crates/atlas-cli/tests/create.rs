@@ -48,6 +48,12 @@ fn create_writes_one_dataset_per_file_and_reports_them_as_json() {
         ]
     );
     atlas().arg("verify").arg(&dest).assert().success();
+    // A finished write leaves the container and nothing else (no empty temp directory).
+    let left: Vec<String> = std::fs::read_dir(&dest)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(left, ["data.atlas"]);
 }
 
 #[test]

@@ -39,7 +39,7 @@ pub use error::{IoError, IoErrorKind, ShortRead};
 pub use leftovers::{Leftover, LeftoverKind, list_leftovers, remove_leftovers};
 pub use mask_store::{
     ATOMIC_WRITE_DIR, LOCK_SUFFIX, UpdateError, UpdateOutcome, WriteGuarantee, fs_operator,
-    put_atomic, update_checked, update_conditionally,
+    put_atomic, remove_empty_atomic_write_dir, update_checked, update_conditionally,
 };
 pub use path::object_path;
 pub use read::{

@@ -58,6 +58,13 @@ pub fn fs_operator(root: impl AsRef<std::path::Path>) -> Result<Operator, IoErro
     Operator::new(builder).map_err(|e| IoError::from_opendal(e, "open", &root_s))
 }
 
+/// Removes `<root>/.atlas-tmp` if it is empty, so a finished write leaves no
+/// trace of its temp files. A directory still holding a file (another
+/// writer's) stays; any failure is ignored, since the directory is harmless.
+pub fn remove_empty_atomic_write_dir(root: impl AsRef<std::path::Path>) {
+    let _ = std::fs::remove_dir(root.as_ref().join(ATOMIC_WRITE_DIR));
+}
+
 fn is_fs(op: &Operator) -> bool {
     op.info().scheme() == "fs"
 }

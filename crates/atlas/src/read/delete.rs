@@ -32,6 +32,19 @@ impl Atlas {
     /// written; a name already deleted is accepted. Afterwards the datasets
     /// appear in no list, lookup, statistic or attribute column of this handle.
     /// The container itself is never modified.
+    ///
+    /// # Errors
+    /// [`AtlasError::DatasetNotFound`] for a name the container does not hold
+    /// (nothing is written); [`AtlasError::CorruptMask`] when the mask on
+    /// storage is not a mask; [`AtlasError::Io`] when storage fails, or when
+    /// concurrent writers kept winning the conditional write through every
+    /// retry (a transient error: try again).
+    ///
+    /// # Cancel safety
+    /// The mask is replaced in one atomic write (a conditional PUT, or a temp
+    /// file and a rename on local disk). Dropping the future before that write
+    /// is sent changes nothing; after it, the new mask is on storage whole,
+    /// though this handle may not list the datasets as deleted until reopened.
     pub async fn delete_datasets(&self, names: &[&str]) -> Result<DeleteOutcome> {
         let footer = self.footer();
         let mut ordinals = BTreeSet::new();

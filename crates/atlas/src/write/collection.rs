@@ -92,7 +92,7 @@ impl AtlasWriter {
             .into()
             .resolve(&config.storage, Access::Write)
             .await?;
-        let (op, prefix, _, _) = location.into_parts();
+        let (op, prefix, local_dir, _) = location.into_parts();
         let container_path = object_path(&prefix, CONTAINER_FILE);
         let mask_path = object_path(&prefix, MASK_FILE);
         for path in [&container_path, &mask_path] {
@@ -106,6 +106,7 @@ impl AtlasWriter {
             shared: Arc::new(Shared {
                 config: config.clone(),
                 op,
+                local_dir,
                 container_path,
                 state: Mutex::new(State {
                     phase: Phase::Open,
@@ -149,11 +150,23 @@ impl AtlasWriter {
     /// Commits the collection: streams header, segments, footer and trailer to
     /// `data.atlas` and closes it. The only point at which anything becomes visible.
     ///
-    /// Every [`DatasetWriter`] must be finished, aborted or dropped first
-    /// ([`AtlasError::InvalidUse`] otherwise). On any failure the upload is
-    /// aborted and nothing that opens is left at the prefix.
+    /// # Errors
+    /// [`AtlasError::InvalidUse`] while a [`DatasetWriter`] is still open
+    /// (finish, abort or drop each first); [`AtlasError::Io`] when storage
+    /// fails; [`AtlasError::ContainerWrite`] when the container writer was
+    /// left unusable by an earlier failure. On any error the upload is aborted
+    /// and nothing that opens is left at the address.
+    ///
+    /// # Cancel safety
+    /// Dropping the future before it completes aborts the upload (multipart
+    /// uploads are aborted, a local temp file is removed): nothing that opens
+    /// is left, and the writer is gone. The commit is the last write of the
+    /// container, so there is no state in which part of it is visible.
     pub async fn finish(self) -> Result<WriteSummary> {
         let result = commit(&self.shared).await;
+        if let Some(dir) = &self.shared.local_dir {
+            atlas_io::remove_empty_atomic_write_dir(dir);
+        }
         self.shared.state().phase = if result.is_ok() {
             Phase::Committed
         } else {

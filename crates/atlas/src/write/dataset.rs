@@ -228,6 +228,19 @@ impl DatasetWriter {
     /// Pushes that are cheap run on the calling task; a push that would
     /// compress a block, or wait for a variable another dataset holds, runs on
     /// a blocking thread.
+    ///
+    /// # Errors
+    /// [`AtlasError::InvalidRegion`] for an array with elements never written
+    /// and no fill value, [`AtlasError::InvalidUse`] once the collection writer
+    /// is finishing or finished, [`AtlasError::ContainerWrite`] or
+    /// [`AtlasError::Io`] when a block could not be written.
+    ///
+    /// # Cancel safety
+    /// A dataset is pushed whole or not at all. Dropping the future before the
+    /// push starts abandons the dataset (as [`abort`](Self::abort) does); once
+    /// the push has moved to a blocking thread it runs to the end and records
+    /// its own outcome, so the dataset is in the collection even though the
+    /// caller never saw `Ok`.
     pub async fn finish(mut self) -> Result<()> {
         let inner = self.inner.take().ok_or_else(closed)?;
         let name = self.name.clone();

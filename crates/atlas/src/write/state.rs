@@ -82,6 +82,9 @@ pub(crate) struct State {
 pub(crate) struct Shared {
     pub(crate) config: WriterConfig,
     pub(crate) op: Operator,
+    /// The collection's directory when it is written to local disk, whose
+    /// temp-file directory the commit removes once it is empty.
+    pub(crate) local_dir: Option<std::path::PathBuf>,
     pub(crate) container_path: String,
     pub(crate) state: Mutex<State>,
     pub(crate) variables: Variables,
