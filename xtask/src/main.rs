@@ -16,6 +16,10 @@
 //! - `py-fixture DIR`: writes the collection the Python suite reads (see `py_fixture`).
 //! - `bench-read DIR ARRAY`: reads a float32 array of every dataset from Rust
 //!   (the baseline of the Python package's benchmark).
+//! - `public-api [--bless]`: lists the `atlas` facade's public items (every
+//!   feature on) from rustdoc JSON and compares the list with the committed
+//!   `crates/atlas/public-api.txt`; `--bless` rewrites that file. CI runs the
+//!   check, so a change of the surface shows in review as a change of the file.
 //! - `ci`: `.ci/run`.
 
 use std::io::{BufRead, BufReader};
@@ -54,11 +58,12 @@ fn main() -> ExitCode {
             (Some(dir), Some(array)) => bench_read::run(Path::new(dir), array),
             _ => Err("usage: cargo xtask bench-read DIR ARRAY".to_owned()),
         },
+        Some("public-api") => public_api(arg(1) == Some("--bless")),
         Some("ci") => run(Command::new("bash").arg(root().join(".ci/run"))),
         _ => {
             eprintln!(
                 "usage: cargo xtask <bench [iterations] [--quick] [--dev] [atlas-bench options] | bench-footer [iterations] [datasets] | \
-                 fuzz [seconds] | seed-fuzz | test | py-fixture DIR | bench-read DIR ARRAY | ci>"
+                 fuzz [seconds] | seed-fuzz | test | py-fixture DIR | bench-read DIR ARRAY | public-api [--bless] | ci>"
             );
             return ExitCode::from(2);
         }
@@ -477,5 +482,146 @@ fn fuzz(seconds: u64) -> Result {
         Ok(())
     } else {
         Err(format!("fuzz targets failed: {failed:?}"))
+    }
+}
+
+/// Where the committed listing of the facade's public surface lives.
+const PUBLIC_API_LISTING: &str = "crates/atlas/public-api.txt";
+
+/// Builds the facade's rustdoc JSON (a target directory of its own, so the
+/// test build is not invalidated) and compares its public items with
+/// [`PUBLIC_API_LISTING`], or rewrites the listing with `bless`.
+///
+/// rustdoc's JSON output is unstable: `RUSTC_BOOTSTRAP` enables it on the
+/// pinned stable toolchain, and `public-api` is pinned to the JSON format
+/// version that toolchain writes.
+fn public_api(bless: bool) -> Result {
+    let target = root().join("target/public-api");
+    run(cargo()
+        .env("RUSTC_BOOTSTRAP", "1")
+        .env("CARGO_TARGET_DIR", &target)
+        .args([
+            "rustdoc",
+            "--quiet",
+            "--locked",
+            "-p",
+            "atlas",
+            "--lib",
+            "--all-features",
+        ])
+        .args(["--", "-Z", "unstable-options", "--output-format", "json"]))?;
+    let api = public_api::Builder::from_rustdoc_json(target.join("doc/atlas.json"))
+        .omit_blanket_impls(true)
+        .omit_auto_trait_impls(true)
+        .omit_auto_derived_impls(true)
+        .build()
+        .map_err(|e| format!("reading the rustdoc JSON: {e}"))?;
+    let listing: String = api.items().map(|item| format!("{item}\n")).collect();
+    let path = root().join(PUBLIC_API_LISTING);
+    if bless {
+        std::fs::write(&path, &listing).map_err(|e| format!("{}: {e}", path.display()))?;
+        eprintln!(
+            "public-api: wrote {} items to {PUBLIC_API_LISTING}",
+            api.items().count()
+        );
+        return Ok(());
+    }
+    let committed = std::fs::read_to_string(&path).unwrap_or_default();
+    if committed == listing {
+        eprintln!("public-api: {} items, as committed", api.items().count());
+        return Ok(());
+    }
+    let old: std::collections::BTreeSet<&str> = committed.lines().collect();
+    let new: std::collections::BTreeSet<&str> = listing.lines().collect();
+    for gone in old.difference(&new) {
+        eprintln!("- {gone}");
+    }
+    for added in new.difference(&old) {
+        eprintln!("+ {added}");
+    }
+    Err(format!(
+        "the public API differs from {PUBLIC_API_LISTING} (above); if the change is meant, run `cargo xtask public-api --bless` and commit the file"
+    ))
+}
+
+/// Numbers and lists the docs state that the tree can check.
+#[cfg(test)]
+mod doc_facts {
+    use super::root;
+
+    fn read(path: &str) -> String {
+        std::fs::read_to_string(root().join(path)).unwrap()
+    }
+
+    fn members() -> Vec<String> {
+        let manifest = read("Cargo.toml");
+        let line = manifest.lines().find(|l| l.starts_with("members")).unwrap();
+        line.split('"')
+            .skip(1)
+            .step_by(2)
+            .map(str::to_owned)
+            .collect()
+    }
+
+    #[test]
+    fn the_readme_lists_every_workspace_member() {
+        let readme = read("README.md");
+        for member in members() {
+            let shown = if member.contains('/') {
+                format!("`{member}`")
+            } else {
+                format!("`{member}/`")
+            };
+            assert!(
+                readme.contains(&shown),
+                "README's workspace table lacks {shown}"
+            );
+        }
+    }
+
+    #[test]
+    fn the_readme_names_every_fuzz_target() {
+        let readme = read("README.md");
+        let row = readme.lines().find(|l| l.starts_with("| `fuzz/`")).unwrap();
+        let targets = std::fs::read_dir(root().join("fuzz/fuzz_targets")).unwrap();
+        let mut count = 0;
+        for entry in targets {
+            let name = entry.unwrap().file_name().to_string_lossy().into_owned();
+            let target = name.trim_end_matches(".rs");
+            assert!(
+                row.contains(&format!("`{target}`")),
+                "README's fuzz row lacks {target}"
+            );
+            count += 1;
+        }
+        assert!(count >= 5, "{count} fuzz targets");
+    }
+
+    #[test]
+    fn the_architecture_counts_the_crates_there_are() {
+        let words = [
+            "one", "two", "three", "four", "five", "six", "seven", "eight", "nine",
+        ];
+        let doc = read("docs/architecture.md");
+        let sentence = doc.lines().find(|l| l.starts_with("Atlas is ")).unwrap();
+        let next = doc
+            .lines()
+            .skip_while(|l| !l.starts_with("Atlas is "))
+            .nth(1)
+            .unwrap();
+        let count = |text: &str, after: &str| {
+            let word = text
+                .split(after)
+                .nth(1)
+                .and_then(|t| t.split_whitespace().next());
+            words
+                .iter()
+                .position(|w| Some(*w) == word)
+                .map(|i| i + 1)
+                .unwrap()
+        };
+        let stacked = count(sentence, "Atlas is ");
+        let serving = count(&format!("{sentence} {next}"), "and ");
+        assert_eq!(stacked + serving, members().len(), "{sentence} {next}");
     }
 }

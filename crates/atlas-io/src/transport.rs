@@ -6,7 +6,7 @@
 //! `auto-register-services` feature (a process constructor), which this
 //! workspace leaves off; without one every request of those services fails
 //! with "default HTTP transport is not installed". The facade's entry points
-//! (`Atlas::open_with`, `AtlasWriter::create`) call [`install_http_transport`]:
+//! (`Atlas::open`, `AtlasWriter::create`) call [`install_http_transport`]:
 //! the transport is looked up per request, so installing it before the first
 //! one suffices.
 //!

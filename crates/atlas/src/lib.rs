@@ -42,7 +42,7 @@
 //! `atlas-segment` (array-format, behind one wall) → this crate (meaning) →
 //! `atlas-cli` (people).
 
-#![warn(missing_docs)]
+#![warn(missing_docs, clippy::missing_errors_doc)]
 
 /// The README's Rust examples, compiled and run as doctests.
 #[doc = include_str!("../../../README.md")]

@@ -92,9 +92,9 @@ impl VerifyOptions {
 
     /// Also list the incomplete multipart uploads under the collection (an S3
     /// location's, from [`Location::multipart_uploads`](crate::Location::multipart_uploads)):
-    /// one more request per 1000 uploads. A collection opened with
-    /// [`Atlas::open_url`] on S3 lists its own without this; one opened
-    /// from an operator ([`Atlas::open`]) has no other way to list them.
+    /// one more request per 1000 uploads. A collection opened from an `s3://`
+    /// URL lists its own without this; one opened from an operator the caller
+    /// built has no other way to list them.
     pub fn multipart_uploads(mut self, uploads: MultipartUploads) -> Self {
         self.uploads = Some(uploads);
         self

@@ -73,6 +73,11 @@ impl Atlas {
     ///
     /// Reads one segment footer per variable involved, concurrently, and no
     /// array data.
+    ///
+    /// # Errors
+    /// [`QueryError::UnknownName`] for an attribute or array not declared, errors of the
+    /// predicate (see [`select`](Self::select)), [`QueryError::Arrow`] when the table cannot be
+    /// built, [`QueryError::Atlas`] when reading a segment footer fails.
     pub async fn catalogue(&self, options: &CatalogueOptions) -> Result<RecordBatch, QueryError> {
         let declared = Declared::of(self);
         let attributes = requested(options.attributes.as_ref(), &declared.attributes)?;

@@ -3,7 +3,7 @@
 use crate::error::AtlasError;
 
 /// An error of [`Atlas::select`](crate::Atlas::select),
-/// [`Atlas::catalogue`](crate::Atlas::catalogue), [`parse`](super::parse) or an export.
+/// [`Atlas::catalogue`](crate::Atlas::catalogue), [`Predicate::parse`](crate::Predicate::parse) or an export.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum QueryError {

@@ -351,6 +351,11 @@ impl Atlas {
     /// attributes share one), concurrently, and no array data. What each
     /// operator means, and which ones statistics decide exactly, is on
     /// [`Predicate`].
+    ///
+    /// # Errors
+    /// [`QueryError::UnknownName`], [`QueryError::AmbiguousName`], [`QueryError::TypeMismatch`]
+    /// or [`QueryError::NoStatistics`] for a predicate the collection cannot decide;
+    /// [`QueryError::Atlas`] when reading a segment footer fails.
     pub async fn select(&self, predicate: &Predicate) -> Result<Vec<String>, QueryError> {
         let declared = Declared::of(self);
         let plan = Plan::new(self, &declared, predicate)?;

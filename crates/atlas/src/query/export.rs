@@ -83,6 +83,9 @@ fn csv_field(out: &mut String, text: &str) {
 }
 
 /// Writes `batch` as CSV: a header of column names, then one line per row.
+///
+/// # Errors
+/// [`QueryError::Write`] when `out` fails.
 pub fn write_csv(batch: &RecordBatch, mut out: impl Write) -> Result<(), QueryError> {
     let mut line = String::new();
     for (i, field) in batch.schema().fields().iter().enumerate() {
@@ -112,6 +115,9 @@ pub fn write_csv(batch: &RecordBatch, mut out: impl Write) -> Result<(), QueryEr
 }
 
 /// Writes `batch` as newline-delimited JSON: one object per row, keys in column order.
+///
+/// # Errors
+/// [`QueryError::Write`] when `out` fails.
 pub fn write_ndjson(batch: &RecordBatch, mut out: impl Write) -> Result<(), QueryError> {
     let schema = batch.schema();
     let keys: Vec<String> = schema
@@ -138,6 +144,9 @@ pub fn write_ndjson(batch: &RecordBatch, mut out: impl Write) -> Result<(), Quer
 }
 
 /// Writes `batch` as one Parquet file (zstd-compressed column chunks).
+///
+/// # Errors
+/// [`QueryError::Parquet`] when the Parquet writer fails (`out` failing included).
 #[cfg(feature = "parquet")]
 pub fn write_parquet(batch: &RecordBatch, out: impl Write + Send) -> Result<(), QueryError> {
     use parquet::arrow::ArrowWriter;

@@ -155,6 +155,10 @@ impl Atlas {
     /// fold. `None` when no live dataset records statistics for it.
     ///
     /// One open of the array's segment (none if already open), one pass.
+    ///
+    /// # Errors
+    /// [`AtlasError::CorruptSegment`] when the segment's footer is damaged, [`AtlasError::Io`] when
+    /// storage fails.
     pub async fn array_stats(&self, array: &str) -> Result<Option<ArrayStats>> {
         let (rows, reference) = self.stats_rows(array).await?;
         let mut folded: Option<ArrayStats> = None;
@@ -172,6 +176,9 @@ impl Atlas {
 
     /// Each live dataset's statistics of `array`, in ordinal order (datasets of
     /// any declared type; one without recorded statistics is left out).
+    ///
+    /// # Errors
+    /// As [`array_stats`](Self::array_stats).
     pub async fn array_stats_by_dataset(&self, array: &str) -> Result<Vec<DatasetStats>> {
         Ok(self
             .stats_rows(array)
@@ -187,6 +194,10 @@ impl Atlas {
     ///
     /// No request when no live dataset declares it; otherwise one open of the
     /// segment and one pass over its attribute column.
+    ///
+    /// # Errors
+    /// [`AtlasError::ArrayNotFound`] for an array the collection does not have,
+    /// [`AtlasError::CorruptSegment`], [`AtlasError::Io`].
     pub async fn attributes_by_dataset(
         &self,
         array: Option<&str>,

@@ -128,7 +128,7 @@ impl std::fmt::Debug for Atlas {
 
 impl Atlas {
     /// Opens the collection at `address`: a path, a URL (`s3://`, `gs://`,
-    /// `az://`, `http(s)://`, `file://`), a [`Location`], or an operator with
+    /// `az://`, `http(s)://`, `file://`), a [`Location`](crate::Location), or an operator with
     /// the collection's prefix (`(op, "argo")`).
     ///
     /// Costs one read of `data.atlas`'s tail (two when its footer exceeds

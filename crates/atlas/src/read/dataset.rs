@@ -150,6 +150,10 @@ impl Dataset {
     }
 
     /// Type, shape, chunking, dimension names and fill value of `array` (one segment open on first use).
+    ///
+    /// # Errors
+    /// [`AtlasError::DatasetNotFound`], [`AtlasError::ArrayNotFound`],
+    /// [`AtlasError::CorruptSegment`] for a damaged segment, [`AtlasError::Io`] when storage fails.
     pub async fn array_layout(&self, array: &str) -> Result<ArrayLayout> {
         self.ensure_live()?;
         let meta = self.declared(array)?;
@@ -159,6 +163,9 @@ impl Dataset {
     }
 
     /// Statistics of `array` as its segment records them; `None` if it records none.
+    ///
+    /// # Errors
+    /// As [`array_layout`](Self::array_layout).
     pub async fn array_stats(&self, array: &str) -> Result<Option<ArrayStats>> {
         self.ensure_live()?;
         let meta = self.declared(array)?;
@@ -169,6 +176,10 @@ impl Dataset {
 
     /// Dataset-level attributes in the order they were set. No request when the
     /// schema declares none; else one open of the `_datasets` segment.
+    ///
+    /// # Errors
+    /// [`AtlasError::DatasetNotFound`] if the dataset was deleted since the handle was taken,
+    /// [`AtlasError::CorruptSegment`], [`AtlasError::Io`].
     pub async fn attributes(&self) -> Result<Vec<(String, Attr)>> {
         self.ensure_live()?;
         let schema = self.schema();
@@ -180,6 +191,9 @@ impl Dataset {
     }
 
     /// Dataset-level attribute `key`; `None` without any request if the schema does not declare it.
+    ///
+    /// # Errors
+    /// As [`attributes`](Self::attributes).
     pub async fn attribute(&self, key: &str) -> Result<Option<Attr>> {
         self.ensure_live()?;
         let schema = self.schema();
@@ -191,6 +205,10 @@ impl Dataset {
     }
 
     /// Attributes of `array` in the order they were set. No request when it declares none.
+    ///
+    /// # Errors
+    /// [`AtlasError::DatasetNotFound`], [`AtlasError::ArrayNotFound`],
+    /// [`AtlasError::CorruptSegment`], [`AtlasError::Io`].
     pub async fn array_attributes(&self, array: &str) -> Result<Vec<(String, Attr)>> {
         self.ensure_live()?;
         let meta = self.declared(array)?;
@@ -202,6 +220,9 @@ impl Dataset {
     }
 
     /// Attribute `key` of `array`; `None` without any request if the schema does not declare it.
+    ///
+    /// # Errors
+    /// As [`array_attributes`](Self::array_attributes).
     pub async fn array_attribute(&self, array: &str, key: &str) -> Result<Option<Attr>> {
         self.ensure_live()?;
         let meta = self.declared(array)?;
@@ -221,6 +242,12 @@ impl Dataset {
     /// it (`InvalidRegion`). Cost: unwritten elements read as the fill value
     /// and cost no request; written chunks cost one read per block not already
     /// cached (see [`Region`]).
+    ///
+    /// # Errors
+    /// [`AtlasError::DatasetNotFound`] if the dataset was deleted since the handle was taken,
+    /// [`AtlasError::ArrayNotFound`], [`AtlasError::DTypeMismatch`], [`AtlasError::InvalidRegion`]
+    /// for a region outside the array, [`AtlasError::CorruptSegment`] for damaged bytes,
+    /// [`AtlasError::Io`] when storage fails.
     pub async fn read_array<T: Element>(
         &self,
         array: &str,
@@ -247,6 +274,9 @@ impl Dataset {
     /// Reads `region` of `array` like [`read_array`](Self::read_array), in
     /// whatever element type it holds: the data with its fill value and the
     /// names of the axes it keeps. `DTypeMismatch` for arrays of bool or lists.
+    ///
+    /// # Errors
+    /// As [`read_array`](Self::read_array), without the type check.
     pub async fn read_any(&self, array: &str, region: impl Into<Region>) -> Result<AnyArray> {
         self.ensure_live()?;
         let meta = self.declared(array)?;

@@ -32,8 +32,11 @@ impl Atlas {
     ///
     /// A dataset that does not declare `array`, or whose read fails, yields its
     /// error and the stream goes on. Cost: one open of the array's segment
-    /// (none if already open), then one request per block not in the shared
-    /// block cache: datasets whose chunks share a block share its request.
+    /// (none if already open); then, when the datasets read at least half of
+    /// the segment's arrays, the segment's data region in one read, otherwise
+    /// the blocks not yet in the shared block cache, with reads that continue
+    /// the previous one served by a growing read-ahead window (4 MiB doubling
+    /// to 32 MiB), so a sweep costs a few requests rather than one per block.
     pub fn read_many(
         &self,
         datasets: impl IntoIterator<Item = Dataset>,

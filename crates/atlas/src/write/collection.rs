@@ -71,7 +71,7 @@ fn now_unix_ms() -> i64 {
 
 impl AtlasWriter {
     /// Starts a collection at `address`: a path (a missing directory is
-    /// created), a URL (`s3://`, `gs://`, `az://`, `file://`), a [`Location`],
+    /// created), a URL (`s3://`, `gs://`, `az://`, `file://`), a [`Location`](crate::Location),
     /// or an operator with the collection's prefix (`(op, "argo")`).
     ///
     /// Sends one stat per object it refuses to overwrite and nothing else;
@@ -131,6 +131,11 @@ impl AtlasWriter {
     /// Errors: [`AtlasError::InvalidName`], [`AtlasError::DatasetAlreadyExists`]
     /// (also for the name of an abandoned dataset: names are never reused), or
     /// [`AtlasError::InvalidUse`] once the writer is finished.
+    ///
+    /// # Errors
+    /// [`AtlasError::InvalidName`], [`AtlasError::DatasetAlreadyExists`] (also for the name of an
+    /// abandoned dataset: names are never reused), or [`AtlasError::InvalidUse`] once the writer is
+    /// finished.
     pub fn add_dataset(&self, name: &str) -> Result<DatasetWriter> {
         validate_name(name)?;
         let mut st = self.shared.state();

@@ -89,6 +89,12 @@ impl DatasetWriter {
     /// `fill_value`: what unwritten elements read as (binary arrays take none).
     /// Every axis must fit `u32` (array-format's limit) and a chunk extent may
     /// be 0 only on an empty axis.
+    ///
+    /// # Errors
+    /// [`AtlasError::InvalidName`], [`AtlasError::ArrayAlreadyExists`],
+    /// [`AtlasError::FillTypeMismatch`] for a fill the element type cannot hold,
+    /// [`AtlasError::InvalidRegion`] for a shape, chunk shape or dimension list that does not fit,
+    /// [`AtlasError::InvalidUse`] after the writer finished.
     pub fn define_array<T: Element>(
         &mut self,
         name: &str,
@@ -117,6 +123,9 @@ impl DatasetWriter {
     /// reports it (e.g. to copy an array exactly). The variant must be one that
     /// applies to `T` (`Int`/`UInt`/`Float` for numbers, `Timestamp`/`Int` for
     /// timestamps, `String` for strings).
+    ///
+    /// # Errors
+    /// As [`define_array`](Self::define_array).
     pub fn define_array_with_fill<T: Element>(
         &mut self,
         name: &str,
@@ -160,6 +169,11 @@ impl DatasetWriter {
     /// wins where regions overlap. Errors: [`AtlasError::ArrayNotFound`],
     /// [`AtlasError::DTypeMismatch`] for the wrong `T`,
     /// [`AtlasError::InvalidRegion`] for a rank mismatch or a region past the end.
+    ///
+    /// # Errors
+    /// [`AtlasError::ArrayNotFound`], [`AtlasError::DTypeMismatch`] for `T` other than the defined
+    /// type, [`AtlasError::InvalidRegion`] for a region outside the array;
+    /// [`AtlasError::InvalidUse`] after the writer finished.
     pub fn write_array<T: Element>(
         &mut self,
         name: &str,
@@ -189,6 +203,9 @@ impl DatasetWriter {
 
     /// Sets dataset-level attribute `key` (a repeated key keeps its first
     /// position and takes the new value).
+    ///
+    /// # Errors
+    /// [`AtlasError::InvalidUse`] after the writer finished.
     pub fn set_attribute(&mut self, key: &str, value: impl Into<Attr>) -> Result<()> {
         check_key(key)?;
         self.inner()?.attrs.insert(SmolStr::new(key), value.into());
@@ -196,6 +213,10 @@ impl DatasetWriter {
     }
 
     /// Sets attribute `key` on array `array` of this dataset.
+    ///
+    /// # Errors
+    /// [`AtlasError::ArrayNotFound`] for an array not defined in this dataset;
+    /// [`AtlasError::InvalidUse`] after the writer finished.
     pub fn set_array_attribute(
         &mut self,
         array: &str,

@@ -33,6 +33,10 @@ const WHOLE_ARRAY_READ: u64 = 64 << 20;
 /// array without one: every chunk, unless the statistics say nothing was
 /// written). Values, fill values and statistics therefore come out equal.
 /// On error nothing is committed: `dst` is dropped, leaving nothing that opens.
+///
+/// # Errors
+/// What reading `src` or writing `dst` returns ([`AtlasError::CorruptSegment`], [`AtlasError::Io`],
+/// ...); `dst` is then dropped and nothing is committed.
 pub async fn rewrite(
     src: &Atlas,
     dst: AtlasWriter,
