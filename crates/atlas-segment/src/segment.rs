@@ -8,6 +8,7 @@
 //! and I/O failures array-format flattens into strings are recovered by
 //! `track`, so an error still says not-found versus transient.
 
+use crate::writer::to_usizes;
 use std::collections::HashMap;
 
 use array_format::{ArrayFile, ArrayInfo, AttributeValue};
@@ -160,17 +161,7 @@ impl Segment {
                 requested: T::ATLAS_DTYPE,
             });
         }
-        let to_usize = |v: &[u64]| -> Result<Vec<usize>, SegmentError> {
-            v.iter()
-                .map(|&x| {
-                    usize::try_from(x).map_err(|_| SegmentError::InvalidRegion {
-                        array: array.to_owned(),
-                        what: format!("{x} does not fit in memory"),
-                    })
-                })
-                .collect()
-        };
-        let (origin, extent) = (to_usize(origin)?, to_usize(extent)?);
+        let (origin, extent) = (to_usizes(origin, array)?, to_usizes(extent, array)?);
         // Boxed: array-format's read future is large, and moving it through
         // the guard, the tracking scope and every caller cost a copy per read.
         let (outcome, failure) = track_io(guarded(Box::pin(

@@ -137,7 +137,8 @@ impl std::fmt::Debug for SegmentWriter {
     }
 }
 
-fn to_usizes(v: &[u64], array: &str) -> Result<Vec<usize>, SegmentError> {
+/// `v` as `usize`s, or `InvalidRegion` naming `array` for a value that does not fit.
+pub(crate) fn to_usizes(v: &[u64], array: &str) -> Result<Vec<usize>, SegmentError> {
     v.iter()
         .map(|&x| {
             usize::try_from(x).map_err(|_| SegmentError::InvalidRegion {
