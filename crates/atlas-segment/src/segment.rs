@@ -8,7 +8,6 @@
 //! and I/O failures array-format flattens into strings are recovered by
 //! `track`, so an error still says not-found versus transient.
 
-use crate::writer::to_usizes;
 use std::collections::HashMap;
 
 use array_format::{ArrayFile, ArrayInfo, AttributeValue};
@@ -23,6 +22,7 @@ use crate::guard::guarded;
 use crate::screen::ArrayProblem;
 use crate::track::track_io;
 use crate::value::{ArrayStats, FillValue, dtype_from_stored, fill_from_stored, stats_from_stored};
+use crate::writer::to_usizes;
 
 /// One opened segment: its arrays' layouts, statistics and attributes in
 /// memory, their data on demand.
