@@ -27,14 +27,14 @@ pub enum Address {
 
 impl Address {
     /// The location this address names, resolved for `access`: a string is
-    /// parsed and its backend configured from `storage`; a path is local; a
-    /// location is taken as it is.
+    /// parsed and its backend configured from `storage`; a path is local (and
+    /// needs no storage options); a location is taken as it is.
     ///
     /// # Errors
     /// What [`Location::resolve`] returns.
     pub async fn resolve(self, storage: &StorageOptions, access: Access) -> Result<Location> {
         match self {
-            Address::Path(path) => Location::resolve_path(&path, storage, access),
+            Address::Path(path) => Location::resolve_path(&path, access),
             Address::Url(url) => Location::resolve(&url, storage, access).await,
             Address::Location(location) => Ok(*location),
         }

@@ -154,7 +154,8 @@ impl Location {
         let (scheme, rest) = Scheme::split(location)?;
         let mut uploads = None;
         let op = match scheme {
-            Scheme::Local => return Location::local(Path::new(rest), location, options, access),
+            // Local reads and writes fail for good or not at all: no retry layer.
+            Scheme::Local => return Location::local(Path::new(rest), location, access),
             Scheme::S3 => {
                 let (op, s3_uploads) = s3::operator(rest, options, location).await?;
                 uploads = s3_uploads.map(|u| u.retry(options.retry.clone()));
@@ -181,14 +182,7 @@ impl Location {
     }
 
     /// The local directory `path` (shown as `display`).
-    fn local(
-        path: &Path,
-        display: &str,
-        options: &StorageOptions,
-        access: Access,
-    ) -> Result<Location> {
-        // Local reads and writes fail for good or not at all: no retry layer.
-        let _ = options;
+    fn local(path: &Path, display: &str, access: Access) -> Result<Location> {
         let (op, dir) = local::operator(path, access, display)?;
         Ok(Location {
             op,
@@ -206,8 +200,8 @@ impl Location {
     /// # Errors
     /// [`AtlasError::InvalidLocation`] for a path that is not a directory;
     /// [`AtlasError::Io`] when it cannot be read (or, for writing, created).
-    pub fn resolve_path(path: &Path, options: &StorageOptions, access: Access) -> Result<Location> {
-        Location::local(path, &path.to_string_lossy(), options, access)
+    pub fn resolve_path(path: &Path, access: Access) -> Result<Location> {
+        Location::local(path, &path.to_string_lossy(), access)
     }
 
     /// The collection under `prefix` of an operator the caller built. Taken
