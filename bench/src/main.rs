@@ -17,6 +17,14 @@
 //! if any step errors or if any reader reads back other values than the
 //! generator made (the cross-read check).
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing,
+    reason = "a benchmark tool: a panic is a failed run, never lost data"
+)]
+
 mod digest;
 mod error;
 mod measure;

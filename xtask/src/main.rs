@@ -22,6 +22,14 @@
 //!   check, so a change of the surface shows in review as a change of the file.
 //! - `ci`: `.ci/run`.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing,
+    reason = "a developer tool: a panic is a failed command, never lost data"
+)]
+
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, Stdio};

@@ -38,20 +38,20 @@ impl Table {
         let cols = self.headers.len();
         let mut widths: Vec<usize> = self.headers.iter().map(|h| h.chars().count()).collect();
         for row in &self.rows {
-            for (i, cell) in row.iter().enumerate().take(cols) {
-                widths[i] = widths[i].max(cell.chars().count());
+            for (width, cell) in widths.iter_mut().zip(row) {
+                *width = (*width).max(cell.chars().count());
             }
         }
         let mut out = String::new();
         let mut line = |cells: &[String]| {
             let mut text = " ".repeat(indent);
-            for (i, width) in widths.iter().enumerate() {
+            for (i, (width, &right)) in widths.iter().zip(&self.right).enumerate() {
                 let cell = cells.get(i).map_or("", String::as_str);
                 let pad = width.saturating_sub(cell.chars().count());
                 if i > 0 {
                     text.push_str("  ");
                 }
-                if self.right[i] {
+                if right {
                     text.push_str(&" ".repeat(pad));
                     text.push_str(cell);
                 } else {
@@ -74,17 +74,19 @@ impl Table {
 
 /// `8629` → `8.4 KiB`.
 pub fn bytes(n: u64) -> String {
-    const UNITS: [&str; 5] = ["KiB", "MiB", "GiB", "TiB", "PiB"];
     if n < 1024 {
         return format!("{n} B");
     }
     let mut value = n as f64 / 1024.0;
-    let mut unit = 0;
-    while value >= 1024.0 && unit + 1 < UNITS.len() {
+    let mut unit = "KiB";
+    for larger in ["MiB", "GiB", "TiB", "PiB"] {
+        if value < 1024.0 {
+            break;
+        }
         value /= 1024.0;
-        unit += 1;
+        unit = larger;
     }
-    format!("{value:.1} {}", UNITS[unit])
+    format!("{value:.1} {unit}")
 }
 
 /// Days since 1970-01-01 → (year, month, day) in the proleptic Gregorian calendar.

@@ -146,29 +146,29 @@ impl Values {
 /// before each 2-D slice.
 pub fn layout_text(cells: &[String], shape: &[u64]) -> String {
     let mut out = String::new();
-    match shape.len() {
-        0 | 1 => {
+    match shape {
+        [] | [_] => {
             for c in cells {
                 out.push_str(c);
                 out.push('\n');
             }
         }
-        rank => {
-            let cols = shape[rank - 1] as usize;
-            let rows = shape[rank - 2] as usize;
+        [outer @ .., rows, cols] => {
+            let cols = *cols as usize;
+            let rows = *rows as usize;
             let slice = rows * cols;
             if slice == 0 {
                 return out;
             }
             let width = cells.iter().map(|c| c.chars().count()).max().unwrap_or(0);
             for (s, block) in cells.chunks(slice).enumerate() {
-                if rank > 2 {
+                if !outer.is_empty() {
                     if s > 0 {
                         out.push('\n');
                     }
-                    let mut index = Vec::with_capacity(rank);
+                    let mut index = Vec::with_capacity(shape.len());
                     let mut rem = s;
-                    for &d in shape[..rank - 2].iter().rev() {
+                    for &d in outer.iter().rev() {
                         index.push((rem % d as usize).to_string());
                         rem /= d as usize;
                     }

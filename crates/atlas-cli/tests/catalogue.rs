@@ -1,6 +1,8 @@
 //! `atlas catalogue`, `ls --where` and `rm --where --dry-run` end to end;
 //! the Parquet export read back by pyarrow.
 
+#![cfg(test)]
+
 mod common;
 
 use std::path::Path;

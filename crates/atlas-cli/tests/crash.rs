@@ -1,6 +1,8 @@
 //! Crash consistency on local disk: a writer or a delete killed (SIGKILL) at
 //! any point leaves either nothing that opens or the complete result.
 
+#![cfg(test)]
+
 mod common;
 
 use std::time::Duration;

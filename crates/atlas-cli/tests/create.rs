@@ -1,5 +1,7 @@
 //! `atlas create`: NetCDF files in, a collection out, all or nothing.
 
+#![cfg(test)]
+
 mod common;
 
 use std::path::PathBuf;

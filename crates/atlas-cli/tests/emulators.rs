@@ -5,6 +5,8 @@
 //!
 //! A missing emulator fails these tests with the script's name; it never skips.
 
+#![cfg(test)]
+
 mod common;
 
 use std::process::Command;

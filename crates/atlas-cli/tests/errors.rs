@@ -1,6 +1,8 @@
 //! Bad input: exit 1 (2 for usage) and exactly one line on stderr, never a
 //! panic or a backtrace; a damaged collection makes `verify` report.
 
+#![cfg(test)]
+
 mod common;
 
 use common::*;

@@ -1,6 +1,8 @@
 //! Every read command on the conformance fixtures, in text and in JSON,
 //! compared with what the other implementation's manifest says it wrote.
 
+#![cfg(test)]
+
 mod common;
 
 use std::cmp::Ordering;

@@ -2,6 +2,8 @@
 //! in the test itself, and `s3://` against the S3 server of `atlas-testkit`
 //! running in the test process. Everything stays on 127.0.0.1.
 
+#![cfg(test)]
+
 mod common;
 
 use std::io::{BufRead, BufReader, Write};

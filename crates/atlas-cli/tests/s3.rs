@@ -3,6 +3,8 @@
 //! fault proxy) run in this test process (`atlas-testkit`); the child `atlas`
 //! processes reach them over 127.0.0.1.
 
+#![cfg(test)]
+
 mod common;
 
 use std::process::{Command, Stdio};

@@ -1,6 +1,8 @@
 //! Commands one after another, as a person uses them: demo then verify,
 //! rm then ls, rewrite then verify and compare.
 
+#![cfg(test)]
+
 mod common;
 
 use common::*;

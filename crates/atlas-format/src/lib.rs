@@ -10,16 +10,6 @@
 //! and allocates no more than the bytes it was given justify.
 
 #![forbid(unsafe_code)]
-#![cfg_attr(
-    not(test),
-    deny(
-        clippy::unwrap_used,
-        clippy::expect_used,
-        clippy::panic,
-        clippy::indexing_slicing
-    )
-)]
-
 pub mod constants;
 pub mod dtype;
 pub mod error;

@@ -1,6 +1,8 @@
 //! Every v8 fixture written by another implementation decodes here, agrees
 //! with its manifest, and survives decode → encode → decode unchanged.
 
+#![cfg(test)]
+
 use std::path::PathBuf;
 
 use atlas_format::{

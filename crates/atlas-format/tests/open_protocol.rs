@@ -2,6 +2,8 @@
 //! 64 KiB tail probe, exactly two when it does not, suffix requests when the
 //! length is unknown, and refusals that cost no further read.
 
+#![cfg(test)]
+
 mod common;
 
 use atlas_format::{

@@ -3,6 +3,8 @@
 //! trailer parser, the footer decoder, the open (whole and by suffix) and the
 //! mask decoder, only ever produce values or errors.
 
+#![cfg(test)]
+
 mod common;
 
 use std::sync::OnceLock;

@@ -2,6 +2,8 @@
 //! the same footer, and whatever ordinals a mask holds come back, including
 //! from truncated bodies and masks that name ordinals past the end.
 
+#![cfg(test)]
+
 mod common;
 
 use std::collections::BTreeSet;

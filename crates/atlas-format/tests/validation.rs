@@ -2,6 +2,8 @@
 //! error. Every case starts from a footer that decodes, changes one thing,
 //! and expects the decode (or the open) to refuse it.
 
+#![cfg(test)]
+
 mod common;
 
 use atlas_format::{

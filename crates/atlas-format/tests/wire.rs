@@ -2,6 +2,8 @@
 //! is a sequence, dtypes carry the wire names the other v8 writer uses, and
 //! an integer field accepts any MessagePack width.
 
+#![cfg(test)]
+
 mod common;
 
 use atlas_format::{

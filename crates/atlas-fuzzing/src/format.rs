@@ -93,7 +93,9 @@ fn by_suffix(data: &[u8], probe: u64) {
                 let start = data
                     .len()
                     .saturating_sub(usize::try_from(len).unwrap_or(usize::MAX));
-                if decoder.push_suffix(&data[start..]).is_err() {
+                // `start <= data.len()`, so this is the last `len` bytes (or all of them).
+                let tail = data.get(start..).unwrap_or_default();
+                if decoder.push_suffix(tail).is_err() {
                     return;
                 }
             }
@@ -122,11 +124,14 @@ fn by_range(data: &[u8], probe: u64) {
                 return;
             }
             Ok(DecodeResult::NeedsData(ReadRequest::Range(range))) => {
-                assert!(
-                    range.start < range.end && range.end <= len,
-                    "{range:?} of {len}"
-                );
-                let bytes = &data[range.start as usize..range.end as usize];
+                let asked = usize::try_from(range.start)
+                    .ok()
+                    .zip(usize::try_from(range.end).ok())
+                    .filter(|(start, end)| start < end)
+                    .and_then(|(start, end)| data.get(start..end));
+                let Some(bytes) = asked else {
+                    panic!("range mode asked for {range:?} of {len}");
+                };
                 for piece in bytes.chunks(7) {
                     decoder
                         .push(piece)

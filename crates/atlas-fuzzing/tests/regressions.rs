@@ -6,6 +6,8 @@
 //!
 //! A panic in a target is a failure of this test.
 
+#![cfg(test)]
+
 use std::path::{Path, PathBuf};
 
 use atlas_format::{DecodeLimits, open_bytes};

@@ -1,5 +1,7 @@
 //! Claims about the counting and fault-injection layer.
 
+#![cfg(test)]
+
 mod common;
 
 use std::time::{Duration, Instant};

@@ -2,6 +2,8 @@
 //! leftovers under the collection's prefix and aborted by cleanup, against
 //! the in-process S3 server of `atlas-testkit`.
 
+#![cfg(test)]
+
 use std::time::{Duration, SystemTime};
 
 use atlas_io::{

@@ -1,5 +1,7 @@
 //! Claims about mask transport: atomic puts and conditional read-modify-write.
 
+#![cfg(test)]
+
 mod common;
 
 use std::time::Duration;

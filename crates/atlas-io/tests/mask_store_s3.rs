@@ -5,6 +5,8 @@
 //! All eight read the same object before any of them writes (a barrier), so
 //! every round is a real race on one ETag.
 
+#![cfg(test)]
+
 use std::sync::{Arc, Barrier};
 
 use atlas_io::{UpdateOutcome, WriteGuarantee, update_checked, update_conditionally};

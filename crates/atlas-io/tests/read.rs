@@ -1,5 +1,7 @@
 //! Claims about the range-read helpers.
 
+#![cfg(test)]
+
 mod common;
 
 use atlas_io::{

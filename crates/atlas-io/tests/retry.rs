@@ -1,6 +1,8 @@
 //! `RetryPolicy`: temporary failures are retried with backoff; permanent ones
 //! and exhausted retries surface as typed errors.
 
+#![cfg(test)]
+
 use std::time::Duration;
 
 use atlas_io::{CountingLayer, IoErrorKind, RetryPolicy, read_range};

@@ -3,6 +3,8 @@
 //! (threads with their own current-thread runtime, tests, Python calls) must
 //! never be handed a connection whose runtime is idle or gone.
 
+#![cfg(test)]
+
 use std::time::Duration;
 
 use atlas_testkit::{ACCESS_KEY, BUCKET, REGION, S3Server, SECRET_KEY};

@@ -31,7 +31,9 @@ use crate::mapping::{Mapped, Naming, SkippedArray, check_name, dropped_attribute
 use crate::model::{Array, Dataset};
 use crate::pyjson::{list_json, string_json};
 use crate::raw::group_key;
-use crate::stored::{StoredAttr, StoredAttrValue, StoredData, StoredFile, StoredGroup};
+use crate::stored::{
+    StoredAttr, StoredAttrValue, StoredData, StoredFile, StoredGroup, leading_axes,
+};
 
 /// The dataset attribute atlas-python records coordinate names in.
 pub const COORDS_ATTR: &str = "_pyatlas_coords";
@@ -192,10 +194,9 @@ fn map_group(
                 pop(&mut vattrs, "_Encoding");
                 let stack = !var.dims.is_empty() && var.dims.last().is_some_and(|d| stackable(d));
                 let (dims, shape, mut values) = if stack || var.dims.is_empty() {
-                    let n = var.dims.len().saturating_sub(1);
                     (
-                        var.dims[..n].to_vec(),
-                        var.shape[..n].to_vec(),
+                        leading_axes(&var.dims).to_vec(),
+                        leading_axes(&var.shape).to_vec(),
                         strings.clone(),
                     )
                 } else {

@@ -2,7 +2,7 @@
 //! order (so ordinals are reproducible whatever the thread count), the
 //! collection committed once at the end.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -218,34 +218,33 @@ pub async fn ingest_with_progress(
     let mut skipped: Vec<(usize, SkippedFile)> = Vec::new();
 
     // Names: duplicates and invalid ones are settled before anything is read.
-    let mut by_name: HashMap<String, Vec<usize>> = HashMap::new();
+    let mut by_name: HashMap<String, Vec<(usize, &PathBuf)>> = HashMap::new();
     for (i, path) in files.iter().enumerate() {
         let name = path
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default();
-        by_name.entry(name).or_default().push(i);
+        by_name.entry(name).or_default().push((i, path));
     }
-    let mut dup_names: Vec<(&String, &Vec<usize>)> =
+    let mut dup_names: Vec<(&String, &Vec<(usize, &PathBuf)>)> =
         by_name.iter().filter(|(_, v)| v.len() > 1).collect();
     dup_names.sort();
-    let mut excluded = vec![false; files.len()];
-    for (name, idxs) in dup_names {
-        let paths: Vec<PathBuf> = idxs.iter().filter_map(|&i| files.get(i).cloned()).collect();
+    let mut excluded = HashSet::new();
+    for (name, entries) in dup_names {
+        let paths: Vec<PathBuf> = entries.iter().map(|&(_, p)| p.clone()).collect();
         if !options.skip_errors {
             return Err(IngestError::DuplicateName {
                 name: name.clone(),
                 paths,
             });
         }
-        for &i in idxs {
-            excluded[i] = true;
-            let path = files[i].clone();
-            let others = paths.iter().filter(|p| **p != path).cloned().collect();
+        for &(i, path) in entries {
+            excluded.insert(i);
+            let others = paths.iter().filter(|p| *p != path).cloned().collect();
             skipped.push((
                 i,
                 SkippedFile {
-                    path,
+                    path: path.clone(),
                     reason: SkipReason::DuplicateName {
                         name: name.clone(),
                         others,
@@ -256,7 +255,7 @@ pub async fn ingest_with_progress(
     }
     let mut jobs = Vec::new();
     for (i, path) in files.iter().enumerate() {
-        if excluded[i] {
+        if excluded.contains(&i) {
             continue;
         }
         let name = path

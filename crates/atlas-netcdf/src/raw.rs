@@ -13,7 +13,7 @@ use crate::attrs;
 use crate::error::FileError;
 use crate::mapping::{Mapped, Naming, SkippedArray, check_name, dropped_attribute, string_array};
 use crate::model::{Array, Dataset};
-use crate::stored::{StoredAttrValue, StoredData, StoredFile, StoredVar};
+use crate::stored::{StoredAttrValue, StoredData, StoredFile, StoredVar, leading_axes};
 
 /// The NetCDF default fill values (netCDF-C's `NC_FILL_*`).
 mod netcdf_core_fills {
@@ -88,15 +88,14 @@ fn map_var(var: &StoredVar, name: String, notes: &mut Vec<String>) -> Result<Arr
             numeric_fill(values, declared),
         ),
         StoredData::Chars(strings) => {
-            let n = var.dims.len().saturating_sub(1);
             let fill = var
                 .attr("_FillValue")
                 .and_then(|a| attrs::text(&a.value))
                 .map(|s| s.trim_end_matches('\0').to_owned())
                 .unwrap_or_default();
             (
-                var.dims[..n].to_vec(),
-                string_array(strings.clone(), &var.shape[..n], &name)?,
+                leading_axes(&var.dims).to_vec(),
+                string_array(strings.clone(), leading_axes(&var.shape), &name)?,
                 Some(FillValue::String(fill)),
             )
         }

@@ -10,7 +10,8 @@ use netcdf_reader::{NcAttrValue, NcAttribute, NcFile, NcGroup, NcReadable, NcTyp
 
 use crate::error::FileError;
 use crate::stored::{
-    StoredAttr, StoredAttrValue, StoredData, StoredFile, StoredGroup, StoredVar, shaped,
+    StoredAttr, StoredAttrValue, StoredData, StoredFile, StoredGroup, StoredVar, leading_axes,
+    shaped,
 };
 
 /// Opens `path` and reads every variable.
@@ -79,7 +80,7 @@ fn read_var(file: &NcFile, var: &NcVariable, full: &str) -> Result<StoredVar, Fi
         NcType::Float => StoredData::Num(ArrayData::Float32(read_num(file, full, &mut shape)?)),
         NcType::Double => StoredData::Num(ArrayData::Float64(read_num(file, full, &mut shape)?)),
         NcType::Char => {
-            let count = strings_expected(&shape[..shape.len().saturating_sub(1)]);
+            let count = strings_expected(leading_axes(&shape));
             if count == Some(0) {
                 StoredData::Chars(Vec::new())
             } else {

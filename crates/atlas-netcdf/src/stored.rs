@@ -44,18 +44,17 @@ impl StoredData {
                 .trim_end_matches('\0')
                 .to_owned()
         };
-        if shape.len() <= 1 {
-            return Ok(StoredData::Chars(vec![decode(bytes)]));
-        }
+        let (width, leading) = match shape.split_last() {
+            Some((&width, leading)) if !leading.is_empty() => (width, leading),
+            _ => return Ok(StoredData::Chars(vec![decode(bytes)])),
+        };
         let shape_error = |reason: String| FileError::Shape {
             variable: variable.to_owned(),
             reason,
         };
-        let width = shape
-            .last()
-            .and_then(|&w| usize::try_from(w).ok())
-            .ok_or_else(|| shape_error("the character axis does not fit this platform".into()))?;
-        let rows = element_count(&shape[..shape.len() - 1])
+        let width = usize::try_from(width)
+            .map_err(|_| shape_error("the character axis does not fit this platform".into()))?;
+        let rows = element_count(leading)
             .ok_or_else(|| shape_error("the shape's element count overflows".into()))?;
         let expected = rows
             .checked_mul(width)
@@ -191,10 +190,7 @@ impl StoredVar {
                 (element_count(&self.shape), values.len())
             }
             StoredData::Strings(values) => (element_count(&self.shape), values.len()),
-            StoredData::Chars(values) => {
-                let leading = &self.shape[..self.shape.len().saturating_sub(1)];
-                (element_count(leading), values.len())
-            }
+            StoredData::Chars(values) => (element_count(leading_axes(&self.shape)), values.len()),
             StoredData::Unsupported(_) => return Ok(()),
         };
         match expected {
@@ -216,6 +212,12 @@ impl StoredVar {
             ))),
         }
     }
+}
+
+/// Every axis but the last (a char variable's character axis); empty for a
+/// scalar or a rank-1 array.
+pub(crate) fn leading_axes<T>(axes: &[T]) -> &[T] {
+    axes.split_last().map_or(&[], |(_, leading)| leading)
 }
 
 /// One group: its path from the root (empty for the root), attributes and variables.

@@ -10,6 +10,8 @@
 //! attributes of NetCDF sub-groups (here `profile/...` of `nc4.nc4`), which
 //! `xarray.open_dataset` does not open and we map under `group.name`.
 
+#![cfg(test)]
+
 mod common;
 
 use std::path::{Path, PathBuf};

@@ -2,6 +2,8 @@
 //! from the files, and bad data is refused with typed errors before anything
 //! is committed.
 
+#![cfg(test)]
+
 mod common;
 
 use atlas::{ArrayData, AtlasWriter, WriterConfig};

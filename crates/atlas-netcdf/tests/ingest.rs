@@ -1,6 +1,8 @@
 //! `ingest`: reproducible ordinals, thread-count independence, and what
 //! happens to corrupt files, duplicate names, unsupported types and empty inputs.
 
+#![cfg(test)]
+
 mod common;
 
 use std::collections::BTreeMap;

@@ -2,6 +2,8 @@
 //! scaling off. The expectations (`tests/data/raw/NAME.json`) were written by
 //! `scripts/make-netcdf-inputs.py` from the same files, so this test needs no Python.
 
+#![cfg(test)]
+
 mod common;
 
 use atlas::{ArrayData, Atlas, Attr, DType, Region};

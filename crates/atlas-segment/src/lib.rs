@@ -30,16 +30,6 @@
 //!   the block codecs (`codec`). `docs/array-format-notes.md` says why each
 //!   exists.
 
-#![cfg_attr(
-    not(test),
-    deny(
-        clippy::unwrap_used,
-        clippy::expect_used,
-        clippy::panic,
-        clippy::indexing_slicing
-    )
-)]
-
 #[macro_use]
 mod refusals;
 

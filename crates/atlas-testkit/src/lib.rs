@@ -11,6 +11,14 @@
 //!
 //! Test-only (`publish = false`): panics on setup failures are the point.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing,
+    reason = "test servers: a panic is a failed test setup, never lost data"
+)]
+
 mod emulator;
 mod proxy;
 mod s3;

@@ -5,6 +5,8 @@
 //!
 //! A missing Azurite fails these tests with the script's name; it never skips.
 
+#![cfg(test)]
+
 use atlas::{Atlas, WriteGuarantee};
 use atlas_io::CountingLayer;
 use emulator_support::{name, round_trip, rt, unique, write_profiles};

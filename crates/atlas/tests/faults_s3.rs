@@ -6,6 +6,8 @@
 //! a rewrite give what they give without faults; with retries off, each
 //! fails with `IoErrorKind::Transient` and leaves nothing half done.
 
+#![cfg(test)]
+
 mod s3_support;
 
 use std::time::Duration;

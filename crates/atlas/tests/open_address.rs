@@ -1,5 +1,7 @@
 //! `Atlas::open` and `AtlasWriter::create` on an address: a path, a URL, an operator.
 
+#![cfg(test)]
+
 use atlas::{
     Access, Address, Atlas, AtlasError, AtlasWriter, IoErrorKind, Location, OpenOptions, Operator,
     StorageOptions, WriterConfig,

@@ -1,6 +1,8 @@
 //! `Atlas::select` and `Atlas::catalogue` on the conformance fixtures, checked
 //! against a brute-force evaluation over every element the manifests list.
 
+#![cfg(test)]
+
 mod query_support;
 mod read_support;
 

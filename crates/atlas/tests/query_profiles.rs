@@ -2,6 +2,8 @@
 //! windows against a brute-force evaluation over every element, and the
 //! requests a query costs.
 
+#![cfg(test)]
+
 mod query_support;
 
 use std::collections::BTreeSet;

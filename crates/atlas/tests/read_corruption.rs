@@ -1,6 +1,8 @@
 //! Damaged and foreign input: every case is an error (or a warning) and never a
 //! panic; storage failures keep the backend's kind.
 
+#![cfg(test)]
+
 mod read_support;
 
 use std::error::Error as _;

@@ -1,6 +1,8 @@
 //! Deleting datasets: all or nothing, visible at once everywhere, persisted,
 //! merged with what the mask on storage already holds.
 
+#![cfg(test)]
+
 mod read_support;
 
 use atlas::{Atlas, AtlasError, WriteGuarantee};

@@ -2,6 +2,8 @@
 //! value is reproduced, deleted datasets appear nowhere, and each element type
 //! reads back through `read_array`.
 
+#![cfg(test)]
+
 mod read_support;
 
 use atlas::{Atlas, AtlasError, Attr, Stat, Timestamp};

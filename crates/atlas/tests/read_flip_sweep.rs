@@ -2,6 +2,8 @@
 //! an in-memory operator and reads everything: the process never panics or
 //! aborts. Run with `--nocapture` to see which flips produced which outcome.
 
+#![cfg(test)]
+
 mod read_support;
 
 use std::collections::BTreeMap;

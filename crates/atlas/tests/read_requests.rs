@@ -1,6 +1,8 @@
 //! What each call costs in requests and bytes, counted by atlas-io's
 //! `CountingLayer` standing in for an object store.
 
+#![cfg(test)]
+
 mod read_support;
 
 use atlas::{ArrayData, Atlas, AtlasError, Attr, OpenOptions, Order, Region, WriteGuarantee};

@@ -1,6 +1,8 @@
 //! The whole path over a real S3 protocol: the in-process S3 server of
 //! `atlas-testkit` on 127.0.0.1 (no credentials, no network, no Python).
 
+#![cfg(test)]
+
 mod s3_support;
 
 use atlas::{Atlas, AtlasWriter, StorageOptions, WriteGuarantee, WriterConfig};

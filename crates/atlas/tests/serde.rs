@@ -1,5 +1,7 @@
 //! With the `serde` feature, the public data types serialize as plain data.
 
+#![cfg(test)]
+
 use atlas::{Atlas, Attr, Region, Stat, Timestamp};
 use serde_json::json;
 

@@ -1,5 +1,7 @@
 //! `Atlas::verify`: a sound collection reports what it checked; damage is a typed finding.
 
+#![cfg(test)]
+
 use std::path::PathBuf;
 
 use atlas::{Atlas, Finding, VerifyOptions};

@@ -1,5 +1,7 @@
 //! Every misuse of the write API is an error, never a panic or a silent truncation.
 
+#![cfg(test)]
+
 mod write_support;
 
 use atlas::{AtlasError, Codec, FillValue, WriterConfig};

@@ -1,5 +1,7 @@
 //! What is left behind when writing fails or is abandoned part of the way.
 
+#![cfg(test)]
+
 mod write_support;
 
 use std::time::Duration;

@@ -1,6 +1,8 @@
 //! The v8 fixtures, rebuilt from their manifests with our writer, hold what
 //! the manifests say, and have the structure of the fixture containers.
 
+#![cfg(test)]
+
 mod write_support;
 
 use write_support::manifest::{check, load, rebuild};

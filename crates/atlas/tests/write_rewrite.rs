@@ -1,6 +1,8 @@
 //! `atlas::rewrite` copies every live dataset: the dump of the copy equals the
 //! dump of the source but for dense ordinals and the container's size.
 
+#![cfg(test)]
+
 mod write_support;
 
 use atlas::{Atlas, AtlasWriter, Codec, WriterConfig};

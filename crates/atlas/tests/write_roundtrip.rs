@@ -1,6 +1,8 @@
 //! Round trips of what the writer stores, read back through the format layer
 //! and array-format directly (independently of the facade's reader).
 
+#![cfg(test)]
+
 mod write_support;
 
 use atlas::{

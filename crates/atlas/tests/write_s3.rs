@@ -2,6 +2,8 @@
 //! `atlas-testkit`): a container larger than one part goes up as one
 //! multipart upload, and a failed upload leaves no object.
 
+#![cfg(test)]
+
 mod s3_support;
 
 use atlas::{Atlas, AtlasError, AtlasWriter, Codec, WriterConfig};

@@ -1,6 +1,8 @@
 //! What the writer stores reads back through the facade's reader (`Atlas`,
 //! `Dataset`, `atlas_manifest`), and rebuilt fixtures dump as their manifests.
 
+#![cfg(test)]
+
 mod write_support;
 
 use atlas::{Atlas, AtlasWriter, Attr, DType, FillValue, Timestamp, WriterConfig};

@@ -1,6 +1,8 @@
 //! Wire facts of what the writer produces, checked on the raw bytes (not
 //! through our decoder where avoidable), and ordinals under concurrency.
 
+#![cfg(test)]
+
 mod write_support;
 
 use std::sync::Arc;

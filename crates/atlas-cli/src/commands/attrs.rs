@@ -32,7 +32,9 @@ pub async fn run(ctx: &Ctx, args: &AttrsArgs) -> CliResult {
             .iter()
             .map(|(dataset, value)| {
                 let mut obj = json::attr(value);
-                obj["dataset"] = json!(dataset);
+                if let Some(fields) = obj.as_object_mut() {
+                    fields.insert("dataset".into(), json!(dataset));
+                }
                 obj
             })
             .collect();

@@ -32,13 +32,15 @@ pub async fn run(ctx: &Ctx, args: &LsArgs) -> CliResult {
     if ctx.json {
         let list: Vec<_> = datasets()
             .map(|d| {
-                let mut obj = json!({ "name": d.name(), "ordinal": d.ordinal() });
+                let mut obj = serde_json::Map::new();
+                obj.insert("name".into(), json!(d.name()));
+                obj.insert("ordinal".into(), json!(d.ordinal()));
                 if args.long {
                     let schema = d.schema();
-                    obj["arrays"] = json!(schema.array_count());
-                    obj["schema"] = json!(schema.index());
+                    obj.insert("arrays".into(), json!(schema.array_count()));
+                    obj.insert("schema".into(), json!(schema.index()));
                 }
-                obj
+                serde_json::Value::Object(obj)
             })
             .collect();
         output::json(&json!(list));

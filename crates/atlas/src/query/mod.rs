@@ -17,16 +17,6 @@
 //! of each operator, and which ones statistics decide exactly, is on
 //! [`Predicate`].
 
-#![cfg_attr(
-    not(test),
-    deny(
-        clippy::unwrap_used,
-        clippy::expect_used,
-        clippy::panic,
-        clippy::indexing_slicing
-    )
-)]
-
 mod catalogue;
 mod error;
 mod eval;

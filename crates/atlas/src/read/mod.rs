@@ -14,16 +14,6 @@
 //! - segments come from `atlas-segment`'s `SegmentSet`: each opened once,
 //!   screened, on first use;
 
-#![cfg_attr(
-    not(test),
-    deny(
-        clippy::unwrap_used,
-        clippy::expect_used,
-        clippy::panic,
-        clippy::indexing_slicing
-    )
-)]
-
 mod across_datasets;
 mod collection;
 mod dataset;

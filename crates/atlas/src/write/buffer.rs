@@ -15,7 +15,7 @@ use std::ops::Range;
 
 use atlas_format::DType;
 use atlas_segment::{Element, FillValue, SegmentError, SegmentWriter};
-use ndarray::{ArrayViewD, ArrayViewMutD, IxDyn, Slice};
+use ndarray::{ArrayViewD, ArrayViewMutD, IxDyn, Slice, SliceInfoElem};
 
 use crate::error::{AtlasError, Result};
 
@@ -213,28 +213,27 @@ impl<T: Element> TypedBuffer<T> {
         if data.is_empty() {
             return Ok(());
         }
-        let grid: Vec<Range<u64>> = (0..rank)
-            .map(|axis| {
-                let cs = self.geometry.chunk_shape[axis];
-                start[axis] / cs..end[axis].div_ceil(cs)
-            })
+        let grid: Vec<Range<u64>> = start
+            .iter()
+            .zip(&end)
+            .zip(&self.geometry.chunk_shape)
+            .map(|((&s, &e), &cs)| s / cs..e.div_ceil(cs))
             .collect();
         for coord in grid_coords(&grid) {
             let chunk = self.geometry.chunk_ranges(&coord);
-            let overlap: Vec<Range<u64>> = (0..rank)
-                .map(|a| start[a].max(chunk[a].start)..end[a].min(chunk[a].end))
+            let overlap: Vec<Range<u64>> = start
+                .iter()
+                .zip(&end)
+                .zip(&chunk)
+                .map(|((&s, &e), c)| s.max(c.start)..e.min(c.end))
                 .collect();
             if overlap.iter().any(|r| r.is_empty()) {
                 continue;
             }
             let chunk_shape: Vec<usize> =
                 chunk.iter().map(|r| (r.end - r.start) as usize).collect();
-            let src = data.slice_each_axis(|ax| {
-                let r = &overlap[ax.axis.index()];
-                let o = start[ax.axis.index()];
-                Slice::from(((r.start - o) as usize)..((r.end - o) as usize))
-            });
-            let covers_chunk = (0..rank).all(|a| overlap[a] == chunk[a]);
+            let src = data.slice(within(&overlap, start.iter().copied()).as_slice());
+            let covers_chunk = overlap == chunk;
             let values = match self.chunks.entry(coord) {
                 std::collections::btree_map::Entry::Occupied(e) => e.into_mut(),
                 std::collections::btree_map::Entry::Vacant(v) => {
@@ -252,15 +251,21 @@ impl<T: Element> TypedBuffer<T> {
             };
             let mut dst = ArrayViewMutD::from_shape(IxDyn(&chunk_shape), values.as_mut_slice())
                 .map_err(|e| bad(format!("chunk buffer: {e}")))?;
-            let mut dst = dst.slice_each_axis_mut(|ax| {
-                let r = &overlap[ax.axis.index()];
-                let o = chunk[ax.axis.index()].start;
-                Slice::from(((r.start - o) as usize)..((r.end - o) as usize))
-            });
+            let mut dst = dst.slice_mut(within(&overlap, chunk.iter().map(|c| c.start)).as_slice());
             dst.assign(&src);
         }
         Ok(())
     }
+}
+
+/// `region` (global element ranges) as slices of a block whose origin is
+/// `origin`, one per axis; `region` starts at or after `origin` on every axis.
+fn within(region: &[Range<u64>], origin: impl Iterator<Item = u64>) -> Vec<SliceInfoElem> {
+    region
+        .iter()
+        .zip(origin)
+        .map(|(r, o)| Slice::from(((r.start - o) as usize)..((r.end - o) as usize)).into())
+        .collect()
 }
 
 /// Every coordinate of a grid region, row-major.
@@ -271,9 +276,9 @@ pub(super) fn grid_coords(ranges: &[Range<u64>]) -> impl Iterator<Item = Vec<u64
         .product();
     (0..total).map(move |mut i| {
         let mut coord = vec![0u64; ranges.len()];
-        for (axis, r) in ranges.iter().enumerate().rev() {
+        for (c, r) in coord.iter_mut().zip(ranges).rev() {
             let n = r.end - r.start;
-            coord[axis] = r.start + i % n;
+            *c = r.start + i % n;
             i /= n;
         }
         coord

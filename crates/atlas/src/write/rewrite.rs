@@ -10,7 +10,7 @@
 use std::ops::Range;
 
 use futures::StreamExt;
-use ndarray::{ArrayD, Slice};
+use ndarray::{ArrayD, Slice, SliceInfoElem};
 
 use atlas_segment::{ArrayStats, Element, for_each_array_data};
 
@@ -179,12 +179,14 @@ async fn copy_array<T: Element>(
             .map(|(&s, (&c, &len))| c.min(len - s))
             .collect();
         let chunk: ArrayD<T> = match &all {
-            Some(a) => a
-                .slice_each_axis(|ax| {
-                    let i = ax.axis.index();
-                    Slice::from(start[i] as usize..(start[i] + extent[i]) as usize)
-                })
-                .to_owned(),
+            Some(a) => {
+                let block: Vec<SliceInfoElem> = start
+                    .iter()
+                    .zip(&extent)
+                    .map(|(&s, &n)| Slice::from(s as usize..(s + n) as usize).into())
+                    .collect();
+                a.slice(block.as_slice()).to_owned()
+            }
             None => {
                 view.read_array::<T>(array, crate::Region::block(&start, &extent))
                     .await?

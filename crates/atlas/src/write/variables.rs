@@ -149,8 +149,7 @@ pub(crate) fn push_blocking<J: PushJob>(
     while !jobs.is_empty() {
         let mut progressed = false;
         let mut i = 0;
-        while i < jobs.len() {
-            let (var, job) = &jobs[i];
+        while let Some((var, job)) = jobs.get(i) {
             let done = match var.try_lock() {
                 Some(mut state) => {
                     run_locked(&var.name, &mut state, config, job, &job.chunk_bytes())?;
