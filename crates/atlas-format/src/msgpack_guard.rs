@@ -22,6 +22,11 @@ pub fn check_as(bytes: &[u8], subject: &str, error: fn(String) -> FormatError) -
 
 fn walk(bytes: &[u8], subject: &str) -> std::result::Result<(), String> {
     let truncated = |pos: usize| format!("{subject} MessagePack ends early at byte {pos}");
+    // A declared length of `width` bytes at `pos`, advancing `pos`.
+    let len = |pos: &mut usize, width: usize| {
+        let at = *pos;
+        read_len(bytes, pos, width).ok_or_else(|| truncated(at))
+    };
     let mut pos: usize = 0;
     // Values still to read; starts at the one top-level value.
     let mut pending: u64 = 1;
@@ -34,30 +39,12 @@ fn walk(bytes: &[u8], subject: &str) -> std::result::Result<(), String> {
             0x80..=0x8f => (0, u64::from(marker & 0x0f) * 2),
             0x90..=0x9f => (0, u64::from(marker & 0x0f)),
             0xa0..=0xbf => (u64::from(marker & 0x1f), 0),
-            0xc4 | 0xd9 => (
-                read_len(bytes, &mut pos, 1).ok_or_else(|| truncated(pos))?,
-                0,
-            ),
-            0xc5 | 0xda => (
-                read_len(bytes, &mut pos, 2).ok_or_else(|| truncated(pos))?,
-                0,
-            ),
-            0xc6 | 0xdb => (
-                read_len(bytes, &mut pos, 4).ok_or_else(|| truncated(pos))?,
-                0,
-            ),
-            0xc7 => (
-                read_len(bytes, &mut pos, 1).ok_or_else(|| truncated(pos))? + 1,
-                0,
-            ),
-            0xc8 => (
-                read_len(bytes, &mut pos, 2).ok_or_else(|| truncated(pos))? + 1,
-                0,
-            ),
-            0xc9 => (
-                read_len(bytes, &mut pos, 4).ok_or_else(|| truncated(pos))? + 1,
-                0,
-            ),
+            0xc4 | 0xd9 => (len(&mut pos, 1)?, 0),
+            0xc5 | 0xda => (len(&mut pos, 2)?, 0),
+            0xc6 | 0xdb => (len(&mut pos, 4)?, 0),
+            0xc7 => (len(&mut pos, 1)? + 1, 0),
+            0xc8 => (len(&mut pos, 2)? + 1, 0),
+            0xc9 => (len(&mut pos, 4)? + 1, 0),
             0xca | 0xce | 0xd2 => (4, 0),
             0xcb | 0xcf | 0xd3 => (8, 0),
             0xcc | 0xd0 => (1, 0),
@@ -67,22 +54,10 @@ fn walk(bytes: &[u8], subject: &str) -> std::result::Result<(), String> {
             0xd6 => (5, 0),
             0xd7 => (9, 0),
             0xd8 => (17, 0),
-            0xdc => (
-                0,
-                read_len(bytes, &mut pos, 2).ok_or_else(|| truncated(pos))?,
-            ),
-            0xdd => (
-                0,
-                read_len(bytes, &mut pos, 4).ok_or_else(|| truncated(pos))?,
-            ),
-            0xde => (
-                0,
-                read_len(bytes, &mut pos, 2).ok_or_else(|| truncated(pos))? * 2,
-            ),
-            0xdf => (
-                0,
-                read_len(bytes, &mut pos, 4).ok_or_else(|| truncated(pos))? * 2,
-            ),
+            0xdc => (0, len(&mut pos, 2)?),
+            0xdd => (0, len(&mut pos, 4)?),
+            0xde => (0, len(&mut pos, 2)? * 2),
+            0xdf => (0, len(&mut pos, 4)? * 2),
             0xc1 => {
                 return Err(format!(
                     "{subject} MessagePack: reserved marker 0xc1 at byte {}",
