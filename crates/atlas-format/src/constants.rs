@@ -22,3 +22,16 @@ pub const CONTAINER_FILE: &str = "data.atlas";
 pub const MASK_FILE: &str = "deleted.mask";
 /// Segment that holds dataset-level attributes, one rank-0 array per dataset.
 pub const DATASETS_SEGMENT: &str = "_datasets";
+/// Magic bytes at the start of a set manifest (not a prefix of `ATLS`, so no
+/// tool mistakes a manifest for a container).
+pub const SET_MANIFEST_MAGIC: [u8; 8] = *b"ATLASSET";
+/// The set manifest version this crate reads and writes.
+pub const SET_MANIFEST_VERSION: u32 = 1;
+/// Bytes of the set manifest header: magic + version + body length.
+pub const SET_MANIFEST_HEADER_LEN: usize = 20;
+/// Bytes after the set manifest body: its CRC32C.
+pub const SET_MANIFEST_CHECKSUM_LEN: usize = 4;
+/// Object name of the manifest at the root of a set prefix.
+pub const SET_MANIFEST_FILE: &str = "set.manifest";
+/// Folder under a set prefix that holds one sub-folder per member collection.
+pub const SET_MEMBERS_DIR: &str = "members";

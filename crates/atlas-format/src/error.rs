@@ -30,6 +30,19 @@ pub enum FormatError {
         /// What exactly is wrong.
         what: String,
     },
+    /// The bytes are not a set manifest at all; `found` says what they look like.
+    #[error("not an Atlas set manifest: found {found}")]
+    NotASetManifest {
+        /// A description of what was found instead (empty object, a container, ...).
+        found: String,
+    },
+    /// A set manifest whose bytes are damaged (truncated, failed checksum,
+    /// undecodable body) or whose content is inconsistent.
+    #[error("corrupt set manifest: {what}")]
+    CorruptSetManifest {
+        /// What exactly is wrong.
+        what: String,
+    },
     /// A dataset or array name that the format cannot hold.
     #[error("invalid name {name:?}: {reason}")]
     InvalidName {

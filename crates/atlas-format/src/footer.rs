@@ -324,14 +324,24 @@ impl CollectionFooter {
 /// The frame's declared content size is checked before anything is allocated;
 /// a frame that declares none is cut off while streaming.
 pub fn decompress_bounded(bytes: &[u8], max: u64) -> Result<Vec<u8>> {
+    decompress_limited(bytes, max, "the footer").map_err(FormatError::corrupt)
+}
+
+/// [`decompress_bounded`] for any object: messages name `subject` and are
+/// returned bare, for the caller to wrap in its own error variant.
+pub(crate) fn decompress_limited(
+    bytes: &[u8],
+    max: u64,
+    subject: &str,
+) -> std::result::Result<Vec<u8>, String> {
     let declared = match zstd::zstd_safe::get_frame_content_size(bytes) {
         Ok(size) => size,
-        Err(_) => return Err(FormatError::corrupt("the footer is not a zstd frame")),
+        Err(_) => return Err(format!("{subject} is not a zstd frame")),
     };
     if let Some(size) = declared.filter(|&size| size > max) {
-        return Err(FormatError::corrupt(format!(
-            "the footer declares {size} decompressed bytes, over the limit of {max}"
-        )));
+        return Err(format!(
+            "{subject} declares {size} decompressed bytes, over the limit of {max}"
+        ));
     }
     // Start from what was actually read (or declared, already bounded), never from a claim alone.
     let initial = declared
@@ -341,16 +351,16 @@ pub fn decompress_bounded(bytes: &[u8], max: u64) -> Result<Vec<u8>> {
         .min(64 << 20);
     let mut out = Vec::with_capacity(usize::try_from(initial).unwrap_or(0));
     let decoder = zstd::stream::read::Decoder::with_buffer(bytes)
-        .map_err(|e| FormatError::corrupt(format!("the footer's zstd frame: {e}")))?;
+        .map_err(|e| format!("{subject}'s zstd frame: {e}"))?;
     decoder
         .single_frame()
         .take(max.saturating_add(1))
         .read_to_end(&mut out)
-        .map_err(|e| FormatError::corrupt(format!("the footer's zstd frame: {e}")))?;
+        .map_err(|e| format!("{subject}'s zstd frame: {e}"))?;
     if out.len() as u64 > max {
-        return Err(FormatError::corrupt(format!(
-            "the footer decompresses past the limit of {max} bytes"
-        )));
+        return Err(format!(
+            "{subject} decompresses past the limit of {max} bytes"
+        ));
     }
     Ok(out)
 }

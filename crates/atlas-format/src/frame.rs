@@ -5,7 +5,9 @@
 //! | ATLS   | version  | segments ... | footer (zstd)     | footer_size | version | ATLS |
 //! ```
 
-use crate::constants::{CONTAINER_MAGIC, FORMAT_VERSION, HEADER_LEN, MASK_MAGIC, TRAILER_LEN};
+use crate::constants::{
+    CONTAINER_MAGIC, FORMAT_VERSION, HEADER_LEN, MASK_MAGIC, SET_MANIFEST_MAGIC, TRAILER_LEN,
+};
 use crate::error::{FormatError, Result};
 
 /// The 8 bytes every container starts with.
@@ -116,6 +118,8 @@ pub fn identify(bytes: &[u8]) -> String {
         Some("a bare array-format file, not an Atlas container")
     } else if starts(&MASK_MAGIC) {
         Some("an Atlas deletion mask, not a container")
+    } else if starts(&SET_MANIFEST_MAGIC) {
+        Some("an Atlas set manifest, not a container")
     } else if starts(&CONTAINER_MAGIC) {
         Some("an Atlas header but no valid trailer (truncated container?)")
     } else if starts(b"PK\x03\x04") {

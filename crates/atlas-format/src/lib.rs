@@ -4,6 +4,8 @@
 //! it answers "which bytes do you need next?" ([`OpenDecoder`]) and "here is
 //! what those bytes mean" ([`CollectionFooter`], [`DeletionMask`]), and builds
 //! the same bytes for writers ([`FooterBuilder`], [`Trailer`], [`encode_header`]).
+//! It also holds the codec of a set's manifest ([`SetManifest`]), the object
+//! that lists a set's member collections.
 //!
 //! It has no async runtime, no storage client and no array-format: segments
 //! are opaque byte ranges here. Every decoder returns errors, never panics,
@@ -20,6 +22,7 @@ mod msgpack_guard;
 pub mod name;
 pub mod open;
 pub mod schema;
+pub mod set_manifest;
 
 pub use constants::*;
 pub use dtype::DType;
@@ -32,3 +35,7 @@ pub use mask::{DeletionMask, MaskWarning};
 pub use name::validate_name;
 pub use open::{DecodeResult, OpenDecoder, OpenedContainer, ReadRequest, assemble, open_bytes};
 pub use schema::{ArrayDecl, ArrayMeta, DatasetSchema, FooterBuilder, SchemaView};
+pub use set_manifest::{
+    AttributeSummary, ChecksumAlgorithm, MemberChecksums, MemberEntry, SegmentChecksum,
+    SetManifest, SummaryValue, VariableSummary, crc32c,
+};

@@ -1,7 +1,7 @@
 //! No input makes a decoder panic: arbitrary bytes and mutations of the
 //! fixtures (bit flips, insertions, deletions, truncations), fed to the
-//! trailer parser, the footer decoder, the open (whole and by suffix) and the
-//! mask decoder, only ever produce values or errors.
+//! trailer parser, the footer decoder, the open (whole and by suffix), the
+//! mask decoder and the set manifest decoder, only ever produce values or errors.
 
 #![cfg(test)]
 
@@ -10,7 +10,7 @@ mod common;
 use std::sync::OnceLock;
 
 use atlas_format::{
-    CollectionFooter, DecodeLimits, DeletionMask, OpenDecoder, Trailer, open_bytes,
+    CollectionFooter, DecodeLimits, DeletionMask, OpenDecoder, SetManifest, Trailer, open_bytes,
 };
 use proptest::prelude::*;
 
@@ -142,6 +142,8 @@ fn exercise(bytes: &[u8]) {
     for count in [0, 1, 5, u32::MAX] {
         let _ = DeletionMask::decode(bytes, count);
     }
+    let _ = SetManifest::decode(bytes, &limits);
+    let _ = SetManifest::from_msgpack(bytes);
 }
 
 proptest! {
