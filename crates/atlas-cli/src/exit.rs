@@ -206,13 +206,12 @@ fn backend_message(io: &atlas_io::IoError, context: &str) -> String {
 
 /// Where the backend of `location` looks for credentials.
 fn credential_hint(location: &str) -> &'static str {
-    let scheme = location.split_once("://").map_or("", |(s, _)| s);
-    match scheme {
-        "s3" | "s3a" => {
+    match atlas::Scheme::split(location).map(|(scheme, _)| scheme) {
+        Ok(atlas::Scheme::S3) => {
             "; set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (or AWS_PROFILE), or pass --anonymous"
         }
-        "gs" | "gcs" => "; set GOOGLE_APPLICATION_CREDENTIALS, or pass --anonymous",
-        "az" | "azure" | "azblob" => {
+        Ok(atlas::Scheme::Gcs) => "; set GOOGLE_APPLICATION_CREDENTIALS, or pass --anonymous",
+        Ok(atlas::Scheme::Azure) => {
             "; set AZURE_STORAGE_KEY or AZURE_STORAGE_SAS_TOKEN, or pass --anonymous"
         }
         _ => "",

@@ -103,6 +103,7 @@ pub struct AttributeSummary {
 /// Exhaustive on purpose: the set manifest version fixes this set.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum SummaryValue {
     /// Of signed integers.
     Int(i64),

@@ -3,6 +3,8 @@
 //! with its own error, invalid content is refused on decode and on encode,
 //! and no input makes the decoder panic.
 
+#![cfg(test)]
+
 mod common;
 
 use atlas_format::{

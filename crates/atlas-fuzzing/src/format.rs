@@ -1,9 +1,9 @@
-//! The atlas-format targets: the container open protocol, the footer and the
-//! deletion mask.
+//! The atlas-format targets: the container open protocol, the footer, the
+//! deletion mask and the set manifest.
 
 use atlas_format::{
-    CollectionFooter, DecodeLimits, DecodeResult, DeletionMask, OpenDecoder, ReadRequest, Trailer,
-    open_bytes,
+    CollectionFooter, DecodeLimits, DecodeResult, DeletionMask, OpenDecoder, ReadRequest,
+    SetManifest, Trailer, open_bytes,
 };
 
 /// Small enough that a hostile footer cannot make a run slow.
@@ -142,4 +142,18 @@ fn by_range(data: &[u8], probe: u64) {
         }
     }
     panic!("the decoder asked for more than two reads");
+}
+
+/// Decodes `data` as a set manifest, and as a manifest body alone (so mutations
+/// reach the validation past the checksum). What decodes is valid, so it
+/// encodes, and the encoding decodes to the same manifest.
+pub fn set_manifest(data: &[u8]) {
+    if let Ok(manifest) = SetManifest::decode(data, &LIMITS) {
+        let again = manifest.encode().expect("a decoded manifest encodes");
+        let decoded = SetManifest::decode(&again, &LIMITS).expect("an encoded manifest decodes");
+        assert_eq!(decoded, manifest);
+    }
+    if let Ok(manifest) = SetManifest::from_msgpack(data) {
+        let _ = manifest.validate();
+    }
 }

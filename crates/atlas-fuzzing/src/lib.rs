@@ -22,7 +22,7 @@ mod format;
 mod segment;
 
 pub use collection::{collection, collection_input};
-pub use format::{footer, mask, open};
+pub use format::{footer, mask, open, set_manifest};
 pub use segment::segment;
 
 /// A fuzz target: its name (the directory of its corpus) and its body.
@@ -35,7 +35,7 @@ pub struct Target {
 }
 
 /// Every target, in the order `cargo xtask fuzz` runs them.
-pub const TARGETS: [Target; 5] = [
+pub const TARGETS: [Target; 6] = [
     Target {
         name: "open",
         run: open,
@@ -51,6 +51,10 @@ pub const TARGETS: [Target; 5] = [
     Target {
         name: "segment",
         run: segment,
+    },
+    Target {
+        name: "set_manifest",
+        run: set_manifest,
     },
     Target {
         name: "collection",

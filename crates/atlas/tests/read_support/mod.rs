@@ -63,11 +63,7 @@ pub async fn load_fixture(op: &Operator, name: &str, prefix: &str) {
 
 /// `prefix/file`.
 pub fn join(prefix: &str, file: &str) -> String {
-    if prefix.is_empty() {
-        file.to_owned()
-    } else {
-        format!("{prefix}/{file}")
-    }
+    atlas_io::object_path(prefix, file)
 }
 
 /// The bytes of a finished segment.
