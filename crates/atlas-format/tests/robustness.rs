@@ -44,72 +44,6 @@ fn seeds() -> &'static Seeds {
     })
 }
 
-#[derive(Debug, Clone)]
-enum Mutation {
-    Flip {
-        at: prop::sample::Index,
-        bit: u8,
-    },
-    Set {
-        at: prop::sample::Index,
-        byte: u8,
-    },
-    Insert {
-        at: prop::sample::Index,
-        bytes: Vec<u8>,
-    },
-    Delete {
-        at: prop::sample::Index,
-        len: usize,
-    },
-    Truncate {
-        at: prop::sample::Index,
-    },
-    Chop {
-        at: prop::sample::Index,
-    },
-}
-
-fn mutation() -> impl Strategy<Value = Mutation> {
-    let at = any::<prop::sample::Index>;
-    prop_oneof![
-        4 => (at(), 0u8..8).prop_map(|(at, bit)| Mutation::Flip { at, bit }),
-        3 => (at(), prop_oneof![Just(0u8), Just(0xff), Just(0x7f), Just(0xc1), Just(0xdd), any::<u8>()])
-            .prop_map(|(at, byte)| Mutation::Set { at, byte }),
-        2 => (at(), prop::collection::vec(any::<u8>(), 1..16))
-            .prop_map(|(at, bytes)| Mutation::Insert { at, bytes }),
-        2 => (at(), 1usize..64).prop_map(|(at, len)| Mutation::Delete { at, len }),
-        1 => at().prop_map(|at| Mutation::Truncate { at }),
-        1 => at().prop_map(|at| Mutation::Chop { at }),
-    ]
-}
-
-fn apply(mut bytes: Vec<u8>, mutations: &[Mutation]) -> Vec<u8> {
-    for m in mutations {
-        let n = bytes.len();
-        if n == 0 {
-            break;
-        }
-        match m {
-            Mutation::Flip { at, bit } => bytes[at.index(n)] ^= 1 << bit,
-            Mutation::Set { at, byte } => bytes[at.index(n)] = *byte,
-            Mutation::Insert { at, bytes: ins } => {
-                let i = at.index(n + 1);
-                bytes.splice(i..i, ins.iter().copied());
-            }
-            Mutation::Delete { at, len } => {
-                let i = at.index(n);
-                bytes.drain(i..(i + len).min(n));
-            }
-            Mutation::Truncate { at } => bytes.truncate(at.index(n)),
-            Mutation::Chop { at } => {
-                bytes.drain(..at.index(n));
-            }
-        }
-    }
-    bytes
-}
-
 /// Runs every decoder over `bytes`, as whatever it could be.
 fn exercise(bytes: &[u8]) {
     let limits = DecodeLimits::new(1 << 20, 4 << 20);
@@ -167,17 +101,17 @@ proptest! {
     #[test]
     fn mutated_containers_never_panic_a_decoder(
         which in any::<prop::sample::Index>(),
-        mutations in prop::collection::vec(mutation(), 1..6),
+        mutations in prop::collection::vec(common::mutation(), 1..6),
     ) {
         let s = seeds();
         let original = &s.containers[which.index(s.containers.len())];
-        exercise(&apply(original.clone(), &mutations));
+        exercise(&common::apply(original.clone(), &mutations));
     }
 
     #[test]
     fn mutated_footers_never_panic_a_decoder(
         which in any::<prop::sample::Index>(),
-        mutations in prop::collection::vec(mutation(), 1..6),
+        mutations in prop::collection::vec(common::mutation(), 1..6),
         recompress in any::<bool>(),
     ) {
         // Mutating the MessagePack and compressing it again gets past zstd,
@@ -185,9 +119,9 @@ proptest! {
         let s = seeds();
         let i = which.index(s.footers.len());
         let mutated = if recompress {
-            apply(s.msgpacks[i].clone(), &mutations)
+            common::apply(s.msgpacks[i].clone(), &mutations)
         } else {
-            apply(s.footers[i].clone(), &mutations)
+            common::apply(s.footers[i].clone(), &mutations)
         };
         exercise(&mutated);
         if recompress {
@@ -201,10 +135,10 @@ proptest! {
     #[test]
     fn mutated_masks_never_panic_a_decoder(
         which in any::<prop::sample::Index>(),
-        mutations in prop::collection::vec(mutation(), 1..6),
+        mutations in prop::collection::vec(common::mutation(), 1..6),
     ) {
         let s = seeds();
-        let mutated = apply(s.masks[which.index(s.masks.len())].clone(), &mutations);
+        let mutated = common::apply(s.masks[which.index(s.masks.len())].clone(), &mutations);
         for count in [0, 3, 10, u32::MAX] {
             let _ = DeletionMask::decode(&mutated, count);
         }

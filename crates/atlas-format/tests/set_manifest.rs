@@ -544,51 +544,6 @@ fn a_reserved_variable_name_is_rejected() {
 // ---------------------------------------------------------------------------
 // no panic, whatever the bytes
 
-#[derive(Debug, Clone)]
-enum Mutation {
-    Flip(prop::sample::Index, u8),
-    Set(prop::sample::Index, u8),
-    Insert(prop::sample::Index, Vec<u8>),
-    Delete(prop::sample::Index, usize),
-    Truncate(prop::sample::Index),
-}
-
-fn mutation() -> impl Strategy<Value = Mutation> {
-    let at = any::<prop::sample::Index>;
-    prop_oneof![
-        4 => (at(), 0u8..8).prop_map(|(at, bit)| Mutation::Flip(at, bit)),
-        3 => (at(), prop_oneof![Just(0u8), Just(0xff), Just(0xc1), Just(0xdd), any::<u8>()])
-            .prop_map(|(at, byte)| Mutation::Set(at, byte)),
-        2 => (at(), prop::collection::vec(any::<u8>(), 1..16))
-            .prop_map(|(at, bytes)| Mutation::Insert(at, bytes)),
-        2 => (at(), 1usize..64).prop_map(|(at, len)| Mutation::Delete(at, len)),
-        1 => at().prop_map(Mutation::Truncate),
-    ]
-}
-
-fn apply(mut bytes: Vec<u8>, mutations: &[Mutation]) -> Vec<u8> {
-    for m in mutations {
-        let n = bytes.len();
-        if n == 0 {
-            break;
-        }
-        match m {
-            Mutation::Flip(at, bit) => bytes[at.index(n)] ^= 1 << bit,
-            Mutation::Set(at, byte) => bytes[at.index(n)] = *byte,
-            Mutation::Insert(at, ins) => {
-                let i = at.index(n + 1);
-                bytes.splice(i..i, ins.iter().copied());
-            }
-            Mutation::Delete(at, len) => {
-                let i = at.index(n);
-                bytes.drain(i..(i + len).min(n));
-            }
-            Mutation::Truncate(at) => bytes.truncate(at.index(n)),
-        }
-    }
-    bytes
-}
-
 /// Decodes `bytes`; whatever decodes must encode again to bytes that decode.
 fn exercise(bytes: &[u8]) {
     let limits = DecodeLimits::new(1 << 20, 4 << 20);
@@ -613,18 +568,18 @@ proptest! {
 
     #[test]
     fn mutated_manifests_never_panic_the_decoder(
-        mutations in prop::collection::vec(mutation(), 1..6),
+        mutations in prop::collection::vec(common::mutation(), 1..6),
     ) {
-        exercise(&apply(realistic().encode().unwrap(), &mutations));
+        exercise(&common::apply(realistic().encode().unwrap(), &mutations));
     }
 
     #[test]
     fn mutated_bodies_in_a_valid_frame_never_panic_the_decoder(
-        mutations in prop::collection::vec(mutation(), 1..6),
+        mutations in prop::collection::vec(common::mutation(), 1..6),
     ) {
         // The checksum is recomputed, so the damage reaches serde and validation.
         let msgpack = rmp_serde::to_vec(&realistic()).unwrap();
-        let mutated = apply(msgpack, &mutations);
+        let mutated = common::apply(msgpack, &mutations);
         exercise(&mutated);
         exercise(&frame(&common::zstd(&mutated)));
     }

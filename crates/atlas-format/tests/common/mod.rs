@@ -13,6 +13,7 @@ use atlas_format::{
     DecodeResult, FooterBuilder, FormatError, MASK_FILE, OpenDecoder, OpenedContainer, ReadRequest,
     assemble,
 };
+use proptest::prelude::*;
 use rmp::Marker;
 use smol_str::SmolStr;
 
@@ -324,4 +325,74 @@ pub fn limits() -> DecodeLimits {
 
 pub fn is_corrupt<T: std::fmt::Debug>(r: &Result<T, FormatError>) -> bool {
     matches!(r, Err(FormatError::CorruptCollection { .. }))
+}
+
+/// One edit of a byte string, for proptests that feed damaged bytes to a decoder.
+#[derive(Debug, Clone)]
+pub enum Mutation {
+    Flip {
+        at: prop::sample::Index,
+        bit: u8,
+    },
+    Set {
+        at: prop::sample::Index,
+        byte: u8,
+    },
+    Insert {
+        at: prop::sample::Index,
+        bytes: Vec<u8>,
+    },
+    Delete {
+        at: prop::sample::Index,
+        len: usize,
+    },
+    Truncate {
+        at: prop::sample::Index,
+    },
+    Chop {
+        at: prop::sample::Index,
+    },
+}
+
+/// Flips, overwrites (with bytes MessagePack and zstd treat specially), inserts,
+/// deletes, truncations and chops of the front, weighted toward small edits.
+pub fn mutation() -> impl Strategy<Value = Mutation> {
+    let at = any::<prop::sample::Index>;
+    prop_oneof![
+        4 => (at(), 0u8..8).prop_map(|(at, bit)| Mutation::Flip { at, bit }),
+        3 => (at(), prop_oneof![Just(0u8), Just(0xff), Just(0x7f), Just(0xc1), Just(0xdd), any::<u8>()])
+            .prop_map(|(at, byte)| Mutation::Set { at, byte }),
+        2 => (at(), prop::collection::vec(any::<u8>(), 1..16))
+            .prop_map(|(at, bytes)| Mutation::Insert { at, bytes }),
+        2 => (at(), 1usize..64).prop_map(|(at, len)| Mutation::Delete { at, len }),
+        1 => at().prop_map(|at| Mutation::Truncate { at }),
+        1 => at().prop_map(|at| Mutation::Chop { at }),
+    ]
+}
+
+/// `bytes` with `mutations` applied in order (positions scaled to the current length).
+pub fn apply(mut bytes: Vec<u8>, mutations: &[Mutation]) -> Vec<u8> {
+    for m in mutations {
+        let n = bytes.len();
+        if n == 0 {
+            break;
+        }
+        match m {
+            Mutation::Flip { at, bit } => bytes[at.index(n)] ^= 1 << bit,
+            Mutation::Set { at, byte } => bytes[at.index(n)] = *byte,
+            Mutation::Insert { at, bytes: ins } => {
+                let i = at.index(n + 1);
+                bytes.splice(i..i, ins.iter().copied());
+            }
+            Mutation::Delete { at, len } => {
+                let i = at.index(n);
+                bytes.drain(i..(i + len).min(n));
+            }
+            Mutation::Truncate { at } => bytes.truncate(at.index(n)),
+            Mutation::Chop { at } => {
+                bytes.drain(..at.index(n));
+            }
+        }
+    }
+    bytes
 }
