@@ -162,15 +162,11 @@ CONTAINER_FILE = "data.atlas"
 
 
 def _location(url_or_path: str | os.PathLike[str]) -> str:
-    """An absolute path, or the URL; a remote URL naming `data.atlas` means its
-    directory (as a local path naming it does)."""
+    """An absolute path, or the URL as given (the library reads a URL or path
+    naming `data.atlas` as its directory)."""
     location = os.fspath(url_or_path)
-    scheme, sep, rest = location.partition("://")
-    if not sep:
+    if "://" not in location:
         return os.path.abspath(location)
-    directory, slash, last = rest.rstrip("/").rpartition("/")
-    if scheme.lower() != "file" and slash and directory and last == CONTAINER_FILE:
-        return f"{scheme}://{directory}"
     return location
 
 

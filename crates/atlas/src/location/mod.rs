@@ -10,6 +10,9 @@
 //! | `az://container/prefix` | Azure Blob Storage                        |
 //! | `http(s)://host/path`   | plain HTTP range reads (read-only)        |
 //!
+//! A path or URL that names the container itself (`…/data.atlas`) means its
+//! directory, on every backend.
+//!
 //! Every operator built here carries a [`RetryPolicy`] (OpenDAL's timeout and
 //! retry layers, on by default; see [`StorageOptions::retry`]).
 //!
@@ -42,6 +45,7 @@ mod s3;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use atlas_format::CONTAINER_FILE;
 use atlas_io::MultipartUploads;
 use opendal::Operator;
 
@@ -152,6 +156,16 @@ impl Location {
         atlas_io::install_http_transport();
         opendal::init_default_registry();
         let (scheme, rest) = Scheme::split(location)?;
+        // A URL naming the container means its directory, as a local path does.
+        let directory;
+        let rest = match (scheme, rest.trim_end_matches('/').rsplit_once('/')) {
+            (Scheme::Local, _) => rest,
+            (_, Some((dir, CONTAINER_FILE))) if !dir.is_empty() && !dir.ends_with('/') => {
+                directory = dir.to_owned();
+                &directory
+            }
+            _ => rest,
+        };
         let mut uploads = None;
         let op = match scheme {
             // Local reads and writes fail for good or not at all: no retry layer.
@@ -167,7 +181,8 @@ impl Location {
                 if access == Access::Write {
                     return Err(invalid(location, "an http(s) location is read-only"));
                 }
-                http::operator(options, location)?
+                // For http `rest` is the whole URL (less a trailing `data.atlas`).
+                http::operator(options, rest)?
             }
             Scheme::Other => return Err(invalid(location, "no backend serves this location")),
         };
@@ -334,7 +349,6 @@ fn finish(location: &str, scheme: &str, map: BTreeMap<String, String>) -> Result
 #[cfg(test)]
 mod tests {
     use super::*;
-    use atlas_format::CONTAINER_FILE;
     use atlas_io::IoErrorKind;
 
     fn rt() -> tokio::runtime::Runtime {
@@ -459,6 +473,33 @@ mod tests {
         let info = loc.operator().info();
         assert_eq!(info.name(), "bucket");
         assert_eq!(info.root(), "/some/prefix/");
+    }
+
+    #[test]
+    fn a_url_naming_the_container_means_its_directory() {
+        let options = StorageOptions::new()
+            .from_env(false)
+            .endpoint("http://127.0.0.1:9")
+            .set("access_key_id", "k")
+            .set("secret_access_key", "s");
+        for url in [
+            "s3://bucket/some/prefix/data.atlas",
+            "s3://bucket/some/prefix/data.atlas/",
+            "s3://bucket/some/prefix",
+        ] {
+            let loc = resolve(url, &options, Access::Read).unwrap();
+            assert_eq!(loc.operator().info().root(), "/some/prefix/", "{url}");
+        }
+        // A bucket named like the container keeps its name.
+        let loc = resolve("s3://data.atlas", &options, Access::Read).unwrap();
+        assert_eq!(loc.operator().info().name(), "data.atlas");
+        let http = resolve(
+            "http://127.0.0.1:9/c/data.atlas",
+            &StorageOptions::default(),
+            Access::Read,
+        )
+        .unwrap();
+        assert_eq!(http.operator().info().root(), "/c/");
     }
 
     #[test]
