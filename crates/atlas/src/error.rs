@@ -138,6 +138,51 @@ pub enum AtlasError {
         #[source]
         source: SinkError,
     },
+    /// A collection set's manifest (`set.manifest`) cannot be used: not a
+    /// manifest, a set version this library does not read, or damaged.
+    #[error("set manifest {path}: {source}")]
+    SetManifest {
+        /// The manifest's path.
+        path: String,
+        /// What the decoder found.
+        #[source]
+        source: FormatError,
+    },
+    /// A member of a collection set failed to open or read; `source` says how
+    /// (a missing member is an [`AtlasError::Io`] `NotFound` inside).
+    #[error("set member {id:?} ({path}): {source}")]
+    Member {
+        /// The member's id in the manifest.
+        id: String,
+        /// The member's prefix.
+        path: String,
+        /// What went wrong in it.
+        #[source]
+        source: Box<AtlasError>,
+    },
+    /// The prefix holds a collection set, not a lone collection: open it with
+    /// [`AtlasSet::open`](crate::AtlasSet::open).
+    #[error(
+        "{path} is a collection set (it has a set.manifest and no data.atlas): open it as a set"
+    )]
+    IsASet {
+        /// The set's manifest path.
+        path: String,
+    },
+    /// Every attempt to commit to a set lost its race to another writer, or
+    /// the set changed in a way this commit cannot merge with. Nothing was
+    /// committed; retrying the operation can succeed.
+    #[error(
+        "commit to {path} lost to concurrent writers (last generation seen: {generation}): {what}; nothing was committed, retry"
+    )]
+    CommitConflict {
+        /// The manifest's path.
+        path: String,
+        /// The last manifest generation read.
+        generation: u64,
+        /// Why the commit gave up.
+        what: String,
+    },
     /// The storage backend failed; the kind says whether retrying can help.
     #[error(transparent)]
     Io(#[from] IoError),
@@ -155,10 +200,37 @@ impl AtlasError {
     /// Whether the collection's bytes are damaged (the container or a
     /// segment), as opposed to a misuse or a storage failure.
     pub fn is_corruption(&self) -> bool {
-        matches!(
-            self,
-            Self::CorruptCollection { .. } | Self::CorruptSegment { .. } | Self::CorruptMask { .. }
-        )
+        match self {
+            Self::CorruptCollection { .. }
+            | Self::CorruptSegment { .. }
+            | Self::CorruptMask { .. } => true,
+            Self::SetManifest { source, .. } => !matches!(
+                source,
+                FormatError::UnsupportedVersion { .. } | FormatError::NotASetManifest { .. }
+            ),
+            Self::Member { source, .. } => source.is_corruption(),
+            _ => false,
+        }
+    }
+
+    /// Whether retrying the same call can succeed: a transient storage failure
+    /// or a commit that lost its race.
+    pub fn is_retryable(&self) -> bool {
+        match self {
+            Self::Io(io) => io.is_transient(),
+            Self::CommitConflict { .. } => true,
+            Self::Member { source, .. } => source.is_retryable(),
+            _ => false,
+        }
+    }
+
+    /// The error with the set member it happened in named.
+    pub(crate) fn in_member(self, id: &str, path: &str) -> Self {
+        Self::Member {
+            id: id.to_owned(),
+            path: path.to_owned(),
+            source: Box::new(self),
+        }
     }
 
     /// Shorthand for [`AtlasError::InvalidUse`].

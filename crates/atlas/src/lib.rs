@@ -55,6 +55,7 @@ mod location;
 mod query;
 mod read;
 mod recompute;
+mod set;
 mod verify;
 mod write;
 
@@ -95,6 +96,7 @@ pub use read::{
     ArrayLayout, Atlas, Dataset, DatasetStats, DeleteOutcome, OpenOptions, Order, Region,
     SegmentInfo, Selection,
 };
+pub use set::{AtlasSet, CommitOutcome, MemberWriter, SetWriter, member_id, member_path};
 pub use verify::{Checked, Finding, ProgressFn, VerifyOptions, VerifyReport, leftover_findings};
 pub use write::{
     AtlasWriter, DEFAULT_SMALL_BLOCK_TARGET_SIZE, DEFAULT_ZSTD_LEVEL, DatasetWriter,

@@ -274,6 +274,28 @@ impl Location {
         self.local_dir.as_deref()
     }
 
+    /// The location of `relative` (a plain relative path such as
+    /// `members/<id>`) under this one: the same operator and credentials with
+    /// the prefix extended, or, on local disk, the subdirectory with an
+    /// operator of its own (created when writing).
+    ///
+    /// # Errors
+    /// As [`resolve_path`](Self::resolve_path) on local disk; none elsewhere.
+    pub(crate) fn child(&self, relative: &str, access: Access) -> Result<Location> {
+        let display = atlas_io::object_path(&self.display, relative);
+        if let Some(dir) = &self.local_dir {
+            return Location::local(&dir.join(relative), &display, access);
+        }
+        Ok(Location {
+            op: self.op.clone(),
+            prefix: atlas_io::object_path(&self.prefix, relative),
+            scheme: self.scheme,
+            display,
+            local_dir: None,
+            uploads: self.uploads.clone(),
+        })
+    }
+
     /// The parts a reader or writer keeps.
     pub(crate) fn into_parts(
         self,

@@ -79,35 +79,46 @@ impl Atlas {
     /// predicate (see [`select`](Self::select)), [`QueryError::Arrow`] when the table cannot be
     /// built, [`QueryError::Atlas`] when reading a segment footer fails.
     pub async fn catalogue(&self, options: &CatalogueOptions) -> Result<RecordBatch, QueryError> {
-        let declared = Declared::of(self);
-        let attributes = requested(options.attributes.as_ref(), &declared.attributes)?;
-        let arrays = requested(options.arrays.as_ref(), &declared.arrays)?;
-        let plan = options
-            .predicate
-            .as_ref()
-            .map(|p| Plan::new(self, &declared, p))
-            .transpose()?;
-        let mut read_attrs: BTreeSet<String> = attributes.iter().cloned().collect();
-        let mut read_arrays: BTreeSet<String> = arrays.iter().cloned().collect();
-        if let Some(plan) = &plan {
-            read_attrs.extend(plan.attributes.iter().cloned());
-            read_arrays.extend(plan.arrays.iter().cloned());
-        }
-        let facts = Facts::gather(self, &read_attrs, &read_arrays).await?;
-        let mut rows = Vec::new();
-        for ds in self.datasets() {
-            if let Some(plan) = &plan
-                && !eval(&plan.predicate, &ds, &facts)?
-            {
-                continue;
-            }
-            rows.push(ds);
-        }
-        if let Some(plan) = &plan {
-            plan.check_recorded(self, &facts)?;
-        }
-        build(&rows, &attributes, &arrays, &facts)
+        Ok(catalogue_with(std::slice::from_ref(self), options).await?.0)
     }
+}
+
+/// The catalogue of the live datasets of `views` (in order) and the datasets
+/// of its rows: a collection is the one-view case, a set passes its members
+/// with replaced copies hidden (their names are then distinct).
+pub(crate) async fn catalogue_with(
+    views: &[Atlas],
+    options: &CatalogueOptions,
+) -> Result<(RecordBatch, Vec<Dataset>), QueryError> {
+    let declared = Declared::of(views);
+    let attributes = requested(options.attributes.as_ref(), &declared.attributes)?;
+    let arrays = requested(options.arrays.as_ref(), &declared.arrays)?;
+    let plan = options
+        .predicate
+        .as_ref()
+        .map(|p| Plan::new(views, &declared, p))
+        .transpose()?;
+    let mut read_attrs: BTreeSet<String> = attributes.iter().cloned().collect();
+    let mut read_arrays: BTreeSet<String> = arrays.iter().cloned().collect();
+    if let Some(plan) = &plan {
+        read_attrs.extend(plan.attributes.iter().cloned());
+        read_arrays.extend(plan.arrays.iter().cloned());
+    }
+    let facts = Facts::gather(views, &read_attrs, &read_arrays).await?;
+    let mut rows = Vec::new();
+    for ds in views.iter().flat_map(Atlas::datasets) {
+        if let Some(plan) = &plan
+            && !eval(&plan.predicate, &ds, &facts)?
+        {
+            continue;
+        }
+        rows.push(ds);
+    }
+    if let Some(plan) = &plan {
+        plan.check_recorded(views, &facts)?;
+    }
+    let batch = build(&rows, &attributes, &arrays, &facts)?;
+    Ok((batch, rows))
 }
 
 /// The names asked for, or every declared one; `UnknownName` for one nobody declares.

@@ -22,35 +22,37 @@ pub(crate) struct Declared {
 }
 
 impl Declared {
-    /// Scans each distinct schema of the live datasets once.
-    pub fn of(atlas: &Atlas) -> Declared {
-        let mut seen_schema = HashSet::new();
+    /// Scans each distinct schema of the live datasets of `views` once.
+    pub fn of(views: &[Atlas]) -> Declared {
         let (mut attributes, mut arrays) = (Vec::new(), Vec::new());
         let (mut seen_attr, mut seen_array) = (HashSet::new(), HashSet::new());
-        for ds in atlas.datasets() {
-            let schema = ds.schema();
-            if !seen_schema.insert(schema.index()) {
-                continue;
-            }
-            for (key, _) in schema.attributes() {
-                if seen_attr.insert(key.to_owned()) {
-                    attributes.push(key.to_owned());
+        for atlas in views {
+            let mut seen_schema = HashSet::new();
+            for ds in atlas.datasets() {
+                let schema = ds.schema();
+                if !seen_schema.insert(schema.index()) {
+                    continue;
                 }
-            }
-            for array in schema.arrays() {
-                if seen_array.insert(array.name().to_owned()) {
-                    arrays.push(array.name().to_owned());
+                for (key, _) in schema.attributes() {
+                    if seen_attr.insert(key.to_owned()) {
+                        attributes.push(key.to_owned());
+                    }
+                }
+                for array in schema.arrays() {
+                    if seen_array.insert(array.name().to_owned()) {
+                        arrays.push(array.name().to_owned());
+                    }
                 }
             }
         }
         Declared { attributes, arrays }
     }
 
-    fn has_attribute(&self, key: &str) -> bool {
+    pub fn has_attribute(&self, key: &str) -> bool {
         self.attributes.iter().any(|k| k == key)
     }
 
-    fn has_array(&self, name: &str) -> bool {
+    pub fn has_array(&self, name: &str) -> bool {
         self.arrays.iter().any(|a| a == name)
     }
 }
@@ -65,7 +67,7 @@ pub(crate) struct Plan {
 impl Plan {
     /// Resolves [`Field::Name`]s and refuses unknown names and arrays whose type has no order.
     pub fn new(
-        atlas: &Atlas,
+        views: &[Atlas],
         declared: &Declared,
         predicate: &Predicate,
     ) -> Result<Plan, QueryError> {
@@ -88,7 +90,9 @@ impl Plan {
             attributes,
             arrays,
         };
-        plan.check_orderable(atlas)?;
+        for atlas in views {
+            plan.check_orderable(atlas)?;
+        }
         Ok(plan)
     }
 
@@ -124,7 +128,14 @@ impl Plan {
 
     /// `NoStatistics` when a live dataset declares an array the predicate reads
     /// but its segment records no statistics for it.
-    pub fn check_recorded(&self, atlas: &Atlas, facts: &Facts) -> Result<(), QueryError> {
+    pub fn check_recorded(&self, views: &[Atlas], facts: &Facts) -> Result<(), QueryError> {
+        for atlas in views {
+            self.check_recorded_in(atlas, facts)?;
+        }
+        Ok(())
+    }
+
+    fn check_recorded_in(&self, atlas: &Atlas, facts: &Facts) -> Result<(), QueryError> {
         for array in &self.arrays {
             let rows = facts.arrays.get(array);
             // Whether each schema (by pool index) declares the array, asked once per schema.
@@ -357,16 +368,25 @@ impl Atlas {
     /// or [`QueryError::NoStatistics`] for a predicate the collection cannot decide;
     /// [`QueryError::Atlas`] when reading a segment footer fails.
     pub async fn select(&self, predicate: &Predicate) -> Result<Vec<String>, QueryError> {
-        let declared = Declared::of(self);
-        let plan = Plan::new(self, &declared, predicate)?;
-        let facts = Facts::gather(self, &plan.attributes, &plan.arrays).await?;
-        plan.check_recorded(self, &facts)?;
-        let mut out = Vec::new();
-        for ds in self.datasets() {
+        let views = std::slice::from_ref(self);
+        let plan = Plan::new(views, &Declared::of(views), predicate)?;
+        select_with(views, &plan).await
+    }
+}
+
+/// The live datasets of `views` (in order, each in ordinal order) that the
+/// resolved `plan` accepts: a collection is the one-view case, a set passes
+/// its members with replaced copies hidden.
+pub(crate) async fn select_with(views: &[Atlas], plan: &Plan) -> Result<Vec<String>, QueryError> {
+    let facts = Facts::gather(views, &plan.attributes, &plan.arrays).await?;
+    plan.check_recorded(views, &facts)?;
+    let mut out = Vec::new();
+    for atlas in views {
+        for ds in atlas.datasets() {
             if eval(&plan.predicate, &ds, &facts)? {
                 out.push(ds.name().to_owned());
             }
         }
-        Ok(out)
     }
+    Ok(out)
 }

@@ -40,3 +40,7 @@ pub use value::Value;
 /// The Arrow types a catalogue is made of, re-exported so callers need no
 /// direct dependency on arrow-rs to hold one.
 pub use arrow_array::RecordBatch;
+pub(crate) use catalogue::catalogue_with;
+pub(crate) use eval::Declared;
+pub(crate) use eval::{Plan, select_with};
+pub(crate) use value::{Scalar, order};

@@ -75,16 +75,11 @@ impl Atlas {
     /// The declared types of the live datasets whose schema declares something
     /// (per `declared`), in ordinal order.
     fn live_declaring<'f>(&'f self, declared: &[Option<&'f DType>]) -> Vec<&'f DType> {
-        let state = self.mask();
-        self.footer()
-            .datasets
-            .iter()
-            .enumerate()
-            .filter_map(|(i, (_, &schema))| {
-                let ordinal = u32::try_from(i).ok()?;
-                if state.mask.contains(ordinal) {
-                    return None;
-                }
+        let datasets = &self.footer().datasets;
+        self.live_ordinals()
+            .into_iter()
+            .filter_map(|o| {
+                let (_, &schema) = datasets.get_index(o as usize)?;
                 *declared.get(schema as usize)?
             })
             .collect()

@@ -1,15 +1,16 @@
 //! [`Atlas`]: an opened collection. Opening reads the container's tail and the
 //! deletion mask; every catalogue question afterwards is answered from memory.
 
+use std::collections::HashSet;
 use std::path::PathBuf;
 use std::sync::{Arc, RwLockReadGuard, RwLockWriteGuard};
 
 use atlas_format::{
     CONTAINER_FILE, Codec, CollectionFooter, DATASETS_SEGMENT, DecodeLimits, DeletionMask,
-    MASK_FILE,
+    MASK_FILE, SET_MANIFEST_FILE,
 };
-use atlas_io::open::open_collection;
-use atlas_io::{MultipartUploads, object_path};
+use atlas_io::open::{OpenError, open_collection};
+use atlas_io::{IoErrorKind, MultipartUploads, object_path};
 use opendal::Operator;
 
 use atlas_segment::{Segment, SegmentDigest, SegmentOptions, SegmentSet};
@@ -17,7 +18,7 @@ use atlas_segment::{Segment, SegmentDigest, SegmentOptions, SegmentSet};
 use super::dataset::Dataset;
 use super::directory::{Directory, MaskState};
 use crate::error::{AtlasError, Result};
-use crate::location::{Access, Address, StorageOptions};
+use crate::location::{Access, Address, Location, StorageOptions};
 
 /// How [`Atlas::open`] reads a collection: `OpenOptions::default()` and the setters.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -95,6 +96,9 @@ pub struct SegmentInfo {
 #[derive(Clone)]
 pub struct Atlas {
     inner: Arc<Inner>,
+    /// Ordinals hidden on top of the mask: in a set, the copies a newer
+    /// member replaces. `None` for a collection read on its own.
+    shadowed: Option<Arc<HashSet<u32>>>,
 }
 
 /// What every clone of one [`Atlas`] shares.
@@ -147,21 +151,28 @@ impl Atlas {
             .into()
             .resolve(&options.storage, Access::Read)
             .await?;
-        let (op, prefix, local_dir, uploads) = location.into_parts();
-        Self::open_inner(op, &prefix, options, local_dir, uploads).await
+        Self::open_location(location, options).await
     }
 
-    async fn open_inner(
-        op: Operator,
-        prefix: &str,
-        options: &OpenOptions,
-        fs_root: Option<PathBuf>,
-        uploads: Option<MultipartUploads>,
-    ) -> Result<Atlas> {
+    /// [`open`](Self::open) of a resolved location.
+    pub(crate) async fn open_location(location: Location, options: &OpenOptions) -> Result<Atlas> {
+        let (op, prefix, fs_root, uploads) = location.into_parts();
+        let prefix = prefix.as_str();
         atlas_io::install_http_transport();
         let container_path = object_path(prefix, CONTAINER_FILE);
         let mask_path = object_path(prefix, MASK_FILE);
-        let opened = open_collection(&op, &container_path, &mask_path, options.limits).await?;
+        let opened = match open_collection(&op, &container_path, &mask_path, options.limits).await {
+            Ok(opened) => opened,
+            Err(OpenError::Io(io)) if io.kind() == IoErrorKind::NotFound => {
+                // Nothing here, or a set: say which (one more request, on the error path only).
+                let manifest = object_path(prefix, SET_MANIFEST_FILE);
+                if atlas_io::stat_len(&op, &manifest).await.is_ok() {
+                    return Err(AtlasError::IsASet { path: manifest });
+                }
+                return Err(AtlasError::Io(io));
+            }
+            Err(e) => return Err(e.into()),
+        };
         let container = opened.tail.container;
         let total = u32::try_from(container.footer.datasets.len())
             .map_err(|_| AtlasError::corrupt("more than u32::MAX datasets"))?;
@@ -211,6 +222,7 @@ impl Atlas {
                 delete_lock: tokio::sync::Mutex::new(()),
                 segments,
             }),
+            shadowed: None,
         })
     }
 
@@ -234,8 +246,37 @@ impl Atlas {
         self.directory().mask_mut()
     }
 
+    /// Whether `ordinal` is neither deleted nor replaced by a newer set member.
     pub(crate) fn is_live(&self, ordinal: u32) -> bool {
-        self.directory().is_live(ordinal)
+        self.directory().is_live(ordinal) && !self.is_shadowed(ordinal)
+    }
+
+    fn is_shadowed(&self, ordinal: u32) -> bool {
+        self.shadowed.as_ref().is_some_and(|s| s.contains(&ordinal))
+    }
+
+    /// Whether `other` is a handle on the same opened container (a view or a clone).
+    pub(crate) fn same_collection(&self, other: &Atlas) -> bool {
+        Arc::ptr_eq(&self.inner, &other.inner)
+    }
+
+    /// This collection as a member of a set, with `ordinals` (copies a newer
+    /// member replaces) hidden from every list, lookup, statistic and query,
+    /// as deleted ones are. Shares the segments and block cache.
+    pub(crate) fn with_shadowed(&self, ordinals: HashSet<u32>) -> Atlas {
+        Atlas {
+            inner: Arc::clone(&self.inner),
+            shadowed: (!ordinals.is_empty()).then(|| Arc::new(ordinals)),
+        }
+    }
+
+    /// The ordinals of the live datasets, ascending (a snapshot of the mask).
+    pub(crate) fn live_ordinals(&self) -> Vec<u32> {
+        let state = self.mask();
+        (0..self.dataset_count_total())
+            .filter_map(|i| u32::try_from(i).ok())
+            .filter(|&o| !state.mask.contains(o) && !self.is_shadowed(o))
+            .collect()
     }
 
     /// The format version of the container (8).
@@ -265,8 +306,12 @@ impl Atlas {
 
     /// Datasets not hidden by the deletion mask.
     pub fn dataset_count(&self) -> usize {
-        self.dataset_count_total()
-            .saturating_sub(self.mask().mask.len())
+        match &self.shadowed {
+            None => self
+                .dataset_count_total()
+                .saturating_sub(self.mask().mask.len()),
+            Some(_) => self.live_ordinals().len(),
+        }
     }
 
     /// Datasets in the container, hidden ones included.
@@ -292,26 +337,20 @@ impl Atlas {
 
     /// Names of the live datasets, in ordinal order (no request).
     pub fn dataset_names(&self) -> Vec<&str> {
-        let state = self.mask();
-        self.footer()
-            .datasets
-            .keys()
-            .enumerate()
-            .filter(|(i, _)| u32::try_from(*i).is_ok_and(|o| !state.mask.contains(o)))
-            .map(|(_, name)| name.as_str())
+        let datasets = &self.footer().datasets;
+        self.live_ordinals()
+            .into_iter()
+            .filter_map(|o| datasets.get_index(o as usize))
+            .map(|(name, _)| name.as_str())
             .collect()
     }
 
     /// Handles of the live datasets, in ordinal order (a snapshot of the mask at the call).
     pub fn datasets(&self) -> impl Iterator<Item = Dataset> + use<> {
-        let live: Vec<usize> = {
-            let state = self.mask();
-            (0..self.dataset_count_total())
-                .filter(|i| u32::try_from(*i).is_ok_and(|o| !state.mask.contains(o)))
-                .collect()
-        };
+        let live = self.live_ordinals();
         let atlas = self.clone();
-        live.into_iter().filter_map(move |i| atlas.handle_at(i))
+        live.into_iter()
+            .filter_map(move |o| atlas.handle_at(o as usize))
     }
 
     fn handle_at(&self, index: usize) -> Option<Dataset> {

@@ -45,34 +45,64 @@ impl Atlas {
         concurrency: usize,
         order: Order,
     ) -> BoxStream<'static, (String, Result<AnyArray>)> {
-        let array = array.to_owned();
-        let datasets: Vec<Dataset> = datasets.into_iter().collect();
-        let concurrency = concurrency.max(1);
-        let atlas = self.clone();
-        // Many datasets: open the whole segment once up front rather than
-        // look each array up on its own, and fetch its data in one go when
-        // most of it will be read. A failure here shows again (and is
-        // reported) in each dataset's read.
-        stream::once(async move {
-            if !datasets.is_empty() {
-                let _ = atlas.prepare_sweep(&array, datasets.len()).await;
-            }
-            (array, datasets, region)
-        })
-        .flat_map(move |(array, datasets, region)| {
-            let reads = stream::iter(datasets).map(move |dataset| {
-                let array = array.clone();
-                let region = region.clone();
-                async move {
-                    let result = dataset.read_any(&array, region).await;
-                    (dataset.name().to_owned(), result)
-                }
-            });
-            match order {
-                Order::AsCompleted => reads.buffer_unordered(concurrency).boxed(),
-                _ => reads.buffered(concurrency).boxed(),
-            }
-        })
-        .boxed()
+        read_many(
+            datasets.into_iter().collect(),
+            array,
+            region,
+            concurrency,
+            order,
+        )
     }
+}
+
+/// [`Atlas::read_many`] over handles of any collections (a set's members):
+/// each collection's segment is prepared once for its share of the datasets.
+pub(crate) fn read_many(
+    datasets: Vec<Dataset>,
+    array: &str,
+    region: Region,
+    concurrency: usize,
+    order: Order,
+) -> BoxStream<'static, (String, Result<AnyArray>)> {
+    let array = array.to_owned();
+    let concurrency = concurrency.max(1);
+    // Many datasets: open the whole segment once up front rather than
+    // look each array up on its own, and fetch its data in one go when
+    // most of it will be read. A failure here shows again (and is
+    // reported) in each dataset's read.
+    stream::once(async move {
+        let mut sweeps: Vec<(Atlas, usize)> = Vec::new();
+        for ds in &datasets {
+            match sweeps
+                .iter_mut()
+                .find(|(a, _)| a.same_collection(ds.atlas()))
+            {
+                Some((_, n)) => *n = n.saturating_add(1),
+                None => sweeps.push((ds.atlas().clone(), 1)),
+            }
+        }
+        let array_ref = &array;
+        futures::future::join_all(
+            sweeps
+                .iter()
+                .map(|(atlas, n)| async move { atlas.prepare_sweep(array_ref, *n).await }),
+        )
+        .await;
+        (array, datasets, region)
+    })
+    .flat_map(move |(array, datasets, region)| {
+        let reads = stream::iter(datasets).map(move |dataset| {
+            let array = array.clone();
+            let region = region.clone();
+            async move {
+                let result = dataset.read_any(&array, region).await;
+                (dataset.name().to_owned(), result)
+            }
+        });
+        match order {
+            Order::AsCompleted => reads.buffer_unordered(concurrency).boxed(),
+            _ => reads.buffered(concurrency).boxed(),
+        }
+    })
+    .boxed()
 }

@@ -27,5 +27,6 @@ pub use collection::{Atlas, OpenOptions, SegmentInfo};
 pub use dataset::{ArrayLayout, Dataset};
 pub use delete::DeleteOutcome;
 pub use many::Order;
+pub(crate) use many::read_many;
 pub use region::{Region, Selection};
 pub use stats::DatasetStats;

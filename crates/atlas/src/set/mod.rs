@@ -1,0 +1,21 @@
+//! Collection sets: many v8 collections under one prefix, read, queried and
+//! updated as one (`docs/sets.md`).
+//!
+//! - [`AtlasSet`] (`reader`): opening (one manifest read), members opened
+//!   lazily, name resolution (the newest commit's copy is live), and every
+//!   read question combined over the members;
+//! - `prune`: which members a predicate can match, from the manifest alone;
+//! - `manifest_store`: reading the manifest and committing a new one by a
+//!   checked conditional write;
+//! - `writer`: writing new members and committing them.
+
+mod delete;
+mod manifest_store;
+mod prune;
+mod reader;
+mod summary;
+mod writer;
+
+pub use manifest_store::CommitOutcome;
+pub use reader::AtlasSet;
+pub use writer::{MemberWriter, SetWriter, member_id, member_path};

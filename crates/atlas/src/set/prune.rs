@@ -1,0 +1,119 @@
+//! Skipping members: whether a predicate can accept any dataset of a member,
+//! decided from the manifest's summaries alone (no request).
+//!
+//! The answer is conservative: `false` only when the summaries prove that no
+//! dataset of the member matches; anything the summaries do not cover (a
+//! string attribute, a negation, a statistic without bounds) keeps the member.
+
+use std::cmp::Ordering;
+
+use atlas_format::{MemberEntry, SummaryValue};
+
+use crate::query::{CmpOp, Field, Predicate, StatField, Value};
+use crate::query::{Scalar, order};
+
+/// The bounds of a field over a member: every dataset's value (or, for an
+/// array, every element) lies in `lo ..= hi`.
+enum Bounds {
+    /// No dataset of the member has the field: every comparison on it is false.
+    Absent,
+    /// Values lie within these.
+    Within(Scalar, Scalar),
+    /// The summaries say nothing useful.
+    Unknown,
+}
+
+/// Whether some dataset of the member described by `entry` may satisfy `p`.
+pub(crate) fn may_match(entry: &MemberEntry, p: &Predicate) -> bool {
+    match p {
+        Predicate::Compare { field, op, value } => match bounds(entry, field) {
+            // A dataset without the field fails every comparison but `!=`.
+            Bounds::Absent => *op == CmpOp::Ne,
+            Bounds::Unknown => true,
+            Bounds::Within(lo, hi) => compare_may_hold(&lo, &hi, *op, value),
+        },
+        Predicate::Between { field, lo, hi } | Predicate::Overlaps { field, lo, hi } => {
+            match bounds(entry, field) {
+                Bounds::Absent => false,
+                Bounds::Unknown => true,
+                // Both need the field's values to meet `lo ..= hi`.
+                Bounds::Within(min, max) => match (order(&max, lo), order(&min, hi)) {
+                    (Some(max_vs_lo), Some(min_vs_hi)) => {
+                        max_vs_lo != Ordering::Less && min_vs_hi != Ordering::Greater
+                    }
+                    // Incomparable: the member's own query reports the mismatch.
+                    _ => true,
+                },
+            }
+        }
+        Predicate::Exists(field) => !matches!(bounds(entry, field), Bounds::Absent),
+        Predicate::And(parts) => parts.iter().all(|part| may_match(entry, part)),
+        Predicate::Or(parts) => parts.iter().any(|part| may_match(entry, part)),
+        // A negation holds exactly where its part fails, which bounds cannot rule out.
+        Predicate::Not(_) => true,
+    }
+}
+
+/// Whether `x op value` can hold for some `x` with `lo <= x <= hi` (for an
+/// array: some dataset whose elements all lie there).
+fn compare_may_hold(lo: &Scalar, hi: &Scalar, op: CmpOp, value: &Value) -> bool {
+    // Incomparable kinds: the member's own query reports the mismatch.
+    let (Some(lo), Some(hi)) = (order(lo, value), order(hi, value)) else {
+        return true;
+    };
+    match op {
+        CmpOp::Eq => hi != Ordering::Less && lo != Ordering::Greater,
+        CmpOp::Lt => lo == Ordering::Less,
+        CmpOp::Le => lo != Ordering::Greater,
+        CmpOp::Gt => hi == Ordering::Greater,
+        CmpOp::Ge => hi != Ordering::Less,
+        // `!=` (and any operator added later) holds wherever values differ.
+        _ => true,
+    }
+}
+
+fn bounds(entry: &MemberEntry, field: &Field) -> Bounds {
+    let variable = |name: &str| entry.variables.iter().find(|v| v.name == name);
+    let attribute = |key: &str| entry.attributes.iter().find(|a| a.key == key);
+    let within = |min: &Option<SummaryValue>, max: &Option<SummaryValue>| match (
+        min.as_ref().and_then(scalar),
+        max.as_ref().and_then(scalar),
+    ) {
+        (Some(lo), Some(hi)) => Bounds::Within(lo, hi),
+        _ => Bounds::Unknown,
+    };
+    match field {
+        // Every variable with a live dataset has a summary: none means no dataset has it.
+        Field::Array(a) | Field::Stat(a, StatField::Min | StatField::Max) => match variable(a) {
+            None => Bounds::Absent,
+            Some(v) => within(&v.min, &v.max),
+        },
+        Field::Stat(a, _) => match variable(a) {
+            None => Bounds::Absent,
+            Some(_) => Bounds::Unknown,
+        },
+        // Only numeric and time attributes are summarized: no summary proves nothing.
+        Field::Attribute(k) => match attribute(k) {
+            Some(s) => within(&Some(s.min.clone()), &Some(s.max.clone())),
+            None => Bounds::Unknown,
+        },
+        Field::Name(n) => match (variable(n), attribute(n)) {
+            (Some(v), None) => within(&v.min, &v.max),
+            (None, Some(s)) => within(&Some(s.min.clone()), &Some(s.max.clone())),
+            _ => Bounds::Unknown,
+        },
+    }
+}
+
+/// A summary bound as comparisons see it (the same widening as the statistics').
+fn scalar(v: &SummaryValue) -> Option<Scalar> {
+    Some(match v {
+        SummaryValue::Int(i) => Scalar::Int(i128::from(*i)),
+        SummaryValue::UInt(u) => Scalar::Int(i128::from(*u)),
+        SummaryValue::Float(x) => Scalar::Float(*x),
+        SummaryValue::TimestampNs(t) => Scalar::Int(i128::from(*t)),
+        SummaryValue::String(s) => Scalar::Bytes(s.as_bytes().to_vec()),
+        SummaryValue::Bytes(b) => Scalar::Bytes(b.clone()),
+        _ => return None,
+    })
+}

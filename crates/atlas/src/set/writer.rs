@@ -1,0 +1,246 @@
+//! [`SetWriter`]: new members written under `members/<id>/`, then committed
+//! together by one manifest update.
+//!
+//! A member is an ordinary collection written by an [`AtlasWriter`]. Until
+//! the commit it is invisible (readers only follow the manifest); a commit
+//! that fails for good removes the members it wrote; a writer dropped
+//! before committing leaves them for `atlas cleanup`.
+
+use std::collections::HashSet;
+
+use atlas_format::{
+    DecodeLimits, MemberEntry, SET_MANIFEST_FILE, SET_MEMBERS_DIR, SetManifest, validate_name,
+};
+
+use super::manifest_store::{CommitOutcome, update_manifest};
+use super::summary::member_entry;
+use crate::error::{AtlasError, Result};
+use crate::location::{Access, Address, Location};
+use crate::read::{Atlas, OpenOptions};
+use crate::write::{AtlasWriter, WriterConfig};
+
+/// A member id from a time and a random number, both passed in so runs are
+/// reproducible: `<unix ms, 13 digits>-<nonce, 16 hex digits>`. Ids sort by time.
+pub fn member_id(unix_ms: i64, nonce: u64) -> String {
+    format!("{:013}-{nonce:016x}", unix_ms.max(0))
+}
+
+/// The path of member `id` relative to its set (`members/<id>`).
+pub fn member_path(id: &str) -> String {
+    format!("{SET_MEMBERS_DIR}/{id}")
+}
+
+/// Adds members to a collection set (creating the set on first commit).
+///
+/// ```
+/// # use atlas::{SetWriter, WriterConfig, member_id};
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> atlas::Result<()> {
+/// # let tmp = tempfile::tempdir().unwrap();
+/// let mut set = SetWriter::create(tmp.path(), &WriterConfig::default()).await?;
+/// let member = set.add_member(&member_id(1_700_000_000_000, 7)).await?;
+/// let ds = member.writer().add_dataset("R6901234_001.nc")?;
+/// ds.finish().await?;
+/// set.finish_member(member).await?;
+/// let outcome = set.commit().await?; // one manifest read, one conditional write, one read-back
+/// assert_eq!(outcome.generation, 1);
+/// # Ok(())
+/// # }
+/// ```
+#[derive(Debug)]
+pub struct SetWriter {
+    location: Location,
+    config: WriterConfig,
+    limits: DecodeLimits,
+    /// Ids begun by this writer (written or not).
+    begun: Vec<String>,
+    /// Members written and described, in the order they will be committed.
+    finished: Vec<MemberEntry>,
+}
+
+/// One new member being written: an [`AtlasWriter`] under `members/<id>/`.
+#[derive(Debug)]
+pub struct MemberWriter {
+    id: String,
+    location: Location,
+    writer: AtlasWriter,
+}
+
+impl MemberWriter {
+    /// The member's id.
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
+    /// The collection writer of the member: add datasets through it.
+    pub fn writer(&self) -> &AtlasWriter {
+        &self.writer
+    }
+}
+
+impl SetWriter {
+    /// A writer for the set at `address` (created by the first commit if
+    /// absent). Sends no request.
+    ///
+    /// # Errors
+    /// [`AtlasError::InvalidLocation`] for an address no backend can write;
+    /// [`AtlasError::Io`] when a local directory cannot be created.
+    pub async fn create(address: impl Into<Address>, config: &WriterConfig) -> Result<SetWriter> {
+        let location = address
+            .into()
+            .resolve(&config.storage, Access::Write)
+            .await?;
+        Ok(SetWriter {
+            location,
+            config: config.clone(),
+            limits: DecodeLimits::default(),
+            begun: Vec::new(),
+            finished: Vec::new(),
+        })
+    }
+
+    /// Starts member `id` (see [`member_id`]): a collection writer under
+    /// `members/<id>/`. Nothing is visible until [`commit`](Self::commit).
+    ///
+    /// # Errors
+    /// [`AtlasError::InvalidName`] for an id that is not a valid name;
+    /// [`AtlasError::InvalidUse`] for an id this writer already used or whose
+    /// folder already holds a collection; what [`AtlasWriter::create`] returns.
+    pub async fn add_member(&mut self, id: &str) -> Result<MemberWriter> {
+        validate_name(id)?;
+        if self.begun.iter().any(|b| b == id) {
+            return Err(AtlasError::invalid_use(format!(
+                "member {id:?} was already added to this writer"
+            )));
+        }
+        let location = self.location.child(&member_path(id), Access::Write)?;
+        let writer = AtlasWriter::create(location.clone(), &self.config).await?;
+        self.begun.push(id.to_owned());
+        Ok(MemberWriter {
+            id: id.to_owned(),
+            location,
+            writer,
+        })
+    }
+
+    /// Finishes the member's container, then describes it for the manifest
+    /// (counts, per-variable and per-attribute summaries, checksums: one
+    /// open of the member, its segment footers, one read of its bytes).
+    ///
+    /// # Errors
+    /// What [`AtlasWriter::finish`] and [`Atlas::open`] return.
+    pub async fn finish_member(&mut self, member: MemberWriter) -> Result<&MemberEntry> {
+        let MemberWriter {
+            id,
+            location,
+            writer,
+        } = member;
+        writer.finish().await?;
+        let atlas = Atlas::open_location(location, &OpenOptions::default()).await?;
+        let entry = member_entry(&atlas, &id, &member_path(&id)).await?;
+        self.finished.push(entry);
+        self.finished
+            .last()
+            .ok_or_else(|| AtlasError::invalid_use("no member finished"))
+    }
+
+    /// The members finished so far, in commit order.
+    pub fn finished(&self) -> &[MemberEntry] {
+        &self.finished
+    }
+
+    /// Commits every finished member in one manifest update: one manifest
+    /// read, one conditional write, one read-back when no other writer got in
+    /// between; on a lost race the manifest is read again and the members are
+    /// put after the winner's. All or nothing.
+    ///
+    /// # Errors
+    /// [`AtlasError::CommitConflict`] when every attempt lost its race (the
+    /// members written are removed; retrying can succeed);
+    /// [`AtlasError::InvalidUse`] when nothing was finished or a member id is
+    /// already in the set; [`AtlasError::SetManifest`] for a damaged manifest;
+    /// [`AtlasError::Io`] (the members are left in place: whether the
+    /// manifest was written is unknown; `atlas cleanup` removes them if not).
+    pub async fn commit(self) -> Result<CommitOutcome> {
+        if self.finished.is_empty() {
+            return Err(AtlasError::invalid_use("no finished member to commit"));
+        }
+        let manifest_path = self.location.object(SET_MANIFEST_FILE);
+        let ids: HashSet<&str> = self.finished.iter().map(|e| e.id.as_str()).collect();
+        let result = update_manifest(
+            self.location.operator(),
+            &manifest_path,
+            &self.limits,
+            |manifest: &mut SetManifest| {
+                if let Some(taken) = manifest
+                    .members
+                    .iter()
+                    .find(|m| ids.contains(m.id.as_str()))
+                {
+                    return Err(AtlasError::invalid_use(format!(
+                        "member {:?} is already in the set",
+                        taken.id
+                    )));
+                }
+                manifest.members.extend(self.finished.iter().cloned());
+                Ok(())
+            },
+            |stored: &SetManifest| {
+                ids.iter()
+                    .all(|id| stored.members.iter().any(|m| m.id == *id))
+            },
+        )
+        .await;
+        match result {
+            Ok((_, outcome)) => Ok(outcome),
+            Err(e @ AtlasError::Io(_)) => Err(e),
+            Err(e) => {
+                self.remove_begun().await;
+                Err(e)
+            }
+        }
+    }
+
+    /// Removes every member this writer began, committing nothing.
+    ///
+    /// # Errors
+    /// [`AtlasError::Io`] when a member's objects cannot be removed.
+    pub async fn abort(self) -> Result<()> {
+        for id in &self.begun {
+            remove_member(&self.location, id).await?;
+        }
+        Ok(())
+    }
+
+    async fn remove_begun(&self) {
+        for id in &self.begun {
+            if let Err(e) = remove_member(&self.location, id).await {
+                tracing::warn!(member = %id, "could not remove an uncommitted member: {e}");
+            }
+        }
+    }
+}
+
+/// Removes the objects of member `id` of the set at `set`.
+pub(crate) async fn remove_member(set: &Location, id: &str) -> Result<()> {
+    if let Some(dir) = set.local_dir() {
+        let dir = dir.join(member_path(id));
+        return match std::fs::remove_dir_all(&dir) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                Err(AtlasError::Io(atlas_io::IoError::new(
+                    atlas_io::IoErrorKind::Other,
+                    "remove_dir_all",
+                    dir.to_string_lossy().into_owned(),
+                    e.to_string(),
+                )))
+            }
+            _ => Ok(()),
+        };
+    }
+    let prefix = format!("{}/", set.object(&member_path(id)));
+    set.operator()
+        .delete_with(&prefix)
+        .recursive(true)
+        .await
+        .map_err(|e| AtlasError::Io(atlas_io::IoError::from_opendal(e, "remove_all", &prefix)))
+}

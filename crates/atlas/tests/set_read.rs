@@ -1,0 +1,413 @@
+//! Collection sets: name resolution across members, deletes, what opening
+//! costs, and what a bad manifest or member gives.
+
+#![cfg(test)]
+
+use atlas::{
+    AtlasError, AtlasSet, CatalogueOptions, FormatError, OpenOptions, Predicate, Region, SetWriter,
+    WriterConfig, member_id,
+};
+use atlas_io::{CasMemory, CountingLayer, RequestStats};
+use opendal::Operator;
+
+/// One dataset to write: its name, its `TEMP` values and its `cycle` attribute.
+struct Profile<'a> {
+    name: &'a str,
+    temp: &'a [f32],
+    cycle: i64,
+}
+
+fn p<'a>(name: &'a str, temp: &'a [f32], cycle: i64) -> Profile<'a> {
+    Profile { name, temp, cycle }
+}
+
+fn config(ms: i64) -> WriterConfig {
+    WriterConfig::default().created_unix_ms(ms)
+}
+
+/// A memory service with conditional writes, counted.
+fn cas() -> (Operator, RequestStats) {
+    let layer = CountingLayer::new();
+    let stats = layer.stats();
+    (CasMemory::new().operator().layer(layer), stats)
+}
+
+/// Commits one member holding `profiles` to the set at `(op, prefix)`.
+async fn append(op: &Operator, prefix: &str, n: u64, profiles: &[Profile<'_>]) -> String {
+    let ms = 1_700_000_000_000 + i64::try_from(n).unwrap();
+    let mut set = SetWriter::create((op.clone(), prefix), &config(ms))
+        .await
+        .unwrap();
+    let id = member_id(ms, n);
+    let member = set.add_member(&id).await.unwrap();
+    for profile in profiles {
+        let mut ds = member.writer().add_dataset(profile.name).unwrap();
+        let len = u64::try_from(profile.temp.len()).unwrap();
+        ds.define_array::<f32>("TEMP", &["N_LEVELS"], &[len], None, Some(99999.0))
+            .unwrap();
+        ds.write_array(
+            "TEMP",
+            &[0],
+            ndarray::ArrayView1::from(profile.temp).into_dyn(),
+        )
+        .unwrap();
+        ds.set_attribute("cycle", profile.cycle).unwrap();
+        ds.finish().await.unwrap();
+    }
+    set.finish_member(member).await.unwrap();
+    set.commit().await.unwrap();
+    id
+}
+
+async fn open(op: &Operator, prefix: &str) -> AtlasSet {
+    AtlasSet::open((op.clone(), prefix), &OpenOptions::default())
+        .await
+        .unwrap()
+}
+
+async fn temp(set: &AtlasSet, name: &str) -> Vec<f32> {
+    set.dataset(name)
+        .await
+        .unwrap()
+        .read_array::<f32>("TEMP", Region::all())
+        .await
+        .unwrap()
+        .into_raw_vec_and_offset()
+        .0
+}
+
+#[tokio::test]
+async fn a_name_added_again_in_a_later_member_reads_the_new_copy_everywhere() {
+    let (op, _) = cas();
+    append(&op, "argo", 1, &[p("a", &[1.0, 2.0], 1), p("b", &[3.0], 1)]).await;
+    append(
+        &op,
+        "argo",
+        2,
+        &[p("b", &[30.0, 31.0], 2), p("c", &[5.0], 2)],
+    )
+    .await;
+    let set = open(&op, "argo").await;
+
+    assert_eq!(set.dataset_names().await.unwrap(), ["a", "b", "c"]);
+    assert_eq!(set.dataset_count().await.unwrap(), 3);
+    assert_eq!(temp(&set, "b").await, [30.0, 31.0]);
+    let rows = set.array_stats_by_dataset("TEMP").await.unwrap();
+    let b = rows.iter().find(|r| r.dataset == "b").unwrap();
+    assert_eq!(b.stats.row_count, 2, "the new copy's statistics");
+    assert_eq!(rows.len(), 3, "the old copy is not listed");
+    let folded = set.array_stats("TEMP").await.unwrap().unwrap();
+    assert_eq!(folded.row_count, 5, "a(2) + new b(2) + c(1)");
+    let cycles = set.attributes_by_dataset(None, "cycle").await.unwrap();
+    assert_eq!(cycles.len(), 3);
+
+    let hot = Predicate::parse("TEMP.max > 20").unwrap();
+    assert_eq!(set.select(&hot).await.unwrap(), ["b"]);
+    let cold = Predicate::parse("TEMP.max < 4").unwrap();
+    assert_eq!(
+        set.select(&cold).await.unwrap(),
+        ["a"],
+        "the old b (3.0) is replaced"
+    );
+
+    let table = set.catalogue(&CatalogueOptions::default()).await.unwrap();
+    assert_eq!(table.num_rows(), 3);
+    let members = table
+        .column_by_name("member")
+        .unwrap()
+        .as_any()
+        .downcast_ref::<arrow_array::StringArray>()
+        .unwrap();
+    let ids = set.members();
+    assert_eq!(
+        members.value(1),
+        ids[1].id,
+        "b's row names the newer member"
+    );
+}
+
+#[tokio::test]
+async fn deleting_a_replaced_name_hides_it_and_does_not_resurrect_the_older_copy() {
+    let (op, _) = cas();
+    append(&op, "argo", 1, &[p("a", &[1.0], 1), p("b", &[3.0], 1)]).await;
+    append(&op, "argo", 2, &[p("b", &[30.0], 2)]).await;
+    let set = open(&op, "argo").await;
+    let outcome = set.delete_datasets(&["b"]).await.unwrap();
+    assert_eq!(outcome.deleted, 1);
+    assert_eq!(set.dataset_names().await.unwrap(), ["a"]);
+    assert!(matches!(
+        set.dataset("b").await,
+        Err(AtlasError::DatasetNotFound { .. })
+    ));
+
+    // Reopened: the manifest records the member's live count and mask checksum.
+    let reopened = open(&op, "argo").await;
+    assert_eq!(reopened.dataset_names().await.unwrap(), ["a"]);
+    let members = reopened.members();
+    assert_eq!(members[1].datasets_live, 0);
+    assert!(members[1].checksums.mask.is_some());
+    assert_eq!(
+        members[0].datasets_live, 2,
+        "the older copy's member is untouched"
+    );
+    assert_eq!(reopened.manifest().unwrap().generation, 3);
+    assert!(matches!(
+        reopened.delete_datasets(&["b"]).await,
+        Err(AtlasError::DatasetNotFound { .. })
+    ));
+}
+
+#[tokio::test]
+async fn opening_a_set_reads_the_manifest_and_nothing_else() {
+    let (op, stats) = cas();
+    for n in 1..=3 {
+        let name = format!("p{n}");
+        append(&op, "argo", n, &[p(&name, &[1.0], 1)]).await;
+    }
+    stats.reset();
+    let set = open(&op, "argo").await;
+    assert_eq!(stats.snapshot().requests(), 1, "{:?}", stats.read_log());
+    assert_eq!(set.members().len(), 3);
+    assert_eq!(set.members_opened(), 0);
+    assert_eq!(stats.snapshot().requests(), 1, "members() costs nothing");
+    assert_eq!(temp(&set, "p2").await, [1.0]);
+    assert_eq!(set.members_opened(), 3, "a lookup opens the members");
+}
+
+#[tokio::test]
+async fn adding_a_member_costs_one_manifest_read_one_conditional_write_and_one_read_back() {
+    let (op, stats) = cas();
+    for n in 1..=5 {
+        let name = format!("p{n}");
+        append(&op, "argo", n, &[p(&name, &[1.0], 1)]).await;
+    }
+    let mut set = SetWriter::create((op.clone(), "argo"), &config(1))
+        .await
+        .unwrap();
+    let member = set.add_member("new").await.unwrap();
+    let ds = member.writer().add_dataset("x").unwrap();
+    ds.finish().await.unwrap();
+    set.finish_member(member).await.unwrap();
+    stats.reset();
+    let outcome = set.commit().await.unwrap();
+    assert_eq!(outcome.attempts, 1);
+    assert_eq!(outcome.requests, 3);
+    assert_eq!(outcome.guarantee, atlas::WriteGuarantee::Conditional);
+    assert_eq!(outcome.generation, 6);
+    assert_eq!(stats.snapshot().requests(), 3, "{:?}", stats.read_log());
+}
+
+#[tokio::test]
+async fn concurrent_appends_all_land() {
+    let (op, _) = cas();
+    let mut tasks = Vec::new();
+    for n in 0..8u64 {
+        let op = op.clone();
+        tasks.push(tokio::spawn(async move {
+            let name = format!("p{n}");
+            append(&op, "argo", n, &[p(&name, &[1.0], 1)]).await
+        }));
+    }
+    for t in tasks {
+        t.await.unwrap();
+    }
+    let set = open(&op, "argo").await;
+    assert_eq!(set.members().len(), 8);
+    assert_eq!(set.manifest().unwrap().generation, 8);
+    assert_eq!(set.dataset_count().await.unwrap(), 8);
+}
+
+#[tokio::test]
+async fn concurrent_appends_to_a_local_set_all_land() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("set");
+    let mut tasks = Vec::new();
+    for n in 0..8u64 {
+        let dir = dir.clone();
+        tasks.push(tokio::spawn(async move {
+            let ms = 1_700_000_000_000 + i64::try_from(n).unwrap();
+            let mut set = SetWriter::create(&dir, &config(ms)).await.unwrap();
+            let member = set.add_member(&member_id(ms, n)).await.unwrap();
+            let ds = member.writer().add_dataset(&format!("p{n}")).unwrap();
+            ds.finish().await.unwrap();
+            set.finish_member(member).await.unwrap();
+            set.commit().await.unwrap()
+        }));
+    }
+    for t in tasks {
+        assert_eq!(t.await.unwrap().guarantee, atlas::WriteGuarantee::Locked);
+    }
+    let set = AtlasSet::open(&dir, &OpenOptions::default()).await.unwrap();
+    assert_eq!(set.members().len(), 8);
+    assert_eq!(set.dataset_count().await.unwrap(), 8);
+}
+
+#[tokio::test]
+async fn a_lone_collection_is_a_set_of_one() {
+    let tmp = tempfile::tempdir().unwrap();
+    let writer = atlas::AtlasWriter::create(tmp.path(), &config(5))
+        .await
+        .unwrap();
+    let ds = writer.add_dataset("only").unwrap();
+    ds.finish().await.unwrap();
+    writer.finish().await.unwrap();
+    let set = AtlasSet::open(tmp.path(), &OpenOptions::default())
+        .await
+        .unwrap();
+    assert!(!set.is_set());
+    assert!(set.members().is_empty());
+    assert_eq!(set.dataset_names().await.unwrap(), ["only"]);
+    set.delete_datasets(&["only"]).await.unwrap();
+    let alone = atlas::Atlas::open(tmp.path(), &OpenOptions::default())
+        .await
+        .unwrap();
+    assert_eq!(
+        alone.dataset_count(),
+        0,
+        "the delete went to the collection's mask"
+    );
+}
+
+#[tokio::test]
+async fn a_set_of_one_member_reads_exactly_as_the_member_alone() {
+    let (op, _) = cas();
+    let id = append(
+        &op,
+        "argo",
+        1,
+        &[p("a", &[1.0, 99999.0], 1), p("b", &[3.0, 4.0, 5.0], 2)],
+    )
+    .await;
+    let set = open(&op, "argo").await;
+    let alone = atlas::Atlas::open(
+        (op.clone(), format!("argo/{}", atlas::member_path(&id))),
+        &OpenOptions::default(),
+    )
+    .await
+    .unwrap();
+    assert_eq!(set.dataset_names().await.unwrap(), alone.dataset_names());
+    assert_eq!(
+        set.array_stats("TEMP").await.unwrap(),
+        alone.array_stats("TEMP").await.unwrap()
+    );
+    let q = Predicate::parse("cycle >= 2").unwrap();
+    assert_eq!(
+        set.select(&q).await.unwrap(),
+        alone.select(&q).await.unwrap()
+    );
+    let options = CatalogueOptions::default();
+    let with_member = set.catalogue(&options).await.unwrap();
+    let plain = alone.catalogue(&options).await.unwrap();
+    let without = with_member.project(
+        &(0..with_member.num_columns())
+            .filter(|&i| with_member.schema().field(i).name() != "member")
+            .collect::<Vec<_>>(),
+    );
+    assert_eq!(without.unwrap(), plain);
+}
+
+#[tokio::test]
+async fn a_set_is_not_opened_as_a_lone_collection() {
+    let (op, _) = cas();
+    append(&op, "argo", 1, &[p("a", &[1.0], 1)]).await;
+    let err = atlas::Atlas::open((op.clone(), "argo"), &OpenOptions::default())
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&err, AtlasError::IsASet { path } if path == "argo/set.manifest"),
+        "{err}"
+    );
+}
+
+#[tokio::test]
+async fn a_damaged_manifest_is_an_error_naming_it() {
+    let (op, _) = cas();
+    append(&op, "argo", 1, &[p("a", &[1.0], 1)]).await;
+    let mut bytes = op.read("argo/set.manifest").await.unwrap().to_vec();
+    let last = bytes.len() - 1;
+    bytes[last] ^= 0x01;
+    op.write("argo/set.manifest", bytes.clone()).await.unwrap();
+    let err = AtlasSet::open((op.clone(), "argo"), &OpenOptions::default())
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&err, AtlasError::SetManifest { path, source: FormatError::CorruptSetManifest { .. } } if path == "argo/set.manifest"),
+        "{err}"
+    );
+    assert!(err.is_corruption());
+
+    op.write("argo/set.manifest", bytes[..10].to_vec())
+        .await
+        .unwrap();
+    let err = AtlasSet::open((op.clone(), "argo"), &OpenOptions::default())
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(
+            &err,
+            AtlasError::SetManifest {
+                source: FormatError::CorruptSetManifest { .. },
+                ..
+            }
+        ),
+        "truncated: {err}"
+    );
+}
+
+#[tokio::test]
+async fn a_manifest_of_an_unknown_version_is_refused() {
+    let (op, _) = cas();
+    append(&op, "argo", 1, &[p("a", &[1.0], 1)]).await;
+    let mut bytes = op.read("argo/set.manifest").await.unwrap().to_vec();
+    bytes[8] = 2;
+    op.write("argo/set.manifest", bytes).await.unwrap();
+    let err = AtlasSet::open((op.clone(), "argo"), &OpenOptions::default())
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(
+            &err,
+            AtlasError::SetManifest {
+                source: FormatError::UnsupportedVersion { found: 2, .. },
+                ..
+            }
+        ),
+        "{err}"
+    );
+}
+
+#[tokio::test]
+async fn a_missing_or_foreign_member_is_an_error_naming_the_member() {
+    let (op, _) = cas();
+    let gone = append(&op, "argo", 1, &[p("a", &[1.0], 1)]).await;
+    let foreign = append(&op, "argo", 2, &[p("b", &[1.0], 1)]).await;
+    op.delete(&format!("argo/members/{gone}/data.atlas"))
+        .await
+        .unwrap();
+    let set = open(&op, "argo").await;
+    let err = set.dataset_names().await.unwrap_err();
+    match &err {
+        AtlasError::Member { id, source, .. } => {
+            assert_eq!(id, &gone);
+            assert!(
+                matches!(source.as_ref(), AtlasError::Io(io) if io.kind() == atlas::IoErrorKind::NotFound),
+                "{err}"
+            );
+        }
+        other => panic!("{other}"),
+    }
+
+    op.write(
+        &format!("argo/members/{gone}/data.atlas"),
+        b"{\"not\": 1}".to_vec(),
+    )
+    .await
+    .unwrap();
+    let set = open(&op, "argo").await;
+    let err = set.member(&gone).await.unwrap_err();
+    assert!(
+        matches!(&err, AtlasError::Member { source, .. } if matches!(source.as_ref(), AtlasError::NotAnAtlasCollection { .. })),
+        "{err}"
+    );
+    assert!(set.member(&foreign).await.is_ok(), "the other member opens");
+}
