@@ -62,7 +62,6 @@ pub struct SetWriter {
 #[derive(Debug)]
 pub struct MemberWriter {
     id: String,
-    location: Location,
     writer: AtlasWriter,
 }
 
@@ -75,6 +74,12 @@ impl MemberWriter {
     /// The collection writer of the member: add datasets through it.
     pub fn writer(&self) -> &AtlasWriter {
         &self.writer
+    }
+
+    /// The collection writer itself, for code that finishes it (an ingest);
+    /// then [`SetWriter::record_member`] describes the member for the commit.
+    pub fn into_writer(self) -> AtlasWriter {
+        self.writer
     }
 }
 
@@ -114,11 +119,10 @@ impl SetWriter {
             )));
         }
         let location = self.location.child(&member_path(id), Access::Write)?;
-        let writer = AtlasWriter::create(location.clone(), &self.config).await?;
+        let writer = AtlasWriter::create(location, &self.config).await?;
         self.begun.push(id.to_owned());
         Ok(MemberWriter {
             id: id.to_owned(),
-            location,
             writer,
         })
     }
@@ -130,14 +134,28 @@ impl SetWriter {
     /// # Errors
     /// What [`AtlasWriter::finish`] and [`Atlas::open`] return.
     pub async fn finish_member(&mut self, member: MemberWriter) -> Result<&MemberEntry> {
-        let MemberWriter {
-            id,
-            location,
-            writer,
-        } = member;
-        writer.finish().await?;
+        let id = member.id.clone();
+        member.writer.finish().await?;
+        self.record_member(&id).await
+    }
+
+    /// Describes member `id`, whose writer (from [`add_member`](Self::add_member),
+    /// through [`MemberWriter::into_writer`]) was finished elsewhere, for the
+    /// commit. Costs what [`finish_member`](Self::finish_member) does after
+    /// the container is written.
+    ///
+    /// # Errors
+    /// [`AtlasError::InvalidUse`] for an id this writer did not begin or
+    /// already recorded; what [`Atlas::open`] returns.
+    pub async fn record_member(&mut self, id: &str) -> Result<&MemberEntry> {
+        if !self.begun.iter().any(|b| b == id) || self.finished.iter().any(|e| e.id == id) {
+            return Err(AtlasError::invalid_use(format!(
+                "member {id:?} was not begun by this writer, or is already finished"
+            )));
+        }
+        let location = self.location.child(&member_path(id), Access::Read)?;
         let atlas = Atlas::open_location(location, &OpenOptions::default()).await?;
-        let entry = member_entry(&atlas, &id, &member_path(&id)).await?;
+        let entry = member_entry(&atlas, id, &member_path(id)).await?;
         self.finished.push(entry);
         self.finished
             .last()
