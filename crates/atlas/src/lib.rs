@@ -96,7 +96,10 @@ pub use read::{
     ArrayLayout, Atlas, Dataset, DatasetStats, DeleteOutcome, OpenOptions, Order, Region,
     SegmentInfo, Selection,
 };
-pub use set::{AtlasSet, CommitOutcome, MemberWriter, SetWriter, member_id, member_path};
+pub use set::{
+    AtlasSet, CommitOutcome, CompactOptions, CompactOutcome, MemberWriter, SetWriter, member_id,
+    member_path,
+};
 pub use verify::{Checked, Finding, ProgressFn, VerifyOptions, VerifyReport, leftover_findings};
 pub use write::{
     AtlasWriter, DEFAULT_SMALL_BLOCK_TARGET_SIZE, DEFAULT_ZSTD_LEVEL, DatasetWriter,

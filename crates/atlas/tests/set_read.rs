@@ -411,3 +411,87 @@ async fn a_missing_or_foreign_member_is_an_error_naming_the_member() {
     );
     assert!(set.member(&foreign).await.is_ok(), "the other member opens");
 }
+
+/// Every live dataset's name, `TEMP` values and `cycle`, in name order.
+async fn snapshot(set: &AtlasSet) -> Vec<(String, Vec<f32>, Option<atlas::Attr>)> {
+    let mut out = Vec::new();
+    let mut names = set.dataset_names().await.unwrap();
+    names.sort();
+    for name in names {
+        let ds = set.dataset(&name).await.unwrap();
+        let cycle = ds.attribute("cycle").await.unwrap();
+        out.push((name.clone(), temp(set, &name).await, cycle));
+    }
+    out
+}
+
+#[tokio::test]
+async fn compact_keeps_every_live_datasets_values_attributes_and_names() {
+    let (op, _) = cas();
+    append(&op, "argo", 1, &[p("a", &[1.0, 2.0], 1), p("b", &[3.0], 1)]).await;
+    append(&op, "argo", 2, &[p("b", &[30.0], 2), p("c", &[4.0], 2)]).await;
+    append(
+        &op,
+        "argo",
+        3,
+        &[p("d", &[5.0, 99999.0], 3), p("e", &[6.0], 3)],
+    )
+    .await;
+    let set = open(&op, "argo").await;
+    set.delete_datasets(&["e"]).await.unwrap();
+    let before = snapshot(&set).await;
+    let old_ids: Vec<String> = set.members().into_iter().map(|m| m.id).collect();
+
+    let outcome = set
+        .compact(
+            &atlas::CompactOptions::default()
+                .target_datasets(10)
+                .ids(9, 9),
+        )
+        .await
+        .unwrap()
+        .expect("three small members make a run");
+    assert_eq!(outcome.replaced, old_ids);
+    assert_eq!(outcome.written.len(), 1);
+    assert_eq!(outcome.datasets, 4, "a, b (new), c, d");
+
+    let after_set = open(&op, "argo").await;
+    assert_eq!(after_set.members().len(), 1);
+    assert_eq!(snapshot(&after_set).await, before);
+    for id in &old_ids {
+        assert!(
+            op.list(&format!("argo/members/{id}/"))
+                .await
+                .map_or(true, |l| l.is_empty()),
+            "replaced member {id} removed after the commit"
+        );
+    }
+    assert_eq!(after_set.members()[0].datasets_live, 4);
+}
+
+#[tokio::test]
+async fn compacting_newer_members_never_brings_back_a_deleted_name() {
+    let (op, _) = cas();
+    let big: Vec<String> = (0..5).map(|i| format!("x{i}")).collect();
+    let big_profiles: Vec<Profile<'_>> = big.iter().map(|n| p(n, &[1.0], 0)).collect();
+    // An old big member holding `x0`, then two small members; `x0` is added
+    // again and deleted in the newest, which hides the old copy.
+    append(&op, "argo", 1, &big_profiles).await;
+    append(&op, "argo", 2, &[p("s1", &[2.0], 1)]).await;
+    append(&op, "argo", 3, &[p("x0", &[3.0], 2)]).await;
+    let set = open(&op, "argo").await;
+    set.delete_datasets(&["x0"]).await.unwrap();
+    let before = snapshot(&set).await;
+    assert!(!before.iter().any(|(n, _, _)| n == "x0"));
+
+    set.compact(
+        &atlas::CompactOptions::default()
+            .target_datasets(3)
+            .ids(9, 9),
+    )
+    .await
+    .unwrap()
+    .expect("a run");
+    let after = open(&op, "argo").await;
+    assert_eq!(snapshot(&after).await, before, "x0 stays deleted");
+}

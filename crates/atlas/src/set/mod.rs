@@ -9,6 +9,7 @@
 //!   checked conditional write;
 //! - `writer`: writing new members and committing them.
 
+mod compact;
 mod delete;
 mod manifest_store;
 mod prune;
@@ -16,6 +17,7 @@ mod reader;
 mod summary;
 mod writer;
 
+pub use compact::{CompactOptions, CompactOutcome};
 pub use manifest_store::CommitOutcome;
 pub use reader::AtlasSet;
 pub use writer::{MemberWriter, SetWriter, member_id, member_path};

@@ -180,6 +180,20 @@ impl SetWriter {
     /// [`AtlasError::Io`] (the members are left in place: whether the
     /// manifest was written is unknown; `atlas cleanup` removes them if not).
     pub async fn commit(self) -> Result<CommitOutcome> {
+        self.commit_with(|manifest, new| {
+            manifest.members.extend(new.iter().cloned());
+            Ok(())
+        })
+        .await
+    }
+
+    /// Commits the finished members by `place` (which puts them into the
+    /// manifest as it is at each attempt, or refuses), checking first that
+    /// no id is taken. On a refusal or a lost race the members are removed.
+    pub(crate) async fn commit_with<F>(self, mut place: F) -> Result<CommitOutcome>
+    where
+        F: FnMut(&mut SetManifest, &[MemberEntry]) -> Result<()>,
+    {
         if self.finished.is_empty() {
             return Err(AtlasError::invalid_use("no finished member to commit"));
         }
@@ -200,8 +214,7 @@ impl SetWriter {
                         taken.id
                     )));
                 }
-                manifest.members.extend(self.finished.iter().cloned());
-                Ok(())
+                place(manifest, &self.finished)
             },
             |stored: &SetManifest| {
                 ids.iter()

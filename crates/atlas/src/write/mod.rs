@@ -20,4 +20,5 @@ pub use config::{
     DEFAULT_SMALL_BLOCK_TARGET_SIZE, DEFAULT_ZSTD_LEVEL, SMALL_CHUNK_BYTES, WriterConfig,
 };
 pub use dataset::DatasetWriter;
+pub(crate) use rewrite::copy_datasets;
 pub use rewrite::rewrite;

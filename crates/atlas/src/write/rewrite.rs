@@ -40,13 +40,23 @@ const WHOLE_ARRAY_READ: u64 = 64 << 20;
 pub async fn rewrite(
     src: &Atlas,
     dst: AtlasWriter,
+    progress: impl FnMut(usize, usize),
+) -> Result<WriteSummary> {
+    copy_datasets(src.datasets().collect(), dst, progress).await
+}
+
+/// Copies `datasets` (of any collections) into `dst` in the order given, and
+/// finishes `dst`: [`rewrite`] of a chosen list (a set's compaction).
+pub(crate) async fn copy_datasets(
+    datasets: Vec<Dataset>,
+    dst: AtlasWriter,
     mut progress: impl FnMut(usize, usize),
 ) -> Result<WriteSummary> {
-    let total = src.dataset_count();
+    let total = datasets.len();
     let dst_ref = &dst;
     // `add_dataset` runs in order as the stream is polled, so ordinals follow
     // the source's order whichever copy finishes first.
-    let mut copies = futures::stream::iter(src.datasets())
+    let mut copies = futures::stream::iter(datasets)
         .map(|view| {
             let added = dst_ref.add_dataset(view.name());
             async move {

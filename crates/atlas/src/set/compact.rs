@@ -1,0 +1,259 @@
+//! Compaction: a run of small members rewritten into fewer big ones, which
+//! replace the run in the manifest by one commit. The replaced members'
+//! objects are removed after that commit, never before.
+//!
+//! Which run: the longest run of consecutive members (commit order) each
+//! holding fewer live datasets than the target, extended towards older
+//! members while a name deleted in the run still has a copy in an older
+//! member (dropping the deleted copy would otherwise bring the older one
+//! back). The new members hold exactly the run's live datasets, as the whole
+//! set resolves them, and take the run's place in the commit order.
+
+use std::collections::HashSet;
+
+use atlas_format::MemberEntry;
+
+use super::manifest_store::CommitOutcome;
+use super::reader::AtlasSet;
+use super::writer::{SetWriter, member_id, remove_member};
+use crate::error::{AtlasError, Result};
+use crate::read::{Atlas, Dataset};
+use crate::write::{WriterConfig, copy_datasets};
+
+/// What [`AtlasSet::compact`] rewrites, and how.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct CompactOptions {
+    pub(crate) target_datasets: u64,
+    pub(crate) writer: WriterConfig,
+    pub(crate) unix_ms: i64,
+    pub(crate) nonce: u64,
+}
+
+impl Default for CompactOptions {
+    fn default() -> Self {
+        Self {
+            target_datasets: 100_000,
+            writer: WriterConfig::default(),
+            unix_ms: 0,
+            nonce: 0,
+        }
+    }
+}
+
+impl CompactOptions {
+    /// Members with fewer live datasets than this are small; new members hold
+    /// at most this many. Default 100 000.
+    pub fn target_datasets(mut self, n: u64) -> Self {
+        self.target_datasets = n.max(1);
+        self
+    }
+
+    /// How the new members are written (codec, block sizes, storage).
+    pub fn writer(mut self, config: WriterConfig) -> Self {
+        self.writer = config;
+        self
+    }
+
+    /// The time and random number new member ids are made of (see
+    /// [`member_id`]): passed in so that a run is reproducible.
+    pub fn ids(mut self, unix_ms: i64, nonce: u64) -> Self {
+        self.unix_ms = unix_ms;
+        self.nonce = nonce;
+        self
+    }
+}
+
+/// What a compaction did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct CompactOutcome {
+    /// Ids of the members replaced (and removed after the commit).
+    pub replaced: Vec<String>,
+    /// Ids of the members written in their place.
+    pub written: Vec<String>,
+    /// Live datasets copied.
+    pub datasets: u64,
+    /// The commit.
+    pub commit: CommitOutcome,
+}
+
+impl AtlasSet {
+    /// Rewrites the longest run of small members into members of at most
+    /// `target_datasets` each, and commits them in the run's place. `None`
+    /// when no run of two or more small members (or one with deleted
+    /// datasets to reclaim) exists. Every live dataset keeps its name,
+    /// values and attributes; what readers see does not change.
+    ///
+    /// # Errors
+    /// [`AtlasError::InvalidUse`] on a lone collection;
+    /// [`AtlasError::CommitConflict`] when the run changed meanwhile (a
+    /// delete in it, another compaction): the new members are removed and
+    /// nothing changes; what reading the members or writing the new ones returns.
+    pub async fn compact(&self, options: &CompactOptions) -> Result<Option<CompactOutcome>> {
+        let Some(manifest) = self.manifest() else {
+            return Err(AtlasError::invalid_use(
+                "a lone collection has no members to compact (rewrite it instead)",
+            ));
+        };
+        let views = self.collections().await?;
+        let Some(run) = choose_run(&manifest.members, &views, options.target_datasets) else {
+            return Ok(None);
+        };
+        let entries: Vec<MemberEntry> = manifest
+            .members
+            .get(run.clone())
+            .unwrap_or_default()
+            .to_vec();
+        let datasets: Vec<Dataset> = views
+            .get(run.clone())
+            .unwrap_or_default()
+            .iter()
+            .flat_map(Atlas::datasets)
+            .collect();
+        let copied = u64::try_from(datasets.len()).unwrap_or(u64::MAX);
+
+        let mut writer = SetWriter::create(self.location().clone(), &options.writer).await?;
+        let per_member = usize::try_from(options.target_datasets).unwrap_or(usize::MAX);
+        let mut written = Vec::new();
+        let mut nonce = options.nonce;
+        let mut datasets = datasets.into_iter().peekable();
+        while datasets.peek().is_some() {
+            let chunk: Vec<Dataset> = datasets.by_ref().take(per_member).collect();
+            let id = member_id(options.unix_ms, nonce);
+            nonce = nonce.wrapping_add(1);
+            let member = match writer.add_member(&id).await {
+                Ok(m) => m,
+                Err(e) => {
+                    writer.abort().await?;
+                    return Err(e);
+                }
+            };
+            let copy = copy_datasets(chunk, member.into_writer(), |_, _| {}).await;
+            if let Err(e) = copy {
+                writer.abort().await?;
+                return Err(e);
+            }
+            if let Err(e) = writer.record_member(&id).await {
+                writer.abort().await?;
+                return Err(e);
+            }
+            written.push(id);
+        }
+        let replaced: Vec<String> = entries.iter().map(|e| e.id.clone()).collect();
+        let commit = writer
+            .commit_with(|current, new| replace_run(current, &entries, new, self.manifest_path()))
+            .await?;
+        // Only now are the old members unreachable from the manifest.
+        for id in &replaced {
+            if let Err(e) = remove_member(self.location(), id).await {
+                tracing::warn!(member = %id, "compacted member not removed (cleanup will): {e}");
+            }
+        }
+        Ok(Some(CompactOutcome {
+            replaced,
+            written,
+            datasets: copied,
+            commit,
+        }))
+    }
+}
+
+/// Puts `new` in the place of `run` in `manifest`, provided the run is still
+/// there unchanged (same members in the same order, same live counts and masks).
+fn replace_run(
+    manifest: &mut atlas_format::SetManifest,
+    run: &[MemberEntry],
+    new: &[MemberEntry],
+    path: &str,
+) -> Result<()> {
+    let conflict = |what: &str| AtlasError::CommitConflict {
+        path: path.to_owned(),
+        generation: manifest.generation,
+        what: what.to_owned(),
+    };
+    let first = run.first().ok_or_else(|| conflict("nothing to replace"))?;
+    let start = manifest
+        .members
+        .iter()
+        .position(|m| m.id == first.id)
+        .ok_or_else(|| conflict("a member of the run left the set"))?;
+    let end = start.saturating_add(run.len());
+    let current = manifest
+        .members
+        .get(start..end)
+        .ok_or_else(|| conflict("a member of the run left the set"))?;
+    let unchanged = current.iter().zip(run).all(|(now, then)| {
+        now.id == then.id
+            && now.datasets_live == then.datasets_live
+            && now.checksums.mask == then.checksums.mask
+    });
+    if !unchanged {
+        return Err(conflict(
+            "a member of the run changed while it was rewritten",
+        ));
+    }
+    manifest.members.splice(start..end, new.iter().cloned());
+    Ok(())
+}
+
+/// The run of members to rewrite (indexes into the commit order), if any.
+fn choose_run(
+    members: &[MemberEntry],
+    views: &[Atlas],
+    target: u64,
+) -> Option<std::ops::Range<usize>> {
+    let small = |m: &MemberEntry| m.datasets_live < target;
+    let mut best: Option<std::ops::Range<usize>> = None;
+    let mut start = 0;
+    for end in 0..=members.len() {
+        let is_small = members.get(end).is_some_and(small);
+        if is_small {
+            continue;
+        }
+        let run = start..end;
+        let worth = run.len() >= 2
+            || members
+                .get(start)
+                .is_some_and(|m| run.len() == 1 && m.datasets_live < m.datasets_total);
+        if worth && best.as_ref().is_none_or(|b| run.len() > b.len()) {
+            best = Some(run);
+        }
+        start = end.saturating_add(1);
+    }
+    let mut run = best?;
+    // Names a member after the run holds keep hiding older copies whatever
+    // the run becomes.
+    let later: HashSet<&str> = views
+        .get(run.end..)
+        .unwrap_or_default()
+        .iter()
+        .flat_map(|v| v.footer().datasets.keys().map(|n| n.as_str()))
+        .collect();
+    // Extend towards older members while a name hidden in the run (deleted,
+    // or replaced within it) still has a copy older than the run.
+    loop {
+        let hidden: HashSet<&str> = views
+            .get(run.clone())
+            .unwrap_or_default()
+            .iter()
+            .flat_map(|v| {
+                let live: HashSet<&str> = v.dataset_names().into_iter().collect();
+                v.footer()
+                    .datasets
+                    .keys()
+                    .map(|n| n.as_str())
+                    .filter(move |n| !live.contains(n))
+            })
+            .filter(|n| !later.contains(n))
+            .collect();
+        let older = views.get(..run.start).unwrap_or_default();
+        let reaches = older
+            .iter()
+            .rposition(|v| hidden.iter().any(|n| v.footer().datasets.contains_key(*n)));
+        match reaches {
+            Some(i) if i < run.start => run = i..run.end,
+            _ => return Some(run),
+        }
+    }
+}
