@@ -495,3 +495,51 @@ async fn compacting_newer_members_never_brings_back_a_deleted_name() {
     let after = open(&op, "argo").await;
     assert_eq!(snapshot(&after).await, before, "x0 stays deleted");
 }
+
+#[tokio::test]
+async fn a_query_outside_a_members_summary_opens_nothing_of_that_member() {
+    let (op, stats) = cas();
+    // Disjoint TEMP ranges: cold (0..10), warm (10..20), hot (20..30).
+    append(&op, "argo", 1, &[p("c1", &[1.0, 2.0], 1), p("c2", &[9.0], 1)]).await;
+    append(&op, "argo", 2, &[p("w1", &[11.0], 2), p("w2", &[19.0], 2)]).await;
+    append(&op, "argo", 3, &[p("h1", &[21.0, 25.0], 3), p("h2", &[29.0], 3)]).await;
+    let ids: Vec<String> = open(&op, "argo")
+        .await
+        .members()
+        .into_iter()
+        .map(|m| m.id)
+        .collect();
+
+    let set = open(&op, "argo").await;
+    stats.reset();
+    let hot = Predicate::parse("TEMP.min >= 20").unwrap();
+    assert_eq!(set.select(&hot).await.unwrap(), ["h1", "h2"]);
+    assert_eq!(set.members_opened(), 1, "only the hot member");
+    let log = stats.read_log();
+    for id in &ids[..2] {
+        assert!(
+            !log.iter().any(|r| r.path.contains(id.as_str())),
+            "member {id} was read: {log:?}"
+        );
+    }
+
+    // Nothing matches: no member is opened, no request is made.
+    let set = open(&op, "argo").await;
+    stats.reset();
+    let none = Predicate::parse("TEMP.max > 1000 or cycle < 0").unwrap();
+    assert!(set.select(&none).await.unwrap().is_empty());
+    assert_eq!(stats.snapshot().requests(), 0);
+    assert_eq!(set.members_opened(), 0);
+
+    // The cold member matches: the newer members are opened (their names
+    // could replace cold ones) but none of their segments is read.
+    let set = open(&op, "argo").await;
+    stats.reset();
+    let cold = Predicate::parse("TEMP.max < 5").unwrap();
+    assert_eq!(set.select(&cold).await.unwrap(), ["c1"]);
+    let log = stats.read_log();
+    for id in &ids[1..] {
+        let reads = log.iter().filter(|r| r.path.contains(id.as_str())).count();
+        assert!(reads <= 2, "member {id}: tail and mask only, got {log:?}");
+    }
+}

@@ -219,7 +219,8 @@ impl AtlasSet {
             .inner
             .members
             .iter()
-            .position(|m| m.id == id && self.is_set())
+            .position(|m| m.id == id)
+            .filter(|_| self.is_set())
             .ok_or_else(|| AtlasError::invalid_use(format!("the set has no member {id:?}")))?;
         self.open_member(index).await
     }
