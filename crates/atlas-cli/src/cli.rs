@@ -6,7 +6,8 @@ use std::path::PathBuf;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
 const COLLECTION_HELP: &str = "\
-COLLECTION is a directory holding data.atlas (and maybe deleted.mask), or a URL:
+COLLECTION is a directory holding data.atlas (and maybe deleted.mask), or a set
+(set.manifest and members/; every reading command takes one), or a URL:
   path/to/dir, file:///abs/dir      local filesystem
   s3://bucket/prefix                S3 or S3-compatible (--endpoint, --region, AWS_* variables)
   gs://bucket/prefix                Google Cloud Storage (GOOGLE_APPLICATION_CREDENTIALS)
@@ -14,7 +15,8 @@ COLLECTION is a directory holding data.atlas (and maybe deleted.mask), or a URL:
   http(s)://host/path               plain HTTP range reads, read-only
 
 Exit status: 0 success, 1 a problem with the collection or the request, 2 usage,
-75 storage unreachable or busy through every retry (try again later).
+75 storage unreachable or busy through every retry, or a set commit that lost
+every race to other writers (try again later).
 
 Examples:
   atlas demo ./argo                       write a sample collection of 2000 profiles
@@ -123,7 +125,7 @@ pub enum Command {
 
     /// Build a collection from NetCDF files: one dataset per file, named after it.
     #[command(
-        after_help = "SOURCE is a directory (scanned for .nc, .nc4, .cdf, .netcdf), a file, or a glob.\nNothing at DESTINATION is readable until the last file has landed.\n\nExample:\n  atlas create ./profiles ./argo\n  atlas create ./a ./b/*.nc s3://bucket/argo --decode raw -j 4\n  atlas create ./grids ./grids.atlas --chunks '{\"temperature\": [1, 180, 360]}'"
+        after_help = "SOURCE is a directory (scanned for .nc, .nc4, .cdf, .netcdf), a file, or a glob.\nNothing at DESTINATION is readable until the last file has landed.\n\nWith --append, the files become a new member of the set at DESTINATION, visible\nonce committed; a dataset name already in the set is replaced by the new copy.\nA commit that keeps losing to other writers exits 75 having committed nothing:\nrun it again. --max-datasets N splits the files into members of at most N.\n\nExample:\n  atlas create ./profiles ./argo\n  atlas create ./today/*.nc ./argo-set --append\n  atlas create ./archive ./argo-set --max-datasets 100000\n  atlas create ./a ./b/*.nc s3://bucket/argo --decode raw -j 4\n  atlas create ./grids ./grids.atlas --chunks '{\"temperature\": [1, 180, 360]}'"
     )]
     Create(CreateArgs),
 
@@ -131,9 +133,9 @@ pub enum Command {
     #[command(after_help = "Example:\n  atlas demo ./argo\n  atlas demo ./small-argo --count 50")]
     Demo(DemoArgs),
 
-    /// Remove what interrupted writes left: temp files in the collection's directory, S3 multipart uploads never completed.
+    /// Remove what interrupted writes left: temp files in the collection's directory, S3 multipart uploads never completed, a set's uncommitted members.
     #[command(
-        after_help = "Only what is older than --older-than (default 60 minutes) is removed: a younger\ntemp file or upload may belong to a write in progress. Azure and GCS discard\nunfinished uploads themselves after about seven days.\n\nExample:\n  atlas cleanup ./argo --dry-run\n  atlas cleanup ./argo --older-than 0\n  atlas cleanup s3://bucket/argo"
+        after_help = "Only what is older than --older-than (default 60 minutes) is removed: a younger\ntemp file, upload or member may belong to a write in progress. A member folder\n(members/<id>/) that the set's manifest does not name was left by a writer that\ncrashed or lost its commit; it goes once its newest object is older than\n--older-than. Azure and GCS discard unfinished uploads themselves after about\nseven days.\n\nExample:\n  atlas cleanup ./argo --dry-run\n  atlas cleanup ./argo --older-than 0\n  atlas cleanup ./argo-set --older-than 2h\n  atlas cleanup s3://bucket/argo"
     )]
     Cleanup(CleanupArgs),
 }
@@ -160,9 +162,10 @@ pub struct VerifyArgs {
 pub struct CleanupArgs {
     /// The collection (a directory or a URL; see `atlas --help`).
     pub collection: String,
-    /// Leave what was written or started less than this many minutes ago (a write may be in progress).
-    #[arg(long, value_name = "MINUTES", default_value_t = 60)]
-    pub older_than: u64,
+    /// Leave what was written or started less than this long ago (a write may
+    /// be in progress): minutes, or a number with s, m, h or d (`0s`, `2h`).
+    #[arg(long, value_name = "DURATION", default_value = "60", value_parser = crate::commands::members::parse_duration)]
+    pub older_than: std::time::Duration,
     /// List what would be removed, remove nothing.
     #[arg(long)]
     pub dry_run: bool,
@@ -179,6 +182,9 @@ pub struct LsArgs {
     /// Only the datasets this expression selects (see `atlas catalogue --help`).
     #[arg(long = "where", value_name = "EXPR")]
     pub where_: Option<String>,
+    /// List a set's members (id, live and total datasets, size, creation) instead of datasets.
+    #[arg(long, conflicts_with_all = ["long", "where_"])]
+    pub members: bool,
 }
 
 /// `atlas show`.
@@ -351,8 +357,17 @@ pub struct CreateArgs {
     /// NetCDF directories, files or globs.
     #[arg(required = true, num_args = 1..)]
     pub sources: Vec<String>,
-    /// Where to write the collection (must not hold one yet).
+    /// Where to write the collection (must not hold one yet); with --append, the set to add to.
     pub destination: String,
+    /// Add the files as one new member of the set at DESTINATION (the set is
+    /// created if absent) and commit it; other writers may append at the same time.
+    #[arg(long)]
+    pub append: bool,
+    /// Write a set whose members hold at most N datasets each (files in sorted
+    /// order), committed together at the end: all or nothing. Bounds the
+    /// writer's memory however many files there are.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub max_datasets: Option<u64>,
     /// Mapping: `cf` (what atlas-python builds) or `raw` (as stored).
     #[arg(long, value_enum, default_value = "cf")]
     pub decode: DecodeArg,

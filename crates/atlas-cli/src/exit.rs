@@ -4,7 +4,8 @@
 //! (not found, corrupt, wrong dtype, unknown dataset, a failed `verify`...);
 //! 2 a usage error (clap reports those itself, before anything runs);
 //! 75 (`EX_TEMPFAIL`) storage that stayed unreachable or busy through every
-//! retry: trying again later may work, nothing is known to be damaged.
+//! retry, or a commit to a set that lost every race to other writers: trying
+//! again later may work, nothing is known to be damaged.
 
 use std::process::ExitCode;
 
@@ -58,9 +59,14 @@ impl CliError {
         ExitCode::from(if self.is_transient() { EX_TEMPFAIL } else { 1 })
     }
 
-    /// Whether the failure is storage that stayed unreachable or busy.
+    /// Whether the failure is storage that stayed unreachable or busy, or a
+    /// set commit that lost every race (retrying can succeed).
     pub fn is_transient(&self) -> bool {
         match self {
+            CliError::Atlas {
+                error: AtlasError::CommitConflict { .. },
+                ..
+            } => true,
             CliError::Atlas {
                 error: AtlasError::Io(io),
                 ..
@@ -255,6 +261,22 @@ mod tests {
             error: AtlasError::DatasetNotFound { name: "x".into() },
         };
         assert_eq!(e.line(), "dir: dataset \"x\" not found");
+    }
+
+    #[test]
+    fn a_commit_that_lost_every_race_exits_75_naming_the_set_and_saying_retry() {
+        let e = CliError::Atlas {
+            context: "s3://b/argo".into(),
+            error: AtlasError::CommitConflict {
+                path: "argo/set.manifest".into(),
+                generation: 7,
+                what: "13 attempts".into(),
+            },
+        };
+        assert_eq!(e.exit_code(), ExitCode::from(EX_TEMPFAIL));
+        let line = e.line();
+        assert!(line.starts_with("s3://b/argo: "), "{line}");
+        assert!(line.contains("retry"), "{line}");
     }
 
     #[test]

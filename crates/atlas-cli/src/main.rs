@@ -2,7 +2,7 @@
 //!
 //! Exit status: 0 success, 1 a problem with the collection or the request
 //! (one line on stderr names it), 2 a usage error, 75 storage unreachable or
-//! busy through every retry (try again later).
+//! busy through every retry, or a set commit that lost every race (try again later).
 
 mod cli;
 mod commands;

@@ -11,8 +11,8 @@ use crate::{json, output};
 
 /// Runs `atlas attrs`.
 pub async fn run(ctx: &Ctx, args: &AttrsArgs) -> CliResult {
-    let (loc, atlas) = ctx.open(&args.collection, Access::Read).await?;
-    let rows = atlas
+    let (loc, set) = ctx.open(&args.collection, Access::Read).await?;
+    let rows = set
         .attributes_by_dataset(args.array.as_deref(), &args.key)
         .await
         .at(loc.display())?;

@@ -12,8 +12,8 @@ use crate::values::{self, layout_text};
 
 /// Runs `atlas cat`.
 pub async fn run(ctx: &Ctx, args: &CatArgs) -> CliResult {
-    let (loc, atlas) = ctx.open(&args.collection, Access::Read).await?;
-    let view = atlas.dataset(&args.dataset).at(loc.display())?;
+    let (loc, set) = ctx.open(&args.collection, Access::Read).await?;
+    let view = set.dataset(&args.dataset).await.at(loc.display())?;
     if view.schema().array(&args.array).is_none() {
         return Err(AtlasError::ArrayNotFound {
             dataset: Some(args.dataset.clone()),

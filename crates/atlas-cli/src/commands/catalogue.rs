@@ -5,10 +5,10 @@ use std::io::Write;
 
 use atlas::RecordBatch;
 use atlas::export::{cell_json, write_csv, write_ndjson, write_parquet};
-use atlas::{Atlas, CatalogueOptions, Predicate};
+use atlas::{AtlasSet, CatalogueOptions, Predicate};
 use serde_json::Value;
 
-use super::Ctx;
+use super::{Ctx, lone};
 use crate::cli::{CatalogueArgs, CatalogueFormat};
 use crate::exit::{CliError, CliResult, Context as _};
 use crate::location::Access;
@@ -22,10 +22,11 @@ pub fn parse_where(text: &str) -> CliResult<Predicate> {
         .at("--where")
 }
 
-/// Names of the live datasets `--where` selects, in ordinal order.
-pub async fn select_where(atlas: &Atlas, text: &str, context: &str) -> CliResult<Vec<String>> {
+/// Names of the live datasets `--where` selects, in ordinal order (members
+/// oldest commit first; members whose summaries rule it out are skipped).
+pub async fn select_where(set: &AtlasSet, text: &str, context: &str) -> CliResult<Vec<String>> {
     let predicate = parse_where(text)?;
-    atlas.select(&predicate).await.at(context)
+    set.select(&predicate).await.at(context)
 }
 
 /// Runs `atlas catalogue`.
@@ -43,8 +44,13 @@ pub async fn run(ctx: &Ctx, args: &CatalogueArgs) -> CliResult {
     if let Some(text) = &args.where_ {
         options = options.predicate(parse_where(text)?);
     }
-    let (loc, atlas) = ctx.open(&args.collection, Access::Read).await?;
-    let batch = atlas.catalogue(&options).await.at(loc.display())?;
+    let (loc, set) = ctx.open(&args.collection, Access::Read).await?;
+    // A lone collection's catalogue has no `member` column, as before sets.
+    let batch = match lone(&set, &loc).await? {
+        Some(atlas) => atlas.catalogue(&options).await,
+        None => set.catalogue(&options).await,
+    }
+    .at(loc.display())?;
     let mut bytes = Vec::new();
     let written = match args.format {
         CatalogueFormat::Table if ctx.json => {

@@ -1,14 +1,16 @@
 //! `atlas cleanup`: removes what interrupted writes left behind (temp files of
 //! atomic writes, S3 multipart uploads never completed), which `atlas verify`
-//! lists as warnings. Only what is older than `--older-than`: a younger one may
-//! belong to a write in progress.
+//! lists as warnings, and a set's uncommitted members (folders under
+//! `members/` that the manifest does not name). Only what is older than
+//! `--older-than`: a younger one may belong to a write in progress.
 
-use std::time::{Duration, SystemTime};
+use std::time::{SystemTime, UNIX_EPOCH};
 
 use atlas::{Leftover, LeftoverKind};
 use serde_json::json;
 
 use super::Ctx;
+use super::members::{self, Uncommitted};
 use crate::cli::CleanupArgs;
 use crate::exit::{CliResult, Context as _};
 use crate::location::Access;
@@ -17,7 +19,7 @@ use crate::{output, render};
 /// Runs `atlas cleanup`.
 pub async fn run(ctx: &Ctx, args: &CleanupArgs) -> CliResult {
     let loc = ctx.locate(&args.collection, Access::Read).await?;
-    let older_than = Duration::from_secs(args.older_than.saturating_mul(60));
+    let older_than = args.older_than;
     let now = SystemTime::now();
     let uploads = loc.multipart_uploads();
     let found = if args.dry_run {
@@ -35,12 +37,28 @@ pub async fn run(ctx: &Ctx, args: &CleanupArgs) -> CliResult {
             .at(loc.display())?
     };
     let bytes: u64 = found.iter().filter_map(Leftover::bytes).sum();
+    let (old, young) = uncommitted_members(&loc, older_than, now).await?;
+    if !args.dry_run {
+        for member in &old {
+            members::remove(&loc, member).await?;
+        }
+    }
     if ctx.json {
-        output::json(&json!({
+        let mut value = json!({
             "dry_run": args.dry_run,
             "removed": found.iter().map(leftover_json).collect::<Vec<_>>(),
             "bytes": bytes,
-        }));
+        });
+        if (!old.is_empty() || young > 0)
+            && let Some(fields) = value.as_object_mut()
+        {
+            fields.insert(
+                "members_removed".into(),
+                old.iter().map(member_json).collect(),
+            );
+            fields.insert("members_kept_young".into(), json!(young));
+        }
+        output::json(&value);
     } else if !ctx.quiet {
         let verb = if args.dry_run {
             "would remove"
@@ -56,6 +74,24 @@ pub async fn run(ctx: &Ctx, args: &CleanupArgs) -> CliResult {
             loc.display(),
             render::count(found.len(), "leftover", "leftovers")
         ));
+        for m in &old {
+            out.push_str(&format!("{verb} uncommitted member {m}\n"));
+        }
+        if !old.is_empty() {
+            out.push_str(&format!(
+                "{}: {verb} {} ({} bytes)\n",
+                loc.display(),
+                render::count(old.len(), "uncommitted member", "uncommitted members"),
+                old.iter().map(|m| m.bytes).sum::<u64>()
+            ));
+        }
+        if young > 0 {
+            out.push_str(&format!(
+                "{}: left {} younger than --older-than alone (a write may be in progress)\n",
+                loc.display(),
+                render::count(young, "uncommitted member", "uncommitted members")
+            ));
+        }
         output::text(&out);
     }
     Ok(())
@@ -72,4 +108,34 @@ fn leftover_json(l: &Leftover) -> serde_json::Value {
         }
         _ => json!({"path": l.path, "kind": "other"}),
     }
+}
+
+/// The uncommitted members at `loc` older than `older_than`, and how many
+/// younger ones are left alone. Nothing under `members/`: no further request.
+async fn uncommitted_members(
+    loc: &crate::location::Location,
+    older_than: std::time::Duration,
+    now: SystemTime,
+) -> CliResult<(Vec<Uncommitted>, usize)> {
+    // Listed before the manifest is read: a member committed in between is
+    // then seen as committed, never the other way round.
+    let all = members::uncommitted(loc, &std::collections::HashSet::new()).await?;
+    if all.is_empty() {
+        return Ok((Vec::new(), 0));
+    }
+    let committed = members::committed_paths(loc).await?;
+    let (old, young): (Vec<_>, Vec<_>) = all
+        .into_iter()
+        .filter(|m| !committed.contains(&m.path))
+        .partition(|m| m.is_older_than(older_than, now));
+    Ok((old, young.len()))
+}
+
+/// `{"path", "objects", "bytes", "newest_unix_ms"}`.
+fn member_json(m: &Uncommitted) -> serde_json::Value {
+    let newest = m
+        .newest
+        .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
+        .map(|d| d.as_millis());
+    json!({"path": m.path, "objects": m.objects, "bytes": m.bytes, "newest_unix_ms": newest})
 }

@@ -1,21 +1,23 @@
 //! `atlas create`: a collection from NetCDF files, one dataset per file (see
-//! the `atlas-netcdf` crate for the mappings).
+//! the `atlas-netcdf` crate for the mappings); with `--append` or
+//! `--max-datasets`, new members of a set, committed together.
 
 use std::collections::BTreeMap;
 use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::time::Instant;
 
-use atlas::{AtlasWriter, Codec, WriterConfig};
+use atlas::{AtlasWriter, Codec, CommitOutcome, SetWriter, WriteGuarantee, WriterConfig};
 use atlas_netcdf::{Decode, IngestError, IngestOptions, IngestReport};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde_json::json;
 
 use super::Ctx;
+use super::members::new_member_id;
 use super::rewrite::refuse_existing;
 use crate::cli::{CodecArg, CreateArgs, DecodeArg};
 use crate::exit::{CliError, CliResult, Context as _};
-use crate::location::Access;
+use crate::location::{Access, Location};
 use crate::{output, render};
 
 /// Runs `atlas create`.
@@ -44,6 +46,9 @@ pub async fn run(ctx: &Ctx, args: &CreateArgs) -> CliResult {
     }
 
     let dst = ctx.locate(&args.destination, Access::Write).await?;
+    if args.append || args.max_datasets.is_some() {
+        return create_members(ctx, args, &dst, &files, &options, &config).await;
+    }
     refuse_existing(&dst).await?;
     let writer = AtlasWriter::create(&dst, &config).await.at(dst.display())?;
 
@@ -54,16 +59,165 @@ pub async fn run(ctx: &Ctx, args: &CreateArgs) -> CliResult {
         reporter.update(done, total, started);
     })
     .await
-    .map_err(|e| match e {
+    .map_err(|e| ingest_failure(&dst, e))?;
+    reporter.finish();
+    let seconds = started.elapsed().as_secs_f64();
+    print_report(
+        ctx,
+        dst.display(),
+        std::slice::from_ref(&report),
+        None,
+        seconds,
+    );
+    Ok(())
+}
+
+fn ingest_failure(dst: &Location, e: IngestError) -> CliError {
+    match e {
         IngestError::Writer(error) => CliError::Atlas {
             context: dst.display().to_owned(),
             error,
         },
         other => ingest_error(other),
-    })?;
+    }
+}
+
+/// One member written: its id, datasets and bytes.
+struct WrittenMember {
+    id: String,
+    datasets: u64,
+    bytes: u64,
+}
+
+/// `--append` / `--max-datasets`: the files (sorted) in chunks of at most
+/// `--max-datasets`, each written as one new member, then one commit of all
+/// of them. Any failure aborts: the members written are removed and nothing
+/// is committed.
+async fn create_members(
+    ctx: &Ctx,
+    args: &CreateArgs,
+    dst: &Location,
+    files: &[PathBuf],
+    options: &IngestOptions,
+    config: &WriterConfig,
+) -> CliResult {
+    if args.append {
+        refuse_lone_collection(dst).await?;
+    } else {
+        refuse_existing(dst).await?;
+    }
+    let per_member = args
+        .max_datasets
+        .and_then(|n| usize::try_from(n).ok())
+        .unwrap_or(usize::MAX)
+        .max(1);
+    let chunks: Vec<&[PathBuf]> = files.chunks(per_member).collect();
+    refuse_names_across_members(&chunks)?;
+
+    let mut set = SetWriter::create(dst, config).await.at(dst.display())?;
+    let total = files.len();
+    let started = Instant::now();
+    let mut reporter = Reporter::new(total, ctx.quiet);
+    let mut reports = Vec::with_capacity(chunks.len());
+    let mut written = Vec::with_capacity(chunks.len());
+    let mut offset = 0usize;
+    for (index, chunk) in chunks.iter().enumerate() {
+        let id = new_member_id(index);
+        let result = write_member(&mut set, &id, chunk, options, |done| {
+            reporter.update(offset.saturating_add(done), total, started);
+        })
+        .await;
+        match result {
+            Ok((report, member)) => {
+                reports.push(report);
+                written.push(member);
+            }
+            Err(e) => {
+                reporter.finish();
+                if let Err(abort) = set.abort().await {
+                    tracing::warn!("could not remove the members written: {abort}");
+                }
+                return Err(ingest_failure(dst, e));
+            }
+        }
+        offset = offset.saturating_add(chunk.len());
+    }
     reporter.finish();
+    let outcome = set.commit().await.at(dst.display())?;
     let seconds = started.elapsed().as_secs_f64();
-    print_report(ctx, dst.display(), &report, seconds);
+    print_report(
+        ctx,
+        dst.display(),
+        &reports,
+        Some((&written, &outcome)),
+        seconds,
+    );
+    Ok(())
+}
+
+/// Ingests `files` into new member `id` of `set` and describes it for the commit.
+async fn write_member(
+    set: &mut SetWriter,
+    id: &str,
+    files: &[PathBuf],
+    options: &IngestOptions,
+    mut progress: impl FnMut(usize),
+) -> Result<(IngestReport, WrittenMember), IngestError> {
+    let writer = set.add_member(id).await?.into_writer();
+    let report =
+        atlas_netcdf::ingest_with_progress(files, writer, options, |done, _| progress(done))
+            .await?;
+    let entry = set.record_member(id).await?;
+    let member = WrittenMember {
+        id: id.to_owned(),
+        datasets: entry.datasets_total,
+        bytes: entry.bytes,
+    };
+    Ok((report, member))
+}
+
+/// `--append` adds to a set; a lone collection is write-once.
+async fn refuse_lone_collection(dst: &Location) -> CliResult {
+    let lone = dst
+        .operator()
+        .exists(&dst.object(atlas::CONTAINER_FILE))
+        .await
+        .at(dst.display())?;
+    if lone {
+        return Err(CliError::msg(format!(
+            "{}: holds a lone collection (data.atlas), not a set; --append adds members to a set: choose a new location",
+            dst.display()
+        )));
+    }
+    Ok(())
+}
+
+/// Two files of one name in different members would not be refused as
+/// duplicates by the ingest: the later would silently replace the earlier.
+fn refuse_names_across_members(chunks: &[&[PathBuf]]) -> CliResult {
+    let mut seen: std::collections::HashMap<String, (usize, &PathBuf)> =
+        std::collections::HashMap::new();
+    for (member, chunk) in chunks.iter().enumerate() {
+        for path in *chunk {
+            let name = path
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            match seen.get(&name) {
+                Some((other, first)) if *other != member => {
+                    return Err(CliError::msg(format!(
+                        "nothing written: {} and {} both give dataset name {name:?} and would go to different members",
+                        first.display(),
+                        path.display()
+                    )));
+                }
+                Some(_) => {}
+                None => {
+                    seen.insert(name, (member, path));
+                }
+            }
+        }
+    }
     Ok(())
 }
 
@@ -156,56 +310,120 @@ impl Reporter {
     }
 }
 
-fn print_report(ctx: &Ctx, destination: &str, report: &IngestReport, seconds: f64) {
+/// The set side of a report: the members written and the commit.
+type SetReport<'a> = Option<(&'a [WrittenMember], &'a CommitOutcome)>;
+
+fn guarantee_name(g: WriteGuarantee) -> &'static str {
+    match g {
+        WriteGuarantee::Conditional => "conditional",
+        WriteGuarantee::Locked => "locked",
+        _ => "last_writer_wins",
+    }
+}
+
+fn print_report(
+    ctx: &Ctx,
+    destination: &str,
+    reports: &[IngestReport],
+    set: SetReport<'_>,
+    seconds: f64,
+) {
+    let datasets: usize = reports.iter().map(|r| r.summary.datasets).sum();
+    let container_bytes: u64 = reports.iter().map(|r| r.summary.container_bytes).sum();
+    let input_bytes: u64 = reports.iter().map(|r| r.input_bytes).sum();
+    let files_written: usize = reports.iter().map(|r| r.written.len()).sum();
     if ctx.json {
-        output::json(&json!({
+        let mut value = json!({
             "destination": destination,
-            "datasets": report.summary.datasets,
-            "container_bytes": report.summary.container_bytes,
-            "input_bytes": report.input_bytes,
+            "datasets": datasets,
+            "container_bytes": container_bytes,
+            "input_bytes": input_bytes,
             "seconds": seconds,
-            "written": report.written.iter().map(|w| json!({
+            "written": reports.iter().flat_map(|r| &r.written).map(|w| json!({
                 "file": w.path.display().to_string(),
                 "dataset": w.dataset,
             })).collect::<Vec<_>>(),
-            "skipped": report.skipped_files.iter().map(|s| json!({
+            "skipped": reports.iter().flat_map(|r| &r.skipped_files).map(|s| json!({
                 "file": s.path.display().to_string(),
                 "reason": s.reason.to_string(),
             })).collect::<Vec<_>>(),
-            "skipped_arrays": report.skipped_variables.iter().map(|s| json!({
+            "skipped_arrays": reports.iter().flat_map(|r| &r.skipped_variables).map(|s| json!({
                 "dataset": s.dataset,
                 "array": s.variable,
                 "dtype": s.dtype,
             })).collect::<Vec<_>>(),
-            "notes": report.notes,
-        }));
+            "notes": reports.iter().flat_map(|r| &r.notes).collect::<Vec<_>>(),
+        });
+        if let (Some((members, outcome)), Some(fields)) = (set, value.as_object_mut()) {
+            fields.insert(
+                "members".into(),
+                members
+                    .iter()
+                    .map(|m| json!({"id": m.id, "datasets": m.datasets, "bytes": m.bytes}))
+                    .collect(),
+            );
+            fields.insert(
+                "commit".into(),
+                json!({
+                    "generation": outcome.generation,
+                    "attempts": outcome.attempts,
+                    "requests": outcome.requests,
+                    "guarantee": guarantee_name(outcome.guarantee),
+                    "lost_conditional_write": outcome.lost_conditional_write,
+                }),
+            );
+        }
+        output::json(&value);
         return;
     }
     if ctx.quiet {
         return;
     }
     let mut text = format!(
-        "wrote {} datasets to {destination}: {} from {} of NetCDF in {:.1} s ({:.0} files/s)\n",
-        report.summary.datasets,
-        render::bytes(report.summary.container_bytes),
-        render::bytes(report.input_bytes),
+        "wrote {datasets} datasets to {destination}: {} from {} of NetCDF in {:.1} s ({:.0} files/s)\n",
+        render::bytes(container_bytes),
+        render::bytes(input_bytes),
         seconds,
-        report.written.len() as f64 / seconds.max(1e-9),
+        files_written as f64 / seconds.max(1e-9),
     );
-    for s in &report.skipped_files {
+    if let Some((members, outcome)) = set {
+        text.push_str(&format!(
+            "  as {}, committed as generation {} ({} write, {}, {})\n",
+            render::count(members.len(), "new member", "new members"),
+            outcome.generation,
+            guarantee_name(outcome.guarantee).replace('_', " "),
+            render::count(outcome.attempts as usize, "attempt", "attempts"),
+            render::count(outcome.requests as usize, "request", "requests"),
+        ));
+        for m in members {
+            text.push_str(&format!(
+                "  member {}: {} datasets, {}\n",
+                m.id,
+                m.datasets,
+                render::bytes(m.bytes)
+            ));
+        }
+        if outcome.lost_conditional_write {
+            text.push_str("  note: the storage accepted a conditional write that another writer then overwrote (its conditions are not atomic); the commit was redone\n");
+        }
+    }
+    let skipped_files = reports.iter().flat_map(|r| &r.skipped_files);
+    let skipped_variables = reports.iter().flat_map(|r| &r.skipped_variables);
+    let notes = reports.iter().flat_map(|r| &r.notes);
+    for s in skipped_files {
         text.push_str(&format!(
             "  skipped file {}: {}\n",
             s.path.display(),
             s.reason
         ));
     }
-    for s in &report.skipped_variables {
+    for s in skipped_variables {
         text.push_str(&format!(
             "  skipped array {}/{} ({})\n",
             s.dataset, s.variable, s.dtype
         ));
     }
-    for n in &report.notes {
+    for n in notes {
         text.push_str(&format!("  note: {n}\n"));
     }
     output::text(&text);

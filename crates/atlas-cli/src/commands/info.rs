@@ -1,13 +1,14 @@
 //! `atlas info`: what a collection is and holds, from the footer plus one
-//! statistics read per variable.
+//! statistics read per variable; for a set, also its generation and members
+//! (from the manifest), with the statistics combined over the members.
 
-use atlas::{ArrayStats, Atlas, DType};
+use atlas::{ArrayStats, Atlas, AtlasSet, DType};
 use futures::future::join_all;
 use serde_json::json;
 
-use super::Ctx;
+use super::{Ctx, lone};
 use crate::cli::CollectionArg;
-use crate::exit::{CliError, CliResult};
+use crate::exit::{CliError, CliResult, Context as _};
 use crate::location::{Access, Location};
 use crate::render::{self, Table};
 use crate::{json, output};
@@ -15,8 +16,11 @@ use atlas::DATASETS_SEGMENT;
 
 /// Runs `atlas info`.
 pub async fn run(ctx: &Ctx, args: &CollectionArg) -> CliResult {
-    let (loc, atlas) = ctx.open(&args.collection, Access::Read).await?;
-    print(ctx, &loc, &atlas).await
+    let (loc, set) = ctx.open(&args.collection, Access::Read).await?;
+    match lone(&set, &loc).await? {
+        Some(atlas) => print(ctx, &loc, &atlas).await,
+        None => print_set(ctx, &loc, &set).await,
+    }
 }
 
 /// One variable: its segment, and its statistics folded over the live datasets.
@@ -201,4 +205,183 @@ fn abbreviate(names: &[String], max: usize) -> String {
     } else {
         shown
     }
+}
+
+/// One variable of a set: its statistics combined over the members' live datasets.
+struct SetVariable {
+    name: String,
+    dtypes: Vec<String>,
+    first: Option<DType>,
+    stats: Result<Option<ArrayStats>, String>,
+}
+
+async fn set_variables(set: &AtlasSet, loc: &Location) -> CliResult<Vec<SetVariable>> {
+    let names = set.array_names().await.at(loc.display())?;
+    let stats = join_all(
+        names
+            .iter()
+            .map(|name| async move { set.array_stats(name).await.map_err(|e| e.to_string()) }),
+    )
+    .await;
+    let mut declared: Vec<(String, DType, Vec<String>)> = Vec::new();
+    for view in set.datasets().await.at(loc.display())? {
+        for meta in view.schema().arrays() {
+            let dtype = meta.dtype().display_name();
+            match declared.iter_mut().find(|(n, _, _)| n == meta.name()) {
+                Some((_, _, types)) if !types.contains(&dtype) => types.push(dtype),
+                Some(_) => {}
+                None => declared.push((meta.name().to_owned(), meta.dtype().clone(), vec![dtype])),
+            }
+        }
+    }
+    Ok(names
+        .into_iter()
+        .zip(stats)
+        .map(|(name, stats)| {
+            let declared = declared.iter().find(|(n, _, _)| *n == name);
+            SetVariable {
+                dtypes: declared.map(|(_, _, t)| t.clone()).unwrap_or_default(),
+                first: declared.map(|(_, d, _)| d.clone()),
+                name,
+                stats,
+            }
+        })
+        .collect())
+}
+
+/// What `info` prints for a set: totals, members, then variables combined.
+async fn print_set(ctx: &Ctx, loc: &Location, set: &AtlasSet) -> CliResult {
+    let manifest = set
+        .manifest()
+        .ok_or_else(|| CliError::msg(format!("{}: not a set", loc.display())))?;
+    let members = &manifest.members;
+    let live = set.dataset_count().await.at(loc.display())?;
+    let stored: u64 = members.iter().map(|m| m.datasets_total).sum();
+    let member_live: u64 = members.iter().map(|m| m.datasets_live).sum();
+    let deleted = stored.saturating_sub(member_live);
+    let replaced = member_live.saturating_sub(live as u64);
+    let bytes: u64 = members.iter().map(|m| m.bytes).sum();
+    let vars = set_variables(set, loc).await?;
+    let failure = vars.iter().find_map(|v| {
+        v.stats.as_ref().err().map(|e| {
+            CliError::msg(format!(
+                "{}: statistics of variable {:?}: {e}",
+                loc.display(),
+                v.name
+            ))
+        })
+    });
+    if ctx.json {
+        let member_list: Vec<_> = members
+            .iter()
+            .map(|m| {
+                json!({
+                    "id": m.id,
+                    "path": m.path,
+                    "datasets_live": m.datasets_live,
+                    "datasets_total": m.datasets_total,
+                    "bytes": m.bytes,
+                    "created_unix_ms": m.created_unix_ms,
+                })
+            })
+            .collect();
+        let variables: Vec<_> = vars
+            .iter()
+            .map(|v| {
+                json!({
+                    "name": v.name,
+                    "stats": json::stats(v.stats.as_ref().ok().and_then(Option::as_ref)),
+                })
+            })
+            .collect();
+        output::json(&json!({
+            "set": {
+                "generation": manifest.generation,
+                "members": member_list,
+            },
+            "container_bytes": bytes,
+            "datasets_total": stored,
+            "datasets_live": live,
+            "datasets_replaced": replaced,
+            "datasets_deleted": deleted,
+            "variables": variables,
+        }));
+        return failure.map_or(Ok(()), Err);
+    }
+
+    let mut out = String::new();
+    let mut head = Table::new(&["", ""]);
+    let mut field = |k: &str, v: String| head.row(vec![k.to_owned(), v]);
+    field("set", loc.display().to_owned());
+    field(
+        "format",
+        format!(
+            "Atlas set, generation {}, {} (each an Atlas collection)",
+            manifest.generation,
+            render::count(members.len(), "member", "members")
+        ),
+    );
+    field(
+        "size",
+        format!("{} ({bytes} bytes in the members)", render::bytes(bytes)),
+    );
+    field(
+        "datasets",
+        format!(
+            "{live} live / {stored} stored / {replaced} replaced by a newer member / {deleted} deleted"
+        ),
+    );
+    let rendered = head.render(0);
+    out.push_str(rendered.split_once('\n').map_or("", |(_, rest)| rest));
+
+    out.push_str(&format!(
+        "\nmembers ({}), oldest commit first:\n",
+        members.len()
+    ));
+    let mut table = Table::new(&["id", ">live", ">total", ">size", "created"]);
+    for m in members {
+        table.row(vec![
+            m.id.clone(),
+            m.datasets_live.to_string(),
+            m.datasets_total.to_string(),
+            render::bytes(m.bytes),
+            render::unix_ms(m.created_unix_ms),
+        ]);
+    }
+    out.push_str(&table.render(2));
+
+    out.push_str(&format!("\nvariables ({}):\n", vars.len()));
+    let mut table = Table::new(&["name", "dtype", ">count", ">nulls", "min", "max"]);
+    let mut mixed = false;
+    for v in &vars {
+        let dtype = match v.dtypes.as_slice() {
+            [] => "-".to_owned(),
+            [one] => one.clone(),
+            many => {
+                mixed = true;
+                format!("{}*", many.join("|"))
+            }
+        };
+        let mut row = vec![v.name.clone(), dtype];
+        let first = v.first.as_ref();
+        match &v.stats {
+            Ok(Some(s)) => row.extend([
+                s.row_count.to_string(),
+                s.null_count.to_string(),
+                render::stat(s.min.as_ref(), first),
+                render::stat(s.max.as_ref(), first),
+            ]),
+            Ok(None) => row.extend(["-".into(), "-".into(), "(no statistics)".into()]),
+            Err(e) => row.extend(["-".into(), "-".into(), format!("(unavailable: {e})")]),
+        }
+        table.row(row);
+    }
+    out.push_str(&table.render(2));
+    if mixed {
+        out.push_str(
+            "  * declared with several dtypes: the statistics cover the datasets of the first\n",
+        );
+    }
+    output::text(&out);
+    failure.map_or(Ok(()), Err)
 }

@@ -1,39 +1,56 @@
-//! `atlas ls`: live dataset names in ordinal order (those `--where` selects).
+//! `atlas ls`: live dataset names in ordinal order (those `--where` selects);
+//! on a set, members oldest commit first, and `--members` lists the members.
 
 use std::collections::HashSet;
 
+use atlas::AtlasSet;
 use serde_json::json;
 
 use super::Ctx;
 use super::catalogue::select_where;
 use crate::cli::LsArgs;
-use crate::exit::CliResult;
-use crate::location::Access;
+use crate::exit::{CliError, CliResult, Context as _};
+use crate::location::{Access, Location};
 use crate::output;
-use crate::render::Table;
+use crate::render::{self, Table};
 
 /// Runs `atlas ls`.
 pub async fn run(ctx: &Ctx, args: &LsArgs) -> CliResult {
-    let (loc, atlas) = ctx.open(&args.collection, Access::Read).await?;
+    let (loc, set) = ctx.open(&args.collection, Access::Read).await?;
+    if args.members {
+        return members(ctx, &loc, &set);
+    }
     let selected: Option<HashSet<String>> = match &args.where_ {
         Some(text) => Some(
-            select_where(&atlas, text, loc.display())
+            select_where(&set, text, loc.display())
                 .await?
                 .into_iter()
                 .collect(),
         ),
         None => None,
     };
+    // Each live dataset with the id of the member holding it (None: a lone collection).
+    let views = set.collections().await.at(loc.display())?;
+    let ids: Vec<Option<String>> = if set.is_set() {
+        set.members().into_iter().map(|m| Some(m.id)).collect()
+    } else {
+        vec![None; views.len()]
+    };
     let datasets = || {
-        atlas
-            .datasets()
-            .filter(|d| selected.as_ref().is_none_or(|s| s.contains(d.name())))
+        views
+            .iter()
+            .zip(&ids)
+            .flat_map(|(view, id)| view.datasets().map(move |d| (id.as_deref(), d)))
+            .filter(|(_, d)| selected.as_ref().is_none_or(|s| s.contains(d.name())))
     };
     if ctx.json {
         let list: Vec<_> = datasets()
-            .map(|d| {
+            .map(|(member, d)| {
                 let mut obj = serde_json::Map::new();
                 obj.insert("name".into(), json!(d.name()));
+                if let Some(member) = member {
+                    obj.insert("member".into(), json!(member));
+                }
                 obj.insert("ordinal".into(), json!(d.ordinal()));
                 if args.long {
                     let schema = d.schema();
@@ -47,24 +64,72 @@ pub async fn run(ctx: &Ctx, args: &LsArgs) -> CliResult {
         return Ok(());
     }
     if args.long {
-        let mut table = Table::new(&[">ordinal", ">arrays", ">schema", "name"]);
-        for d in datasets() {
+        let mut headers = vec![">ordinal", ">arrays", ">schema", "name"];
+        if set.is_set() {
+            headers.insert(0, "member");
+        }
+        let mut table = Table::new(&headers);
+        for (member, d) in datasets() {
             let schema = d.schema();
-            table.row(vec![
+            let mut row = vec![
                 d.ordinal().to_string(),
                 schema.array_count().to_string(),
                 schema.index().to_string(),
                 d.name().to_owned(),
-            ]);
+            ];
+            if let Some(member) = member {
+                row.insert(0, member.to_owned());
+            }
+            table.row(row);
         }
         output::text(&table.render(0));
     } else {
         let mut out = String::new();
-        for d in datasets() {
+        for (_, d) in datasets() {
             out.push_str(d.name());
             out.push('\n');
         }
         output::text(&out);
     }
+    Ok(())
+}
+
+/// `ls --members`: the committed members, oldest commit first.
+fn members(ctx: &Ctx, loc: &Location, set: &AtlasSet) -> CliResult {
+    if !set.is_set() {
+        return Err(CliError::msg(format!(
+            "{}: a lone collection, not a set: it has no members (--members lists a set's)",
+            loc.display()
+        )));
+    }
+    let members = set.members();
+    if ctx.json {
+        let list: Vec<_> = members
+            .iter()
+            .map(|m| {
+                json!({
+                    "id": m.id,
+                    "path": m.path,
+                    "datasets_live": m.datasets_live,
+                    "datasets_total": m.datasets_total,
+                    "bytes": m.bytes,
+                    "created_unix_ms": m.created_unix_ms,
+                })
+            })
+            .collect();
+        output::json(&json!(list));
+        return Ok(());
+    }
+    let mut table = Table::new(&["id", ">live", ">total", ">size", "created"]);
+    for m in &members {
+        table.row(vec![
+            m.id.clone(),
+            m.datasets_live.to_string(),
+            m.datasets_total.to_string(),
+            render::bytes(m.bytes),
+            render::unix_ms(m.created_unix_ms),
+        ]);
+    }
+    output::text(&table.render(0));
     Ok(())
 }

@@ -8,6 +8,7 @@ pub mod create;
 pub mod demo;
 pub mod info;
 pub mod ls;
+pub mod members;
 pub mod rewrite;
 pub mod rm;
 pub mod show;
@@ -16,7 +17,7 @@ pub mod verify;
 
 use std::time::Duration;
 
-use atlas::{Atlas, RetryPolicy};
+use atlas::{Atlas, AtlasSet, RetryPolicy};
 
 use crate::cli::{Cli, Command, Global};
 use crate::exit::{CliResult, Context as _};
@@ -56,16 +57,60 @@ impl Ctx {
         crate::location::resolve(spec, &self.store, access).await
     }
 
-    /// Resolves and opens a collection.
-    pub async fn open(&self, spec: &str, access: Access) -> CliResult<(Location, Atlas)> {
+    /// Resolves and opens a set, or a lone collection as a set of one.
+    pub async fn open(&self, spec: &str, access: Access) -> CliResult<(Location, AtlasSet)> {
         let loc = self.locate(spec, access).await?;
-        let atlas = open_at(&loc).await?;
+        let set = open_at(&loc).await?;
+        Ok((loc, set))
+    }
+
+    /// Resolves and opens a lone collection (not a set): for `rewrite`.
+    pub async fn open_collection(
+        &self,
+        spec: &str,
+        access: Access,
+    ) -> CliResult<(Location, Atlas)> {
+        let loc = self.locate(spec, access).await?;
+        let atlas = open_collection_at(&loc).await?;
         Ok((loc, atlas))
     }
 }
 
-/// Opens the collection at a resolved location.
-pub async fn open_at(loc: &Location) -> CliResult<Atlas> {
+/// Opens the set at a resolved location, or the lone collection there as a
+/// set of one: one read of `set.manifest`, then (no manifest) the
+/// collection's open.
+pub async fn open_at(loc: &Location) -> CliResult<AtlasSet> {
+    tracing::debug!(collection = %loc.display(), "opening");
+    let started = std::time::Instant::now();
+    let set = AtlasSet::open(loc, &OpenOptions::default())
+        .await
+        .at(loc.display())?;
+    tracing::debug!(
+        collection = %loc.display(),
+        set = set.is_set(),
+        members = set.members().len(),
+        elapsed = ?started.elapsed(),
+        "opened"
+    );
+    Ok(set)
+}
+
+/// The one collection of a lone collection opened as a set (`None` for a
+/// set); costs nothing more, it is open already.
+pub async fn lone(set: &AtlasSet, loc: &Location) -> CliResult<Option<Atlas>> {
+    if set.is_set() {
+        return Ok(None);
+    }
+    Ok(set
+        .collections()
+        .await
+        .at(loc.display())?
+        .into_iter()
+        .next())
+}
+
+/// Opens the lone collection at a resolved location.
+pub async fn open_collection_at(loc: &Location) -> CliResult<Atlas> {
     tracing::debug!(collection = %loc.display(), "opening");
     let started = std::time::Instant::now();
     let atlas = Atlas::open(loc, &OpenOptions::default())

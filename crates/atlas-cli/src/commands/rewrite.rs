@@ -4,6 +4,7 @@ use atlas::{AtlasWriter, Codec, WriterConfig};
 use serde_json::json;
 
 use super::Ctx;
+use super::members::SET_MANIFEST_FILE;
 use crate::cli::{CodecArg, RewriteArgs};
 use crate::exit::{CliError, CliResult, Context as _};
 use crate::location::{Access, Location};
@@ -11,7 +12,7 @@ use crate::{output, progress, render};
 
 /// Runs `atlas rewrite`.
 pub async fn run(ctx: &Ctx, args: &RewriteArgs) -> CliResult {
-    let (src_loc, src) = ctx.open(&args.src, Access::Read).await?;
+    let (src_loc, src) = ctx.open_collection(&args.src, Access::Read).await?;
     let dst = ctx.locate(&args.dst, Access::Write).await?;
     if let (Some(a), Some(b)) = (&src_loc.local_dir(), &dst.local_dir())
         && a == b
@@ -70,7 +71,7 @@ pub async fn run(ctx: &Ctx, args: &RewriteArgs) -> CliResult {
     Ok(())
 }
 
-/// A collection is write-once: never write over one.
+/// A collection is write-once: never write over one, nor over a set.
 pub async fn refuse_existing(dst: &Location) -> CliResult {
     let exists = dst
         .operator()
@@ -80,6 +81,17 @@ pub async fn refuse_existing(dst: &Location) -> CliResult {
     if exists {
         return Err(CliError::msg(format!(
             "{}: already holds a collection (data.atlas); collections are write-once, choose a new location",
+            dst.display()
+        )));
+    }
+    let set = dst
+        .operator()
+        .exists(&dst.object(SET_MANIFEST_FILE))
+        .await
+        .at(dst.display())?;
+    if set {
+        return Err(CliError::msg(format!(
+            "{}: already holds a set ({SET_MANIFEST_FILE}); add to it with `atlas create ... --append`, or choose a new location",
             dst.display()
         )));
     }

@@ -1,5 +1,6 @@
 //! `atlas rm`: hide datasets (named, listed in a file, or selected by
-//! `--where`) with one write of the deletion mask; `--dry-run` only lists them.
+//! `--where`) with one write of the deletion mask (on a set: in the member
+//! holding each live copy, then a manifest commit); `--dry-run` only lists them.
 
 use std::io::Read as _;
 
@@ -24,9 +25,9 @@ pub async fn run(ctx: &Ctx, args: &RmArgs) -> CliResult {
     } else {
         Access::Write
     };
-    let (loc, atlas) = ctx.open(&args.collection, access).await?;
+    let (loc, set) = ctx.open(&args.collection, access).await?;
     if let Some(text) = &args.where_ {
-        names.extend(select_where(&atlas, text, loc.display()).await?);
+        names.extend(select_where(&set, text, loc.display()).await?);
     }
     let mut seen = std::collections::HashSet::new();
     names.retain(|n| seen.insert(n.clone()));
@@ -62,7 +63,7 @@ pub async fn run(ctx: &Ctx, args: &RmArgs) -> CliResult {
         return Ok(());
     }
     let refs: Vec<&str> = names.iter().map(String::as_str).collect();
-    let outcome = atlas.delete_datasets(&refs).await.at(loc.display())?;
+    let outcome = set.delete_datasets(&refs).await.at(loc.display())?;
     let (guarantee, meaning) = match outcome.guarantee {
         WriteGuarantee::Conditional => (
             "conditional",
@@ -83,8 +84,13 @@ pub async fn run(ctx: &Ctx, args: &RmArgs) -> CliResult {
             "guarantee": guarantee,
         }));
     } else if !ctx.quiet {
+        let how = if set.is_set() {
+            "with a mask write in each member holding one, then one manifest commit"
+        } else {
+            "with one mask write"
+        };
         output::text(&format!(
-            "hid {} in {} with one mask write ({meaning})\n",
+            "hid {} in {} {how} ({meaning})\n",
             render::count(outcome.deleted, "dataset", "datasets"),
             loc.display()
         ));

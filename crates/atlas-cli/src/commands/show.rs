@@ -12,8 +12,8 @@ use crate::{json, output};
 
 /// Runs `atlas show`.
 pub async fn run(ctx: &Ctx, args: &ShowArgs) -> CliResult {
-    let (loc, atlas) = ctx.open(&args.collection, Access::Read).await?;
-    let view = atlas.dataset(&args.dataset).at(loc.display())?;
+    let (loc, set) = ctx.open(&args.collection, Access::Read).await?;
+    let view = set.dataset(&args.dataset).await.at(loc.display())?;
     if ctx.json {
         let value = json::dataset(&view).await.at(loc.display())?;
         output::json(&value);

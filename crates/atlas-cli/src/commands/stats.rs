@@ -12,8 +12,13 @@ use crate::{json, output};
 
 /// Runs `atlas stats`.
 pub async fn run(ctx: &Ctx, args: &StatsArgs) -> CliResult {
-    let (loc, atlas) = ctx.open(&args.collection, Access::Read).await?;
-    if !atlas.array_names().contains(&args.array.as_str()) {
+    let (loc, set) = ctx.open(&args.collection, Access::Read).await?;
+    if !set
+        .array_names()
+        .await
+        .at(loc.display())?
+        .contains(&args.array)
+    {
         return Err(AtlasError::ArrayNotFound {
             dataset: None,
             array: args.array.clone(),
@@ -21,7 +26,7 @@ pub async fn run(ctx: &Ctx, args: &StatsArgs) -> CliResult {
         .at(loc.display());
     }
     if args.by_dataset {
-        let rows = atlas
+        let rows = set
             .array_stats_by_dataset(&args.array)
             .await
             .at(loc.display())?;
@@ -42,8 +47,9 @@ pub async fn run(ctx: &Ctx, args: &StatsArgs) -> CliResult {
         } else {
             let mut table = Table::new(&["dataset", ">count", ">nulls", "min", "max"]);
             for r in &rows {
-                let dtype = atlas
+                let dtype = set
                     .dataset(&r.dataset)
+                    .await
                     .ok()
                     .and_then(|d| d.schema().array(&args.array).map(|m| m.dtype().clone()));
                 table.row(vec![
@@ -59,7 +65,7 @@ pub async fn run(ctx: &Ctx, args: &StatsArgs) -> CliResult {
         return Ok(());
     }
 
-    let stats = atlas.array_stats(&args.array).await.at(loc.display())?;
+    let stats = set.array_stats(&args.array).await.at(loc.display())?;
     if ctx.json {
         output::json(&json::stats(stats.as_ref()));
         return Ok(());
@@ -69,8 +75,11 @@ pub async fn run(ctx: &Ctx, args: &StatsArgs) -> CliResult {
         Some(s) => {
             // The fold covers the live datasets that declare the array with the
             // dtype of the first one that declares it.
-            let declared: Vec<DType> = atlas
+            let declared: Vec<DType> = set
                 .datasets()
+                .await
+                .at(loc.display())?
+                .iter()
                 .filter_map(|d| d.schema().array(&args.array).map(|m| m.dtype().clone()))
                 .collect();
             let dtype = declared.first();

@@ -6,13 +6,19 @@
 //!    footer's dtype, and every block of it decompresses (the whole array is read);
 //!    dataset and array attributes read back;
 //! 4. the deletion mask parsed (its warnings are reported, not failures);
-//! 5. what interrupted writes left (temp files, S3 multipart uploads): warnings,
-//!    listed even when no collection opens.
+//! 5. what interrupted writes left (temp files, S3 multipart uploads,
+//!    uncommitted set members): warnings, listed even when no collection opens.
+//!
+//! On a set, each member is checked so (findings name the member), and its
+//! dataset count and size are compared with what the manifest records.
 
-use atlas::{Atlas, Finding, VerifyOptions, VerifyReport};
+use std::collections::HashSet;
+
+use atlas::{Atlas, AtlasSet, Checked, Finding, VerifyOptions, VerifyReport};
 use serde_json::json;
 
-use super::{Ctx, open_at};
+use super::members::{self, Uncommitted};
+use super::{Ctx, lone, open_at};
 use crate::cli::VerifyArgs;
 use crate::exit::{CliError, CliResult};
 use crate::location::Access;
@@ -25,12 +31,30 @@ pub async fn run(ctx: &Ctx, args: &VerifyArgs) -> CliResult {
     let mut problems = Vec::new();
     let mut warnings = Vec::new();
     let mut report = VerifyReport::default();
-    match open_at(&loc).await {
-        Ok(atlas) => {
+    let mut set_json = None;
+    let opened = match open_at(&loc).await {
+        Ok(set) => lone(&set, &loc).await.map(|atlas| (set, atlas)),
+        Err(e) => Err(e),
+    };
+    match opened {
+        Ok((_, Some(atlas))) => {
             report = check(ctx, &atlas, args.deep, loc.multipart_uploads().cloned()).await;
             passed = passed_lines(&atlas, &report, args.deep);
             problems = report.problems().map(ToString::to_string).collect();
             warnings = report.warnings().map(ToString::to_string).collect();
+            // A first `create --append` that never committed leaves members and no manifest.
+            warnings.extend(uncommitted_warnings(&loc, &HashSet::new()).await);
+        }
+        Ok((set, None)) => {
+            let outcome = check_set(ctx, &loc, &set, args.deep).await;
+            report.checked = outcome.checked;
+            passed = outcome.passed;
+            problems = outcome.problems;
+            warnings = outcome.warnings;
+            set_json = Some(json!({
+                "generation": set.manifest().map_or(0, |m| m.generation),
+                "members": set.members().len(),
+            }));
         }
         Err(e) => {
             problems.push(format!("open: {}", e.line()));
@@ -39,12 +63,13 @@ pub async fn run(ctx: &Ctx, args: &VerifyArgs) -> CliResult {
                 atlas::leftover_findings(loc.operator(), loc.prefix(), loc.multipart_uploads())
                     .await;
             warnings.extend(left.iter().map(Finding::to_string));
+            warnings.extend(uncommitted_warnings(&loc, &HashSet::new()).await);
         }
     }
 
     if ctx.json {
         let c = &report.checked;
-        output::json(&json!({
+        let mut value = json!({
             "collection": loc.display(),
             "ok": problems.is_empty(),
             "problems": problems,
@@ -55,7 +80,11 @@ pub async fn run(ctx: &Ctx, args: &VerifyArgs) -> CliResult {
                 "arrays": c.arrays,
                 "elements": c.elements,
             },
-        }));
+        });
+        if let (Some(set), Some(fields)) = (set_json, value.as_object_mut()) {
+            fields.insert("set".into(), set);
+        }
+        output::json(&value);
     } else {
         let mut out = String::new();
         for p in &passed {
@@ -107,6 +136,125 @@ async fn check(
     let report = atlas.verify(&options).await;
     bar.finish_and_clear();
     report
+}
+
+/// What checking a set found, as lines.
+struct SetOutcome {
+    passed: Vec<String>,
+    problems: Vec<String>,
+    warnings: Vec<String>,
+    checked: Checked,
+}
+
+/// Checks each member as a lone collection is checked (findings name the
+/// member), compares its count and size with the manifest's, and lists the
+/// leftovers at the set's root and the member folders no commit names.
+async fn check_set(
+    ctx: &Ctx,
+    loc: &crate::location::Location,
+    set: &AtlasSet,
+    deep: bool,
+) -> SetOutcome {
+    let mut out = SetOutcome {
+        passed: Vec::new(),
+        problems: Vec::new(),
+        warnings: Vec::new(),
+        checked: Checked::default(),
+    };
+    let entries = set.members();
+    out.passed.push(format!(
+        "set: manifest valid (generation {}, {})",
+        set.manifest().map_or(0, |m| m.generation),
+        render::count(entries.len(), "member", "members")
+    ));
+    for entry in &entries {
+        let id = &entry.id;
+        let atlas = match set.member(id).await {
+            Ok(atlas) => atlas,
+            Err(e) => {
+                out.problems.push(format!("member {id}: open: {e}"));
+                continue;
+            }
+        };
+        let report = check(ctx, &atlas, deep, None).await;
+        let mut member_problems: Vec<String> = report
+            .problems()
+            .map(|f| format!("member {id}: {f}"))
+            .collect();
+        let total = u64::try_from(atlas.dataset_count_total()).unwrap_or(u64::MAX);
+        if total != entry.datasets_total {
+            member_problems.push(format!(
+                "member {id}: the manifest records {} datasets, the container holds {total}",
+                entry.datasets_total
+            ));
+        }
+        if atlas.container_bytes() != entry.bytes {
+            member_problems.push(format!(
+                "member {id}: the manifest records {} bytes, data.atlas is {} bytes",
+                entry.bytes,
+                atlas.container_bytes()
+            ));
+        }
+        let live = u64::try_from(atlas.dataset_count()).unwrap_or(u64::MAX);
+        if live != entry.datasets_live {
+            out.warnings.push(format!(
+                "member {id}: the manifest records {} live datasets, the mask leaves {live} \
+                 (a delete whose manifest commit did not finish)",
+                entry.datasets_live
+            ));
+        }
+        out.warnings
+            .extend(report.warnings().map(|f| format!("member {id}: {f}")));
+        if member_problems.is_empty() {
+            let c = &report.checked;
+            out.passed.push(format!(
+                "member {id}: sound ({}, {}, {}; counts and size agree with the manifest)",
+                render::count(atlas.dataset_count_total(), "dataset", "datasets"),
+                render::count(c.arrays, "array", "arrays"),
+                render::count(c.elements as usize, "element", "elements"),
+            ));
+        }
+        out.problems.extend(member_problems);
+        let c = &report.checked;
+        out.checked.variables = out.checked.variables.saturating_add(c.variables);
+        out.checked.data_segments = out.checked.data_segments.saturating_add(c.data_segments);
+        out.checked.segments_opened = out
+            .checked
+            .segments_opened
+            .saturating_add(c.segments_opened);
+        out.checked.datasets = out.checked.datasets.saturating_add(c.datasets);
+        out.checked.arrays = out.checked.arrays.saturating_add(c.arrays);
+        out.checked.elements = out.checked.elements.saturating_add(c.elements);
+        out.checked.hidden = out.checked.hidden.saturating_add(c.hidden);
+    }
+    let left =
+        atlas::leftover_findings(loc.operator(), loc.prefix(), loc.multipart_uploads()).await;
+    out.warnings.extend(left.iter().map(Finding::to_string));
+    let committed: HashSet<String> = entries.into_iter().map(|m| m.path).collect();
+    out.warnings
+        .extend(uncommitted_warnings(loc, &committed).await);
+    // A member's upload is listed by the member and by the set's root.
+    let mut seen = HashSet::new();
+    out.warnings.retain(|w| seen.insert(w.clone()));
+    out
+}
+
+/// One warning per member folder under `members/` not in `committed`.
+async fn uncommitted_warnings(
+    loc: &crate::location::Location,
+    committed: &HashSet<String>,
+) -> Vec<String> {
+    match members::uncommitted(loc, committed).await {
+        Ok(found) => found.iter().map(uncommitted_line).collect(),
+        Err(e) => vec![format!("uncommitted members not listed: {}", e.line())],
+    }
+}
+
+fn uncommitted_line(m: &Uncommitted) -> String {
+    format!(
+        "uncommitted member {m}: no commit names it (a writer crashed, lost its commit, \
+         or is still writing); `atlas cleanup` removes it once older than --older-than"
+    )
 }
 
 /// One line per check that found nothing wrong.
