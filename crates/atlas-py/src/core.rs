@@ -503,14 +503,12 @@ impl Collection {
         Ok(meta.dtype().clone())
     }
 
-    /// The dtype of `array` in the first live dataset declaring it.
+    /// The dtype of `array` in the first live dataset declaring it (stops there).
     async fn collection_dtype(&self, array: &str) -> Result<Option<DType>> {
-        Ok(self
-            .set
-            .datasets()
-            .await?
-            .iter()
-            .find_map(|v| v.array_meta(array).map(|m| m.dtype().clone())))
+        Ok(self.set.collections().await?.iter().find_map(|view| {
+            view.datasets()
+                .find_map(|v| v.array_meta(array).map(|m| m.dtype().clone()))
+        }))
     }
 
     /// Dataset attributes of `dataset`, in the order they were set.
@@ -627,16 +625,22 @@ impl Collection {
     /// (within its member, in a set), stats.
     pub async fn stats_by_dataset(&self, array: &str) -> Result<Vec<(String, u32, Stats)>> {
         let rows = self.set.array_stats_by_dataset(array).await?;
-        let mut out = Vec::with_capacity(rows.len());
-        for row in rows {
-            let dtype = match self.dataset(&row.dataset).await {
-                Ok(view) => Self::dtype_of(&view, array).unwrap_or(DType::Binary),
-                Err(_) => DType::Binary,
-            };
-            let stats = stats_of(&row.stats, &dtype);
-            out.push((row.dataset, row.ordinal, stats));
-        }
-        Ok(out)
+        // Each live dataset's dtype of `array`, in one pass (rows name live datasets).
+        let dtypes: HashMap<String, DType> = self
+            .set
+            .datasets()
+            .await?
+            .iter()
+            .filter_map(|v| Some((v.name().to_owned(), Self::dtype_of(v, array).ok()?)))
+            .collect();
+        Ok(rows
+            .into_iter()
+            .map(|row| {
+                let dtype = dtypes.get(&row.dataset).unwrap_or(&DType::Binary);
+                let stats = stats_of(&row.stats, dtype);
+                (row.dataset, row.ordinal, stats)
+            })
+            .collect())
     }
 
     /// Attribute `key` of every live dataset declaring it (of `array`, when given).
