@@ -6,6 +6,9 @@
 //! [`Scalar`], [`Stats`], [`Layout`], [`Described`], the catalogue's Arrow
 //! [`RecordBatch`], [`Verified`], [`Written`] and [`CoreError`].
 //!
+//! Every collection is opened as an [`AtlasSet`]: a collection set, or a lone
+//! collection seen as a set of one, so the binding has one code path for both.
+//!
 //! It also owns the process's tokio runtime and the per-process cache of open
 //! collections that lets a dask worker open a collection once, not once per task.
 
@@ -15,9 +18,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use atlas::{
-    Atlas, AtlasError, AtlasWriter, CatalogueOptions, Codec, DType, FillValue, IoErrorKind,
-    OpenOptions, QueryError, Region, Stat, StorageOptions, Timestamp, VerifyOptions,
-    WriteGuarantee, WriterConfig,
+    Atlas, AtlasError, AtlasSet, AtlasWriter, CatalogueOptions, Codec, DType, Dataset, FillValue,
+    IoErrorKind, OpenOptions, QueryError, Region, SetWriter, Stat, StorageOptions, Timestamp,
+    VerifyOptions, WriteGuarantee, WriterConfig,
 };
 use atlas::{Predicate, RecordBatch};
 use atlas_netcdf::{Decode, Feed, FileError, IngestError, IngestOptions, StoredFile};
@@ -65,7 +68,13 @@ fn class_of(e: &AtlasError) -> ErrorClass {
         AtlasError::NotAnAtlasCollection { .. } | AtlasError::UnsupportedVersion { .. } => {
             ErrorClass::NotAnAtlasCollection
         }
+        // A failure in one member of a set is that failure (the message names the member).
+        AtlasError::Member { source, .. } => class_of(source),
         e if e.is_corruption() => ErrorClass::CorruptCollection,
+        // A set manifest that is not one, or of a set version this library does not read.
+        AtlasError::SetManifest { .. } => ErrorClass::NotAnAtlasCollection,
+        // Another writer committed first every time: trying again can succeed.
+        AtlasError::CommitConflict { .. } => ErrorClass::Storage { retryable: true },
         AtlasError::DatasetNotFound { .. } | AtlasError::ArrayNotFound { .. } => {
             ErrorClass::NotFound
         }
@@ -166,7 +175,7 @@ pub fn block_on<F: Future>(fut: F) -> Result<F::Output> {
 static OPENS: AtomicU64 = AtomicU64::new(0);
 
 /// Open collections by location and options, and the process they were opened in.
-type Cached = (u32, HashMap<String, Atlas>);
+type Cached = (u32, HashMap<String, AtlasSet>);
 
 /// Open collections shared by every handle of this process that asks for the cache.
 static CACHE: Mutex<Option<Cached>> = Mutex::new(None);
@@ -220,15 +229,33 @@ impl OpenRequest {
     }
 }
 
-/// An open collection: the shared library handle.
+/// An open collection, a set or a lone one: the shared library handle.
 #[derive(Debug, Clone)]
 pub struct Collection {
-    atlas: Atlas,
+    set: AtlasSet,
 }
 
-/// Opens the collection at `location` (a path or a `file://`, `s3://`,
-/// `gs://`, `az://` or `http(s)://` URL). With `cached`, a collection this
-/// process already opened at the same location with the same request is
+/// One committed member of a set, as its manifest describes it (no request).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MemberInfo {
+    /// The member's id, unique in the set.
+    pub id: String,
+    /// Its prefix relative to the set's (`members/<id>`).
+    pub path: String,
+    /// Datasets its mask does not hide (copies a newer member replaces included).
+    pub datasets_live: u64,
+    /// Datasets in its container, deleted or not.
+    pub datasets_total: u64,
+    /// Bytes of its `data.atlas`.
+    pub bytes: u64,
+    /// When its container was written, milliseconds since the Unix epoch.
+    pub created_unix_ms: i64,
+}
+
+/// Opens the collection or set at `location` (a path or a `file://`, `s3://`,
+/// `gs://`, `az://` or `http(s)://` URL): one read of the set manifest, then,
+/// where there is none, the lone collection's tail. With `cached`, a handle
+/// this process already opened at the same location with the same request is
 /// reused and a new one is remembered.
 pub async fn open(location: &str, request: &OpenRequest, cached: bool) -> Result<Collection> {
     let key = request.key(location);
@@ -236,18 +263,12 @@ pub async fn open(location: &str, request: &OpenRequest, cached: bool) -> Result
         let guard = CACHE.lock().unwrap_or_else(|e| e.into_inner());
         if let Some((pid, map)) = guard.as_ref()
             && *pid == std::process::id()
-            && let Some(atlas) = map.get(&key)
+            && let Some(set) = map.get(&key)
         {
-            return Ok(Collection {
-                atlas: atlas.clone(),
-            });
+            return Ok(Collection { set: set.clone() });
         }
     }
-    let atlas = Atlas::open(
-        location,
-        &request.open_options().storage(request.storage_options()),
-    )
-    .await?;
+    let set = AtlasSet::open(location, &request.open_options()).await?;
     OPENS.fetch_add(1, Ordering::Relaxed);
     if cached {
         let mut guard = CACHE.lock().unwrap_or_else(|e| e.into_inner());
@@ -256,10 +277,10 @@ pub async fn open(location: &str, request: &OpenRequest, cached: bool) -> Result
             *guard = Some((pid, HashMap::new()));
         }
         if let Some((_, map)) = guard.as_mut() {
-            map.insert(key, atlas.clone());
+            map.insert(key, set.clone());
         }
     }
-    Ok(Collection { atlas })
+    Ok(Collection { set })
 }
 
 /// A single value: a statistic, a fill value. Timestamps are nanoseconds since the epoch.
@@ -407,42 +428,67 @@ fn array_not_found(dataset: &str, array: &str) -> CoreError {
 }
 
 impl Collection {
-    /// Live dataset names, in ordinal order.
-    pub fn names(&self) -> Vec<String> {
-        self.atlas
-            .dataset_names()
+    /// Whether a set manifest was found (false: a lone collection).
+    pub fn is_set(&self) -> bool {
+        self.set.is_set()
+    }
+
+    /// The manifest's generation as opened (updated by this handle's
+    /// deletes); `None` for a lone collection.
+    pub fn generation(&self) -> Option<u64> {
+        self.set.manifest().map(|m| m.generation)
+    }
+
+    /// The committed members, oldest commit first; empty for a lone collection.
+    pub fn members(&self) -> Vec<MemberInfo> {
+        self.set
+            .members()
             .into_iter()
-            .map(str::to_owned)
+            .map(|m| MemberInfo {
+                id: m.id,
+                path: m.path,
+                datasets_live: m.datasets_live,
+                datasets_total: m.datasets_total,
+                bytes: m.bytes,
+                created_unix_ms: m.created_unix_ms,
+            })
             .collect()
+    }
+
+    /// Live dataset names: members oldest commit first, each in ordinal order
+    /// (opens every member of a set on first use).
+    pub async fn names(&self) -> Result<Vec<String>> {
+        Ok(self.set.dataset_names().await?)
     }
 
     /// Number of live datasets.
-    pub fn len(&self) -> usize {
-        self.atlas.dataset_count()
+    pub async fn len(&self) -> Result<usize> {
+        Ok(self.set.dataset_count().await?)
     }
 
     /// Whether a live dataset has this name.
-    pub fn contains(&self, name: &str) -> bool {
-        self.atlas.contains(name)
+    pub async fn contains(&self, name: &str) -> Result<bool> {
+        Ok(self.set.contains(name).await?)
     }
 
     /// Distinct array names over the whole collection.
-    pub fn array_names(&self) -> Vec<String> {
-        self.atlas
-            .array_names()
-            .into_iter()
-            .map(str::to_owned)
-            .collect()
+    pub async fn array_names(&self) -> Result<Vec<String>> {
+        Ok(self.set.array_names().await?)
     }
 
-    /// The ordinal of live dataset `dataset`.
-    pub fn ordinal(&self, dataset: &str) -> Result<u32> {
-        Ok(self.atlas.dataset(dataset)?.ordinal())
+    /// The live copy of dataset `name` (in a set, the newest member's).
+    async fn dataset(&self, name: &str) -> Result<Dataset> {
+        Ok(self.set.dataset(name).await?)
+    }
+
+    /// The ordinal of live dataset `dataset` (within its member, in a set).
+    pub async fn ordinal(&self, dataset: &str) -> Result<u32> {
+        Ok(self.dataset(dataset).await?.ordinal())
     }
 
     /// The arrays dataset `dataset` declares, in declaration order.
-    pub fn arrays(&self, dataset: &str) -> Result<Vec<String>> {
-        let view = self.atlas.dataset(dataset)?;
+    pub async fn arrays(&self, dataset: &str) -> Result<Vec<String>> {
+        let view = self.dataset(dataset).await?;
         Ok(view
             .schema()
             .arrays()
@@ -450,24 +496,24 @@ impl Collection {
             .collect())
     }
 
-    fn dtype(&self, dataset: &str, array: &str) -> Result<DType> {
-        let view = self.atlas.dataset(dataset)?;
+    fn dtype_of(view: &Dataset, array: &str) -> Result<DType> {
         let meta = view
             .array_meta(array)
-            .ok_or_else(|| array_not_found(dataset, array))?;
+            .ok_or_else(|| array_not_found(view.name(), array))?;
         Ok(meta.dtype().clone())
     }
 
-    /// The dtype of `array` in the first live dataset declaring it.
-    fn collection_dtype(&self, array: &str) -> Option<DType> {
-        self.atlas
-            .datasets()
-            .find_map(|v| v.array_meta(array).map(|m| m.dtype().clone()))
+    /// The dtype of `array` in the first live dataset declaring it (stops there).
+    async fn collection_dtype(&self, array: &str) -> Result<Option<DType>> {
+        Ok(self.set.collections().await?.iter().find_map(|view| {
+            view.datasets()
+                .find_map(|v| v.array_meta(array).map(|m| m.dtype().clone()))
+        }))
     }
 
     /// Dataset attributes of `dataset`, in the order they were set.
     pub async fn attributes(&self, dataset: &str) -> Result<Vec<(String, Attr)>> {
-        Ok(self.atlas.dataset(dataset)?.attributes().await?)
+        Ok(self.dataset(dataset).await?.attributes().await?)
     }
 
     /// Attributes of `array` of `dataset`, in the order they were set.
@@ -476,12 +522,11 @@ impl Collection {
         dataset: &str,
         array: &str,
     ) -> Result<Vec<(String, Attr)>> {
-        Ok(self.atlas.dataset(dataset)?.array_attributes(array).await?)
+        Ok(self.dataset(dataset).await?.array_attributes(array).await?)
     }
 
-    /// Layout of `array` of `dataset`.
-    pub async fn layout(&self, dataset: &str, array: &str) -> Result<Layout> {
-        let layout = self.atlas.dataset(dataset)?.array_layout(array).await?;
+    async fn layout_of(view: &Dataset, array: &str) -> Result<Layout> {
+        let layout = view.array_layout(array).await?;
         Ok(Layout {
             dtype: layout.dtype.display_name(),
             fill: layout
@@ -494,10 +539,15 @@ impl Collection {
         })
     }
 
+    /// Layout of `array` of `dataset`.
+    pub async fn layout(&self, dataset: &str, array: &str) -> Result<Layout> {
+        Self::layout_of(&self.dataset(dataset).await?, array).await
+    }
+
     /// Dataset attributes, then per array (declaration order) its name, layout
     /// and attributes: what an xarray node needs, in one call.
     pub async fn describe(&self, dataset: &str) -> Result<Described> {
-        let view = self.atlas.dataset(dataset)?;
+        let view = self.dataset(dataset).await?;
         let attrs = view.attributes().await?;
         let names: Vec<String> = view
             .schema()
@@ -506,7 +556,7 @@ impl Collection {
             .collect();
         let mut arrays = Vec::with_capacity(names.len());
         for name in names {
-            let layout = self.layout(dataset, &name).await?;
+            let layout = Self::layout_of(&view, &name).await?;
             let array_attrs = view.array_attributes(&name).await?;
             arrays.push((name, layout, array_attrs));
         }
@@ -522,7 +572,7 @@ impl Collection {
         array: &str,
         key: Option<&[KeyItem]>,
     ) -> Result<ArrayData> {
-        let view = self.atlas.dataset(dataset)?;
+        let view = self.dataset(dataset).await?;
         let (region, steps) = match key {
             None => (Region::all(), Vec::new()),
             Some(key) => {
@@ -555,29 +605,39 @@ impl Collection {
 
     /// Statistics of `array` of `dataset`; `None` where the segment records none.
     pub async fn dataset_stats(&self, dataset: &str, array: &str) -> Result<Option<Stats>> {
-        let dtype = self.dtype(dataset, array)?;
-        let stats = self.atlas.dataset(dataset)?.array_stats(array).await?;
+        let view = self.dataset(dataset).await?;
+        let dtype = Self::dtype_of(&view, array)?;
+        let stats = view.array_stats(array).await?;
         Ok(stats.as_ref().map(|s| stats_of(s, &dtype)))
     }
 
     /// Statistics of `array` folded over every live dataset (of the first declaring dataset's dtype).
     pub async fn stats(&self, array: &str) -> Result<Option<Stats>> {
-        let stats = self.atlas.array_stats(array).await?;
-        let dtype = self.collection_dtype(array);
+        let stats = self.set.array_stats(array).await?;
+        let dtype = self.collection_dtype(array).await?;
         Ok(match (stats, dtype) {
             (Some(s), Some(d)) => Some(stats_of(&s, &d)),
             _ => None,
         })
     }
 
-    /// Statistics of `array` per live dataset declaring it: name, ordinal, stats.
+    /// Statistics of `array` per live dataset declaring it: name, ordinal
+    /// (within its member, in a set), stats.
     pub async fn stats_by_dataset(&self, array: &str) -> Result<Vec<(String, u32, Stats)>> {
-        let rows = self.atlas.array_stats_by_dataset(array).await?;
+        let rows = self.set.array_stats_by_dataset(array).await?;
+        // Each live dataset's dtype of `array`, in one pass (rows name live datasets).
+        let dtypes: HashMap<String, DType> = self
+            .set
+            .datasets()
+            .await?
+            .iter()
+            .filter_map(|v| Some((v.name().to_owned(), Self::dtype_of(v, array).ok()?)))
+            .collect();
         Ok(rows
             .into_iter()
             .map(|row| {
-                let dtype = self.dtype(&row.dataset, array).unwrap_or(DType::Binary);
-                let stats = stats_of(&row.stats, &dtype);
+                let dtype = dtypes.get(&row.dataset).unwrap_or(&DType::Binary);
+                let stats = stats_of(&row.stats, dtype);
                 (row.dataset, row.ordinal, stats)
             })
             .collect())
@@ -589,13 +649,23 @@ impl Collection {
         key: &str,
         array: Option<&str>,
     ) -> Result<Vec<(String, Attr)>> {
-        Ok(self.atlas.attributes_by_dataset(array, key).await?)
+        Ok(self.set.attributes_by_dataset(array, key).await?)
     }
 
-    /// Hides the named datasets with one mask write.
+    /// Names of the live datasets the `atlas --where` expression `predicate`
+    /// accepts, in [`names`](Self::names) order. A set first skips the members
+    /// its manifest's summaries rule out.
+    pub async fn select(&self, predicate: &str) -> Result<Vec<String>> {
+        let predicate = Predicate::parse(predicate).map_err(QueryError::from)?;
+        Ok(self.set.select(&predicate).await?)
+    }
+
+    /// Hides the named datasets: one mask write per member holding a live
+    /// copy (and, in a set, one manifest commit); an older copy in an older
+    /// member stays hidden.
     pub async fn delete(&self, names: &[String]) -> Result<Deleted> {
         let names: Vec<&str> = names.iter().map(String::as_str).collect();
-        let outcome = self.atlas.delete_datasets(&names).await?;
+        let outcome = self.set.delete_datasets(&names).await?;
         Ok(Deleted {
             count: outcome.deleted,
             guarantee: match outcome.guarantee {
@@ -607,31 +677,86 @@ impl Collection {
         })
     }
 
-    /// Checks the collection (`deep`: also recomputes every array's statistics).
+    /// Checks the collection (`deep`: also recomputes every array's
+    /// statistics); in a set, every member as a collection of its own, each
+    /// finding prefixed with the member's id.
     pub async fn verify(&self, deep: bool) -> Verified {
-        let report = self.atlas.verify(&VerifyOptions::new().deep(deep)).await;
-        let c = &report.checked;
-        let count = |n: usize| u64::try_from(n).unwrap_or(u64::MAX);
-        Verified {
-            sound: report.is_sound(),
-            problems: report.problems().map(ToString::to_string).collect(),
-            warnings: report.warnings().map(ToString::to_string).collect(),
-            checked: vec![
-                ("variables", count(c.variables)),
-                ("data_segments", count(c.data_segments)),
-                ("segments_opened", count(c.segments_opened)),
-                ("datasets", count(c.datasets)),
-                ("arrays", count(c.arrays)),
-                ("elements", c.elements),
-                ("hidden", count(c.hidden)),
-            ],
+        let options = VerifyOptions::new().deep(deep);
+        let mut out = Verified {
+            sound: true,
+            ..Verified::default()
+        };
+        let mut totals = [0u64; 7];
+        let mut add = |report: &atlas::VerifyReport, out: &mut Verified, prefix: &str| {
+            let c = &report.checked;
+            let count = |n: usize| u64::try_from(n).unwrap_or(u64::MAX);
+            let counts = [
+                count(c.variables),
+                count(c.data_segments),
+                count(c.segments_opened),
+                count(c.datasets),
+                count(c.arrays),
+                c.elements,
+                count(c.hidden),
+            ];
+            for (total, n) in totals.iter_mut().zip(counts) {
+                *total = total.saturating_add(n);
+            }
+            out.sound &= report.is_sound();
+            out.problems
+                .extend(report.problems().map(|f| format!("{prefix}{f}")));
+            out.warnings
+                .extend(report.warnings().map(|f| format!("{prefix}{f}")));
+        };
+        if self.set.is_set() {
+            for member in self.set.members() {
+                let prefix = format!("member {}: ", member.id);
+                match self.set.member(&member.id).await {
+                    Ok(atlas) => add(&atlas.verify(&options).await, &mut out, &prefix),
+                    Err(e) => {
+                        out.sound = false;
+                        out.problems.push(format!("{prefix}{e}"));
+                    }
+                }
+            }
+        } else {
+            match self.lone().await {
+                Ok(atlas) => add(&atlas.verify(&options).await, &mut out, ""),
+                Err(e) => {
+                    out.sound = false;
+                    out.problems.push(e.to_string());
+                }
+            }
         }
+        let names = [
+            "variables",
+            "data_segments",
+            "segments_opened",
+            "datasets",
+            "arrays",
+            "elements",
+            "hidden",
+        ];
+        out.checked = names.into_iter().zip(totals).collect();
+        out
+    }
+
+    /// The one collection of a lone collection (no request: it is open).
+    async fn lone(&self) -> Result<Atlas, AtlasError> {
+        self.set
+            .collections()
+            .await?
+            .into_iter()
+            .next()
+            .ok_or_else(|| AtlasError::invalid_use("a lone collection with no collection"))
     }
 
     /// The catalogue `atlas catalogue` prints, as the facade builds it: one
     /// row per live dataset (those `predicate` selects, when given), columns
     /// for the `attributes` keys and `arrays` statistics asked for (`None`:
-    /// all). Reads segment footers only.
+    /// all). Reads segment footers only. A set's has a `member` column (the
+    /// member id) after `name`; a lone collection's is exactly the
+    /// collection's, without it.
     pub async fn catalogue(
         &self,
         attributes: Option<Vec<String>>,
@@ -648,7 +773,11 @@ impl Collection {
         if let Some(text) = predicate {
             options = options.predicate(Predicate::parse(text).map_err(QueryError::from)?);
         }
-        Ok(self.atlas.catalogue(&options).await?)
+        if self.set.is_set() {
+            Ok(self.set.catalogue(&options).await?)
+        } else {
+            Ok(self.lone().await?.catalogue(&options).await?)
+        }
     }
 }
 
@@ -712,7 +841,8 @@ impl WriteRequest {
 }
 
 /// What a finished write made: dataset names in ordinal order, container
-/// size, variables left out (`dataset/variable: type`) and the mapping's notes.
+/// size, variables left out (`dataset/variable: type`) and the mapping's notes;
+/// for an append to a set, the new member's id and the generation committed.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Written {
     /// Dataset names in ordinal order.
@@ -723,17 +853,45 @@ pub struct Written {
     pub skipped: Vec<(String, String, String)>,
     /// Choices the mapping made (`dataset: message`).
     pub notes: Vec<String>,
+    /// The member written, when appending to a set.
+    pub member: Option<String>,
+    /// The set's generation after the commit, when appending to a set.
+    pub generation: Option<u64>,
 }
 
 /// A collection being written through atlas-netcdf's [`Feed`]: the mapping
 /// and sink `atlas create` uses. Nothing is visible before [`Writer::finish`].
+/// When appending, the collection is a new member of a set, committed by
+/// `finish` after its container is written.
 #[derive(Debug)]
 pub struct Writer {
     feed: Mutex<Option<Feed>>,
+    /// The set writer and the member's id, when appending to a set.
+    set: Mutex<Option<(SetWriter, String)>>,
 }
 
-/// Starts writing a collection at `location` (which must not hold one yet).
-pub async fn create(location: &str, request: &WriteRequest) -> Result<Writer> {
+/// A member id no other writer picks: the time, and a nonce from the
+/// process id, a counter and std's per-process random hash keys.
+fn new_member_id() -> String {
+    use std::hash::BuildHasher;
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
+    let ms = i64::try_from(now.as_millis()).unwrap_or(i64::MAX);
+    let nonce = std::hash::RandomState::new().hash_one((
+        std::process::id(),
+        COUNTER.fetch_add(1, Ordering::Relaxed),
+        now.as_nanos(),
+    ));
+    atlas::member_id(ms, nonce)
+}
+
+/// Starts writing a collection at `location` (which must not hold one yet),
+/// or, with `append`, a new member of the set at `location` (the set is
+/// created by the commit if absent; a lone collection there is refused,
+/// since a set manifest written over it would hide it).
+pub async fn create(location: &str, request: &WriteRequest, append: bool) -> Result<Writer> {
     let options = request.ingest_options()?;
     let config = request.writer_config()?;
     let storage = request
@@ -741,10 +899,47 @@ pub async fn create(location: &str, request: &WriteRequest) -> Result<Writer> {
         .iter()
         .fold(StorageOptions::new(), |o, (k, v)| o.set(k, v))
         .anonymous(request.anonymous);
-    let writer = AtlasWriter::create(location, &config.clone().storage(storage.clone())).await?;
+    let config = config.storage(storage.clone());
+    if !append {
+        let writer = AtlasWriter::create(location, &config).await?;
+        return Ok(Writer {
+            feed: Mutex::new(Some(Feed::new(writer, options))),
+            set: Mutex::new(None),
+        });
+    }
+    refuse_lone_collection(location, &storage).await?;
+    let mut set = SetWriter::create(location, &config).await?;
+    let member = set.add_member(&new_member_id()).await?;
+    let id = member.id().to_owned();
     Ok(Writer {
-        feed: Mutex::new(Some(Feed::new(writer, options))),
+        feed: Mutex::new(Some(Feed::new(member.into_writer(), options))),
+        set: Mutex::new(Some((set, id))),
     })
+}
+
+/// `InvalidArgument` when `location` holds a lone collection's container.
+async fn refuse_lone_collection(location: &str, storage: &StorageOptions) -> Result<()> {
+    let resolved = atlas::Address::from(location)
+        .resolve(storage, atlas::Access::Write)
+        .await?;
+    let container = resolved.object(atlas::CONTAINER_FILE);
+    let exists = resolved
+        .operator()
+        .exists(&container)
+        .await
+        .map_err(|e| CoreError {
+            class: ErrorClass::Storage {
+                retryable: e.is_temporary(),
+            },
+            message: format!("cannot check {container}: {e}"),
+        })?;
+    if exists {
+        return Err(CoreError::invalid(format!(
+            "{} holds a lone collection, not a set: appending would hide it",
+            resolved.display()
+        )));
+    }
+    Ok(())
 }
 
 impl Writer {
@@ -766,10 +961,21 @@ impl Writer {
         Ok(result?)
     }
 
-    /// Commits the collection.
+    /// Commits the collection (when appending: writes the member's
+    /// container, then commits it to the set; a failure removes the member).
     pub async fn finish(&self) -> Result<Written> {
-        let report = self.take()?.finish().await?;
-        Ok(Written {
+        let feed = self.take()?;
+        let set = self.set.lock().unwrap_or_else(|e| e.into_inner()).take();
+        let report = match feed.finish().await {
+            Ok(report) => report,
+            Err(e) => {
+                if let Some((set, _)) = set {
+                    drop(set.abort().await);
+                }
+                return Err(e.into());
+            }
+        };
+        let mut written = Written {
             datasets: report.written,
             container_bytes: report.summary.container_bytes,
             skipped: report
@@ -778,11 +984,31 @@ impl Writer {
                 .map(|s| (s.dataset, s.variable, s.dtype))
                 .collect(),
             notes: report.notes,
-        })
+            member: None,
+            generation: None,
+        };
+        if let Some((mut set, id)) = set {
+            if let Err(e) = set.record_member(&id).await {
+                drop(set.abort().await);
+                return Err(e.into());
+            }
+            // A failed commit removes the member itself (except when whether
+            // the manifest was written is unknown; `atlas cleanup` then does).
+            let outcome = set.commit().await?;
+            written.member = Some(id);
+            written.generation = Some(outcome.generation);
+        }
+        Ok(written)
     }
 
-    /// Drops everything added: nothing is written at the destination.
-    pub fn abort(&self) {
+    /// Drops everything added: nothing is written at the destination (an
+    /// appended member's objects are removed).
+    pub async fn abort(&self) -> Result<()> {
         drop(self.feed.lock().unwrap_or_else(|e| e.into_inner()).take());
+        let set = self.set.lock().unwrap_or_else(|e| e.into_inner()).take();
+        if let Some((set, _)) = set {
+            set.abort().await?;
+        }
+        Ok(())
     }
 }

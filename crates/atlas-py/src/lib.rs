@@ -1,7 +1,7 @@
 //! `atlasds._native`: the extension module under the `atlasds` Python package.
 //!
-//! Two classes, `_Collection` over an open collection and `_Writer` over one
-//! being written, and four functions. The Python package (`python/atlasds`)
+//! Two classes, `_Collection` over an open collection (a set or a lone one)
+//! and `_Writer` over one being written, and four functions. The Python package (`python/atlasds`)
 //! wraps them in the public, typed API: indexing, pickling, DataFrames, the
 //! xarray backend, `atlasds.write`. Every call that does I/O releases the GIL
 //! and runs on the module's tokio runtime (see [`core`]); what a write hands
@@ -37,33 +37,69 @@ struct PyCollection {
 
 #[pymethods]
 impl PyCollection {
-    /// Live dataset names, in ordinal order.
-    fn names(&self) -> Vec<String> {
-        self.inner.names()
+    /// Live dataset names: a set's members oldest commit first, each in
+    /// ordinal order. A set's members are opened on first use.
+    fn names(&self, py: Python<'_>) -> PyResult<Vec<String>> {
+        run(py, || self.inner.names())
     }
 
-    fn __len__(&self) -> usize {
-        self.inner.len()
+    fn __len__(&self, py: Python<'_>) -> PyResult<usize> {
+        run(py, || self.inner.len())
     }
 
     /// Whether a live dataset has this name.
-    fn contains(&self, name: &str) -> bool {
-        self.inner.contains(name)
+    fn contains(&self, py: Python<'_>, name: &str) -> PyResult<bool> {
+        run(py, || self.inner.contains(name))
     }
 
     /// Array names over the whole collection.
-    fn array_names(&self) -> Vec<String> {
-        self.inner.array_names()
+    fn array_names(&self, py: Python<'_>) -> PyResult<Vec<String>> {
+        run(py, || self.inner.array_names())
     }
 
-    /// Ordinal of a live dataset.
-    fn ordinal(&self, dataset: &str) -> PyResult<u32> {
-        self.inner.ordinal(dataset).map_err(convert::py_err)
+    /// Ordinal of a live dataset (within its member, in a set).
+    fn ordinal(&self, py: Python<'_>, dataset: &str) -> PyResult<u32> {
+        run(py, || self.inner.ordinal(dataset))
     }
 
     /// Arrays a dataset declares.
-    fn arrays(&self, dataset: &str) -> PyResult<Vec<String>> {
-        self.inner.arrays(dataset).map_err(convert::py_err)
+    fn arrays(&self, py: Python<'_>, dataset: &str) -> PyResult<Vec<String>> {
+        run(py, || self.inner.arrays(dataset))
+    }
+
+    /// Whether a set manifest was found (false: a lone collection). No request.
+    fn is_set(&self) -> bool {
+        self.inner.is_set()
+    }
+
+    /// The set manifest's generation; None for a lone collection. No request.
+    fn generation(&self) -> Option<u64> {
+        self.inner.generation()
+    }
+
+    /// The committed members, oldest commit first, as dicts (id, path,
+    /// datasets_live, datasets_total, bytes, created_unix_ms); empty for a
+    /// lone collection. No request: the manifest says it.
+    fn members<'py>(&self, py: Python<'py>) -> PyResult<Vec<Bound<'py, PyDict>>> {
+        self.inner
+            .members()
+            .into_iter()
+            .map(|m| {
+                let d = PyDict::new(py);
+                d.set_item("id", m.id)?;
+                d.set_item("path", m.path)?;
+                d.set_item("datasets_live", m.datasets_live)?;
+                d.set_item("datasets_total", m.datasets_total)?;
+                d.set_item("bytes", m.bytes)?;
+                d.set_item("created_unix_ms", m.created_unix_ms)?;
+                Ok(d)
+            })
+            .collect()
+    }
+
+    /// Names of the live datasets an `atlas --where` expression accepts.
+    fn select(&self, py: Python<'_>, predicate: &str) -> PyResult<Vec<String>> {
+        run(py, || self.inner.select(predicate))
     }
 
     /// Dataset attributes as `[(key, dtype, value)]`.
@@ -181,7 +217,8 @@ impl PyCollection {
         out.into_bound_py_any(py)
     }
 
-    /// Hides datasets with one mask write; returns `(count, guarantee)`, the
+    /// Hides datasets (one mask write per member holding a live copy, and in
+    /// a set one manifest commit); returns `(count, guarantee)`, the
     /// guarantee being `conditional`, `locked` or `last_writer_wins`.
     fn delete(&self, py: Python<'_>, names: Vec<String>) -> PyResult<(usize, &'static str)> {
         let done = run(py, || self.inner.delete(&names))?;
@@ -241,8 +278,8 @@ impl ArrowStream {
     }
 }
 
-/// Opens the collection at a path or URL (`file://`, `s3://`, `gs://`, `az://`,
-/// `http(s)://`). `storage` holds OpenDAL configuration keys of the backend;
+/// Opens the collection or collection set at a path or URL (`file://`,
+/// `s3://`, `gs://`, `az://`, `http(s)://`). `storage` holds OpenDAL configuration keys of the backend;
 /// `anonymous` sends unsigned requests; the byte counts override the reader's
 /// defaults. With `cached`, reuses this process's open handle of the same
 /// location and options.
@@ -289,7 +326,9 @@ impl PyWriter {
         run(py, || self.inner.add(name, file))
     }
 
-    /// Commits the collection; returns `(datasets, container_bytes, skipped, notes)`.
+    /// Commits the collection (or the set member); returns `(datasets,
+    /// container_bytes, skipped, notes, member, generation)`, the last two
+    /// None unless appending to a set.
     fn finish<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         let written = run(py, || self.inner.finish())?;
         (
@@ -297,19 +336,23 @@ impl PyWriter {
             written.container_bytes,
             written.skipped,
             written.notes,
+            written.member,
+            written.generation,
         )
             .into_bound_py_any(py)
     }
 
-    /// Drops everything added; nothing appears at the destination.
-    fn abort(&self) {
-        self.inner.abort();
+    /// Drops everything added; nothing appears at the destination (an
+    /// appended member's objects are removed).
+    fn abort(&self, py: Python<'_>) -> PyResult<()> {
+        run(py, || self.inner.abort())
     }
 }
 
-/// Starts a collection at a path or URL that holds none yet. `decode` is `cf`
-/// or `raw`, `codec` `zstd`, `lz4` or `none`; `chunks` maps array names to
-/// stored chunk shapes; `jobs` datasets compress at once.
+/// Starts a collection at a path or URL that holds none yet, or with `append`
+/// a new member of the set there (created by the commit if absent). `decode`
+/// is `cf` or `raw`, `codec` `zstd`, `lz4` or `none`; `chunks` maps array
+/// names to stored chunk shapes; `jobs` datasets compress at once.
 #[pyfunction]
 #[pyo3(signature = (
     location,
@@ -321,6 +364,7 @@ impl PyWriter {
     chunks=BTreeMap::new(),
     jobs=1,
     skip_unsupported=false,
+    append=false,
 ))]
 #[allow(clippy::too_many_arguments)]
 fn create(
@@ -334,6 +378,7 @@ fn create(
     chunks: BTreeMap<String, Vec<u64>>,
     jobs: usize,
     skip_unsupported: bool,
+    append: bool,
 ) -> PyResult<PyWriter> {
     let request = core::WriteRequest {
         storage,
@@ -345,7 +390,7 @@ fn create(
         jobs: jobs.max(1),
         skip_unsupported,
     };
-    let inner = run(py, || core::create(location, &request))?;
+    let inner = run(py, || core::create(location, &request, append))?;
     Ok(PyWriter { inner })
 }
 

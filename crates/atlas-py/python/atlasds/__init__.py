@@ -3,6 +3,8 @@
 - `Collection.open(path_or_url, storage_options)`: the collection as a
   `collections.abc.Mapping` of live dataset names to `Dataset` handles;
   `Dataset.read(array, region)` gives numpy arrays (numpy basic indexing).
+  A collection set opens the same way (`Collection.is_set`, `.members`,
+  `.generation`): a name several members hold is the newest member's copy.
 - `Collection.catalogue()`: the table `atlas catalogue` prints, one row per
   dataset (attributes and statistics), as pandas or a `pyarrow.Table`.
 - `xarray.open_dataset(path, engine="atlas", group=NAME)` and
@@ -11,6 +13,7 @@
   dask-backed DataArray along a new dimension.
 - `write(path_or_url, {name: xarray.Dataset})`: a new collection, mapped as
   `atlas create` maps NetCDF files.
+  With `append=True`, one new member of a collection set, committed.
 
 Handles pickle by location, so all of it runs on dask.distributed.
 """

@@ -1,7 +1,8 @@
 """Collections and dataset handles: the numpy-level API.
 
-A `Collection` is an open Atlas collection; `collection[name]` gives a `Dataset`
-handle. Both pickle by location (and options), and unpickling reuses the
+A `Collection` is an open Atlas collection, either a collection set (many
+member collections under one prefix, named by a `set.manifest`) or a lone
+collection; `collection[name]` gives a `Dataset` handle. Both pickle by location (and options), and unpickling reuses the
 process's open collection of that location, so a dask worker opens a
 collection once however many tasks it runs.
 """
@@ -160,6 +161,9 @@ class VerifyResult:
 CONTAINER_FILE = "data.atlas"
 """The container's file name inside a collection directory."""
 
+SET_MANIFEST_FILE = "set.manifest"
+"""The manifest's file name at the root of a collection set."""
+
 
 def _location(url_or_path: str | os.PathLike[str]) -> str:
     """An absolute path, or the URL as given (the library reads a URL or path
@@ -209,12 +213,20 @@ class Collection(Mapping[str, "Dataset"]):
     """An open Atlas collection: a read-only `collections.abc.Mapping` from
     live dataset names (in ordinal order) to `Dataset` handles.
 
+    The same class reads a collection set (`is_set`): its members' live
+    datasets in commit order, oldest member first, where a name that a newer
+    member holds again is that newer copy (`collection[name]`, reads,
+    statistics, the catalogue and `select` all see it, never the older one).
+    A lone collection reads as before (`is_set` is False).
+
     Open with `Collection.open`. `len`, iteration, `in`, `keys()`, `items()`,
-    `values()` and `get()` cost no I/O; a missing name raises `NotFound`,
-    which is a `KeyError`. Statistics and attributes across every dataset cost
-    one segment open per variable. Safe to share across threads; pickles by
-    location. Two `Collection` objects are equal only when they are the same
-    handle (they are views of storage, not values).
+    `values()` and `get()` cost no I/O (a set opens its members the first time
+    one of them is needed: one container tail read each); a missing name
+    raises `NotFound`, which is a `KeyError`. Statistics and attributes across
+    every dataset cost one segment open per variable (per member). Safe to
+    share across threads; pickles by location. Two `Collection` objects are
+    equal only when they are the same handle (they are views of storage, not
+    values).
     """
 
     __slots__ = ("_native", "_location", "_storage_options", "_open_options")
@@ -241,7 +253,9 @@ class Collection(Mapping[str, "Dataset"]):
         block_cache_bytes: int | None = None,
         segment_prefetch_bytes: int | None = None,
     ) -> Collection:
-        """Opens the collection at a path or URL (one read of the container's tail).
+        """Opens the collection or collection set at a path or URL: one read
+        of the set manifest, and where there is none (a lone collection) one
+        read of the container's tail.
 
         URLs: `file://`, `s3://bucket/prefix`, `gs://`, `az://`, `http(s)://`.
         `storage_options` configures the backend: OpenDAL configuration keys
@@ -281,10 +295,33 @@ class Collection(Mapping[str, "Dataset"]):
         """Where the collection is: an absolute path or a URL."""
         return self._location
 
+    @property
+    def is_set(self) -> bool:
+        """Whether this is a collection set (False: a lone collection). No I/O."""
+        return self._native.is_set()
+
+    @property
+    def generation(self) -> int | None:
+        """The set manifest's generation (how many commits it has had), as
+        opened or as this handle's deletes left it; None for a lone collection."""
+        return self._native.generation()
+
+    @property
+    def members(self) -> list[dict[str, Any]]:
+        """The set's committed members, oldest commit first, as the manifest
+        describes them (no I/O): dicts of `id`, `path` (relative to the set),
+        `datasets_live`, `datasets_total`, `bytes` and `created_unix_ms`.
+        `datasets_live` counts copies a newer member replaces. Empty for a
+        lone collection."""
+        return self._native.members()
+
     def __reduce__(self):
         return (_reopen, (self._location, self._storage_options, self._open_options))
 
     def __repr__(self) -> str:
+        if self.is_set:
+            members = len(self.members)
+            return f"<atlasds.Collection set {self._location!r}: {members} members, {len(self)} datasets>"
         return f"<atlasds.Collection {self._location!r}: {len(self)} datasets>"
 
     def __len__(self) -> int:
@@ -336,8 +373,20 @@ class Collection(Mapping[str, "Dataset"]):
             for name, dtype, value in self._native.attrs_by_dataset(key, array)
         }
 
+    def select(self, where: str) -> list[str]:
+        """Names of the live datasets an `atlas --where` expression accepts
+        (e.g. ``"TEMP.max > 20 and cycle >= 3"``), in `names()` order. Reads
+        segment footers only; a set first skips the members its manifest's
+        summaries rule out."""
+        if not isinstance(where, str):
+            raise InvalidArgument(f"where must be a string expression, not {where!r}")
+        return self._native.select(where)
+
     def delete(self, names: Sequence[str]) -> DeleteResult:
-        """Hides the named datasets with one write of the deletion mask (all or nothing)."""
+        """Hides the named datasets with one write of the deletion mask (all or
+        nothing). In a set, each name is hidden in the member holding its live
+        copy (then the manifest is committed), so an older copy in an older
+        member does not come back."""
         if isinstance(names, str):
             raise InvalidArgument("delete takes a list of dataset names, not one string")
         count, guarantee = self._native.delete(list(names))
@@ -346,7 +395,9 @@ class Collection(Mapping[str, "Dataset"]):
     def verify(self, deep: bool = False) -> VerifyResult:
         """Checks every segment, dataset and array the container names (`deep`:
         also recomputes every array's statistics from its values). Damage is
-        reported, not raised."""
+        reported, not raised. A set checks each member as a collection of its
+        own (findings start with `member ID:`, counts are summed); the
+        manifest's checksums are `atlas verify --deep`'s."""
         sound, problems, warnings, checked = self._native.verify(deep)
         return VerifyResult(sound, problems, warnings, checked)
 
@@ -365,6 +416,9 @@ class Collection(Mapping[str, "Dataset"]):
 
         `attributes` and `arrays` keep only those columns, in that order;
         `where` keeps the rows an `atlas catalogue --where` expression selects.
+        A set's table has a `member` column (the member id) after `name`, and
+        `ordinal` is the position within that member; a lone collection's
+        table has no `member` column.
         Costs one segment-footer read per variable involved, no array data.
         The table crosses from Rust as Arrow (the C stream interface);
         `format="arrow"` returns that `pyarrow.Table`, the default its
@@ -444,7 +498,7 @@ class Dataset:
 
     @property
     def ordinal(self) -> int:
-        """Its position in the container, which never changes."""
+        """Its position in the container (its member's, in a set), which never changes."""
         return self._collection._native.ordinal(self._name)
 
     @property

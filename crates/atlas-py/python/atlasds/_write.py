@@ -50,6 +50,10 @@ class WriteResult:
     """`(dataset, variable, type)` of each variable left out (`skip_unsupported=True`)."""
     notes: list[str]
     """Choices the mapping made that you should know (`dataset: message`)."""
+    member: str | None = None
+    """With `append=True`: the id of the set member written."""
+    generation: int | None = None
+    """With `append=True`: the set manifest's generation after the commit."""
 
 
 def _numeric(values: np.ndarray) -> tuple[str, np.ndarray] | None:
@@ -199,6 +203,7 @@ def write(
     jobs: int = 1,
     skip_unsupported: bool = False,
     storage_options: Mapping[str, Any] | None = None,
+    append: bool = False,
 ) -> WriteResult:
     """Writes `datasets` (a mapping or iterable of `(name, xarray.Dataset)`)
     as a new collection at `destination` (a path or URL that holds none yet).
@@ -211,6 +216,11 @@ def write(
     follow the order given. `chunks` maps array names to stored chunk shapes;
     `jobs` datasets compress at once; `storage_options` as for
     `Collection.open`.
+
+    With `append=True`, `destination` is a collection set: the datasets become
+    one new member, committed to the set's manifest once written (the set is
+    created if absent; a lone collection there is refused). A name the set
+    already holds is replaced: readers see the new copy.
 
     All or nothing: on any error (`InvalidArgument` for data that cannot be
     stored, `StorageError` for the backend) nothing appears at `destination`.
@@ -245,6 +255,7 @@ def write(
         chunk_shapes,
         int(jobs),
         bool(skip_unsupported),
+        bool(append),
     )
     try:
         for item in items:
@@ -257,8 +268,8 @@ def write(
             if not isinstance(name, str):
                 raise InvalidArgument(f"dataset names must be strings, got {name!r}")
             writer.add(name, _stored(value, name))
-        names, container_bytes, skipped, notes = writer.finish()
+        names, container_bytes, skipped, notes, member, generation = writer.finish()
     except BaseException:
         writer.abort()
         raise
-    return WriteResult(names, container_bytes, skipped, notes)
+    return WriteResult(names, container_bytes, skipped, notes, member, generation)

@@ -1,7 +1,8 @@
 """The xarray backend, registered as ``engine="atlas"``.
 
 ``xr.open_dataset(path_or_url, engine="atlas", group=NAME, storage_options={...})``
-opens one dataset of a collection lazily: each variable is a `BackendArray` that reads only the
+opens one dataset of a collection (or of a collection set, where NAME is the
+live copy: the newest member's) lazily: each variable is a `BackendArray` that reads only the
 region asked for. ``xr.open_datatree(path, engine="atlas")`` gives one node per
 live dataset and reads no array bytes. Fill values travel as ``_FillValue`` so
 xarray's CF decoding masks them; timestamps arrive as ``datetime64[ns]`` with
@@ -20,7 +21,7 @@ import xarray as xr
 from xarray.backends import BackendArray, BackendEntrypoint
 from xarray.core import indexing
 
-from ._collection import CONTAINER_FILE, ArrayLayout, Collection, Dataset
+from ._collection import CONTAINER_FILE, SET_MANIFEST_FILE, ArrayLayout, Collection, Dataset
 from ._errors import InvalidArgument
 
 __all__ = ["AtlasBackendArray", "AtlasBackendEntrypoint", "COORDS_ATTRIBUTE"]
@@ -162,7 +163,7 @@ class AtlasBackendEntrypoint(BackendEntrypoint):
         """Whether ``filename_or_obj`` looks like a collection, without any request.
 
         A `Collection`; a local directory (or ``file://`` URL) holding
-        ``data.atlas``, or that file itself; a remote URL (``s3://``, ``gs://``,
+        ``data.atlas`` or a set's ``set.manifest``, or that container itself; a remote URL (``s3://``, ``gs://``,
         ``az://``, ``http(s)://`` and their aliases) whose path ends in
         ``data.atlas`` or in a directory named ``*.atlas``. Other remote URLs are
         left to other engines (guessing must not send requests): open them with
@@ -180,7 +181,10 @@ class AtlasBackendEntrypoint(BackendEntrypoint):
             path = rest if sep else location
             if os.path.basename(path) == CONTAINER_FILE:
                 return os.path.isfile(path)
-            return os.path.isfile(os.path.join(path, CONTAINER_FILE))
+            return any(
+                os.path.isfile(os.path.join(path, name))
+                for name in (CONTAINER_FILE, SET_MANIFEST_FILE)
+            )
         if scheme.lower() not in _REMOTE_SCHEMES:
             return False
         path = rest.split("?", 1)[0].split("#", 1)[0].rstrip("/")
