@@ -71,6 +71,11 @@ pub use atlas_format::{
     ArrayMeta, CONTAINER_FILE, Codec, DATASETS_SEGMENT, DType, DatasetSchema, DecodeLimits,
     FormatError, MASK_FILE, SchemaView, validate_name,
 };
+// The set manifest and what it records per member (atlas-format).
+pub use atlas_format::{
+    AttributeSummary, ChecksumAlgorithm, MemberChecksums, MemberEntry, SET_MANIFEST_FILE,
+    SET_MEMBERS_DIR, SegmentChecksum, SetManifest, SummaryValue, VariableSummary,
+};
 // Storage: errors, retries, leftovers of interrupted writes (atlas-io).
 pub use atlas_io::{
     IoError, IoErrorKind, Leftover, LeftoverKind, MultipartUploads, RetryPolicy, Upload,

@@ -12,10 +12,6 @@ use futures::TryStreamExt;
 
 use crate::exit::{CliError, CliResult, Context as _};
 
-/// The manifest's object name in a set (`docs/sets.md`; the facade does not
-/// export atlas-format's constant).
-pub const SET_MANIFEST_FILE: &str = "set.manifest";
-
 /// A folder under `members/` that the manifest does not name.
 #[derive(Debug, Clone)]
 pub struct Uncommitted {

@@ -4,7 +4,7 @@ use atlas::{AtlasWriter, Codec, WriterConfig};
 use serde_json::json;
 
 use super::Ctx;
-use super::members::SET_MANIFEST_FILE;
+use atlas::SET_MANIFEST_FILE;
 use crate::cli::{CodecArg, RewriteArgs};
 use crate::exit::{CliError, CliResult, Context as _};
 use crate::location::{Access, Location};

@@ -454,7 +454,15 @@ impl AtlasSet {
     /// As [`Atlas::catalogue`].
     pub async fn catalogue(&self, options: &CatalogueOptions) -> Result<RecordBatch, QueryError> {
         let views = self.candidate_views(options.predicate.as_ref()).await?;
-        let (batch, rows) = catalogue_with(&views, options).await?;
+        let (batch, rows) = if views.is_empty() && options.predicate.is_some() {
+            // Every member ruled out: an empty table of the fixed columns.
+            let nothing = CatalogueOptions::default()
+                .attributes(Vec::<String>::new())
+                .arrays(Vec::<String>::new());
+            catalogue_with(&[], &nothing).await?
+        } else {
+            catalogue_with(&views, options).await?
+        };
         let ids: Vec<&str> = rows
             .iter()
             .map(|ds| self.member_id_of(ds.atlas()))

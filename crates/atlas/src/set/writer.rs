@@ -9,7 +9,7 @@
 use std::collections::HashSet;
 
 use atlas_format::{
-    DecodeLimits, MemberEntry, SET_MANIFEST_FILE, SET_MEMBERS_DIR, SetManifest, validate_name,
+    CONTAINER_FILE, DecodeLimits, MemberEntry, SET_MANIFEST_FILE, SET_MEMBERS_DIR, SetManifest, validate_name,
 };
 
 use super::manifest_store::{CommitOutcome, update_manifest};
@@ -85,9 +85,10 @@ impl MemberWriter {
 
 impl SetWriter {
     /// A writer for the set at `address` (created by the first commit if
-    /// absent). Sends no request.
+    /// absent). One request: a check that no lone collection is there.
     ///
     /// # Errors
+    /// [`AtlasError::InvalidUse`] when a lone collection is at `address`;
     /// [`AtlasError::InvalidLocation`] for an address no backend can write;
     /// [`AtlasError::Io`] when a local directory cannot be created.
     pub async fn create(address: impl Into<Address>, config: &WriterConfig) -> Result<SetWriter> {
@@ -95,6 +96,14 @@ impl SetWriter {
             .into()
             .resolve(&config.storage, Access::Write)
             .await?;
+        // A manifest committed beside a lone collection would hide it.
+        let container = location.object(CONTAINER_FILE);
+        if atlas_io::stat_len(location.operator(), &container).await.is_ok() {
+            return Err(AtlasError::invalid_use(format!(
+                "{} holds a lone collection ({container}); a set cannot be created over it",
+                location.display()
+            )));
+        }
         Ok(SetWriter {
             location,
             config: config.clone(),
