@@ -55,6 +55,7 @@ mod location;
 mod query;
 mod read;
 mod recompute;
+mod set;
 mod verify;
 mod write;
 
@@ -63,12 +64,33 @@ mod write;
 #[cfg(feature = "testing")]
 pub mod testing {
     pub use atlas_io::{CasMemory, CountingLayer, Counts, Faults, ReadRecord, RequestStats};
+
+    /// The manifest entry a set commit records of the collection `atlas` as
+    /// member `id` at `path`: counts, size, per-variable and per-attribute
+    /// bounds over the live datasets, checksums. Here so tests can check what
+    /// a set's pruning will rely on.
+    ///
+    /// # Errors
+    /// As the statistics and attribute calls it makes
+    /// ([`crate::AtlasError::CorruptSegment`], [`crate::AtlasError::Io`], ...).
+    pub async fn member_entry(
+        atlas: &crate::Atlas,
+        id: &str,
+        path: &str,
+    ) -> crate::Result<crate::MemberEntry> {
+        crate::set::summary::member_entry(atlas, id, path).await
+    }
 }
 
 // Formats and names of the container (atlas-format).
 pub use atlas_format::{
     ArrayMeta, CONTAINER_FILE, Codec, DATASETS_SEGMENT, DType, DatasetSchema, DecodeLimits,
     FormatError, MASK_FILE, SchemaView, validate_name,
+};
+// What a set manifest records of a member, and the checksum sidecar's content (atlas-format).
+pub use atlas_format::{
+    AttributeSummary, CHECKSUM_SIDECAR_FILE, ChecksumAlgorithm, MemberChecksums, MemberEntry,
+    SegmentChecksum, SummaryValue, VariableSummary,
 };
 // Storage: errors, retries, leftovers of interrupted writes (atlas-io).
 pub use atlas_io::{
@@ -95,6 +117,7 @@ pub use read::{
     ArrayLayout, Atlas, Dataset, DatasetStats, DeleteOutcome, OpenOptions, Order, Region,
     SegmentInfo, Selection,
 };
+pub use set::integrity::{ChecksumMismatch, ChecksumPart};
 pub use verify::{Checked, Finding, ProgressFn, VerifyOptions, VerifyReport, leftover_findings};
 pub use write::{
     AtlasWriter, DEFAULT_SMALL_BLOCK_TARGET_SIZE, DEFAULT_ZSTD_LEVEL, DatasetWriter,

@@ -6,7 +6,9 @@
 //!    footer's dtype, and every block of it decompresses (the whole array is read);
 //!    dataset and array attributes read back;
 //! 4. the deletion mask parsed (its warnings are reported, not failures);
-//! 5. what interrupted writes left (temp files, S3 multipart uploads): warnings,
+//! 5. with `--deep` and a checksum sidecar (`atlas checksum`), the CRC32C of
+//!    every segment, the footer and the mask, each mismatch naming its part;
+//! 6. what interrupted writes left (temp files, S3 multipart uploads): warnings,
 //!    listed even when no collection opens.
 
 use atlas::{Atlas, Finding, VerifyOptions, VerifyReport};
@@ -54,6 +56,7 @@ pub async fn run(ctx: &Ctx, args: &VerifyArgs) -> CliResult {
                 "datasets": c.datasets,
                 "arrays": c.arrays,
                 "elements": c.elements,
+                "checksum_parts": c.checksum_parts,
             },
         }));
     } else {
@@ -67,8 +70,12 @@ pub async fn run(ctx: &Ctx, args: &VerifyArgs) -> CliResult {
         for p in &problems {
             out.push_str(&format!("PROBLEM  {p}\n"));
         }
-        out.push_str(if args.deep {
-            "note     v8 stores no checksums: damage that still decodes in attribute values, \
+        out.push_str(if args.deep && report.checked.checksum_parts.is_some() {
+            "note     every byte but the header is covered by the checksum sidecar; \
+             the header is checked by value\n"
+        } else if args.deep {
+            "note     v8 stores no checksums and this collection has no checksum sidecar \
+             (`atlas checksum` writes one): damage that still decodes in attribute values, \
              dimension names, chunk shapes or fill values, or that leaves the statistics \
              true, cannot be seen\n"
         } else {
@@ -125,9 +132,12 @@ fn passed_lines(atlas: &Atlas, report: &VerifyReport, deep: bool) -> Vec<String>
             c.segments_opened, c.data_segments
         ));
     }
-    let array_problem = report
-        .problems()
-        .any(|f| !matches!(f, Finding::Segment { .. }));
+    let array_problem = report.problems().any(|f| {
+        !matches!(
+            f,
+            Finding::Segment { .. } | Finding::ChecksumMismatch { .. } | Finding::Checksums { .. }
+        )
+    });
     if !array_problem {
         passed.push(format!(
             "arrays: {} of {} present, dtypes agree with the footer, \
@@ -144,6 +154,21 @@ fn passed_lines(atlas: &Atlas, report: &VerifyReport, deep: bool) -> Vec<String>
         passed.push(format!(
             "statistics: recomputed from the values of {}, all agree",
             render::count(c.arrays, "array", "arrays")
+        ));
+    }
+    let checksum_problem = report.problems().any(|f| {
+        matches!(
+            f,
+            Finding::ChecksumMismatch { .. } | Finding::Checksums { .. }
+        )
+    });
+    if let Some(parts) = c.checksum_parts
+        && !checksum_problem
+    {
+        passed.push(format!(
+            "checksums: {} match {}",
+            render::count(parts, "part", "parts"),
+            atlas::CHECKSUM_SIDECAR_FILE
         ));
     }
     let mask_warning = report
