@@ -113,9 +113,15 @@ pub enum Command {
 
     /// Check everything a reader relies on; exit 1 and list the problems if anything is wrong.
     #[command(
-        after_help = "Example:\n  atlas verify ./argo\n  atlas verify ./argo --deep\n\nv8 stores no checksums: a damaged byte that still decodes reads back as another\nvalue. --deep recomputes every array's statistics from its values and compares\nthem with the recorded ones, which catches much of that damage, not all of it\n(attribute values, dimension names, chunk shapes and fill values have no\nsecond copy to compare with)."
+        after_help = "Example:\n  atlas verify ./argo\n  atlas verify ./argo --deep\n\nv8 stores no checksums: a damaged byte that still decodes reads back as another\nvalue. --deep recomputes every array's statistics from its values and compares\nthem with the recorded ones, which catches much of that damage, not all of it\n(attribute values, dimension names, chunk shapes and fill values have no\nsecond copy to compare with). With a checksum sidecar (`atlas checksum`), --deep\nalso compares the CRC32C of every segment, the footer and the mask, and names\neach part whose bytes changed."
     )]
     Verify(VerifyArgs),
+
+    /// Write the checksum sidecar (data.atlas.crc32c): a CRC32C of each segment, the footer and the mask, for `verify --deep`.
+    #[command(
+        after_help = "Example:\n  atlas checksum ./argo\n  atlas verify ./argo --deep\n\nv8 readers ignore the sidecar. `verify --deep` recomputes every checksum and names\neach part (segment, footer, mask, header) whose bytes changed. A later `atlas rm`\nrewrites the mask: run `atlas checksum` again after it."
+    )]
+    Checksum(CollectionArg),
 
     /// Copy the live datasets into a new collection (drops deleted bytes, can change the codec).
     #[command(

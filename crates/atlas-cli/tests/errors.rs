@@ -324,7 +324,8 @@ fn help_shows_an_example_for_every_command() {
     let top = String::from_utf8(atlas().arg("--help").output().unwrap().stdout).unwrap();
     assert!(top.contains("Examples:"), "{top}");
     for cmd in [
-        "info", "ls", "show", "cat", "stats", "attrs", "rm", "verify", "rewrite", "demo",
+        "info", "ls", "show", "cat", "stats", "attrs", "rm", "verify", "checksum", "rewrite",
+        "demo",
     ] {
         let out = atlas().args([cmd, "--help"]).output().unwrap();
         assert!(out.status.success());

@@ -33,5 +33,13 @@ pub const SET_MANIFEST_HEADER_LEN: usize = 20;
 pub const SET_MANIFEST_CHECKSUM_LEN: usize = 4;
 /// Object name of the manifest at the root of a set prefix.
 pub const SET_MANIFEST_FILE: &str = "set.manifest";
+/// Magic bytes at the start of a checksum sidecar.
+pub const CHECKSUM_SIDECAR_MAGIC: [u8; 8] = *b"ATLASCRC";
+/// The checksum sidecar version this crate reads and writes.
+pub const CHECKSUM_SIDECAR_VERSION: u32 = 1;
+/// Object name of the checksum sidecar beside a lone collection's container:
+/// no v8 reader looks for it, and it does not end in `.atlas`, so no tool
+/// globbing for containers picks it up.
+pub const CHECKSUM_SIDECAR_FILE: &str = "data.atlas.crc32c";
 /// Folder under a set prefix that holds one sub-folder per member collection.
 pub const SET_MEMBERS_DIR: &str = "members";

@@ -43,6 +43,19 @@ pub enum FormatError {
         /// What exactly is wrong.
         what: String,
     },
+    /// The bytes are not a checksum sidecar at all; `found` says what they look like.
+    #[error("not an Atlas checksum sidecar: found {found}")]
+    NotAChecksumSidecar {
+        /// A description of what was found instead.
+        found: String,
+    },
+    /// A checksum sidecar whose bytes are damaged (truncated, failed
+    /// checksum, undecodable body) or whose content is inconsistent.
+    #[error("corrupt checksum sidecar: {what}")]
+    CorruptChecksumSidecar {
+        /// What exactly is wrong.
+        what: String,
+    },
     /// A dataset or array name that the format cannot hold.
     #[error("invalid name {name:?}: {reason}")]
     InvalidName {

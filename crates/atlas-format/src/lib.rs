@@ -5,13 +5,15 @@
 //! what those bytes mean" ([`CollectionFooter`], [`DeletionMask`]), and builds
 //! the same bytes for writers ([`FooterBuilder`], [`Trailer`], [`encode_header`]).
 //! It also holds the codec of a set's manifest ([`SetManifest`]), the object
-//! that lists a set's member collections.
+//! that lists a set's member collections, and of the checksum sidecar
+//! ([`ChecksumSidecar`]) a lone collection may carry.
 //!
 //! It has no async runtime, no storage client and no array-format: segments
 //! are opaque byte ranges here. Every decoder returns errors, never panics,
 //! and allocates no more than the bytes it was given justify.
 
 #![forbid(unsafe_code)]
+pub mod checksum_sidecar;
 pub mod constants;
 pub mod dtype;
 pub mod error;
@@ -24,6 +26,7 @@ pub mod open;
 pub mod schema;
 pub mod set_manifest;
 
+pub use checksum_sidecar::ChecksumSidecar;
 pub use constants::*;
 pub use dtype::DType;
 pub use error::{FormatError, Result};

@@ -197,20 +197,7 @@ impl SetManifest {
         self.validate()?;
         let msgpack = rmp_serde::to_vec(self)
             .map_err(|e| corrupt(format!("the manifest cannot be encoded: {e}")))?;
-        let body = zstd::bulk::compress(&msgpack, MANIFEST_ZSTD_LEVEL)
-            .map_err(|e| corrupt(format!("the manifest cannot be compressed: {e}")))?;
-        let mut out = Vec::with_capacity(
-            SET_MANIFEST_HEADER_LEN
-                .saturating_add(body.len())
-                .saturating_add(SET_MANIFEST_CHECKSUM_LEN),
-        );
-        out.extend_from_slice(&SET_MANIFEST_MAGIC);
-        out.extend_from_slice(&SET_MANIFEST_VERSION.to_le_bytes());
-        out.extend_from_slice(&(body.len() as u64).to_le_bytes());
-        out.extend_from_slice(&body);
-        let checksum = crc32c(&out);
-        out.extend_from_slice(&checksum.to_le_bytes());
-        Ok(out)
+        MANIFEST_FRAME.encode(&msgpack)
     }
 
     /// Decodes a manifest object and validates it.
@@ -225,56 +212,7 @@ impl SetManifest {
     /// than 1, `CorruptSetManifest` for everything else: truncation, trailing
     /// bytes, a checksum mismatch, an undecodable body, invalid content.
     pub fn decode(bytes: &[u8], limits: &DecodeLimits) -> Result<Self> {
-        let magic = bytes.get(..SET_MANIFEST_MAGIC.len());
-        if magic != Some(SET_MANIFEST_MAGIC.as_slice()) {
-            if !bytes.is_empty() && SET_MANIFEST_MAGIC.starts_with(bytes) {
-                return Err(truncated(bytes.len()));
-            }
-            return Err(FormatError::NotASetManifest {
-                found: describe(bytes),
-            });
-        }
-        let version = read_u32(bytes, 8).ok_or_else(|| truncated(bytes.len()))?;
-        if version != SET_MANIFEST_VERSION {
-            return Err(FormatError::UnsupportedVersion {
-                found: version,
-                expected: SET_MANIFEST_VERSION,
-            });
-        }
-        let body_len = read_u64(bytes, 12).ok_or_else(|| truncated(bytes.len()))?;
-        if body_len > limits.max_footer_bytes {
-            return Err(corrupt(format!(
-                "the body declares {body_len} bytes, over the limit of {}",
-                limits.max_footer_bytes
-            )));
-        }
-        // In u128 nothing overflows; a length that matches fits in usize.
-        let expected = u128::from(body_len)
-            .saturating_add((SET_MANIFEST_HEADER_LEN + SET_MANIFEST_CHECKSUM_LEN) as u128);
-        let present = bytes.len() as u128;
-        if present < expected {
-            return Err(corrupt(format!(
-                "truncated: the header announces {expected} bytes, the object has {present}"
-            )));
-        }
-        if present > expected {
-            return Err(corrupt(format!(
-                "{} trailing bytes after the {expected} the header announces",
-                present.saturating_sub(expected)
-            )));
-        }
-        let checksum_at = bytes.len().saturating_sub(SET_MANIFEST_CHECKSUM_LEN);
-        let (covered, stored) = bytes.split_at(checksum_at);
-        let stored = read_u32(stored, 0).ok_or_else(|| truncated(bytes.len()))?;
-        let computed = crc32c(covered);
-        if stored != computed {
-            return Err(corrupt(format!(
-                "the CRC32C checksum does not match: stored {stored:#010x}, computed {computed:#010x}"
-            )));
-        }
-        let body = covered.get(SET_MANIFEST_HEADER_LEN..).unwrap_or_default();
-        let msgpack =
-            decompress_limited(body, limits.max_decompressed_bytes, "the body").map_err(corrupt)?;
+        let msgpack = MANIFEST_FRAME.decode(bytes, limits)?;
         let manifest = Self::from_msgpack(&msgpack)?;
         manifest.validate()?;
         Ok(manifest)
@@ -363,8 +301,15 @@ impl MemberEntry {
             check_bounds(&attr.min, &attr.max)
                 .map_err(|why| format!("attribute {:?}: {why}", attr.key))?;
         }
-        let mut segments = HashSet::with_capacity(self.checksums.segments.len());
-        for segment in &self.checksums.segments {
+        self.checksums.validate()
+    }
+}
+
+impl MemberChecksums {
+    /// Segment names non-empty, without `/`, each with one checksum.
+    pub(crate) fn validate(&self) -> std::result::Result<(), String> {
+        let mut segments = HashSet::with_capacity(self.segments.len());
+        for segment in &self.segments {
             if segment.name.is_empty() || segment.name.contains('/') {
                 return Err(format!(
                     "segment checksum for {:?}: not a segment name",
@@ -409,8 +354,110 @@ fn check_path(path: &str) -> std::result::Result<(), &'static str> {
     Ok(())
 }
 
-/// What bytes that are not a manifest look like; a container is named as
-/// such even when whole (`identify` speaks from a container reader's view).
+/// The framing shared by the set manifest and the checksum sidecar: an
+/// 8-byte magic, a u32 version, a u64 body length, a zstd frame of
+/// MessagePack, and a CRC32C of everything before it. Each object kind has its
+/// own magic, version and error variants.
+pub(crate) struct Frame {
+    /// First 8 bytes of the object.
+    pub(crate) magic: [u8; 8],
+    /// The only version written and read.
+    pub(crate) version: u32,
+    /// The error for bytes that do not start with `magic` (given what they look like).
+    pub(crate) not_this: fn(String) -> FormatError,
+    /// The error for damaged bytes of this kind (given what is wrong).
+    pub(crate) corrupt: fn(String) -> FormatError,
+}
+
+/// The set manifest's frame.
+const MANIFEST_FRAME: Frame = Frame {
+    magic: SET_MANIFEST_MAGIC,
+    version: SET_MANIFEST_VERSION,
+    not_this: |found| FormatError::NotASetManifest { found },
+    corrupt,
+};
+
+impl Frame {
+    /// The object's bytes around `msgpack`: header, compressed body, checksum.
+    pub(crate) fn encode(&self, msgpack: &[u8]) -> Result<Vec<u8>> {
+        let body = zstd::bulk::compress(msgpack, MANIFEST_ZSTD_LEVEL)
+            .map_err(|e| (self.corrupt)(format!("the body cannot be compressed: {e}")))?;
+        let mut out = Vec::with_capacity(
+            SET_MANIFEST_HEADER_LEN
+                .saturating_add(body.len())
+                .saturating_add(SET_MANIFEST_CHECKSUM_LEN),
+        );
+        out.extend_from_slice(&self.magic);
+        out.extend_from_slice(&self.version.to_le_bytes());
+        out.extend_from_slice(&(body.len() as u64).to_le_bytes());
+        out.extend_from_slice(&body);
+        let checksum = crc32c(&out);
+        out.extend_from_slice(&checksum.to_le_bytes());
+        Ok(out)
+    }
+
+    /// The decompressed MessagePack body of an object, after checking its
+    /// magic, version, length and checksum, bounded by `limits` as a footer is.
+    pub(crate) fn decode(&self, bytes: &[u8], limits: &DecodeLimits) -> Result<Vec<u8>> {
+        let magic = bytes.get(..self.magic.len());
+        if magic != Some(self.magic.as_slice()) {
+            if !bytes.is_empty() && self.magic.starts_with(bytes) {
+                return Err(self.truncated(bytes.len()));
+            }
+            return Err((self.not_this)(describe(bytes)));
+        }
+        let version = read_u32(bytes, 8).ok_or_else(|| self.truncated(bytes.len()))?;
+        if version != self.version {
+            return Err(FormatError::UnsupportedVersion {
+                found: version,
+                expected: self.version,
+            });
+        }
+        let body_len = read_u64(bytes, 12).ok_or_else(|| self.truncated(bytes.len()))?;
+        if body_len > limits.max_footer_bytes {
+            return Err((self.corrupt)(format!(
+                "the body declares {body_len} bytes, over the limit of {}",
+                limits.max_footer_bytes
+            )));
+        }
+        // In u128 nothing overflows; a length that matches fits in usize.
+        let expected = u128::from(body_len)
+            .saturating_add((SET_MANIFEST_HEADER_LEN + SET_MANIFEST_CHECKSUM_LEN) as u128);
+        let present = bytes.len() as u128;
+        if present < expected {
+            return Err((self.corrupt)(format!(
+                "truncated: the header announces {expected} bytes, the object has {present}"
+            )));
+        }
+        if present > expected {
+            return Err((self.corrupt)(format!(
+                "{} trailing bytes after the {expected} the header announces",
+                present.saturating_sub(expected)
+            )));
+        }
+        let checksum_at = bytes.len().saturating_sub(SET_MANIFEST_CHECKSUM_LEN);
+        let (covered, stored) = bytes.split_at(checksum_at);
+        let stored = read_u32(stored, 0).ok_or_else(|| self.truncated(bytes.len()))?;
+        let computed = crc32c(covered);
+        if stored != computed {
+            return Err((self.corrupt)(format!(
+                "the CRC32C checksum does not match: stored {stored:#010x}, computed {computed:#010x}"
+            )));
+        }
+        let body = covered.get(SET_MANIFEST_HEADER_LEN..).unwrap_or_default();
+        decompress_limited(body, limits.max_decompressed_bytes, "the body").map_err(self.corrupt)
+    }
+
+    fn truncated(&self, len: usize) -> FormatError {
+        (self.corrupt)(format!(
+            "truncated: {len} bytes, shorter than the {}-byte header and checksum",
+            SET_MANIFEST_HEADER_LEN + SET_MANIFEST_CHECKSUM_LEN
+        ))
+    }
+}
+
+/// What bytes that are not a manifest (or sidecar) look like; a container is
+/// named as such even when whole (`identify` speaks from a container reader's view).
 fn describe(bytes: &[u8]) -> String {
     if bytes.starts_with(&CONTAINER_MAGIC) {
         format!("an Atlas collection container ({} bytes)", bytes.len())
@@ -421,13 +468,6 @@ fn describe(bytes: &[u8]) -> String {
 
 fn corrupt(what: String) -> FormatError {
     FormatError::CorruptSetManifest { what }
-}
-
-fn truncated(len: usize) -> FormatError {
-    corrupt(format!(
-        "truncated: {len} bytes, shorter than the {}-byte header and checksum",
-        SET_MANIFEST_HEADER_LEN + SET_MANIFEST_CHECKSUM_LEN
-    ))
 }
 
 fn read_u32(bytes: &[u8], at: usize) -> Option<u32> {

@@ -64,6 +64,22 @@ mod write;
 #[cfg(feature = "testing")]
 pub mod testing {
     pub use atlas_io::{CasMemory, CountingLayer, Counts, Faults, ReadRecord, RequestStats};
+
+    /// The manifest entry a set commit records of the collection `atlas` as
+    /// member `id` at `path`: counts, size, per-variable and per-attribute
+    /// bounds over the live datasets, checksums. Here so tests can check what
+    /// a set's pruning will rely on.
+    ///
+    /// # Errors
+    /// As the statistics and attribute calls it makes
+    /// ([`crate::AtlasError::CorruptSegment`], [`crate::AtlasError::Io`], ...).
+    pub async fn member_entry(
+        atlas: &crate::Atlas,
+        id: &str,
+        path: &str,
+    ) -> crate::Result<crate::MemberEntry> {
+        crate::set::summary::member_entry(atlas, id, path).await
+    }
 }
 
 // Formats and names of the container (atlas-format).
@@ -71,10 +87,11 @@ pub use atlas_format::{
     ArrayMeta, CONTAINER_FILE, Codec, DATASETS_SEGMENT, DType, DatasetSchema, DecodeLimits,
     FormatError, MASK_FILE, SchemaView, validate_name,
 };
-// The set manifest and what it records per member (atlas-format).
+// The set manifest, what it records of a member, and the checksum sidecar's content (atlas-format).
 pub use atlas_format::{
-    AttributeSummary, ChecksumAlgorithm, MemberChecksums, MemberEntry, SET_MANIFEST_FILE,
-    SET_MEMBERS_DIR, SegmentChecksum, SetManifest, SummaryValue, VariableSummary,
+    AttributeSummary, CHECKSUM_SIDECAR_FILE, ChecksumAlgorithm, MemberChecksums, MemberEntry,
+    SET_MANIFEST_FILE, SET_MEMBERS_DIR, SegmentChecksum, SetManifest, SummaryValue,
+    VariableSummary,
 };
 // Storage: errors, retries, leftovers of interrupted writes (atlas-io).
 pub use atlas_io::{
@@ -101,6 +118,7 @@ pub use read::{
     ArrayLayout, Atlas, Dataset, DatasetStats, DeleteOutcome, OpenOptions, Order, Region,
     SegmentInfo, Selection,
 };
+pub use set::integrity::{ChecksumMismatch, ChecksumPart};
 pub use set::{
     AtlasSet, CommitOutcome, CompactOptions, CompactOutcome, MemberWriter, SetWriter, member_id,
     member_path,

@@ -13,12 +13,16 @@
 //!    space, not soundness.
 //!
 //! With [`VerifyOptions::deep`], each array's statistics are also recomputed
-//! from its values and compared with the recorded ones.
+//! from its values and compared with the recorded ones, and, when the
+//! collection has a checksum sidecar (`data.atlas.crc32c`, written by
+//! [`Atlas::write_checksums`]), the CRC32C of every part of the container and
+//! of the mask is recomputed and compared with it.
 //!
-//! What it cannot see: v8 stores no checksums, so a damaged byte that still
-//! decodes (inside a block's payload, a statistic, an attribute value, a fill
-//! value) reads back as a different value without any error; the deep check
-//! catches it only where values and statistics then disagree.
+//! What it cannot see without a sidecar: the v8 container stores no
+//! checksums, so a damaged byte that still decodes (inside a block's payload,
+//! a statistic, an attribute value, a fill value) reads back as a different
+//! value without any error; the deep check catches it only where values and
+//! statistics then disagree.
 
 use std::sync::Arc;
 
@@ -28,6 +32,7 @@ use futures::StreamExt;
 
 use crate::error::AtlasError;
 use crate::recompute;
+use crate::set::integrity::ChecksumMismatch;
 use crate::{AnyArray, Atlas, Dataset, Region};
 
 /// Datasets checked at once by default.
@@ -84,7 +89,9 @@ impl VerifyOptions {
     /// Also recompute every array's statistics (count, nulls, min, max) from
     /// its values and compare them with the recorded ones: catches damage
     /// that still decodes, in the values or in the statistics. Costs no
-    /// extra request (the values are read anyway), only CPU.
+    /// extra request (the values are read anyway), only CPU. When the
+    /// collection has a checksum sidecar, also compare the CRC32C of every
+    /// part of it with the sidecar's: one more read of the whole container.
     pub fn deep(mut self, yes: bool) -> Self {
         self.deep = yes;
         self
@@ -168,6 +175,18 @@ pub enum Finding {
         /// How they disagree.
         what: String,
     },
+    /// `verify --deep`: a part of the collection whose CRC32C is not the one
+    /// its checksum sidecar records (its bytes changed since `atlas checksum`).
+    ChecksumMismatch {
+        /// Which part, and both checksums.
+        mismatch: ChecksumMismatch,
+    },
+    /// `verify --deep`: the checksum sidecar exists but could not be read or
+    /// decoded, or the parts it covers could not be read.
+    Checksums {
+        /// Why.
+        error: AtlasError,
+    },
     /// The deletion mask had something wrong that the reader tolerates
     /// (an ordinal out of range, a truncated body): a warning.
     MaskWarning {
@@ -240,6 +259,8 @@ impl std::fmt::Display for Finding {
                 array,
                 what,
             } => write!(f, "dataset {dataset:?} array {array:?}: {what}"),
+            Finding::ChecksumMismatch { mismatch } => write!(f, "checksums: {mismatch}"),
+            Finding::Checksums { error } => write!(f, "checksum sidecar: {error}"),
             Finding::MaskWarning { message } => write!(f, "deletion mask: {message}"),
             Finding::Leftover { leftover } => write!(
                 f,
@@ -271,6 +292,9 @@ pub struct Checked {
     pub elements: u64,
     /// Datasets the mask hides.
     pub hidden: usize,
+    /// `verify --deep` with a checksum sidecar: the parts whose checksums
+    /// were compared (header, footer, segments, mask); `None` without one.
+    pub checksum_parts: Option<usize>,
 }
 
 /// The outcome of [`Atlas::verify`].
@@ -338,6 +362,21 @@ impl Atlas {
             report.findings.extend(c.findings);
             if let Some(progress) = &options.progress {
                 progress(report.checked.datasets as u64);
+            }
+        }
+
+        if options.deep {
+            match self.check_sidecar().await {
+                Ok(None) => {}
+                Ok(Some((parts, mismatches))) => {
+                    report.checked.checksum_parts = Some(parts);
+                    report.findings.extend(
+                        mismatches
+                            .into_iter()
+                            .map(|mismatch| Finding::ChecksumMismatch { mismatch }),
+                    );
+                }
+                Err(error) => report.findings.push(Finding::Checksums { error }),
             }
         }
 

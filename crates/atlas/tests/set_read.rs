@@ -500,9 +500,21 @@ async fn compacting_newer_members_never_brings_back_a_deleted_name() {
 async fn a_query_outside_a_members_summary_opens_nothing_of_that_member() {
     let (op, stats) = cas();
     // Disjoint TEMP ranges: cold (0..10), warm (10..20), hot (20..30).
-    append(&op, "argo", 1, &[p("c1", &[1.0, 2.0], 1), p("c2", &[9.0], 1)]).await;
+    append(
+        &op,
+        "argo",
+        1,
+        &[p("c1", &[1.0, 2.0], 1), p("c2", &[9.0], 1)],
+    )
+    .await;
     append(&op, "argo", 2, &[p("w1", &[11.0], 2), p("w2", &[19.0], 2)]).await;
-    append(&op, "argo", 3, &[p("h1", &[21.0, 25.0], 3), p("h2", &[29.0], 3)]).await;
+    append(
+        &op,
+        "argo",
+        3,
+        &[p("h1", &[21.0, 25.0], 3), p("h2", &[29.0], 3)],
+    )
+    .await;
     let ids: Vec<String> = open(&op, "argo")
         .await
         .members()

@@ -3,6 +3,7 @@
 pub mod attrs;
 pub mod cat;
 pub mod catalogue;
+pub mod checksum;
 pub mod cleanup;
 pub mod create;
 pub mod demo;
@@ -140,6 +141,7 @@ pub async fn run(cli: Cli) -> CliResult {
         Command::Rm(a) => rm::run(&ctx, &a).await,
         Command::Catalogue(a) => catalogue::run(&ctx, &a).await,
         Command::Verify(a) => verify::run(&ctx, &a).await,
+        Command::Checksum(a) => checksum::run(&ctx, &a).await,
         Command::Rewrite(a) => rewrite::run(&ctx, &a).await,
         Command::Create(a) => create::run(&ctx, &a).await,
         Command::Demo(a) => demo::run(&ctx, &a).await,

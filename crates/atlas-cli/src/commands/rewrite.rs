@@ -4,11 +4,11 @@ use atlas::{AtlasWriter, Codec, WriterConfig};
 use serde_json::json;
 
 use super::Ctx;
-use atlas::SET_MANIFEST_FILE;
 use crate::cli::{CodecArg, RewriteArgs};
 use crate::exit::{CliError, CliResult, Context as _};
 use crate::location::{Access, Location};
 use crate::{output, progress, render};
+use atlas::SET_MANIFEST_FILE;
 
 /// Runs `atlas rewrite`.
 pub async fn run(ctx: &Ctx, args: &RewriteArgs) -> CliResult {

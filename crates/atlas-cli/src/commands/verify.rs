@@ -6,7 +6,10 @@
 //!    footer's dtype, and every block of it decompresses (the whole array is read);
 //!    dataset and array attributes read back;
 //! 4. the deletion mask parsed (its warnings are reported, not failures);
-//! 5. what interrupted writes left (temp files, S3 multipart uploads,
+//! 5. with `--deep`, the CRC32C of every segment, the footer and the mask,
+//!    each mismatch naming its part: against the checksum sidecar of a lone
+//!    collection (`atlas checksum`), against the manifest for a set's members;
+//! 6. what interrupted writes left (temp files, S3 multipart uploads,
 //!    uncommitted set members): warnings, listed even when no collection opens.
 //!
 //! On a set, each member is checked so (findings name the member), and its
@@ -79,6 +82,7 @@ pub async fn run(ctx: &Ctx, args: &VerifyArgs) -> CliResult {
                 "datasets": c.datasets,
                 "arrays": c.arrays,
                 "elements": c.elements,
+                "checksum_parts": c.checksum_parts,
             },
         });
         if let (Some(set), Some(fields)) = (set_json, value.as_object_mut()) {
@@ -96,8 +100,12 @@ pub async fn run(ctx: &Ctx, args: &VerifyArgs) -> CliResult {
         for p in &problems {
             out.push_str(&format!("PROBLEM  {p}\n"));
         }
-        out.push_str(if args.deep {
-            "note     v8 stores no checksums: damage that still decodes in attribute values, \
+        out.push_str(if args.deep && report.checked.checksum_parts.is_some() {
+            "note     every byte but the header is covered by the checksum sidecar; \
+             the header is checked by value\n"
+        } else if args.deep {
+            "note     v8 stores no checksums and this collection has no checksum sidecar \
+             (`atlas checksum` writes one): damage that still decodes in attribute values, \
              dimension names, chunk shapes or fill values, or that leaves the statistics \
              true, cannot be seen\n"
         } else {
@@ -195,6 +203,24 @@ async fn check_set(
                 atlas.container_bytes()
             ));
         }
+        if deep {
+            match set.verify_member_checksums(id).await {
+                Ok(mismatches) if mismatches.is_empty() => {
+                    out.checked.checksum_parts = Some(
+                        out.checked
+                            .checksum_parts
+                            .unwrap_or(0)
+                            .saturating_add(entry.checksums.segments.len().saturating_add(3)),
+                    );
+                }
+                Ok(mismatches) => member_problems.extend(
+                    mismatches
+                        .iter()
+                        .map(|m| format!("member {id}: checksum: {m}")),
+                ),
+                Err(e) => member_problems.push(format!("member {id}: checksums: {e}")),
+            }
+        }
         let live = u64::try_from(atlas.dataset_count()).unwrap_or(u64::MAX);
         if live != entry.datasets_live {
             out.warnings.push(format!(
@@ -273,9 +299,12 @@ fn passed_lines(atlas: &Atlas, report: &VerifyReport, deep: bool) -> Vec<String>
             c.segments_opened, c.data_segments
         ));
     }
-    let array_problem = report
-        .problems()
-        .any(|f| !matches!(f, Finding::Segment { .. }));
+    let array_problem = report.problems().any(|f| {
+        !matches!(
+            f,
+            Finding::Segment { .. } | Finding::ChecksumMismatch { .. } | Finding::Checksums { .. }
+        )
+    });
     if !array_problem {
         passed.push(format!(
             "arrays: {} of {} present, dtypes agree with the footer, \
@@ -292,6 +321,21 @@ fn passed_lines(atlas: &Atlas, report: &VerifyReport, deep: bool) -> Vec<String>
         passed.push(format!(
             "statistics: recomputed from the values of {}, all agree",
             render::count(c.arrays, "array", "arrays")
+        ));
+    }
+    let checksum_problem = report.problems().any(|f| {
+        matches!(
+            f,
+            Finding::ChecksumMismatch { .. } | Finding::Checksums { .. }
+        )
+    });
+    if let Some(parts) = c.checksum_parts
+        && !checksum_problem
+    {
+        passed.push(format!(
+            "checksums: {} match {}",
+            render::count(parts, "part", "parts"),
+            atlas::CHECKSUM_SIDECAR_FILE
         ));
     }
     let mask_warning = report

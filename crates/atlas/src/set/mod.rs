@@ -11,10 +11,11 @@
 
 mod compact;
 mod delete;
+pub(crate) mod integrity;
 mod manifest_store;
 mod prune;
 mod reader;
-mod summary;
+pub(crate) mod summary;
 mod writer;
 
 pub use compact::{CompactOptions, CompactOutcome};

@@ -1,10 +1,58 @@
-//! TEMPORARY (replaced by the summary branch): counts only.
-use atlas_format::{ChecksumAlgorithm, MemberChecksums, MemberEntry};
+//! What a set manifest records of a member: counts, size, per-variable and
+//! per-attribute bounds over the live datasets, and checksums.
+//!
+//! Bounds exist to let a reader *skip* a member, so a bound that is too
+//! narrow would silently drop data. Whenever one cannot be stated with
+//! certainty (live datasets declare a variable with different types, some
+//! live dataset recorded no statistics, a statistic has no summary kind) it
+//! is left unknown (`None`), which a reader never prunes on. Float bounds are
+//! ordered by `total_cmp`, as the segments' statistics are; a zero bound is
+//! widened to the zero of the other sign (`-0.0` for a minimum, `+0.0` for a
+//! maximum), so a reader comparing with IEEE semantics never prunes a zero.
+//!
+//! Cost: one footer read per segment (the [`Atlas`] keeps each opened) and a
+//! pass over the `_datasets` attribute columns; no array data, except that
+//! the checksums read every byte of the container once.
 
-use crate::error::Result;
+use std::cmp::Ordering;
+
+use atlas_format::{AttributeSummary, DType, MemberEntry, SummaryValue, VariableSummary};
+use indexmap::IndexMap;
+
+use super::integrity::member_checksums;
+use crate::error::{AtlasError, Result};
 use crate::read::Atlas;
+use crate::{ArrayStats, Attr, Stat};
 
+/// What the live datasets declare of one array name.
+#[derive(Default)]
+struct Declared {
+    /// Distinct declared types, in order of first appearance.
+    dtypes: Vec<DType>,
+    /// Live datasets declaring the name.
+    datasets: usize,
+}
+
+/// The manifest entry describing `atlas` as member `id` at `path` (relative
+/// to the set's prefix): counts, bytes, creation time, summaries over the
+/// live datasets and the checksums of its bytes.
 pub(crate) async fn member_entry(atlas: &Atlas, id: &str, path: &str) -> Result<MemberEntry> {
+    let (arrays, attribute_keys) = declared_by_live(atlas);
+    let mut variables = Vec::with_capacity(arrays.len());
+    for (name, declared) in &arrays {
+        variables.push(variable_summary(atlas, name, declared).await?);
+    }
+    let mut attributes = Vec::new();
+    for key in &attribute_keys {
+        let rows = atlas.attributes_by_dataset(None, key).await?;
+        if let Some((min, max)) = attribute_bounds(rows.iter().map(|(_, attr)| attr)) {
+            attributes.push(AttributeSummary {
+                key: key.clone(),
+                min,
+                max,
+            });
+        }
+    }
     Ok(MemberEntry {
         id: id.to_owned(),
         path: path.to_owned(),
@@ -12,13 +60,224 @@ pub(crate) async fn member_entry(atlas: &Atlas, id: &str, path: &str) -> Result<
         datasets_live: atlas.dataset_count() as u64,
         bytes: atlas.container_bytes(),
         created_unix_ms: atlas.created_unix_ms(),
-        variables: Vec::new(),
-        attributes: Vec::new(),
-        checksums: MemberChecksums {
-            algorithm: ChecksumAlgorithm::Crc32c,
-            footer: 0,
-            segments: Vec::new(),
-            mask: None,
-        },
+        variables,
+        attributes,
+        checksums: member_checksums(atlas).await?,
     })
+}
+
+/// The array names (with their declared types) and the dataset-level
+/// attribute keys of the live datasets' schemas, in order of first appearance.
+fn declared_by_live(atlas: &Atlas) -> (IndexMap<String, Declared>, Vec<String>) {
+    let footer = atlas.footer();
+    // Live datasets per schema: each schema is walked once, however many use it.
+    let mut per_schema: IndexMap<u32, usize> = IndexMap::new();
+    for (index, (_, &schema)) in footer.datasets.iter().enumerate() {
+        if u32::try_from(index).is_ok_and(|o| atlas.is_live(o)) {
+            *per_schema.entry(schema).or_default() += 1;
+        }
+    }
+    let mut arrays: IndexMap<String, Declared> = IndexMap::new();
+    let mut keys: IndexMap<String, ()> = IndexMap::new();
+    for (&schema, &datasets) in &per_schema {
+        let Some(view) = footer.schema_view(schema) else {
+            continue;
+        };
+        for meta in view.arrays() {
+            let entry = arrays.entry(meta.name().to_owned()).or_default();
+            entry.datasets = entry.datasets.saturating_add(datasets);
+            if !entry.dtypes.contains(meta.dtype()) {
+                entry.dtypes.push(meta.dtype().clone());
+            }
+        }
+        for (key, _) in view.attributes() {
+            keys.entry(key.to_owned()).or_default();
+        }
+    }
+    (arrays, keys.into_keys().collect())
+}
+
+/// One variable's summary: counts summed over the live datasets' statistics,
+/// bounds folded when they are certain (see the module docs).
+async fn variable_summary(
+    atlas: &Atlas,
+    name: &str,
+    declared: &Declared,
+) -> Result<VariableSummary> {
+    let rows = atlas.array_stats_by_dataset(name).await?;
+    let mut count = 0u64;
+    let mut nulls = 0u64;
+    let mut folded: Option<ArrayStats> = None;
+    for row in &rows {
+        count = count.saturating_add(row.stats.row_count);
+        nulls = nulls.saturating_add(row.stats.null_count);
+        match folded.as_mut() {
+            Some(acc) => acc.merge(&row.stats),
+            None => folded = Some(row.stats.clone()),
+        }
+    }
+    if nulls > count {
+        return Err(AtlasError::corrupt(format!(
+            "variable {name:?}: the statistics count {nulls} nulls among {count} elements"
+        )));
+    }
+    let dtype = declared.dtypes.first().cloned().ok_or_else(|| {
+        AtlasError::corrupt(format!("variable {name:?} is declared by no schema"))
+    })?;
+    // One type and statistics from every live declaring dataset, or no bounds.
+    let certain = declared.dtypes.len() == 1 && rows.len() == declared.datasets;
+    let (min, max) = match folded {
+        Some(stats) if certain => bounds(
+            stats
+                .min
+                .as_ref()
+                .and_then(|s| summary_of_stat(s, &dtype, Bound::Min)),
+            stats
+                .max
+                .as_ref()
+                .and_then(|s| summary_of_stat(s, &dtype, Bound::Max)),
+        ),
+        _ => (None, None),
+    };
+    Ok(VariableSummary {
+        name: name.to_owned(),
+        dtype,
+        count,
+        nulls,
+        min,
+        max,
+    })
+}
+
+/// Which end of a range a bound is.
+#[derive(Clone, Copy)]
+enum Bound {
+    Min,
+    Max,
+}
+
+/// `min` and `max` if they are of one kind with `min <= max`; otherwise both
+/// unknown, never a pair that would fail the manifest's validation.
+fn bounds(
+    min: Option<SummaryValue>,
+    max: Option<SummaryValue>,
+) -> (Option<SummaryValue>, Option<SummaryValue>) {
+    match (&min, &max) {
+        (Some(lo), Some(hi)) => match lo.compare(hi) {
+            Some(Ordering::Less | Ordering::Equal) => (min, max),
+            _ => (None, None),
+        },
+        _ => (min, max),
+    }
+}
+
+/// A segment statistic as a summary bound of an array of type `dtype`;
+/// `None` for a kind the manifest has no bound for (or a string statistic
+/// that is not UTF-8).
+fn summary_of_stat(stat: &Stat, dtype: &DType, end: Bound) -> Option<SummaryValue> {
+    match stat {
+        Stat::Int(v) => Some(SummaryValue::Int(*v)),
+        Stat::UInt(v) => Some(SummaryValue::UInt(*v)),
+        Stat::Float(x) => Some(SummaryValue::Float(widen_zero(*x, end))),
+        Stat::Timestamp(t) => Some(SummaryValue::TimestampNs(t.nanos())),
+        Stat::Bytes(b) => match dtype {
+            DType::String => String::from_utf8(b.clone()).ok().map(SummaryValue::String),
+            DType::Binary => Some(SummaryValue::Bytes(b.clone())),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+/// A zero minimum becomes `-0.0` and a zero maximum `+0.0`: under
+/// `total_cmp` the two zeros differ, under IEEE they are equal, and the wider
+/// bound is right under both.
+fn widen_zero(x: f64, end: Bound) -> f64 {
+    if x == 0.0 {
+        match end {
+            Bound::Min => -0.0,
+            Bound::Max => 0.0,
+        }
+    } else {
+        x
+    }
+}
+
+/// The summary kind of an attribute value, if it is a single number.
+fn summary_of_attr(attr: &Attr) -> Option<SummaryValue> {
+    Some(match attr {
+        Attr::Int8(v) => SummaryValue::Int(i64::from(*v)),
+        Attr::Int16(v) => SummaryValue::Int(i64::from(*v)),
+        Attr::Int32(v) => SummaryValue::Int(i64::from(*v)),
+        Attr::Int64(v) => SummaryValue::Int(*v),
+        Attr::UInt8(v) => SummaryValue::UInt(u64::from(*v)),
+        Attr::UInt16(v) => SummaryValue::UInt(u64::from(*v)),
+        Attr::UInt32(v) => SummaryValue::UInt(u64::from(*v)),
+        Attr::UInt64(v) => SummaryValue::UInt(*v),
+        Attr::Float32(v) => SummaryValue::Float(f64::from(*v)),
+        Attr::Float64(v) => SummaryValue::Float(*v),
+        _ => return None,
+    })
+}
+
+/// Min and max of attribute values that are all single numbers of one kind;
+/// `None` for anything else (a string, a list, a mix of kinds, no value).
+fn attribute_bounds<'a>(
+    values: impl Iterator<Item = &'a Attr>,
+) -> Option<(SummaryValue, SummaryValue)> {
+    let mut range: Option<(SummaryValue, SummaryValue)> = None;
+    for attr in values {
+        let value = summary_of_attr(attr)?;
+        range = Some(match range {
+            None => (value.clone(), value),
+            Some((lo, hi)) => {
+                let lo = match value.compare(&lo)? {
+                    Ordering::Less => value.clone(),
+                    _ => lo,
+                };
+                let hi = match value.compare(&hi)? {
+                    Ordering::Greater => value,
+                    _ => hi,
+                };
+                (lo, hi)
+            }
+        });
+    }
+    let (lo, hi) = range?;
+    let widen = |v: SummaryValue, end| match v {
+        SummaryValue::Float(x) => SummaryValue::Float(widen_zero(x, end)),
+        other => other,
+    };
+    Some((widen(lo, Bound::Min), widen(hi, Bound::Max)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mixed_attribute_kinds_have_no_bounds() {
+        let values = [Attr::Int32(1), Attr::Float64(2.0)];
+        assert_eq!(attribute_bounds(values.iter()), None);
+    }
+
+    #[test]
+    fn zero_bounds_are_widened_to_both_zeros() {
+        let values = [Attr::Float64(0.0), Attr::Float64(-0.0)];
+        let (lo, hi) = attribute_bounds(values.iter()).unwrap();
+        assert!(matches!(lo, SummaryValue::Float(x) if x == 0.0 && x.is_sign_negative()));
+        assert!(matches!(hi, SummaryValue::Float(x) if x == 0.0 && x.is_sign_positive()));
+    }
+
+    #[test]
+    fn an_inverted_pair_of_bounds_becomes_unknown() {
+        assert_eq!(
+            bounds(Some(SummaryValue::Int(3)), Some(SummaryValue::Int(2))),
+            (None, None)
+        );
+        assert_eq!(
+            bounds(Some(SummaryValue::Int(3)), Some(SummaryValue::UInt(4))),
+            (None, None)
+        );
+    }
 }

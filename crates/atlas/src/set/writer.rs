@@ -9,7 +9,8 @@
 use std::collections::HashSet;
 
 use atlas_format::{
-    CONTAINER_FILE, DecodeLimits, MemberEntry, SET_MANIFEST_FILE, SET_MEMBERS_DIR, SetManifest, validate_name,
+    CONTAINER_FILE, DecodeLimits, MemberEntry, SET_MANIFEST_FILE, SET_MEMBERS_DIR, SetManifest,
+    validate_name,
 };
 
 use super::manifest_store::{CommitOutcome, update_manifest};
@@ -98,7 +99,10 @@ impl SetWriter {
             .await?;
         // A manifest committed beside a lone collection would hide it.
         let container = location.object(CONTAINER_FILE);
-        if atlas_io::stat_len(location.operator(), &container).await.is_ok() {
+        if atlas_io::stat_len(location.operator(), &container)
+            .await
+            .is_ok()
+        {
             return Err(AtlasError::invalid_use(format!(
                 "{} holds a lone collection ({container}); a set cannot be created over it",
                 location.display()
