@@ -135,6 +135,20 @@ pub enum Command {
     )]
     Create(CreateArgs),
 
+    /// Rewrite a set's run of small members into fewer big ones, replacing them in one commit.
+    #[command(
+        after_help = "The longest run of consecutive members that each hold fewer live datasets than
+--target-datasets is rewritten into members of at most that many, which take the
+run's place in one commit; the replaced members are removed after it. Every live
+dataset keeps its name, values and attributes; deleted and replaced copies are
+dropped. A delete in the run meanwhile makes the commit fail (exit 75): run it again.
+
+Example:
+  atlas compact ./argo-set
+  atlas compact s3://bucket/argo --target-datasets 50000"
+    )]
+    Compact(CompactArgs),
+
     /// Write a realistic sample collection of Argo-like profiles, then describe it.
     #[command(after_help = "Example:\n  atlas demo ./argo\n  atlas demo ./small-argo --count 50")]
     Demo(DemoArgs),
@@ -144,6 +158,16 @@ pub enum Command {
         after_help = "Only what is older than --older-than (default 60 minutes) is removed: a younger\ntemp file, upload or member may belong to a write in progress. A member folder\n(members/<id>/) that the set's manifest does not name was left by a writer that\ncrashed or lost its commit; it goes once its newest object is older than\n--older-than. Azure and GCS discard unfinished uploads themselves after about\nseven days.\n\nExample:\n  atlas cleanup ./argo --dry-run\n  atlas cleanup ./argo --older-than 0\n  atlas cleanup ./argo-set --older-than 2h\n  atlas cleanup s3://bucket/argo"
     )]
     Cleanup(CleanupArgs),
+}
+
+/// `atlas compact`.
+#[derive(Debug, Args)]
+pub struct CompactArgs {
+    /// The set (a directory or a URL; see `atlas --help`).
+    pub collection: String,
+    /// Members with fewer live datasets are small; new members hold at most this many.
+    #[arg(long, value_name = "N", default_value_t = 100_000)]
+    pub target_datasets: u64,
 }
 
 /// A command that takes only the collection.

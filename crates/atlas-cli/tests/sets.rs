@@ -142,8 +142,16 @@ fn two_appends_read_as_their_union_and_a_name_added_again_reads_its_new_copy() {
     assert_eq!(cycles.as_array().unwrap().len(), 3, "{cycles}");
 
     // The old b.nc (max 11, cycle 2) would match; only its live copy (max 22,
-    // cycle 3) is asked. (Negations: no member summary can rule them out, so
-    // this holds whatever the summaries record.)
+    // cycle 3) is asked, both through member pruning and without it (negations
+    // never rule a member out).
+    assert_eq!(
+        names(&json_of(&["ls", set, "--where", "TEMP.max < 15"])),
+        ["a.nc", "c.nc"]
+    );
+    assert_eq!(
+        names(&json_of(&["ls", set, "--where", "cycle = 2"])),
+        Vec::<String>::new()
+    );
     assert_eq!(
         names(&json_of(&["ls", set, "--where", "not TEMP.max >= 15"])),
         ["a.nc", "c.nc"]
@@ -562,4 +570,92 @@ fn eight_processes_appending_at_once_on_fake_gcs_report_what_it_loses() {
         race.attempts,
         race.overwritten
     );
+}
+
+#[test]
+fn compact_rewrites_small_members_into_one_and_every_read_stays_the_same() {
+    let tmp = tempfile::tempdir().unwrap();
+    let set = tmp.path().join("set");
+    for i in 0..3 {
+        let p = tmp.path().join(format!("in{i}/p{i}.nc"));
+        write_nc(&p, &[i as f32, 10.0 + i as f32], i);
+        append(&set, &[p]);
+    }
+    let before_ls = names(&json_of(&["ls", s(&set)]));
+    let before_cat = json_of(&["cat", s(&set), "p1.nc", "TEMP"]);
+    let before_ids = member_ids(&json_of(&["info", s(&set)]));
+    assert_eq!(before_ids.len(), 3);
+
+    let report = json_of(&["compact", s(&set), "--target-datasets", "10"]);
+    assert_eq!(report["compacted"], true);
+    assert_eq!(report["datasets"], 3);
+    assert_eq!(report["generation"], 4);
+
+    let info = json_of(&["info", s(&set)]);
+    assert_eq!(member_ids(&info).len(), 1);
+    assert_eq!(names(&json_of(&["ls", s(&set)])), before_ls);
+    assert_eq!(json_of(&["cat", s(&set), "p1.nc", "TEMP"]), before_cat);
+    for id in &before_ids {
+        assert!(!set.join("members").join(id).exists(), "{id} removed");
+    }
+    // Nothing left to compact.
+    assert_eq!(json_of(&["compact", s(&set)])["compacted"], false);
+}
+
+#[test]
+fn a_compaction_killed_half_way_leaves_the_set_as_before_or_after_never_between() {
+    let tmp = tempfile::tempdir().unwrap();
+    let set = tmp.path().join("set");
+    let values: Vec<f32> = (0..200_000).map(|i| (i % 977) as f32 * 0.25).collect();
+    for m in 0..2 {
+        let files: Vec<PathBuf> = (0..10)
+            .map(|i| {
+                let p = tmp.path().join(format!("in{m}/p{m}_{i:02}.nc"));
+                write_nc(&p, &values, i);
+                p
+            })
+            .collect();
+        append(&set, &files);
+    }
+    let before_ids = member_ids(&json_of(&["info", s(&set)]));
+    let before_ls = names(&json_of(&["ls", s(&set)]));
+    let before_stats = json_of(&["stats", s(&set), "TEMP"]);
+
+    let mut child = Command::new(assert_cmd::cargo::cargo_bin("atlas"))
+        .args(["-q", "compact", s(&set), "--target-datasets", "100"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let members_dir = set.join("members");
+    let started = std::time::Instant::now();
+    while std::fs::read_dir(&members_dir).unwrap().count() < 3 {
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "no new member folder appeared"
+        );
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    std::thread::sleep(Duration::from_millis(30));
+    child.kill().unwrap();
+    let killed = !child.wait().unwrap().success();
+
+    let ids = member_ids(&json_of(&["info", s(&set)]));
+    assert!(
+        ids == before_ids || (ids.len() == 1 && !before_ids.contains(&ids[0])),
+        "before {before_ids:?}, now {ids:?}"
+    );
+    assert_eq!(names(&json_of(&["ls", s(&set)])), before_ls);
+    assert_eq!(json_of(&["stats", s(&set), "TEMP"]), before_stats);
+    let verify = json_of(&["verify", s(&set)]);
+    assert_eq!(verify["ok"], true, "{verify}");
+
+    // Whatever the kill left uncommitted goes; the set still reads the same.
+    json_of(&["cleanup", s(&set), "--older-than", "0s"]);
+    assert_eq!(
+        std::fs::read_dir(&members_dir).unwrap().count(),
+        ids.len(),
+        "only committed members remain (killed: {killed})"
+    );
+    assert_eq!(names(&json_of(&["ls", s(&set)])), before_ls);
 }

@@ -100,7 +100,6 @@ def test_select_sees_only_live_copies(replaced):
 # writer on this branch records none yet (crates/atlas/src/set/summary.rs is a
 # stub), so every member looks as if it had no TEMP and is skipped. Strict: this
 # starts failing (XPASS) once real summaries land, and then the mark goes.
-@pytest.mark.xfail(strict=True, reason="set member summaries are a stub: array predicates prune every member")
 def test_select_on_array_statistics_sees_only_live_copies(replaced):
     path, _, second = replaced
     c = atlasds.Collection.open(path)

@@ -180,6 +180,13 @@ pub async fn remove(loc: &Location, member: &Uncommitted) -> CliResult {
 /// A new member id: the time now and a random nonce (`atlas::member_id`).
 /// Time and randomness are taken here, at the command line's edge.
 pub fn new_member_id(index: usize) -> String {
+    let (unix_ms, nonce) = id_seed(index);
+    atlas::member_id(unix_ms, nonce)
+}
+
+/// The time (ms since the epoch) and a random number member ids are made of:
+/// the one place the CLI takes them (the library is handed both).
+pub fn id_seed(index: usize) -> (i64, u64) {
     let now = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .unwrap_or_default();
@@ -188,7 +195,7 @@ pub fn new_member_id(index: usize) -> String {
     hasher.write_u32(std::process::id());
     hasher.write_usize(index);
     let unix_ms = i64::try_from(now.as_millis()).unwrap_or(i64::MAX);
-    atlas::member_id(unix_ms, hasher.finish())
+    (unix_ms, hasher.finish())
 }
 
 /// `--older-than`: a number of minutes (`60`), or a number with a unit:

@@ -5,6 +5,7 @@ pub mod cat;
 pub mod catalogue;
 pub mod checksum;
 pub mod cleanup;
+pub mod compact;
 pub mod create;
 pub mod demo;
 pub mod info;
@@ -146,5 +147,6 @@ pub async fn run(cli: Cli) -> CliResult {
         Command::Create(a) => create::run(&ctx, &a).await,
         Command::Demo(a) => demo::run(&ctx, &a).await,
         Command::Cleanup(a) => cleanup::run(&ctx, &a).await,
+        Command::Compact(a) => compact::run(&ctx, &a).await,
     }
 }

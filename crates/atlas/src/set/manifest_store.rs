@@ -71,6 +71,25 @@ where
     F: FnMut(&mut SetManifest) -> Result<()>,
     H: Fn(&SetManifest) -> bool + Send + Sync,
 {
+    update_manifest_traced(op, path, limits, &mut change, holds, &mut false).await
+}
+
+/// [`update_manifest`], setting `was_visible` when a write of ours was
+/// accepted and then found overwritten (a backend whose conditions are not
+/// atomic): another writer may have merged our change into theirs, so what
+/// the change refers to must not be removed even if the commit then fails.
+pub(crate) async fn update_manifest_traced<F, H>(
+    op: &Operator,
+    path: &str,
+    limits: &DecodeLimits,
+    mut change: F,
+    holds: H,
+    was_visible: &mut bool,
+) -> Result<(SetManifest, CommitOutcome)>
+where
+    F: FnMut(&mut SetManifest) -> Result<()>,
+    H: Fn(&SetManifest) -> bool + Send + Sync,
+{
     let mut written: Option<SetManifest> = None;
     let mut last_generation = 0;
     let compute = |existing: Option<&[u8]>| -> Result<Option<Bytes>> {
@@ -90,8 +109,17 @@ where
         written = Some(manifest);
         Ok(Some(Bytes::from(bytes)))
     };
-    let check = |stored: &[u8]| decode(stored, path, limits).is_ok_and(|m| holds(&m));
-    let outcome = match update_checked(op, path, MAX_RETRIES, compute, check).await {
+    let seen = std::sync::atomic::AtomicBool::new(false);
+    let check = |stored: &[u8]| {
+        let ok = decode(stored, path, limits).is_ok_and(|m| holds(&m));
+        if !ok {
+            seen.store(true, std::sync::atomic::Ordering::Relaxed);
+        }
+        ok
+    };
+    let result = update_checked(op, path, MAX_RETRIES, compute, check).await;
+    *was_visible = seen.load(std::sync::atomic::Ordering::Relaxed);
+    let outcome = match result {
         Ok(outcome) => outcome,
         Err(UpdateError::Io(io)) => return Err(AtlasError::Io(io)),
         Err(UpdateError::Compute(e)) => return Err(e),

@@ -13,7 +13,7 @@ use atlas_format::{
     validate_name,
 };
 
-use super::manifest_store::{CommitOutcome, update_manifest};
+use super::manifest_store::{CommitOutcome, update_manifest_traced};
 use super::summary::member_entry;
 use crate::error::{AtlasError, Result};
 use crate::location::{Access, Address, Location};
@@ -192,6 +192,9 @@ impl SetWriter {
     /// already in the set; [`AtlasError::SetManifest`] for a damaged manifest;
     /// [`AtlasError::Io`] (the members are left in place: whether the
     /// manifest was written is unknown; `atlas cleanup` removes them if not).
+    /// On a backend whose conditional writes proved not atomic (a write of
+    /// ours accepted, then overwritten) the members are left in place too:
+    /// another writer may have carried them into its manifest.
     pub async fn commit(self) -> Result<CommitOutcome> {
         self.commit_with(|manifest, new| {
             manifest.members.extend(new.iter().cloned());
@@ -212,7 +215,8 @@ impl SetWriter {
         }
         let manifest_path = self.location.object(SET_MANIFEST_FILE);
         let ids: HashSet<&str> = self.finished.iter().map(|e| e.id.as_str()).collect();
-        let result = update_manifest(
+        let mut was_visible = false;
+        let result = update_manifest_traced(
             self.location.operator(),
             &manifest_path,
             &self.limits,
@@ -233,11 +237,20 @@ impl SetWriter {
                 ids.iter()
                     .all(|id| stored.members.iter().any(|m| m.id == *id))
             },
+            &mut was_visible,
         )
         .await;
         match result {
             Ok((_, outcome)) => Ok(outcome),
+            // Whether a manifest naming the members was written is unknown.
             Err(e @ AtlasError::Io(_)) => Err(e),
+            Err(e) if was_visible => {
+                tracing::warn!(
+                    "a manifest naming the new members was visible before being overwritten: \
+                     they are left in place (`atlas cleanup` removes them if uncommitted)"
+                );
+                Err(e)
+            }
             Err(e) => {
                 self.remove_begun().await;
                 Err(e)
