@@ -659,3 +659,96 @@ fn a_compaction_killed_half_way_leaves_the_set_as_before_or_after_never_between(
     );
     assert_eq!(names(&json_of(&["ls", s(&set)])), before_ls);
 }
+
+/// `atlas --json verify ARGS` whatever its exit status, with the status.
+fn verify_json(args: &[&str]) -> (Option<i32>, Json) {
+    let out = atlas()
+        .arg("--json")
+        .arg("verify")
+        .args(args)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    let json = serde_json::from_str(&text).unwrap_or_else(|e| {
+        panic!(
+            "verify {args:?}: not JSON ({e}): {text} / {}",
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
+    (out.status.code(), json)
+}
+
+#[test]
+fn verify_deep_on_a_set_names_the_member_and_segment_of_every_flipped_byte() {
+    let tmp = tempfile::tempdir().unwrap();
+    let set = tmp.path().join("set");
+    for m in 0..2 {
+        let p = tmp.path().join(format!("in{m}/p{m}.nc"));
+        write_nc(&p, &[1.0 + m as f32, 2.0, 3.0], m);
+        append(&set, &[p]);
+    }
+    let (code, clean) = verify_json(&["--deep", s(&set)]);
+    assert_eq!(code, Some(0), "{clean}");
+
+    let info = json_of(&["info", s(&set)]);
+    let victim = member_ids(&info)[1].clone();
+    let container = set.join("members").join(&victim).join("data.atlas");
+    let original = std::fs::read(&container).unwrap();
+    // The member's own layout: which segment holds which byte.
+    let segments = json_of(&["info", s(container.parent().unwrap())]);
+    let temp = segments["variables"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|seg| seg["name"] == "TEMP")
+        .cloned()
+        .unwrap_or_else(|| panic!("no TEMP segment in {segments}"));
+    let offset = temp["offset"].as_u64().unwrap() as usize;
+    let len = temp["len"].as_u64().unwrap() as usize;
+    // Every 7th byte of the TEMP segment, one at a time.
+    for at in (offset..offset + len).step_by(7) {
+        let mut bytes = original.clone();
+        bytes[at] ^= 0x10;
+        std::fs::write(&container, &bytes).unwrap();
+        let (code, report) = verify_json(&["--deep", s(&set)]);
+        assert_ne!(code, Some(0), "byte {at}: {report}");
+        let problems = report["problems"].to_string();
+        assert!(
+            problems.contains(&format!("member {victim}")) && problems.contains("segment TEMP"),
+            "byte {at}: {problems}"
+        );
+    }
+    std::fs::write(&container, &original).unwrap();
+}
+
+#[test]
+fn verify_reports_a_damaged_manifest_and_a_missing_member_by_name() {
+    let tmp = tempfile::tempdir().unwrap();
+    let set = tmp.path().join("set");
+    for m in 0..2 {
+        let p = tmp.path().join(format!("in{m}/p{m}.nc"));
+        write_nc(&p, &[1.0], m);
+        append(&set, &[p]);
+    }
+    let ids = member_ids(&json_of(&["info", s(&set)]));
+    std::fs::remove_dir_all(set.join("members").join(&ids[0])).unwrap();
+    let (code, report) = verify_json(&[s(&set)]);
+    assert_eq!(code, Some(1), "{report}");
+    let problems = report["problems"].to_string();
+    assert!(
+        problems.contains(&format!("member {}", ids[0])),
+        "{problems}"
+    );
+    assert!(problems.contains("not found"), "{problems}");
+
+    let manifest = set.join("set.manifest");
+    let mut bytes = std::fs::read(&manifest).unwrap();
+    let last = bytes.len() - 1;
+    bytes[last] ^= 0x01;
+    std::fs::write(&manifest, &bytes).unwrap();
+    let (code, report) = verify_json(&[s(&set)]);
+    assert_eq!(code, Some(1), "{report}");
+    let problems = report["problems"].to_string();
+    assert!(problems.contains("set.manifest"), "{problems}");
+    assert!(problems.contains("checksum"), "{problems}");
+}
