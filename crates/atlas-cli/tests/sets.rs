@@ -60,6 +60,29 @@ fn write_nc(path: &Path, temp: &[f32], cycle: i32) {
     std::fs::write(path, h).unwrap();
 }
 
+/// Runs `atlas ARGS`, and SIGKILLs it `delay_ms` after the set at `set` has
+/// `members` member folders; whether it was still running (killed, not done).
+fn kill_when_members(args: &[&str], set: &Path, members: usize, delay_ms: u64) -> bool {
+    let mut child = Command::new(assert_cmd::cargo::cargo_bin("atlas"))
+        .args(args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let members_dir = set.join("members");
+    let started = std::time::Instant::now();
+    while std::fs::read_dir(&members_dir).unwrap().count() < members {
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "atlas {args:?}: no member folder appeared"
+        );
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    std::thread::sleep(Duration::from_millis(delay_ms));
+    child.kill().unwrap();
+    !child.wait().unwrap().success()
+}
+
 /// `atlas --json create FILES.. SET --append`, expected to succeed.
 fn append(set: &Path, files: &[PathBuf]) -> Json {
     let mut args = vec!["create".to_owned()];
@@ -331,34 +354,23 @@ fn a_writer_killed_during_append_leaves_the_set_as_it_was_and_cleanup_removes_it
     for i in 0..30 {
         write_nc(&tmp.path().join(format!("big/b{i:02}.nc")), &values, i);
     }
-    let mut child = Command::new(assert_cmd::cargo::cargo_bin("atlas"))
-        .args([
+    let killed = kill_when_members(
+        &[
             "-q",
             "create",
             s(&tmp.path().join("big")),
             s(&set),
             "--append",
-        ])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let members_dir = set.join("members");
-    let started = std::time::Instant::now();
-    while std::fs::read_dir(&members_dir).unwrap().count() < 2 {
-        assert!(
-            started.elapsed() < Duration::from_secs(60),
-            "no member folder appeared"
-        );
-        std::thread::sleep(Duration::from_millis(1));
-    }
-    std::thread::sleep(Duration::from_millis(50));
-    child.kill().unwrap();
-    let status = child.wait().unwrap();
+        ],
+        &set,
+        2,
+        50,
+    );
     assert!(
-        !status.success(),
+        killed,
         "the writer finished before the kill: make the input bigger"
     );
+    let members_dir = set.join("members");
 
     let after = json_of(&["info", s(&set)]);
     assert_eq!(after["set"], before["set"]);
@@ -621,24 +633,13 @@ fn a_compaction_killed_half_way_leaves_the_set_as_before_or_after_never_between(
     let before_ls = names(&json_of(&["ls", s(&set)]));
     let before_stats = json_of(&["stats", s(&set), "TEMP"]);
 
-    let mut child = Command::new(assert_cmd::cargo::cargo_bin("atlas"))
-        .args(["-q", "compact", s(&set), "--target-datasets", "100"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let killed = kill_when_members(
+        &["-q", "compact", s(&set), "--target-datasets", "100"],
+        &set,
+        3,
+        30,
+    );
     let members_dir = set.join("members");
-    let started = std::time::Instant::now();
-    while std::fs::read_dir(&members_dir).unwrap().count() < 3 {
-        assert!(
-            started.elapsed() < Duration::from_secs(60),
-            "no new member folder appeared"
-        );
-        std::thread::sleep(Duration::from_millis(1));
-    }
-    std::thread::sleep(Duration::from_millis(30));
-    child.kill().unwrap();
-    let killed = !child.wait().unwrap().success();
 
     let ids = member_ids(&json_of(&["info", s(&set)]));
     assert!(

@@ -65,6 +65,12 @@ async fn open(op: &Operator, prefix: &str) -> AtlasSet {
         .unwrap()
 }
 
+async fn open_err(op: &Operator, prefix: &str) -> AtlasError {
+    AtlasSet::open((op.clone(), prefix), &OpenOptions::default())
+        .await
+        .unwrap_err()
+}
+
 async fn temp(set: &AtlasSet, name: &str) -> Vec<f32> {
     set.dataset(name)
         .await
@@ -327,9 +333,7 @@ async fn a_damaged_manifest_is_an_error_naming_it() {
     let last = bytes.len() - 1;
     bytes[last] ^= 0x01;
     op.write("argo/set.manifest", bytes.clone()).await.unwrap();
-    let err = AtlasSet::open((op.clone(), "argo"), &OpenOptions::default())
-        .await
-        .unwrap_err();
+    let err = open_err(&op, "argo").await;
     assert!(
         matches!(&err, AtlasError::SetManifest { path, source: FormatError::CorruptSetManifest { .. } } if path == "argo/set.manifest"),
         "{err}"
@@ -339,9 +343,7 @@ async fn a_damaged_manifest_is_an_error_naming_it() {
     op.write("argo/set.manifest", bytes[..10].to_vec())
         .await
         .unwrap();
-    let err = AtlasSet::open((op.clone(), "argo"), &OpenOptions::default())
-        .await
-        .unwrap_err();
+    let err = open_err(&op, "argo").await;
     assert!(
         matches!(
             &err,
@@ -361,9 +363,7 @@ async fn a_manifest_of_an_unknown_version_is_refused() {
     let mut bytes = op.read("argo/set.manifest").await.unwrap().to_vec();
     bytes[8] = 2;
     op.write("argo/set.manifest", bytes).await.unwrap();
-    let err = AtlasSet::open((op.clone(), "argo"), &OpenOptions::default())
-        .await
-        .unwrap_err();
+    let err = open_err(&op, "argo").await;
     assert!(
         matches!(
             &err,

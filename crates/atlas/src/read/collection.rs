@@ -255,6 +255,19 @@ impl Atlas {
         self.shadowed.as_ref().is_some_and(|s| s.contains(&ordinal))
     }
 
+    /// The operator sidecar writes (mask, checksums) go through: on local disk
+    /// an fs operator whose writes are atomic (temp file and rename), else the
+    /// collection's own.
+    ///
+    /// # Errors
+    /// [`AtlasError::Io`] when the local directory cannot be prepared.
+    pub(crate) fn sidecar_operator(&self) -> Result<Operator> {
+        match &self.inner.fs_root {
+            Some(root) => Ok(atlas_io::fs_operator(root)?),
+            None => Ok(self.inner.op.clone()),
+        }
+    }
+
     /// Whether `other` is a handle on the same opened container (a view or a clone).
     pub(crate) fn same_collection(&self, other: &Atlas) -> bool {
         Arc::ptr_eq(&self.inner, &other.inner)

@@ -86,14 +86,7 @@ impl Atlas {
             merged = Some(mask);
             Ok(bytes)
         };
-        let writer_op;
-        let op = match &inner.fs_root {
-            Some(root) => {
-                writer_op = atlas_io::fs_operator(root)?;
-                &writer_op
-            }
-            None => &inner.op,
-        };
+        let op = &self.sidecar_operator()?;
         // Read back after a conditional write: every ordinal of this delete must be there.
         let holds = |stored: &[u8]| {
             DeletionMask::decode(stored, total)

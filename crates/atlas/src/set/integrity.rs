@@ -233,16 +233,8 @@ impl Atlas {
     pub async fn write_checksums(&self) -> Result<MemberChecksums> {
         let checksums = member_checksums(self).await?;
         let bytes = ChecksumSidecar::new(checksums.clone()).encode()?;
-        let inner = self.inner();
         let path = sidecar_path(self);
-        let writer_op;
-        let op = match &inner.fs_root {
-            Some(root) => {
-                writer_op = atlas_io::fs_operator(root)?;
-                &writer_op
-            }
-            None => &inner.op,
-        };
+        let op = &self.sidecar_operator()?;
         put_atomic(op, &path, Bytes::from(bytes)).await?;
         Ok(checksums)
     }
