@@ -683,7 +683,8 @@ fn decode_numeric(
                 coder.decode_float(x).map(Timestamp).map_err(err)
             })?,
         };
-        return Ok((ArrayData::Timestamp(stamps), None));
+        let note = coder.note().map(|n| format!("{variable}: {n}"));
+        return Ok((ArrayData::Timestamp(stamps), note));
     }
     // BooleanCoder: xarray turns `dtype = "bool"` into numpy bool, which atlas-python cannot store.
     let is_bool = matches!(values, ArrayData::Int8(_))
