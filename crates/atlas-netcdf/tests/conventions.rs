@@ -88,6 +88,17 @@ fn assert_matches_xarray(name: &str) -> Mapped {
 }
 
 #[test]
+fn a_netcdf4_non_coordinate_variable_is_named_as_the_netcdf_library_shows_it() {
+    assert_matches_xarray("non_coord");
+    let raw = map("non_coord.nc", Decode::Raw);
+    let names: Vec<&str> = raw.dataset.arrays.iter().map(|a| a.name.as_str()).collect();
+    assert_eq!(names, ["z", "w"]);
+    let z = raw.dataset.arrays.first().expect("z");
+    assert_eq!(z.dims, ["x"]);
+    assert_eq!(describe(&z.values).1, [json!(1.5), json!(2.5), json!(3.5)]);
+}
+
+#[test]
 fn arm_style_time_units_decode_as_xarray_decodes_them() {
     let mapped = assert_matches_xarray("arm_time");
     assert!(mapped.notes.is_empty(), "{:?}", mapped.notes);
