@@ -99,6 +99,34 @@ fn a_netcdf4_non_coordinate_variable_is_named_as_the_netcdf_library_shows_it() {
 }
 
 #[test]
+fn masked_integers_promote_to_the_float_type_xarray_picks_with_nan_where_masked() {
+    assert_matches_xarray("masked_ints");
+}
+
+#[test]
+fn a_text_missing_value_on_an_integer_variable_promotes_it_without_masking() {
+    let mapped = map("masked_ints.nc", Decode::Cf);
+    for (var, dtype) in [
+        ("missing_text_on_i4", "float64"),
+        ("missing_chars_on_i2", "float32"),
+    ] {
+        let array = mapped
+            .dataset
+            .arrays
+            .iter()
+            .find(|a| a.name == var)
+            .expect(var);
+        let (got, values) = describe(&array.values);
+        assert_eq!(got, dtype, "{var}");
+        assert_eq!(values, [json!(1.0), json!(-99.0), json!(3.0), json!(4.0)]);
+        assert!(
+            !array.attrs.iter().any(|(k, _)| k == "missing_value"),
+            "{var}: missing_value is consumed as xarray consumes it"
+        );
+    }
+}
+
+#[test]
 fn arm_style_time_units_decode_as_xarray_decodes_them() {
     let mapped = assert_matches_xarray("arm_time");
     assert!(mapped.notes.is_empty(), "{:?}", mapped.notes);
