@@ -531,8 +531,16 @@ fn decode_numeric(
             continue;
         };
         let tests = fill_tests(&value);
-        if tests.is_empty() && !is_float {
-            continue; // an integer variable with only NaN fills: dropped
+        // xarray keeps every fill that is not null: text counts (it promotes
+        // the variable but never equals a number), NaN does not (an integer
+        // variable whose fills are all NaN has them dropped).
+        let text = match &value {
+            StoredAttrValue::Chars(_) => true,
+            StoredAttrValue::Strings(v) => !v.is_empty(),
+            _ => false,
+        };
+        if tests.is_empty() && !is_float && !text {
+            continue;
         }
         fill_declared = true;
         fills.extend(tests);
@@ -571,7 +579,7 @@ fn decode_numeric(
     let Some(mut wide) = widen(&values) else {
         return Ok((values, None));
     };
-    if !fills.is_empty() {
+    if fill_declared {
         let target = if packed {
             Some(choose_float(&values, scale_kind, offset_kind))
         } else if time_like && !is_float {
@@ -683,7 +691,8 @@ fn decode_numeric(
                 coder.decode_float(x).map(Timestamp).map_err(err)
             })?,
         };
-        return Ok((ArrayData::Timestamp(stamps), None));
+        let note = coder.note().map(|n| format!("{variable}: {n}"));
+        return Ok((ArrayData::Timestamp(stamps), note));
     }
     // BooleanCoder: xarray turns `dtype = "bool"` into numpy bool, which atlas-python cannot store.
     let is_bool = matches!(values, ArrayData::Int8(_))

@@ -4,6 +4,75 @@
 //! shortest round-trip form with Python's switch to exponent notation,
 //! and `NaN` / `Infinity` / `-Infinity`.
 
+/// The decimal digits (no trailing zeros) and exponent `e` of a finite,
+/// positive `x` = `d.ddd × 10^e`, as Python's `repr` picks them: the fewest
+/// digits that read back as `x`, and of those the nearest to `x`, ties to
+/// even (David Gay's `dtoa` mode 0).
+///
+/// Rust's `{:e}` also gives the fewest digits, but not always the nearest:
+/// `174.52090454101562` (a float32 widened) prints as `…563` there.
+fn shortest_digits(x: f64) -> (String, i32) {
+    let shortest = format!("{x:e}");
+    let (mantissa, exp) = shortest.split_once('e').unwrap_or((&shortest, "0"));
+    let exp: i32 = exp.parse().unwrap_or(0);
+    let rust_digits: String = mantissa.chars().filter(|c| *c != '.').collect();
+    let n = rust_digits.len();
+    // The exact decimal expansion (a double has at most 767 significant
+    // digits), rounded to n digits half to even.
+    let exact = format!("{x:.800e}");
+    let (exact_mantissa, exact_exp) = exact.split_once('e').unwrap_or((&exact, "0"));
+    let mut exact_exp: i32 = exact_exp.parse().unwrap_or(0);
+    let all: Vec<u8> = exact_mantissa
+        .bytes()
+        .filter(u8::is_ascii_digit)
+        .map(|b| b - b'0')
+        .collect();
+    let (head, tail) = all.split_at(n.min(all.len()));
+    let mut kept = head.to_vec();
+    let round_up = match tail.split_first() {
+        Some((&first, _)) if first > 5 => true,
+        Some((&5, rest)) if rest.iter().any(|&d| d != 0) => true,
+        Some((&5, _)) => kept.last().is_some_and(|d| d % 2 == 1),
+        _ => false,
+    };
+    if round_up {
+        let mut i = kept.len();
+        loop {
+            if i == 0 {
+                kept.insert(0, 1);
+                kept.pop();
+                exact_exp += 1;
+                break;
+            }
+            i -= 1;
+            if let Some(d) = kept.get_mut(i) {
+                if *d == 9 {
+                    *d = 0;
+                } else {
+                    *d += 1;
+                    break;
+                }
+            }
+        }
+    }
+    while kept.len() > 1 && kept.last() == Some(&0) {
+        kept.pop();
+    }
+    let nearest: String = kept.iter().map(|d| char::from(b'0' + d)).collect();
+    let text = format!(
+        "{}.{}e{exact_exp}",
+        nearest.get(..1).unwrap_or("0"),
+        nearest.get(1..).unwrap_or("")
+    );
+    // The nearest n-digit number may fall outside the interval that reads
+    // back as x (next to a power of two); Rust's choice always reads back.
+    if text.parse::<f64>().ok() == Some(x) {
+        (nearest, exact_exp)
+    } else {
+        (rust_digits, exp)
+    }
+}
+
 /// A float as Python's `repr` writes it (`0.1`, `1e+20`, `2.5e-07`, `3.0`).
 pub(crate) fn float_repr(x: f64) -> String {
     if x.is_nan() {
@@ -19,15 +88,8 @@ pub(crate) fn float_repr(x: f64) -> String {
             "0.0".into()
         };
     }
-    // Rust's `{:e}` gives the shortest round-trip digits: "d.ddde[-]x".
-    let sci = format!("{x:e}");
-    let (mantissa, exp) = sci.split_once('e').unwrap_or((&sci, "0"));
-    let exp: i32 = exp.parse().unwrap_or(0);
-    let (sign, mantissa) = match mantissa.strip_prefix('-') {
-        Some(m) => ("-", m),
-        None => ("", mantissa),
-    };
-    let digits: String = mantissa.chars().filter(|c| *c != '.').collect();
+    let (digits, exp) = shortest_digits(x.abs());
+    let sign = if x.is_sign_negative() { "-" } else { "" };
     let ndigits = i32::try_from(digits.len()).unwrap_or(i32::MAX);
     // Python's decpt: the value is 0.DIGITS × 10^decpt.
     let decpt = exp + 1;
@@ -129,6 +191,32 @@ mod tests {
         for (x, want) in cases {
             assert_eq!(float_repr(x), want, "{x:e}");
         }
+    }
+
+    /// Doubles that need 17 digits, where two 17-digit texts read back as the
+    /// same double: Python writes the nearer (Rust's `{:e}` the other, given
+    /// in the comment). Pairs printed by `python3 -c 'print(repr(x))'`.
+    #[test]
+    fn seventeen_digit_floats_print_the_nearest_text_as_python_does() {
+        for python in [
+            "174.52090454101562",   // Rust {}: ...563
+            "-0.08345413208007812", // ...813
+            "-201.85977172851562",  // ...563
+            "-106.13064575195312",  // ...313
+            "579.7620239257812",    // ...813
+            "882.6184692382812",    // ...813
+            "148906574030391.12",   // ...13
+            "865.8430786132812",    // ...813
+            "640.0127563476562",    // ...563
+            "-767.0298461914062",   // ...063
+            "0.30000000000000004",
+            "1.7976931348623157e+308",
+            "2.2250738585072014e-308",
+        ] {
+            let x: f64 = python.parse().unwrap();
+            assert_eq!(float_repr(x), python);
+        }
+        assert_eq!(float_json(f64::from(174.520_9_f32)), "174.52090454101562");
     }
 
     #[test]

@@ -97,12 +97,27 @@ fn read_var(file: &NcFile, var: &NcVariable, full: &str) -> Result<StoredVar, Fi
         other => StoredData::Unsupported(describe_type(other)),
     };
     Ok(StoredVar {
-        name: var.name.clone(),
+        name: exposed_name(&var.name).to_owned(),
         dims,
         shape,
         attrs: attributes(&var.attributes),
         data,
     })
+}
+
+/// The prefix netCDF-4 puts before the storage name of a variable that shares
+/// its name with a dimension it is not the coordinate of (HDF5 would
+/// otherwise need two objects of one name).
+const NON_COORD_PREFIX: &str = "_nc4_non_coord_";
+
+/// A variable's name as the netCDF library (and so netCDF4-python and xarray)
+/// shows it: the storage name without netCDF-4's `_nc4_non_coord_` prefix.
+/// Reading still goes through the storage name.
+fn exposed_name(stored: &str) -> &str {
+    stored
+        .strip_prefix(NON_COORD_PREFIX)
+        .filter(|name| !name.is_empty())
+        .unwrap_or(stored)
 }
 
 fn strings_expected(shape: &[u64]) -> Option<u64> {

@@ -1,0 +1,133 @@
+//! Real-world NetCDF conventions, each in a small file made by
+//! `scripts/make-netcdf-conventions.py` with the netCDF library, next to what
+//! `xarray.open_dataset` made of it (`NAME.xarray.json`): `--decode cf` must
+//! give the same names, dtypes, dims and values.
+
+#![cfg(test)]
+
+mod common;
+
+use std::path::PathBuf;
+
+use atlas::ArrayData;
+use atlas_netcdf::{Decode, IngestOptions, Mapped, map_file};
+use common::data;
+use serde_json::{Value, json};
+
+fn file(name: &str) -> PathBuf {
+    data().join("conventions").join(name)
+}
+
+fn map(name: &str, decode: Decode) -> Mapped {
+    map_file(&file(name), &IngestOptions::default().with_decode(decode)).expect("maps")
+}
+
+fn floats<T: Copy + Into<f64>>(a: impl Iterator<Item = T>) -> Vec<Value> {
+    a.map(|x| {
+        let x: f64 = x.into();
+        if x.is_nan() { Value::Null } else { json!(x) }
+    })
+    .collect()
+}
+
+/// An array as the xarray description writes it: numpy dtype and values.
+fn describe(values: &ArrayData) -> (String, Vec<Value>) {
+    match values {
+        ArrayData::Int8(a) => ("int8".into(), a.iter().map(|x| json!(x)).collect()),
+        ArrayData::Int16(a) => ("int16".into(), a.iter().map(|x| json!(x)).collect()),
+        ArrayData::Int32(a) => ("int32".into(), a.iter().map(|x| json!(x)).collect()),
+        ArrayData::Int64(a) => ("int64".into(), a.iter().map(|x| json!(x)).collect()),
+        ArrayData::UInt8(a) => ("uint8".into(), a.iter().map(|x| json!(x)).collect()),
+        ArrayData::UInt16(a) => ("uint16".into(), a.iter().map(|x| json!(x)).collect()),
+        ArrayData::UInt32(a) => ("uint32".into(), a.iter().map(|x| json!(x)).collect()),
+        ArrayData::UInt64(a) => ("uint64".into(), a.iter().map(|x| json!(x)).collect()),
+        ArrayData::Float32(a) => ("float32".into(), floats(a.iter().copied())),
+        ArrayData::Float64(a) => ("float64".into(), floats(a.iter().copied())),
+        ArrayData::Timestamp(a) => (
+            "datetime64[ns]".into(),
+            a.iter()
+                .map(|t| {
+                    if t.nanos() == i64::MIN {
+                        Value::Null
+                    } else {
+                        json!(t.nanos())
+                    }
+                })
+                .collect(),
+        ),
+        ArrayData::String(a) => ("object".into(), a.iter().map(|x| json!(x)).collect()),
+        other => panic!("unexpected array type {other:?}"),
+    }
+}
+
+/// Asserts that `--decode cf` of `name` gives, variable by variable, what
+/// xarray gave (order aside: xarray lists index coordinates last).
+fn assert_matches_xarray(name: &str) -> Mapped {
+    let mapped = map(&format!("{name}.nc"), Decode::Cf);
+    let text = std::fs::read_to_string(file(&format!("{name}.xarray.json"))).expect("expectation");
+    let want: Vec<Value> = serde_json::from_str(&text).expect("json");
+    assert_eq!(
+        mapped.dataset.arrays.len(),
+        want.len(),
+        "{name}: array count"
+    );
+    for w in &want {
+        let var = w["name"].as_str().expect("name");
+        let array = mapped
+            .dataset
+            .arrays
+            .iter()
+            .find(|a| a.name == var)
+            .unwrap_or_else(|| panic!("{name}: no array {var:?}"));
+        let (dtype, values) = describe(&array.values);
+        assert_eq!(json!(dtype), w["dtype"], "{name}/{var}: dtype");
+        assert_eq!(json!(array.dims), w["dims"], "{name}/{var}: dims");
+        assert_eq!(Value::Array(values), w["values"], "{name}/{var}: values");
+    }
+    mapped
+}
+
+#[test]
+fn a_netcdf4_non_coordinate_variable_is_named_as_the_netcdf_library_shows_it() {
+    assert_matches_xarray("non_coord");
+    let raw = map("non_coord.nc", Decode::Raw);
+    let names: Vec<&str> = raw.dataset.arrays.iter().map(|a| a.name.as_str()).collect();
+    assert_eq!(names, ["z", "w"]);
+    let z = raw.dataset.arrays.first().expect("z");
+    assert_eq!(z.dims, ["x"]);
+    assert_eq!(describe(&z.values).1, [json!(1.5), json!(2.5), json!(3.5)]);
+}
+
+#[test]
+fn masked_integers_promote_to_the_float_type_xarray_picks_with_nan_where_masked() {
+    assert_matches_xarray("masked_ints");
+}
+
+#[test]
+fn a_text_missing_value_on_an_integer_variable_promotes_it_without_masking() {
+    let mapped = map("masked_ints.nc", Decode::Cf);
+    for (var, dtype) in [
+        ("missing_text_on_i4", "float64"),
+        ("missing_chars_on_i2", "float32"),
+    ] {
+        let array = mapped
+            .dataset
+            .arrays
+            .iter()
+            .find(|a| a.name == var)
+            .expect(var);
+        let (got, values) = describe(&array.values);
+        assert_eq!(got, dtype, "{var}");
+        assert_eq!(values, [json!(1.0), json!(-99.0), json!(3.0), json!(4.0)]);
+        assert!(
+            !array.attrs.iter().any(|(k, _)| k == "missing_value"),
+            "{var}: missing_value is consumed as xarray consumes it"
+        );
+    }
+}
+
+#[test]
+fn arm_style_time_units_decode_as_xarray_decodes_them() {
+    let mapped = assert_matches_xarray("arm_time");
+    assert!(mapped.notes.is_empty(), "{:?}", mapped.notes);
+}
