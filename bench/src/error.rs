@@ -6,6 +6,9 @@ pub enum BenchError {
     /// This Atlas failed.
     #[error("atlas: {0}")]
     Ours(#[from] atlas::AtlasError),
+    /// A query of this Atlas failed.
+    #[error("query: {0}")]
+    Query(#[from] atlas::QueryError),
     /// atlas-rust failed.
     #[error("atlas-rust: {0}")]
     Peer(#[from] atlas_peer::Error),

@@ -7,13 +7,16 @@
 //! atlas-bench [--quick] [--profiles N] [--tiny N] [--opens N] [--no-zarrs]
 //!             [--latency 20ms] [--bandwidth 100MB/s] [--work DIR]
 //! atlas-bench write [--quick] [--cases argo,grid,tiny] [--writers 1,2,4] ...
+//! atlas-bench sets [--quick] [--profiles N] [--member-size N] [--steps A,B,C] ...
 //! ```
 //!
 //! The first is the side-by-side run. `write` is the write benchmark: this
 //! Atlas and atlas-rust writing profiles, grids and tiny datasets from 1, 2
 //! and 4 tasks (`write.rs` lists its options). Writes run in child processes
 //! (`atlas-bench child ...`) so each peak RSS is that write's alone, and each
-//! child checks that its collection opens with every dataset. The run fails
+//! child checks that its collection opens with every dataset. `sets` writes
+//! a collection set at scale in a child per step and reads it on the
+//! simulated store (`sets.rs` lists its options). The run fails
 //! if any step errors or if any reader reads back other values than the
 //! generator made (the cross-read check).
 
@@ -32,6 +35,7 @@ mod meter;
 mod ours;
 mod peer;
 mod report;
+mod sets;
 mod workload;
 mod write;
 mod zarr;
@@ -323,29 +327,37 @@ fn run_child(imp: Impl, job: &write::Job, dir: &Path) -> Result<ChildRun> {
     if dir.exists() {
         std::fs::remove_dir_all(dir)?;
     }
-    let out = Command::new(std::env::current_exe()?)
-        .arg("child")
-        .arg(imp.arg())
-        .arg(job.case.arg())
-        .arg(dir)
-        .arg(job.n.to_string())
-        .arg(job.tasks.to_string())
-        .arg(job.codec.arg())
-        .output()?;
-    let what = job.case.arg();
+    let args = [
+        "child".to_owned(),
+        imp.arg().to_owned(),
+        job.case.arg().to_owned(),
+        dir.to_string_lossy().into_owned(),
+        job.n.to_string(),
+        job.tasks.to_string(),
+        job.codec.arg().to_owned(),
+    ];
+    let what = format!("{} {}", imp.label(), job.case.arg());
+    spawn_child(&args, &what).map(|(run, _)| run)
+}
+
+/// Runs this executable with `args` (a `child` mode) and waits; returns the
+/// child's `RESULT` line and its whole stdout. `what` names it in errors.
+fn spawn_child(args: &[String], what: &str) -> Result<(ChildRun, String)> {
+    let out = Command::new(std::env::current_exe()?).args(args).output()?;
     if !out.status.success() {
         return Err(BenchError::Child(format!(
-            "{} {what} write failed ({}): {}",
-            imp.label(),
+            "{what} write failed ({}): {}",
             out.status,
             String::from_utf8_lossy(&out.stderr).trim()
         )));
     }
-    String::from_utf8_lossy(&out.stdout)
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let run = stdout
         .lines()
         .find_map(|l| l.strip_prefix("RESULT "))
         .and_then(ChildRun::parse)
-        .ok_or_else(|| BenchError::Child(format!("no RESULT line from {}", imp.label())))
+        .ok_or_else(|| BenchError::Child(format!("no RESULT line from {what}")))?;
+    Ok((run, stdout))
 }
 
 fn dir_bytes(dir: &Path) -> u64 {
@@ -532,7 +544,9 @@ fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let result = match args.first().map(String::as_str) {
         Some("child") => child(&args[1..]),
+        Some("child-set") => sets::child(&args[1..]),
         Some("write") => write::parse_options(&args[1..]).and_then(|o| write::run(&o)),
+        Some("sets") => sets::parse_options(&args[1..]).and_then(|o| sets::run(&o)),
         _ => parse_options(&args).and_then(|o| run(&o)),
     };
     match result {

@@ -40,7 +40,8 @@ pub fn check_counts(counting: &CountingLayer, io: &Reading) -> Result {
     Ok(())
 }
 
-fn write_profile(w: &AtlasWriter, p: Profile) -> Result<atlas::DatasetWriter> {
+/// Adds profile `p` to `w` with every array and attribute (not yet finished).
+pub(crate) fn write_profile(w: &AtlasWriter, p: Profile) -> Result<atlas::DatasetWriter> {
     let mut d = w.add_dataset(&p.name)?;
     let n = p.levels() as u64;
     for ((name, units), values) in PROFILE_ARRAYS.iter().zip(p.arrays) {

@@ -49,7 +49,9 @@ pub struct Floors {
 /// Bytes of array-format's trailer at the end of a segment (footer size + `ARRF`).
 const ARRF_TRAILER: u64 = 12;
 
-fn segment_footer(file: &mut std::fs::File, offset: u64, len: u64) -> Result<u64> {
+/// The size of the array-format footer (trailer included) of the segment at
+/// `offset .. offset + len` of `file`.
+pub(crate) fn segment_footer(file: &mut std::fs::File, offset: u64, len: u64) -> Result<u64> {
     let end = offset
         .checked_add(len)
         .filter(|e| *e >= offset + ARRF_TRAILER)
@@ -113,7 +115,8 @@ impl Floors {
     }
 }
 
-fn bytes(n: u64) -> String {
+/// `n` bytes, in B, kB or MB.
+pub(crate) fn bytes(n: u64) -> String {
     if n >= 1_000_000 {
         format!("{:.2} MB", n as f64 / 1e6)
     } else if n >= 1_000 {
@@ -123,7 +126,8 @@ fn bytes(n: u64) -> String {
     }
 }
 
-fn ms(d: Duration) -> String {
+/// `d` in milliseconds, to three significant digits.
+pub(crate) fn ms(d: Duration) -> String {
     let ms = d.as_secs_f64() * 1e3;
     if ms >= 100.0 {
         format!("{ms:.0} ms")
@@ -134,7 +138,8 @@ fn ms(d: Duration) -> String {
     }
 }
 
-fn cell(c: &Cost) -> String {
+/// One table cell: time · requests · bytes · round trips.
+pub(crate) fn cell(c: &Cost) -> String {
     format!(
         "{} · {} req · {} · {} rt",
         ms(c.wall),

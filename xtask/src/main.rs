@@ -5,7 +5,11 @@
 //!   beside atlas-rust and zarrs on the issue-9 workload, local and simulated
 //!   object store; `docs/performance.md`), then its write benchmark
 //!   (`atlas-bench write`). `--quick` skips the footer decode and shrinks both
-//!   runs (the CI smoke test); `--dev` builds in the dev profile.
+//!   runs (the CI smoke test) and adds `atlas-bench sets --quick`; `--dev`
+//!   builds in the dev profile.
+//!   `bench --sets [--quick] [--dev] [options]` runs only the set benchmark
+//!   (`atlas-bench sets`: a set of 1 000 000 profiles written in steps, then
+//!   read on the simulated store).
 //! - `bench-footer [iterations] [datasets]`: the footer-decode benchmark in
 //!   this process (run it in release; `bench` does).
 //! - `fuzz [seconds]`: seeds every fuzz corpus from `testdata/v8` and runs
@@ -70,7 +74,7 @@ fn main() -> ExitCode {
         Some("ci") => run(Command::new("bash").arg(root().join(".ci/run"))),
         _ => {
             eprintln!(
-                "usage: cargo xtask <bench [iterations] [--quick] [--dev] [atlas-bench options] | bench-footer [iterations] [datasets] | \
+                "usage: cargo xtask <bench [iterations] [--quick] [--dev] [atlas-bench options] | bench --sets [--quick] [--dev] [sets options] | bench-footer [iterations] [datasets] | \
                  fuzz [seconds] | seed-fuzz | test | py-fixture DIR | bench-read DIR ARRAY | public-api [--bless] | ci>"
             );
             return ExitCode::from(2);
@@ -145,12 +149,26 @@ const QUICK_WRITE: [&str; 9] = [
     "2000",
 ];
 
+/// `bench --sets [--dev] [options]`: only `atlas-bench sets` (the set
+/// benchmark of issue 19; `bench/src/sets.rs` lists its options), in release
+/// unless `--dev` is given.
+fn bench_sets(rest: &[&str], profile: &[&str]) -> Result {
+    let work = root().join("target/bench-work");
+    run(cargo()
+        .arg("run")
+        .args(profile)
+        .args(["--quiet", "-p", "atlas-bench", "--", "sets", "--work"])
+        .arg(&work)
+        .args(rest))
+}
+
 /// `bench [iterations] [--dev] [atlas-bench options]`: the footer-decode
 /// benchmark (skipped with `--quick`), then `atlas-bench` (the issue-9
 /// workload through this Atlas, atlas-rust and zarrs; `bench/src/main.rs`
 /// lists its options), then `atlas-bench write` (write throughput and peak
 /// RSS per case; with `--quick`, a few seconds of it from two writers, so the
-/// smoke run writes grids and concurrent datasets too). Everything runs in
+/// smoke run writes grids and concurrent datasets too, then `atlas-bench sets
+/// --quick`). `--sets` runs only the set benchmark. Everything runs in
 /// release unless `--dev` is given (the CI smoke run: the test build already
 /// compiled every dependency in dev).
 fn bench(args: &[String]) -> Result {
@@ -163,6 +181,10 @@ fn bench(args: &[String]) -> Result {
     rest.retain(|a| *a != "--dev");
     let quick = rest.contains(&"--quick");
     let profile: &[&str] = if dev { &[] } else { &["--release"] };
+    if rest.contains(&"--sets") {
+        rest.retain(|a| *a != "--sets");
+        return bench_sets(&rest, profile);
+    }
 
     if !quick {
         let mut footer = cargo();
@@ -196,6 +218,12 @@ fn bench(args: &[String]) -> Result {
         write.args(QUICK_WRITE);
     }
     run(&mut write)?;
+    if quick {
+        // Two small sets written and read, and the append on local disk and
+        // S3: 6.6 s in the dev profile on the shared 2-core machine.
+        println!();
+        bench_sets(&["--quick"], profile)?;
+    }
     Ok(())
 }
 
