@@ -4,8 +4,8 @@
 //! `cargo run -p atlas-format --example set_manifest_seeds -- fuzz/corpus/set_manifest`
 
 use atlas_format::{
-    AttributeSummary, ChecksumAlgorithm, DType, MemberChecksums, MemberEntry, SegmentChecksum,
-    SetManifest, SummaryValue, VariableSummary, crc32c,
+    AttributeSummary, ChecksumAlgorithm, DType, MemberChecksums, MemberEntry, NameRange,
+    SegmentChecksum, SetManifest, SummaryValue, VariableSummary, crc32c,
 };
 
 fn variable(
@@ -103,6 +103,10 @@ fn member(id: &str, created_unix_ms: i64, rich: bool) -> MemberEntry {
             }],
             mask: rich.then_some(7),
         },
+        names: Some(NameRange {
+            first: "R1900001_001".into(),
+            last: "R6903999_150".into(),
+        }),
     }
 }
 

@@ -39,6 +39,6 @@ pub use name::validate_name;
 pub use open::{DecodeResult, OpenDecoder, OpenedContainer, ReadRequest, assemble, open_bytes};
 pub use schema::{ArrayDecl, ArrayMeta, DatasetSchema, FooterBuilder, SchemaView};
 pub use set_manifest::{
-    AttributeSummary, ChecksumAlgorithm, MemberChecksums, MemberEntry, SegmentChecksum,
+    AttributeSummary, ChecksumAlgorithm, MemberChecksums, MemberEntry, NameRange, SegmentChecksum,
     SetManifest, SummaryValue, VariableSummary, crc32c,
 };

@@ -68,6 +68,31 @@ pub struct MemberEntry {
     pub attributes: Vec<AttributeSummary>,
     /// Checksums of the member's objects, for a deep verify.
     pub checksums: MemberChecksums,
+    /// The first and last dataset name of the container in UTF-8 byte order,
+    /// deleted ones included (`None` when it holds none): a reader resolving
+    /// names skips a member whose range cannot hold the name it looks for.
+    pub names: Option<NameRange>,
+}
+
+/// The smallest and largest dataset name of a member, by UTF-8 bytes.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NameRange {
+    /// The smallest name.
+    pub first: String,
+    /// The largest name (not below `first`).
+    pub last: String,
+}
+
+impl NameRange {
+    /// Whether `name` lies in the range.
+    pub fn contains(&self, name: &str) -> bool {
+        self.first.as_str() <= name && name <= self.last.as_str()
+    }
+
+    /// Whether the two ranges share a possible name.
+    pub fn overlaps(&self, other: &NameRange) -> bool {
+        self.first <= other.last && other.first <= self.last
+    }
 }
 
 /// What a query needs to know about one variable of a member without opening it.
@@ -300,6 +325,17 @@ impl MemberEntry {
             }
             check_bounds(&attr.min, &attr.max)
                 .map_err(|why| format!("attribute {:?}: {why}", attr.key))?;
+        }
+        if let Some(range) = &self.names {
+            if range.first > range.last {
+                return Err(format!(
+                    "name range {:?} .. {:?}: first above last",
+                    range.first, range.last
+                ));
+            }
+            if self.datasets_total == 0 {
+                return Err("a name range, but no dataset".into());
+            }
         }
         self.checksums.validate()
     }

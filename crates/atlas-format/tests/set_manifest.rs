@@ -9,8 +9,8 @@ mod common;
 
 use atlas_format::{
     AttributeSummary, ChecksumAlgorithm, DType, DecodeLimits, DeletionMask, FormatError,
-    MemberChecksums, MemberEntry, SET_MANIFEST_MAGIC, SET_MANIFEST_VERSION, SegmentChecksum,
-    SetManifest, SummaryValue, VariableSummary, crc32c,
+    MemberChecksums, MemberEntry, NameRange, SET_MANIFEST_MAGIC, SET_MANIFEST_VERSION,
+    SegmentChecksum, SetManifest, SummaryValue, VariableSummary, crc32c,
 };
 use proptest::prelude::*;
 
@@ -105,6 +105,10 @@ fn member(id: &str, created_unix_ms: i64) -> MemberEntry {
             ],
             mask: Some(crc32c(&DeletionMask::from_ordinals([1, 5, 9]).encode())),
         },
+        names: Some(NameRange {
+            first: format!("{id}/R1900001_001"),
+            last: format!("{id}/R6903999_150"),
+        }),
     }
 }
 
@@ -126,6 +130,7 @@ fn realistic() -> SetManifest {
             datasets_total: 0,
             datasets_live: 0,
             bytes: 54,
+            names: None,
             ..member("empty", 1_706_745_600_001)
         },
     ];
@@ -583,4 +588,18 @@ proptest! {
         exercise(&mutated);
         exercise(&frame(&common::zstd(&mutated)));
     }
+}
+
+#[test]
+fn a_name_range_whose_first_name_is_above_its_last_is_refused() {
+    let mut manifest = realistic();
+    manifest.members[0].names = Some(NameRange {
+        first: "z".into(),
+        last: "a".into(),
+    });
+    let err = manifest.encode().unwrap_err();
+    assert!(
+        matches!(&err, FormatError::CorruptSetManifest { what } if what.contains("first above last")),
+        "{err}"
+    );
 }

@@ -90,7 +90,7 @@ pub use atlas_format::{
 // The set manifest, what it records of a member, and the checksum sidecar's content (atlas-format).
 pub use atlas_format::{
     AttributeSummary, CHECKSUM_SIDECAR_FILE, ChecksumAlgorithm, MemberChecksums, MemberEntry,
-    SET_MANIFEST_FILE, SET_MEMBERS_DIR, SegmentChecksum, SetManifest, SummaryValue,
+    NameRange, SET_MANIFEST_FILE, SET_MEMBERS_DIR, SegmentChecksum, SetManifest, SummaryValue,
     VariableSummary,
 };
 // Storage: errors, retries, leftovers of interrupted writes (atlas-io).

@@ -176,8 +176,13 @@ async fn opening_a_set_reads_the_manifest_and_nothing_else() {
     assert_eq!(set.members().len(), 3);
     assert_eq!(set.members_opened(), 0);
     assert_eq!(stats.snapshot().requests(), 1, "members() costs nothing");
+    stats.reset();
     assert_eq!(temp(&set, "p2").await, [1.0]);
-    assert_eq!(set.members_opened(), 3, "a lookup opens the members");
+    assert_eq!(
+        set.members_opened(),
+        1,
+        "a lookup opens only the member whose name range holds the name"
+    );
 }
 
 #[tokio::test]
@@ -543,15 +548,31 @@ async fn a_query_outside_a_members_summary_opens_nothing_of_that_member() {
     assert_eq!(stats.snapshot().requests(), 0);
     assert_eq!(set.members_opened(), 0);
 
-    // The cold member matches: the newer members are opened (their names
-    // could replace cold ones) but none of their segments is read.
+    // The cold member matches. The newer members' name ranges (w…, h…) cannot
+    // hold a cold name, so nothing of them is read either.
     let set = open(&op, "argo").await;
     stats.reset();
     let cold = Predicate::parse("TEMP.max < 5").unwrap();
     assert_eq!(set.select(&cold).await.unwrap(), ["c1"]);
+    assert_eq!(set.members_opened(), 1);
     let log = stats.read_log();
     for id in &ids[1..] {
-        let reads = log.iter().filter(|r| r.path.contains(id.as_str())).count();
-        assert!(reads <= 2, "member {id}: tail and mask only, got {log:?}");
+        assert!(
+            !log.iter().any(|r| r.path.contains(id.as_str())),
+            "member {id} was read: {log:?}"
+        );
     }
+}
+
+#[tokio::test]
+async fn a_newer_member_whose_names_overlap_a_match_is_opened_to_resolve_them() {
+    let (op, _) = cas();
+    // The newer member replaces `m2` with a hot copy: its range overlaps.
+    append(&op, "argo", 1, &[p("m1", &[1.0], 1), p("m2", &[2.0], 1)]).await;
+    append(&op, "argo", 2, &[p("m2", &[50.0], 2)]).await;
+    let set = open(&op, "argo").await;
+    let cold = Predicate::parse("TEMP.max < 5").unwrap();
+    assert_eq!(set.select(&cold).await.unwrap(), ["m1"], "m2's live copy is hot");
+    assert_eq!(set.members_opened(), 2);
+    assert_eq!(temp(&set, "m2").await, [50.0]);
 }

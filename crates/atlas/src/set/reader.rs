@@ -297,23 +297,58 @@ impl AtlasSet {
     /// # Errors
     /// As [`collections`](Self::collections).
     pub async fn contains(&self, name: &str) -> Result<bool> {
-        Ok(self.collections().await?.iter().any(|v| v.contains(name)))
+        Ok(self.live_copy(name).await?.is_some())
     }
 
     /// The live copy of dataset `name`: the one in the most recently committed
     /// member that holds the name (a deleted one there hides older copies).
     ///
+    /// Opens, newest first, only the members whose name range (in the
+    /// manifest) can hold the name, and stops at the first that does.
+    ///
     /// # Errors
     /// [`AtlasError::DatasetNotFound`]; as [`collections`](Self::collections).
     pub async fn dataset(&self, name: &str) -> Result<Dataset> {
-        for view in self.collections().await?.iter().rev() {
-            if view.contains(name) {
-                return view.dataset(name);
+        self.live_copy(name)
+            .await?
+            .ok_or_else(|| AtlasError::DatasetNotFound {
+                name: name.to_owned(),
+            })
+    }
+
+    /// The live copy of `name`, if any.
+    async fn live_copy(&self, name: &str) -> Result<Option<Dataset>> {
+        if let Some(views) = self.inner.views.get() {
+            return Ok(views
+                .iter()
+                .rev()
+                .find(|v| v.contains(name))
+                .map(|v| v.dataset(name))
+                .transpose()?);
+        }
+        let Some(manifest) = self.manifest() else {
+            // A lone collection: its one member is open.
+            let views = self.collections().await?;
+            return Ok(views
+                .iter()
+                .find(|v| v.contains(name))
+                .map(|v| v.dataset(name))
+                .transpose()?);
+        };
+        for (index, entry) in manifest.members.iter().enumerate().rev() {
+            if !entry.names.as_ref().is_some_and(|r| r.contains(name)) {
+                continue;
+            }
+            let member = self.open_member(index).await?;
+            if member.footer().datasets.contains_key(name) {
+                // The newest holder decides: live, or deleted for good.
+                return Ok(member
+                    .contains(name)
+                    .then(|| member.dataset(name))
+                    .transpose()?);
             }
         }
-        Err(AtlasError::DatasetNotFound {
-            name: name.to_owned(),
-        })
+        Ok(None)
     }
 
     /// Distinct array names over all members, in order of first appearance.
@@ -427,9 +462,10 @@ impl AtlasSet {
     ///
     /// Members whose manifest summaries rule the predicate out are skipped
     /// without a request. The others are opened, and so are the members
-    /// committed after the oldest of them (whose names may replace theirs);
-    /// then, as for one collection, one segment-footer read per variable
-    /// named, per member that may match.
+    /// committed after one of them whose name range (in the manifest)
+    /// overlaps its range, since only those can replace its names; then, as
+    /// for one collection, one segment-footer read per variable named, per
+    /// member that may match.
     ///
     /// When the summaries rule out every member, the answer is empty and no
     /// name in the predicate is checked (nothing was opened to check it).
@@ -491,23 +527,48 @@ impl AtlasSet {
             Some(entries) => entries.iter().map(|e| may_match(e, predicate)).collect(),
             None => vec![true; self.inner.members.len()],
         };
-        let Some(first) = keep.iter().position(|&k| k) else {
+        if !keep.contains(&true) {
             return Ok(Vec::new());
+        }
+        if let Some(all) = self.inner.views.get() {
+            return Ok(all
+                .iter()
+                .zip(&keep)
+                .filter_map(|(v, &k)| k.then(|| v.clone()))
+                .collect());
+        }
+        // Besides the candidates, the members committed after one of them
+        // whose name range overlaps its range: only those can replace its names.
+        let needed: Vec<usize> = match entries {
+            None => (0..keep.len()).collect(),
+            Some(entries) => (0..entries.len())
+                .filter(|&i| {
+                    keep.get(i).copied().unwrap_or(true)
+                        || entries.get(i).is_some_and(|newer| {
+                            entries
+                                .iter()
+                                .zip(&keep)
+                                .take(i)
+                                .any(|(older, &k)| k && ranges_overlap(older, newer))
+                        })
+                })
+                .collect(),
         };
-        let views = match self.inner.views.get() {
-            Some(all) => all.get(first..).map(<[Atlas]>::to_vec).unwrap_or_default(),
-            None => self.views_from(first).await?,
-        };
+        let opened: Vec<Atlas> = stream::iter(needed.iter().copied())
+            .map(|i| self.open_member(i))
+            .buffered(OPEN_CONCURRENCY)
+            .try_collect()
+            .await?;
         tracing::debug!(
             members = keep.len(),
             candidates = keep.iter().filter(|&&k| k).count(),
-            opened = views.len(),
-            "set query: members skipped by their summaries"
+            opened = opened.len(),
+            "set query: members skipped by their summaries and name ranges"
         );
-        Ok(views
+        Ok(resolve(&opened)
             .into_iter()
-            .zip(keep.get(first..).unwrap_or_default())
-            .filter_map(|(v, &k)| k.then_some(v))
+            .zip(needed)
+            .filter_map(|(v, i)| keep.get(i).copied().unwrap_or(true).then_some(v))
             .collect())
     }
 
@@ -516,6 +577,15 @@ impl AtlasSet {
             .members
             .get(index)
             .map(|m| (m.id.as_str(), m.path.as_str()))
+    }
+}
+
+/// Whether two members' name ranges can share a name (a member without a
+/// range holds no dataset).
+fn ranges_overlap(a: &MemberEntry, b: &MemberEntry) -> bool {
+    match (&a.names, &b.names) {
+        (Some(a), Some(b)) => a.overlaps(b),
+        _ => false,
     }
 }
 

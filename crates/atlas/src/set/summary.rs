@@ -16,7 +16,9 @@
 
 use std::cmp::Ordering;
 
-use atlas_format::{AttributeSummary, DType, MemberEntry, SummaryValue, VariableSummary};
+use atlas_format::{
+    AttributeSummary, DType, MemberEntry, NameRange, SummaryValue, VariableSummary,
+};
 use indexmap::IndexMap;
 
 use super::integrity::member_checksums;
@@ -63,6 +65,19 @@ pub(crate) async fn member_entry(atlas: &Atlas, id: &str, path: &str) -> Result<
         variables,
         attributes,
         checksums: member_checksums(atlas).await?,
+        names: name_range(atlas),
+    })
+}
+
+/// The first and last dataset name of the container, deleted ones included
+/// (a deleted name still hides older copies, so resolution must find it).
+fn name_range(atlas: &Atlas) -> Option<NameRange> {
+    let names = atlas.footer().datasets.keys();
+    let first = names.clone().min()?;
+    let last = names.max()?;
+    Some(NameRange {
+        first: first.to_string(),
+        last: last.to_string(),
     })
 }
 
