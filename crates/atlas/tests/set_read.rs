@@ -572,7 +572,11 @@ async fn a_newer_member_whose_names_overlap_a_match_is_opened_to_resolve_them() 
     append(&op, "argo", 2, &[p("m2", &[50.0], 2)]).await;
     let set = open(&op, "argo").await;
     let cold = Predicate::parse("TEMP.max < 5").unwrap();
-    assert_eq!(set.select(&cold).await.unwrap(), ["m1"], "m2's live copy is hot");
+    assert_eq!(
+        set.select(&cold).await.unwrap(),
+        ["m1"],
+        "m2's live copy is hot"
+    );
     assert_eq!(set.members_opened(), 2);
     assert_eq!(temp(&set, "m2").await, [50.0]);
 }

@@ -319,21 +319,21 @@ impl AtlasSet {
     /// The live copy of `name`, if any.
     async fn live_copy(&self, name: &str) -> Result<Option<Dataset>> {
         if let Some(views) = self.inner.views.get() {
-            return Ok(views
+            return views
                 .iter()
                 .rev()
                 .find(|v| v.contains(name))
                 .map(|v| v.dataset(name))
-                .transpose()?);
+                .transpose();
         }
         let Some(manifest) = self.manifest() else {
             // A lone collection: its one member is open.
             let views = self.collections().await?;
-            return Ok(views
+            return views
                 .iter()
                 .find(|v| v.contains(name))
                 .map(|v| v.dataset(name))
-                .transpose()?);
+                .transpose();
         };
         for (index, entry) in manifest.members.iter().enumerate().rev() {
             if !entry.names.as_ref().is_some_and(|r| r.contains(name)) {
@@ -342,10 +342,10 @@ impl AtlasSet {
             let member = self.open_member(index).await?;
             if member.footer().datasets.contains_key(name) {
                 // The newest holder decides: live, or deleted for good.
-                return Ok(member
+                return member
                     .contains(name)
                     .then(|| member.dataset(name))
-                    .transpose()?);
+                    .transpose();
             }
         }
         Ok(None)
@@ -534,7 +534,8 @@ impl AtlasSet {
             return Ok(all
                 .iter()
                 .zip(&keep)
-                .filter_map(|(v, &k)| k.then(|| v.clone()))
+                .filter(|&(_, &k)| k)
+                .map(|(v, _)| v.clone())
                 .collect());
         }
         // Besides the candidates, the members committed after one of them
