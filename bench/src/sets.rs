@@ -461,8 +461,8 @@ async fn read_side(
     }
     out.matches = names.len();
 
-    // TEMP of the matches: handles from the members that hold them (opened
-    // by the query: `AtlasSet::dataset` would open every member).
+    // TEMP of the matches: handles from the members that hold them, already
+    // opened by the query (the generator knows which member holds which).
     let mut holders: Vec<usize> = query.expected.iter().map(|i| i / member_size).collect();
     holders.dedup();
     out.with_matches = holders.len();
