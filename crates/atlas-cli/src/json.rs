@@ -25,3 +25,15 @@ pub fn attr(a: &Attr) -> Json {
 pub async fn dataset(view: &Dataset) -> Result<Json, AtlasError> {
     atlas_manifest::dataset_json(view, false).await
 }
+
+/// A set member as `info --json` and `ls --members --json` show it.
+pub fn member(m: &atlas::MemberEntry) -> serde_json::Value {
+    serde_json::json!({
+        "id": m.id,
+        "path": m.path,
+        "datasets_live": m.datasets_live,
+        "datasets_total": m.datasets_total,
+        "bytes": m.bytes,
+        "created_unix_ms": m.created_unix_ms,
+    })
+}

@@ -272,19 +272,7 @@ async fn print_set(ctx: &Ctx, loc: &Location, set: &AtlasSet) -> CliResult {
         })
     });
     if ctx.json {
-        let member_list: Vec<_> = members
-            .iter()
-            .map(|m| {
-                json!({
-                    "id": m.id,
-                    "path": m.path,
-                    "datasets_live": m.datasets_live,
-                    "datasets_total": m.datasets_total,
-                    "bytes": m.bytes,
-                    "created_unix_ms": m.created_unix_ms,
-                })
-            })
-            .collect();
+        let member_list: Vec<_> = members.iter().map(crate::json::member).collect();
         let variables: Vec<_> = vars
             .iter()
             .map(|v| {

@@ -104,19 +104,7 @@ fn members(ctx: &Ctx, loc: &Location, set: &AtlasSet) -> CliResult {
     }
     let members = set.members();
     if ctx.json {
-        let list: Vec<_> = members
-            .iter()
-            .map(|m| {
-                json!({
-                    "id": m.id,
-                    "path": m.path,
-                    "datasets_live": m.datasets_live,
-                    "datasets_total": m.datasets_total,
-                    "bytes": m.bytes,
-                    "created_unix_ms": m.created_unix_ms,
-                })
-            })
-            .collect();
+        let list: Vec<_> = members.iter().map(crate::json::member).collect();
         output::json(&json!(list));
         return Ok(());
     }
