@@ -9,29 +9,8 @@
 
 mod common;
 
-use std::process::Command;
-
-use common::eight_racing_rm;
+use common::{atlas_on_azurite, atlas_on_fake_gcs, eight_racing_rm};
 use serde_json::json;
-
-/// `atlas` set up for Azurite through its connection string.
-fn atlas_on_azurite() -> Command {
-    let mut cmd = Command::new(assert_cmd::cargo::cargo_bin("atlas"));
-    cmd.env_remove("RUST_LOG")
-        .env_remove("AZURE_STORAGE_ACCOUNT")
-        .env_remove("AZURE_STORAGE_ENDPOINT")
-        .env("AZURE_STORAGE_CONNECTION_STRING", atlas_testkit::azurite());
-    cmd
-}
-
-/// `atlas` set up for fake-gcs-server: its endpoint, unsigned requests.
-fn atlas_on_fake_gcs() -> Command {
-    let mut cmd = Command::new(assert_cmd::cargo::cargo_bin("atlas"));
-    cmd.env_remove("RUST_LOG")
-        .env_remove("GOOGLE_APPLICATION_CREDENTIALS")
-        .args(["--endpoint", atlas_testkit::fake_gcs(), "--anonymous"]);
-    cmd
-}
 
 fn unique(scheme: &str, test: &str) -> String {
     format!(

@@ -7,30 +7,17 @@
 
 mod common;
 
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use atlas::{Atlas, AtlasError, IoErrorKind, StorageOptions, VerifyOptions};
 use atlas_testkit::{ACCESS_KEY, FaultPlan, FaultProxy, REGION, S3Server, SECRET_KEY};
-use common::{eight_racing_rm, json_by, live_names_by};
+use common::{atlas_on_s3, eight_racing_rm, json_by, live_names_by};
 use serde_json::{Value as Json, json};
-
-/// `atlas` set up for the server at `endpoint`, with no AWS settings from outside.
-fn atlas_at(endpoint: &str) -> Command {
-    let mut cmd = Command::new(assert_cmd::cargo::cargo_bin("atlas"));
-    cmd.env_remove("RUST_LOG")
-        .env_remove("AWS_PROFILE")
-        .env_remove("AWS_ENDPOINT_URL")
-        .env("AWS_ACCESS_KEY_ID", ACCESS_KEY)
-        .env("AWS_SECRET_ACCESS_KEY", SECRET_KEY)
-        .env("AWS_EC2_METADATA_DISABLED", "true")
-        .args(["--endpoint", endpoint, "--region", REGION]);
-    cmd
-}
 
 /// Runs `atlas --json ARGS` against the server; panics with stderr if it fails.
 fn json_at(endpoint: &str, args: &[&str]) -> Json {
-    json_by(atlas_at(endpoint), args)
+    json_by(atlas_on_s3(endpoint), args)
 }
 
 fn url(test: &str) -> String {
@@ -63,11 +50,11 @@ fn rt() -> tokio::runtime::Runtime {
 }
 
 fn live_names(endpoint: &str, url: &str) -> Vec<String> {
-    live_names_by(&|| atlas_at(endpoint), url)
+    live_names_by(&|| atlas_on_s3(endpoint), url)
 }
 
 fn eight_racing_deletes(endpoint: &str, url: &str) -> (usize, Vec<Json>) {
-    eight_racing_rm(|| atlas_at(endpoint), url)
+    eight_racing_rm(|| atlas_on_s3(endpoint), url)
 }
 
 #[test]
@@ -124,7 +111,7 @@ fn a_writer_killed_on_s3_leaves_nothing_that_opens_or_the_whole_collection() {
     let (mut absent, mut complete) = (0, 0);
     for i in 0..KILLS {
         let url = url(&format!("kill{i}"));
-        let mut child = atlas_at(endpoint)
+        let mut child = atlas_on_s3(endpoint)
             .args(["-q", "demo", &url, "--count", &count])
             .stdout(Stdio::null())
             .stderr(Stdio::null())
@@ -168,7 +155,7 @@ fn s3_that_keeps_failing_exits_75_without_retries_and_works_with_them() {
         vec!["ls", url.as_str()],
         vec!["rm", url.as_str(), "R6901234_002.nc"],
     ] {
-        let out = atlas_at(proxy.endpoint())
+        let out = atlas_on_s3(proxy.endpoint())
             .args(["--retries", "0"])
             .args(&args)
             .output()
@@ -322,7 +309,7 @@ fn where_no_collection_opens_verify_still_lists_the_upload_left_open() {
         ))
         .unwrap();
     rt.block_on(abandon_upload(loc.operator(), "data.atlas"));
-    let out = atlas_at(endpoint)
+    let out = atlas_on_s3(endpoint)
         .args(["--json", "verify", &url])
         .output()
         .unwrap();

@@ -12,8 +12,10 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use atlas_testkit::{ACCESS_KEY, REGION, S3Server, SECRET_KEY};
-use common::{atlas, json_by, json_of, s, stdout_of};
+use atlas_testkit::S3Server;
+use common::{
+    atlas, atlas_on_azurite, atlas_on_fake_gcs, atlas_on_s3, json_by, json_of, s, stdout_of,
+};
 use serde_json::Value as Json;
 
 /// Writes a NetCDF classic (CDF-1) file: one dimension `N`, a float variable
@@ -518,39 +520,10 @@ fn eight_processes_appending_at_once_on_s3_lose_no_member() {
     let server = S3Server::start();
     let endpoint = server.endpoint().to_owned();
     let race = eight_appending(
-        || {
-            let mut cmd = Command::new(assert_cmd::cargo::cargo_bin("atlas"));
-            cmd.env_remove("RUST_LOG")
-                .env_remove("AWS_PROFILE")
-                .env_remove("AWS_ENDPOINT_URL")
-                .env("AWS_ACCESS_KEY_ID", ACCESS_KEY)
-                .env("AWS_SECRET_ACCESS_KEY", SECRET_KEY)
-                .env("AWS_EC2_METADATA_DISABLED", "true")
-                .args(["--endpoint", &endpoint, "--region", REGION]);
-            cmd
-        },
+        || atlas_on_s3(&endpoint),
         &unique("s3", atlas_testkit::BUCKET, "append8"),
     );
     assert_no_member_lost(&race, "S3 (in-process server)");
-}
-
-/// `atlas` set up for Azurite through its connection string (as emulators.rs).
-fn atlas_on_azurite() -> Command {
-    let mut cmd = Command::new(assert_cmd::cargo::cargo_bin("atlas"));
-    cmd.env_remove("RUST_LOG")
-        .env_remove("AZURE_STORAGE_ACCOUNT")
-        .env_remove("AZURE_STORAGE_ENDPOINT")
-        .env("AZURE_STORAGE_CONNECTION_STRING", atlas_testkit::azurite());
-    cmd
-}
-
-/// `atlas` set up for fake-gcs-server: its endpoint, unsigned requests.
-fn atlas_on_fake_gcs() -> Command {
-    let mut cmd = Command::new(assert_cmd::cargo::cargo_bin("atlas"));
-    cmd.env_remove("RUST_LOG")
-        .env_remove("GOOGLE_APPLICATION_CREDENTIALS")
-        .args(["--endpoint", atlas_testkit::fake_gcs(), "--anonymous"]);
-    cmd
 }
 
 #[test]

@@ -154,3 +154,37 @@ pub fn eight_racing_rm(atlas: impl Fn() -> std::process::Command, url: &str) -> 
         .collect();
     (live_names_by(&atlas, url).len(), outputs)
 }
+
+/// `atlas` set up for the S3 server at `endpoint`, with no AWS settings from outside.
+pub fn atlas_on_s3(endpoint: &str) -> std::process::Command {
+    let mut cmd = std::process::Command::new(assert_cmd::cargo::cargo_bin("atlas"));
+    cmd.env_remove("RUST_LOG")
+        .env_remove("AWS_PROFILE")
+        .env_remove("AWS_ENDPOINT_URL")
+        .env("AWS_ACCESS_KEY_ID", atlas_testkit::ACCESS_KEY)
+        .env("AWS_SECRET_ACCESS_KEY", atlas_testkit::SECRET_KEY)
+        .env("AWS_EC2_METADATA_DISABLED", "true")
+        .args(["--endpoint", endpoint, "--region", atlas_testkit::REGION]);
+    cmd
+}
+
+/// `atlas` set up for Azurite through its connection string (started by
+/// `scripts/azurite.sh` on first use).
+pub fn atlas_on_azurite() -> std::process::Command {
+    let mut cmd = std::process::Command::new(assert_cmd::cargo::cargo_bin("atlas"));
+    cmd.env_remove("RUST_LOG")
+        .env_remove("AZURE_STORAGE_ACCOUNT")
+        .env_remove("AZURE_STORAGE_ENDPOINT")
+        .env("AZURE_STORAGE_CONNECTION_STRING", atlas_testkit::azurite());
+    cmd
+}
+
+/// `atlas` set up for fake-gcs-server: its endpoint, unsigned requests
+/// (started by `scripts/fake-gcs.sh` on first use).
+pub fn atlas_on_fake_gcs() -> std::process::Command {
+    let mut cmd = std::process::Command::new(assert_cmd::cargo::cargo_bin("atlas"));
+    cmd.env_remove("RUST_LOG")
+        .env_remove("GOOGLE_APPLICATION_CREDENTIALS")
+        .args(["--endpoint", atlas_testkit::fake_gcs(), "--anonymous"]);
+    cmd
+}
