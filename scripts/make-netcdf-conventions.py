@@ -16,6 +16,15 @@ Files:
   `missing_value` (one a string, one of another type than the data), with and
   without `scale_factor`.
 - arm_time.nc: ARM-style `seconds since 1970-1-1 0:00:00 0:00` time units.
+- attr_order.nc: netCDF-4 attributes whose order in the HDF5 object header is
+  not their creation order, which netCDF lists them by: a second session
+  deletes attributes and adds others (libhdf5 puts a new attribute in the
+  space a deleted one freed) and rewrites some with longer values (netCDF
+  deletes and recreates an attribute it rewrites, so it moves to the end).
+  One variable has more attributes than fit in the header (dense storage).
+- var_order.nc: netCDF-4 variables created in an order other than their
+  names' (more than fit in the group's header, so links are in dense
+  storage), one renamed by a second session.
 """
 
 import json
@@ -78,6 +87,53 @@ def arm_time(path):
         o.units = "seconds since 2019-05-01 00:00:00 0:00"
 
 
+def attr_order(path):
+    with netCDF4.Dataset(path, "w", format="NETCDF4") as ds:
+        ds.createDimension("n", 3)
+        ds.title = "attribute order"
+        ds.history = "created"
+        ds.source = "a source that the second session deletes"
+        ds.institution = "nowhere"
+        t = ds.createVariable("temp", "f4", ("n",), fill_value=False)
+        t[:] = [280.5, 281.0, 282.25]
+        t.units = "K"
+        t.comment = "a comment that the second session deletes"
+        t.long_name = "temperature"
+        q = ds.createVariable("temp_qc", "i1", ("n",), fill_value=False)
+        q[:] = np.array([0, 1, 9], "i1")
+        q.long_name = "flag"
+        q.flag_values = np.array([0, 1, 9], "i1")
+        q.flag_meanings = "good bad missing"
+        m = ds.createVariable("many", "i4", ("n",), fill_value=False)
+        m[:] = np.array([1, 2, 3], "i4")
+        for i in range(12):
+            m.setncattr(f"a{(i * 5) % 12:02d}", i)
+    with netCDF4.Dataset(path, "a") as ds:
+        ds.delncattr("source")
+        ds.references = "added by the second session"
+        ds.history = "created; then amended by a second session"
+        t = ds["temp"]
+        t.delncattr("comment")
+        t.standard_name = "air_temperature"
+        q = ds["temp_qc"]
+        q.long_name = "quality flag of temp, rewritten longer"
+        m = ds["many"]
+        m.delncattr("a05")
+        m.a01 = np.int32(-1)
+
+
+def var_order(path):
+    names = ["zeta", "alpha", "mid", "beta", "kappa", "delta", "omicron", "chi", "eta",
+             "gamma", "psi", "iota"]
+    with netCDF4.Dataset(path, "w", format="NETCDF4") as ds:
+        ds.createDimension("n", 2)
+        for i, name in enumerate(names):
+            v = ds.createVariable(name, "i4", ("n",), fill_value=False)
+            v[:] = np.array([i, i + 1], "i4")
+    with netCDF4.Dataset(path, "a") as ds:
+        ds.renameVariable("alpha", "omega")
+
+
 def describe(path):
     out = []
     with xr.open_dataset(path) as ds:
@@ -100,7 +156,8 @@ def main():
     outdir = sys.argv[1]
     os.makedirs(outdir, exist_ok=True)
     for name, make in [("non_coord", non_coord), ("masked_ints", masked_ints),
-                       ("arm_time", arm_time)]:
+                       ("arm_time", arm_time), ("attr_order", attr_order),
+                       ("var_order", var_order)]:
         path = os.path.join(outdir, f"{name}.nc")
         if os.path.exists(path):
             os.remove(path)
@@ -108,6 +165,11 @@ def main():
         with open(os.path.join(outdir, f"{name}.xarray.json"), "w") as f:
             json.dump(describe(path), f, indent=1, sort_keys=True)
             f.write("\n")
+        # The orders netCDF gives (tests/conventions.rs hard-codes them).
+        with netCDF4.Dataset(path) as ds:
+            print(f"{name}: global {ds.ncattrs()}")
+            for var in ds.variables.values():
+                print(f"{name}: {var.name} {var.ncattrs()}")
 
 
 if __name__ == "__main__":

@@ -112,3 +112,33 @@ async fn cf_mode_builds_what_atlas_python_builds_from_the_same_files() {
     }
     assert_eq!(theirs, ours);
 }
+
+/// The convention files whose attribute and variable order in the HDF5
+/// headers differs from netCDF's creation order: atlas-python (netCDF4 under
+/// xarray) lists them by creation order, and so must we.
+#[tokio::test]
+async fn cf_mode_keeps_the_netcdf4_creation_order_atlas_python_keeps() {
+    let atlas_py = atlas_python();
+    let tmp = tempfile::tempdir().unwrap();
+    let inputs = tmp.path().join("inputs");
+    std::fs::create_dir(&inputs).unwrap();
+    common::copy_into(
+        &inputs,
+        &["attr_order.nc", "var_order.nc"].map(|f| data().join("conventions").join(f)),
+    );
+    let theirs = tmp.path().join("atlas-python");
+    let status = Command::new(&atlas_py)
+        .arg("create")
+        .arg(&inputs)
+        .arg(&theirs)
+        .arg("-q")
+        .status()
+        .expect("run atlas-python");
+    assert!(status.success(), "atlas-python's create failed");
+    let ours = tmp.path().join("ours");
+    let report = ingest_into(&[inputs], &ours, &IngestOptions::default())
+        .await
+        .unwrap();
+    assert!(report.skipped_files.is_empty() && report.skipped_variables.is_empty());
+    assert_eq!(dump(&theirs).await, dump(&ours).await);
+}

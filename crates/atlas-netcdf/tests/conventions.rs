@@ -131,3 +131,71 @@ fn arm_style_time_units_decode_as_xarray_decodes_them() {
     let mapped = assert_matches_xarray("arm_time");
     assert!(mapped.notes.is_empty(), "{:?}", mapped.notes);
 }
+
+/// Attribute names of the dataset (`""`) or of one array, in stored order.
+fn attr_names(mapped: &Mapped, array: &str) -> Vec<String> {
+    let attrs = if array.is_empty() {
+        &mapped.dataset.attrs
+    } else {
+        &mapped
+            .dataset
+            .arrays
+            .iter()
+            .find(|a| a.name == array)
+            .unwrap_or_else(|| panic!("no array {array:?}"))
+            .attrs
+    };
+    attrs.iter().map(|(k, _)| k.clone()).collect()
+}
+
+#[test]
+fn netcdf4_attributes_come_in_creation_order_as_netcdf4_lists_them_in_both_modes() {
+    assert_matches_xarray("attr_order");
+    // `ncattrs()` of netCDF4-python 1.7.5 (netCDF-C 4.10.1, HDF5 2.2.0) when the generator wrote the file.
+    // The HDF5 headers hold them in another order: a second session deleted
+    // `source` and `comment` and libhdf5 reused their space, and netCDF
+    // recreated `history`, `long_name` and `a01` when they were rewritten.
+    // `many` has more attributes than fit in its header (dense storage).
+    let want: [(&str, &[&str]); 4] = [
+        ("", &["title", "institution", "history", "references"]),
+        ("temp", &["units", "long_name", "standard_name"]),
+        ("temp_qc", &["flag_values", "flag_meanings", "long_name"]),
+        (
+            "many",
+            &[
+                "a00", "a10", "a03", "a08", "a06", "a11", "a04", "a09", "a02", "a07", "a01",
+            ],
+        ),
+    ];
+    for decode in [Decode::Raw, Decode::Cf] {
+        let mapped = map("attr_order.nc", decode);
+        for (array, names) in want {
+            let mut names: Vec<String> = names.iter().map(|n| (*n).to_owned()).collect();
+            if array.is_empty() && decode == Decode::Cf {
+                names.push(atlas_netcdf::cf::COORDS_ATTR.to_owned());
+            }
+            assert_eq!(attr_names(&mapped, array), names, "{decode:?} {array:?}");
+        }
+    }
+}
+
+#[test]
+fn netcdf4_variables_come_in_creation_order_as_netcdf4_lists_them_in_both_modes() {
+    assert_matches_xarray("var_order");
+    // `ds.variables` of netCDF4-python 1.7.5 (netCDF-C 4.10.1, HDF5 2.2.0) when the generator wrote the file:
+    // creation order, not name order, with `alpha` renamed `omega` in place.
+    let want = [
+        "zeta", "omega", "mid", "beta", "kappa", "delta", "omicron", "chi", "eta", "gamma", "psi",
+        "iota",
+    ];
+    for decode in [Decode::Raw, Decode::Cf] {
+        let mapped = map("var_order.nc", decode);
+        let names: Vec<&str> = mapped
+            .dataset
+            .arrays
+            .iter()
+            .map(|a| a.name.as_str())
+            .collect();
+        assert_eq!(names, want, "{decode:?}");
+    }
+}

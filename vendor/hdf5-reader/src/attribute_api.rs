@@ -483,6 +483,13 @@ pub(crate) fn collect_attribute_messages_storage(
         }
     }
 
+    // libhdf5 reuses header space freed by a deleted attribute, so header
+    // order is not creation order; list compact attributes by creation order
+    // when every one has it (as netCDF-C does), else keep header order.
+    if attributes.iter().all(|attr| attr.creation_order.is_some()) {
+        attributes.sort_by_key(|attr| attr.creation_order);
+    }
+
     if let Some(info) = attribute_info {
         attributes.extend(load_dense_attribute_messages_storage(
             &info,

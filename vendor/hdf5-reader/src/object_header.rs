@@ -750,9 +750,11 @@ impl ObjectHeader {
             let msg_data_size = cursor.read_u16_le()? as usize;
             let msg_flags = cursor.read_u8()?;
 
-            if creation_order_tracked {
-                let _creation_order = cursor.read_u16_le()?;
-            }
+            let creation_order = if creation_order_tracked {
+                Some(cursor.read_u16_le()?)
+            } else {
+                None
+            };
 
             if msg_type == MSG_TYPE_NIL {
                 if msg_data_size == 0
@@ -796,13 +798,16 @@ impl ObjectHeader {
                 continuations.push((cont.offset, cont.length));
                 messages.push(HdfMessage::ObjectHeaderContinuation);
             } else {
-                let parsed = parse_message(
+                let mut parsed = parse_message(
                     msg_type,
                     msg_data.len(),
                     &mut Cursor::new(msg_data),
                     offset_size,
                     length_size,
                 )?;
+                if let HdfMessage::Attribute(attr) = &mut parsed {
+                    attr.creation_order = creation_order;
+                }
                 messages.push(parsed);
             }
         }
@@ -887,9 +892,11 @@ impl ObjectHeader {
             let msg_data_size = cursor.read_u16_le()? as usize;
             let msg_flags = cursor.read_u8()?;
 
-            if creation_order_tracked {
-                let _creation_order = cursor.read_u16_le()?;
-            }
+            let creation_order = if creation_order_tracked {
+                Some(cursor.read_u16_le()?)
+            } else {
+                None
+            };
 
             if msg_type == MSG_TYPE_NIL {
                 if msg_data_size == 0
@@ -932,13 +939,16 @@ impl ObjectHeader {
                 continuations.push((cont.offset, cont.length));
                 messages.push(HdfMessage::ObjectHeaderContinuation);
             } else {
-                let parsed = parse_message(
+                let mut parsed = parse_message(
                     msg_type,
                     msg_data.len(),
                     &mut Cursor::new(msg_data),
                     offset_size,
                     length_size,
                 )?;
+                if let HdfMessage::Attribute(attr) = &mut parsed {
+                    attr.creation_order = creation_order;
+                }
                 messages.push(parsed);
             }
         }

@@ -20,6 +20,9 @@ pub struct AttributeMessage {
     pub dataspace: DataspaceMessage,
     /// Raw attribute data (un-decoded bytes).
     pub raw_data: Vec<u8>,
+    /// The creation index stored in the message's envelope in a v2 object
+    /// header that tracks attribute creation order; `None` otherwise.
+    pub creation_order: Option<u16>,
 }
 
 /// Parse an attribute message.
@@ -90,6 +93,7 @@ fn parse_v1(cursor: &mut Cursor<'_>, offset_size: u8, length_size: u8) -> Result
         datatype: dt_msg.datatype,
         dataspace: ds_msg,
         raw_data,
+        creation_order: None,
     })
 }
 
@@ -126,6 +130,7 @@ fn parse_v2(cursor: &mut Cursor<'_>, offset_size: u8, length_size: u8) -> Result
         datatype: dt_msg.datatype,
         dataspace: ds_msg,
         raw_data,
+        creation_order: None,
     })
 }
 
@@ -163,6 +168,7 @@ fn parse_v3(cursor: &mut Cursor<'_>, offset_size: u8, length_size: u8) -> Result
         datatype: dt_msg.datatype,
         dataspace: ds_msg,
         raw_data,
+        creation_order: None,
     })
 }
 
