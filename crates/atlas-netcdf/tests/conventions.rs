@@ -1,7 +1,8 @@
 //! Real-world NetCDF conventions, each in a small file made by
 //! `scripts/make-netcdf-conventions.py` with the netCDF library, next to what
 //! `xarray.open_dataset` made of it (`NAME.xarray.json`): `--decode cf` must
-//! give the same names, dtypes, dims and values.
+//! give the same names, dtypes, dims and values. Attribute and variable order
+//! follow netCDF4-python in both modes.
 
 #![cfg(test)]
 
@@ -151,11 +152,15 @@ fn attr_names(mapped: &Mapped, array: &str) -> Vec<String> {
 #[test]
 fn netcdf4_attributes_come_in_creation_order_as_netcdf4_lists_them_in_both_modes() {
     assert_matches_xarray("attr_order");
-    // `ncattrs()` of netCDF4-python 1.7.5 (netCDF-C 4.10.1, HDF5 2.2.0) when the generator wrote the file.
-    // The HDF5 headers hold them in another order: a second session deleted
-    // `source` and `comment` and libhdf5 reused their space, and netCDF
-    // recreated `history`, `long_name` and `a01` when they were rewritten.
-    // `many` has more attributes than fit in its header (dense storage).
+    // `ncattrs()` of netCDF4-python 1.7.5 (netCDF-C 4.10.1, HDF5 2.2.0) when
+    // the generator wrote the file. The object headers hold them in another
+    // order (what we gave before reading creation order): the globals as
+    // title, institution, references, history (`references` took the space
+    // of the deleted `source`; the rewritten `history` was recreated), and
+    // `temp_qc` as long_name, flag_values, flag_meanings (the rewritten
+    // `long_name` was recreated in space before the flags). `many` has more
+    // attributes than fit in its header (dense storage, read by its
+    // creation-order index).
     let want: [(&str, &[&str]); 4] = [
         ("", &["title", "institution", "history", "references"]),
         ("temp", &["units", "long_name", "standard_name"]),
@@ -182,8 +187,9 @@ fn netcdf4_attributes_come_in_creation_order_as_netcdf4_lists_them_in_both_modes
 #[test]
 fn netcdf4_variables_come_in_creation_order_as_netcdf4_lists_them_in_both_modes() {
     assert_matches_xarray("var_order");
-    // `ds.variables` of netCDF4-python 1.7.5 (netCDF-C 4.10.1, HDF5 2.2.0) when the generator wrote the file:
-    // creation order, not name order, with `alpha` renamed `omega` in place.
+    // `ds.variables` of netCDF4-python 1.7.5 when the generator wrote the
+    // file: creation order, not name order, with `alpha` renamed `omega` in
+    // place. Twelve links do not fit in the group's header (dense storage).
     let want = [
         "zeta", "omega", "mid", "beta", "kappa", "delta", "omicron", "chi", "eta", "gamma", "psi",
         "iota",
