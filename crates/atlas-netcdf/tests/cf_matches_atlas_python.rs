@@ -142,3 +142,159 @@ async fn cf_mode_keeps_the_netcdf4_creation_order_atlas_python_keeps() {
     assert!(report.skipped_files.is_empty() && report.skipped_variables.is_empty());
     assert_eq!(dump(&theirs).await, dump(&ours).await);
 }
+
+/// Every place a value differs between two dumps, as short paths: a dataset's
+/// `attributes`, or `arrays[NAME].FIELD` (an array missing on one side is
+/// `arrays[NAME]`). Arrays are matched by name, so one extra array does not
+/// shift the others.
+fn differences(theirs: &Value, ours: &Value) -> Vec<String> {
+    let mut out = Vec::new();
+    if theirs["attributes"] != ours["attributes"] {
+        out.push("attributes".to_owned());
+    }
+    let by_name = |d: &Value| -> Vec<(String, Value)> {
+        d["arrays"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|a| (a["name"].as_str().unwrap().to_owned(), a.clone()))
+            .collect()
+    };
+    let (t, o) = (by_name(theirs), by_name(ours));
+    let names_t: Vec<&String> = t.iter().map(|(n, _)| n).collect();
+    let names_o: Vec<&String> = o.iter().map(|(n, _)| n).collect();
+    if names_t.iter().collect::<std::collections::BTreeSet<_>>()
+        == names_o.iter().collect::<std::collections::BTreeSet<_>>()
+        && names_t != names_o
+    {
+        out.push("arrays (order)".to_owned());
+    }
+    for (name, ta) in &t {
+        match o.iter().find(|(n, _)| n == name) {
+            None => out.push(format!("arrays[{name}] (only atlas-python)")),
+            Some((_, oa)) => {
+                for (field, tv) in ta.as_object().unwrap() {
+                    if oa.get(field) != Some(tv) {
+                        out.push(format!("arrays[{name}].{field}"));
+                    }
+                }
+            }
+        }
+    }
+    for (name, _) in &o {
+        if !t.iter().any(|(n, _)| n == name) {
+            out.push(format!("arrays[{name}] (only ours)"));
+        }
+    }
+    out
+}
+
+/// Files of the public corpus atlas-python's `create --skip-errors` skips.
+const ATLAS_PYTHON_SKIPS: &[&str] = &[
+    // xarray cannot decode `days since 1961-01-01` values past 2262 into
+    // nanoseconds; ours stores that variable undecoded (issue 21).
+    "CRM032_test1.nc",
+];
+
+/// Where our collection differs from atlas-python's on a corpus file it
+/// stores, each with its reason (`file`, difference path, why).
+const JUSTIFIED: &[(&str, &str, &str)] = &[
+    (
+        "example_arm_sonde.cdf",
+        "arrays[time_offset].stats",
+        ARM_OFFSET,
+    ),
+    (
+        "example_arm_sonde.cdf",
+        "arrays[time_offset].values",
+        ARM_OFFSET,
+    ),
+    (
+        "example_cfradial_cr_raster.nc",
+        "arrays[time_offset].stats",
+        ARM_OFFSET,
+    ),
+    (
+        "example_cfradial_cr_raster.nc",
+        "arrays[time_offset].values",
+        ARM_OFFSET,
+    ),
+];
+
+/// ARM's `seconds since 2011-05-20 08:28:00 0:00`: CF/udunits read the
+/// trailing `0:00` as the UTC offset, so the axis starts at 08:28, where the
+/// file's `base_time` and `time` start too. pandas (hence xarray and
+/// atlas-python) reads `08:28:00 0:00` as midnight and moves every value
+/// 8 h 28 min earlier. Ours keeps the instant and says so in a note.
+const ARM_OFFSET: &str = "xarray misreads ARM's `hh:mm:ss 0:00` reference";
+
+#[tokio::test]
+async fn every_corpus_file_atlas_python_stores_is_stored_the_same_way() {
+    let atlas_py = atlas_python();
+    let corpus = common::corpus_dir();
+    let tmp = tempfile::tempdir().unwrap();
+    let theirs = tmp.path().join("atlas-python");
+    let out = Command::new(&atlas_py)
+        .args(["create", "--skip-errors", "--json"])
+        .arg(&corpus)
+        .arg(&theirs)
+        .output()
+        .expect("run atlas-python");
+    assert!(out.status.success(), "atlas-python's create failed");
+    let report: Value = serde_json::from_slice(&out.stdout).expect("atlas-python's --json");
+    let skipped: Vec<String> = report["skipped"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| {
+            let file = Path::new(s["file"].as_str().unwrap());
+            file.file_name().unwrap().to_string_lossy().into_owned()
+        })
+        .collect();
+
+    let ours = tmp.path().join("ours");
+    let options = IngestOptions::default().with_skip_errors(true);
+    let ours_report = ingest_into(&[corpus], &ours, &options).await.unwrap();
+    for file in &ours_report.skipped_files {
+        eprintln!("ours skips {}: {}", file.path.display(), file.reason);
+    }
+    let (theirs, ours) = (dump(&theirs).await, dump(&ours).await);
+    let datasets = |doc: &Value| -> Vec<(String, Value)> {
+        doc["datasets"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|d| (d["name"].as_str().unwrap().to_owned(), d.clone()))
+            .collect()
+    };
+    let ours = datasets(&ours);
+    let mut found = Vec::new();
+    let mut accepted = 0;
+    for (name, t) in datasets(&theirs) {
+        accepted += 1;
+        let Some((_, o)) = ours.iter().find(|(n, _)| *n == name) else {
+            found.push((name, "(dataset only in atlas-python's)".to_owned()));
+            continue;
+        };
+        for path in differences(&t, o) {
+            found.push((name.clone(), path));
+        }
+    }
+    eprintln!(
+        "corpus: atlas-python stores {accepted} files, ours {}",
+        ours.len()
+    );
+    for name in &skipped {
+        let ours_has = ours.iter().any(|(n, _)| n == name);
+        eprintln!("atlas-python skips {name}; ours stores it: {ours_has}");
+    }
+    for (file, path) in &found {
+        eprintln!("difference {file}: {path}");
+    }
+    assert_eq!(skipped, ATLAS_PYTHON_SKIPS);
+    let justified: Vec<(String, String)> = JUSTIFIED
+        .iter()
+        .map(|(f, p, _)| ((*f).to_owned(), (*p).to_owned()))
+        .collect();
+    assert_eq!(found, justified, "differences from atlas-python");
+}

