@@ -61,12 +61,11 @@ def describe(location: Path) -> list:
 
 
 def unordered(described: list) -> list:
-    """The same, with arrays, their attributes and the coordinate list as
-    sets. xarray keeps the file's order of data variables and of index
-    coordinates but puts the index coordinates after the rest, so a file whose
-    non-index coordinate comes before an index one lists them in another
-    order; and netCDF4 (xarray's reader) and netcdf-reader (the CLI's) list
-    the attributes of some NETCDF4 variables in different orders."""
+    """The same, with arrays and the coordinate list as sets. xarray keeps
+    the file's order of data variables and of index coordinates but puts the
+    index coordinates after the rest, so a file whose non-index coordinate
+    comes before an index one lists them in another order. Attributes keep
+    their order: both readers list them in the file's creation order."""
 
     def attr(a: list) -> list:
         key, dtype, value = a
@@ -76,7 +75,7 @@ def unordered(described: list) -> list:
 
     def array(a: tuple) -> tuple:
         name, layout, attrs, values, stats = a
-        return name, layout, sorted(attrs, key=lambda kv: kv[0]), values, stats
+        return name, layout, attrs, values, stats
 
     return [
         (name, ordinal, [attr(a) for a in attrs], {a[0]: array(a) for a in arrays})

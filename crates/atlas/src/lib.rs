@@ -120,8 +120,8 @@ pub use read::{
 };
 pub use set::integrity::{ChecksumMismatch, ChecksumPart};
 pub use set::{
-    AtlasSet, CommitOutcome, CompactOptions, CompactOutcome, MemberWriter, SetWriter, member_id,
-    member_path,
+    AtlasSet, CommitOutcome, CompactOptions, CompactOutcome, MemberWriter, SetWriter,
+    UncommittedMember, member_id, member_path, remove_uncommitted_member, uncommitted_members,
 };
 pub use verify::{Checked, Finding, ProgressFn, VerifyOptions, VerifyReport, leftover_findings};
 pub use write::{

@@ -580,3 +580,49 @@ async fn a_newer_member_whose_names_overlap_a_match_is_opened_to_resolve_them() 
     assert_eq!(set.members_opened(), 2);
     assert_eq!(temp(&set, "m2").await, [50.0]);
 }
+
+#[tokio::test]
+async fn a_member_written_but_never_committed_is_found_and_removed_and_the_set_keeps_its_data() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("set");
+    let ms = 1_700_000_000_000;
+    let mut set = SetWriter::create(&dir, &config(ms)).await.unwrap();
+    let member = set.add_member(&member_id(ms, 1)).await.unwrap();
+    member
+        .writer()
+        .add_dataset("kept")
+        .unwrap()
+        .finish()
+        .await
+        .unwrap();
+    set.finish_member(member).await.unwrap();
+    set.commit().await.unwrap();
+    // A second writer writes its member and dies before its commit.
+    let mut lost = SetWriter::create(&dir, &config(ms + 1)).await.unwrap();
+    let member = lost.add_member(&member_id(ms + 1, 2)).await.unwrap();
+    member
+        .writer()
+        .add_dataset("lost")
+        .unwrap()
+        .finish()
+        .await
+        .unwrap();
+    lost.finish_member(member).await.unwrap();
+    drop(lost);
+
+    let loc = atlas::Location::resolve_path(&dir, atlas::Access::Write).unwrap();
+    let found = atlas::uncommitted_members(&loc).await.unwrap();
+    let paths: Vec<&str> = found.iter().map(|m| m.path.as_str()).collect();
+    assert_eq!(paths, [atlas::member_path(&member_id(ms + 1, 2))]);
+    assert!(found[0].objects >= 1 && found[0].bytes > 0);
+    let now = std::time::SystemTime::now();
+    assert!(!found[0].is_older_than(std::time::Duration::from_secs(3600), now));
+
+    atlas::remove_uncommitted_member(&loc, &found[0])
+        .await
+        .unwrap();
+    assert!(atlas::uncommitted_members(&loc).await.unwrap().is_empty());
+    assert!(!dir.join(&found[0].path).exists());
+    let set = AtlasSet::open(&dir, &OpenOptions::default()).await.unwrap();
+    assert_eq!(set.dataset_names().await.unwrap(), ["kept"]);
+}

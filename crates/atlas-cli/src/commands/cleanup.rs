@@ -6,11 +6,10 @@
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use atlas::{Leftover, LeftoverKind};
+use atlas::{Leftover, LeftoverKind, UncommittedMember};
 use serde_json::json;
 
 use super::Ctx;
-use super::members::{self, Uncommitted};
 use crate::cli::CleanupArgs;
 use crate::exit::{CliResult, Context as _};
 use crate::location::Access;
@@ -40,7 +39,9 @@ pub async fn run(ctx: &Ctx, args: &CleanupArgs) -> CliResult {
     let (old, young) = uncommitted_members(&loc, older_than, now).await?;
     if !args.dry_run {
         for member in &old {
-            members::remove(&loc, member).await?;
+            atlas::remove_uncommitted_member(&loc, member)
+                .await
+                .at(loc.display())?;
         }
     }
     if ctx.json {
@@ -111,28 +112,21 @@ fn leftover_json(l: &Leftover) -> serde_json::Value {
 }
 
 /// The uncommitted members at `loc` older than `older_than`, and how many
-/// younger ones are left alone. Nothing under `members/`: no further request.
+/// younger ones are left alone.
 async fn uncommitted_members(
     loc: &crate::location::Location,
     older_than: std::time::Duration,
     now: SystemTime,
-) -> CliResult<(Vec<Uncommitted>, usize)> {
-    // Listed before the manifest is read: a member committed in between is
-    // then seen as committed, never the other way round.
-    let all = members::uncommitted(loc, &std::collections::HashSet::new()).await?;
-    if all.is_empty() {
-        return Ok((Vec::new(), 0));
-    }
-    let committed = members::committed_paths(loc).await?;
+) -> CliResult<(Vec<UncommittedMember>, usize)> {
+    let all = atlas::uncommitted_members(loc).await.at(loc.display())?;
     let (old, young): (Vec<_>, Vec<_>) = all
         .into_iter()
-        .filter(|m| !committed.contains(&m.path))
         .partition(|m| m.is_older_than(older_than, now));
     Ok((old, young.len()))
 }
 
 /// `{"path", "objects", "bytes", "newest_unix_ms"}`.
-fn member_json(m: &Uncommitted) -> serde_json::Value {
+fn member_json(m: &UncommittedMember) -> serde_json::Value {
     let newest = m
         .newest
         .and_then(|t| t.duration_since(UNIX_EPOCH).ok())

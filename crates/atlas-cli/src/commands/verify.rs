@@ -20,7 +20,6 @@ use std::collections::HashSet;
 use atlas::{Atlas, AtlasSet, Checked, Finding, VerifyOptions, VerifyReport};
 use serde_json::json;
 
-use super::members::{self, Uncommitted};
 use super::{Ctx, lone, open_at};
 use crate::cli::VerifyArgs;
 use crate::exit::{CliError, CliResult};
@@ -46,7 +45,7 @@ pub async fn run(ctx: &Ctx, args: &VerifyArgs) -> CliResult {
             problems = report.problems().map(ToString::to_string).collect();
             warnings = report.warnings().map(ToString::to_string).collect();
             // A first `create --append` that never committed leaves members and no manifest.
-            warnings.extend(uncommitted_warnings(&loc, &HashSet::new()).await);
+            warnings.extend(uncommitted_warnings(&loc).await);
         }
         Ok((set, None)) => {
             let outcome = check_set(ctx, &loc, &set, args.deep).await;
@@ -66,7 +65,7 @@ pub async fn run(ctx: &Ctx, args: &VerifyArgs) -> CliResult {
                 atlas::leftover_findings(loc.operator(), loc.prefix(), loc.multipart_uploads())
                     .await;
             warnings.extend(left.iter().map(Finding::to_string));
-            warnings.extend(uncommitted_warnings(&loc, &HashSet::new()).await);
+            warnings.extend(uncommitted_warnings(&loc).await);
         }
     }
 
@@ -256,27 +255,22 @@ async fn check_set(
     let left =
         atlas::leftover_findings(loc.operator(), loc.prefix(), loc.multipart_uploads()).await;
     out.warnings.extend(left.iter().map(Finding::to_string));
-    let committed: HashSet<String> = entries.into_iter().map(|m| m.path).collect();
-    out.warnings
-        .extend(uncommitted_warnings(loc, &committed).await);
+    out.warnings.extend(uncommitted_warnings(loc).await);
     // A member's upload is listed by the member and by the set's root.
     let mut seen = HashSet::new();
     out.warnings.retain(|w| seen.insert(w.clone()));
     out
 }
 
-/// One warning per member folder under `members/` not in `committed`.
-async fn uncommitted_warnings(
-    loc: &crate::location::Location,
-    committed: &HashSet<String>,
-) -> Vec<String> {
-    match members::uncommitted(loc, committed).await {
+/// One warning per member folder under `members/` that no commit names.
+async fn uncommitted_warnings(loc: &crate::location::Location) -> Vec<String> {
+    match atlas::uncommitted_members(loc).await {
         Ok(found) => found.iter().map(uncommitted_line).collect(),
-        Err(e) => vec![format!("uncommitted members not listed: {}", e.line())],
+        Err(e) => vec![format!("uncommitted members not listed: {e}")],
     }
 }
 
-fn uncommitted_line(m: &Uncommitted) -> String {
+fn uncommitted_line(m: &atlas::UncommittedMember) -> String {
     format!(
         "uncommitted member {m}: no commit names it (a writer crashed, lost its commit, \
          or is still writing); `atlas cleanup` removes it once older than --older-than"

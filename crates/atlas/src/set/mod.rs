@@ -7,7 +7,8 @@
 //! - `prune`: which members a predicate can match, from the manifest alone;
 //! - `manifest_store`: reading the manifest and committing a new one by a
 //!   checked conditional write;
-//! - `writer`: writing new members and committing them.
+//! - `writer`: writing new members and committing them;
+//! - `uncommitted`: member folders no commit names, found and removed.
 
 mod compact;
 mod delete;
@@ -16,9 +17,11 @@ mod manifest_store;
 mod prune;
 mod reader;
 pub(crate) mod summary;
+mod uncommitted;
 mod writer;
 
 pub use compact::{CompactOptions, CompactOutcome};
 pub use manifest_store::CommitOutcome;
 pub use reader::AtlasSet;
+pub use uncommitted::{UncommittedMember, remove_uncommitted_member, uncommitted_members};
 pub use writer::{MemberWriter, SetWriter, member_id, member_path};

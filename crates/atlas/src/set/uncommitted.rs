@@ -1,0 +1,214 @@
+//! Members that storage holds but no commit names: folders under `members/`
+//! left by a writer that crashed, was dropped, or lost its commit. They are
+//! invisible to readers; this finds them (for `verify`) and removes them
+//! (for `cleanup`, and for a distributed ingest that gives up).
+
+use std::collections::HashSet;
+use std::time::{Duration, SystemTime};
+
+use futures::TryStreamExt;
+
+use super::reader::AtlasSet;
+use super::writer::member_path;
+use crate::error::{AtlasError, Result};
+use crate::location::Location;
+use crate::{IoError, IoErrorKind, OpenOptions};
+
+/// A folder under a set's `members/` that its manifest does not name.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct UncommittedMember {
+    /// Its path relative to the set (`members/<id>`).
+    pub path: String,
+    /// Objects in it.
+    pub objects: usize,
+    /// Their total size.
+    pub bytes: u64,
+    /// When its newest object was last written, where the backend says.
+    pub newest: Option<SystemTime>,
+}
+
+impl UncommittedMember {
+    /// Whether its newest object is at least `older_than` old at `now`. One
+    /// without a time, or with nothing in it, counts as old: nothing is
+    /// being written to it. A younger one may belong to a write in progress.
+    pub fn is_older_than(&self, older_than: Duration, now: SystemTime) -> bool {
+        self.newest
+            .is_none_or(|t| now.duration_since(t).is_ok_and(|age| age >= older_than))
+    }
+}
+
+impl std::fmt::Display for UncommittedMember {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} ({} objects, {} bytes)",
+            self.path, self.objects, self.bytes
+        )
+    }
+}
+
+/// The member folders at `location` that no commit names, by path.
+///
+/// The folders are listed before the manifest is read, so a member committed
+/// in between counts as committed, never the other way round. Cost: one
+/// recursive listing of `members/` (a stat per object whose listing gave no
+/// size or time), then, only if a folder was found, one manifest read.
+///
+/// # Errors
+/// Storage failures of the listing or of the manifest read, and a manifest
+/// that exists but cannot be decoded: then nothing may be taken for
+/// uncommitted.
+pub async fn uncommitted_members(location: &Location) -> Result<Vec<UncommittedMember>> {
+    let all = list_member_folders(location).await?;
+    if all.is_empty() {
+        return Ok(all);
+    }
+    let committed = committed_paths(location).await?;
+    Ok(all
+        .into_iter()
+        .filter(|m| !committed.contains(&m.path))
+        .collect())
+}
+
+/// Removes an uncommitted member's folder and everything in it (nothing
+/// if it is already gone).
+///
+/// The caller decides it is uncommitted and old enough
+/// ([`uncommitted_members`], [`UncommittedMember::is_older_than`]).
+///
+/// # Errors
+/// Storage failures of the removal.
+pub async fn remove_uncommitted_member(
+    location: &Location,
+    member: &UncommittedMember,
+) -> Result<()> {
+    if let Some(dir) = location.local_dir() {
+        let dir = dir.join(&member.path);
+        return match std::fs::remove_dir_all(&dir) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                Err(AtlasError::Io(IoError::new(
+                    IoErrorKind::Other,
+                    "delete",
+                    dir.display().to_string(),
+                    e.to_string(),
+                )))
+            }
+            _ => Ok(()),
+        };
+    }
+    let prefix = format!("{}/", location.object(&member.path));
+    location
+        .operator()
+        .delete_with(&prefix)
+        .recursive(true)
+        .await
+        .map_err(|e| AtlasError::Io(IoError::from_opendal(e, "delete", &prefix)))
+}
+
+/// The committed member paths at `location` (none where there is no
+/// manifest).
+async fn committed_paths(location: &Location) -> Result<HashSet<String>> {
+    match AtlasSet::open(location, &OpenOptions::default()).await {
+        Ok(set) => Ok(set.members().into_iter().map(|m| m.path).collect()),
+        // No manifest and no collection: nothing is committed.
+        Err(AtlasError::Io(io)) if io.kind() == IoErrorKind::NotFound => Ok(HashSet::new()),
+        // Storage failed (on the manifest or on a collection: unknown which),
+        // or the manifest is damaged: nothing is known.
+        Err(e @ (AtlasError::Io(_) | AtlasError::SetManifest { .. })) => Err(e),
+        // Anything else comes from opening a lone collection, after the
+        // manifest was found absent: nothing is committed.
+        Err(e) if !e.is_retryable() => Ok(HashSet::new()),
+        Err(e) => Err(e),
+    }
+}
+
+/// Every folder under `members/`, committed or not, with its objects counted.
+async fn list_member_folders(location: &Location) -> Result<Vec<UncommittedMember>> {
+    list(location).await.map_err(AtlasError::Io)
+}
+
+async fn list(location: &Location) -> std::result::Result<Vec<UncommittedMember>, IoError> {
+    let members_dir = member_path("");
+    let dir = location.object(&members_dir);
+    let op = location.operator();
+    let mut lister = match op.lister_with(&dir).recursive(true).await {
+        Ok(l) => l,
+        Err(e)
+            if matches!(
+                e.kind(),
+                opendal::ErrorKind::NotFound | opendal::ErrorKind::Unsupported
+            ) =>
+        {
+            return Ok(Vec::new());
+        }
+        Err(e) => return Err(IoError::from_opendal(e, "list", &dir)),
+    };
+    let mut found: Vec<UncommittedMember> = Vec::new();
+    while let Some(entry) = lister
+        .try_next()
+        .await
+        .map_err(|e| IoError::from_opendal(e, "list", &dir))?
+    {
+        let Some(rest) = entry.path().strip_prefix(&dir) else {
+            continue;
+        };
+        let Some(id) = rest.split('/').next().filter(|id| !id.is_empty()) else {
+            continue;
+        };
+        let path = format!("{members_dir}{id}");
+        let index = match found.iter().position(|u| u.path == path) {
+            Some(i) => i,
+            None => {
+                found.push(UncommittedMember {
+                    path,
+                    objects: 0,
+                    bytes: 0,
+                    newest: None,
+                });
+                found.len().saturating_sub(1)
+            }
+        };
+        if entry.metadata().is_dir() {
+            continue;
+        }
+        let listed = entry.metadata();
+        let (bytes, modified) = match listed.last_modified() {
+            Some(t) => (listed.content_length(), Some(SystemTime::from(t))),
+            None => match op.stat(entry.path()).await {
+                Ok(m) => (m.content_length(), m.last_modified().map(SystemTime::from)),
+                // Renamed or removed by a writer meanwhile.
+                Err(e) if e.kind() == opendal::ErrorKind::NotFound => continue,
+                Err(e) => return Err(IoError::from_opendal(e, "stat", entry.path())),
+            },
+        };
+        if let Some(u) = found.get_mut(index) {
+            u.objects = u.objects.saturating_add(1);
+            u.bytes = u.bytes.saturating_add(bytes);
+            u.newest = match (u.newest, modified) {
+                (Some(a), Some(b)) => Some(a.max(b)),
+                (a, b) => a.or(b),
+            };
+        }
+    }
+    found.sort_by(|a, b| a.path.cmp(&b.path));
+    Ok(found)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_member_still_being_written_is_not_old() {
+        let now = SystemTime::now();
+        let fresh = UncommittedMember {
+            path: "members/x".into(),
+            objects: 1,
+            bytes: 1,
+            newest: Some(now),
+        };
+        assert!(!fresh.is_older_than(Duration::from_secs(60), now));
+        assert!(fresh.is_older_than(Duration::ZERO, now));
+    }
+}
