@@ -9,8 +9,8 @@ mod common;
 
 use std::path::PathBuf;
 
-use atlas::ArrayData;
-use atlas_netcdf::{Decode, IngestOptions, Mapped, map_file};
+use atlas::{ArrayData, Attr};
+use atlas_netcdf::{Decode, IngestOptions, Mapped, TimeError, map_file};
 use common::data;
 use serde_json::{Value, json};
 
@@ -130,4 +130,71 @@ fn a_text_missing_value_on_an_integer_variable_promotes_it_without_masking() {
 fn arm_style_time_units_decode_as_xarray_decodes_them() {
     let mapped = assert_matches_xarray("arm_time");
     assert!(mapped.notes.is_empty(), "{:?}", mapped.notes);
+}
+
+#[test]
+fn times_without_a_timestamp_ns_form_are_stored_as_raw_stores_them_and_reported() {
+    let mapped = map("undecodable_time.nc", Decode::Cf);
+    let raw = map("undecodable_time.nc", Decode::Raw);
+    let text = std::fs::read_to_string(file("undecodable_time.xarray.json")).expect("expectation");
+    let xarray: Vec<Value> = serde_json::from_str(&text).expect("json");
+    let seen = |var: &str| {
+        xarray
+            .iter()
+            .find(|w| w["name"] == var)
+            .unwrap_or_else(|| panic!("xarray has {var}"))
+    };
+    let reasons: Vec<(&str, TimeError)> = mapped
+        .undecoded
+        .iter()
+        .map(|u| (u.array.as_str(), u.reason.clone()))
+        .collect();
+    assert_eq!(
+        reasons,
+        [
+            ("time", TimeError::OutOfRange),
+            (
+                "t360",
+                TimeError::Calendar {
+                    calendar: "360_day".into()
+                }
+            ),
+        ]
+    );
+    for var in ["time", "t360"] {
+        // xarray decodes these into cftime objects, which atlas-python cannot store.
+        assert_eq!(seen(var)["dtype"], "object", "{var}");
+        let ours = mapped.dataset.arrays.iter().find(|a| a.name == var);
+        let stored = raw.dataset.arrays.iter().find(|a| a.name == var);
+        assert_eq!(ours, stored, "{var}: stored as --decode raw stores it");
+    }
+    let time = mapped.dataset.arrays.iter().find(|a| a.name == "time");
+    let time = time.expect("time");
+    assert_eq!(
+        describe(&time.values),
+        ("int32".into(), vec![json!(0), json!(1), json!(200_000)])
+    );
+    let attr = |key: &str| time.attrs.iter().find(|(k, _)| k == key).map(|(_, v)| v);
+    assert_eq!(
+        attr("units"),
+        Some(&Attr::String("days since 1961-01-01".into()))
+    );
+    assert_eq!(attr("calendar"), Some(&Attr::String("standard".into())));
+    // The rest of the file is decoded as xarray decodes it.
+    for var in ["decodes", "x"] {
+        let array = mapped.dataset.arrays.iter().find(|a| a.name == var);
+        let (dtype, values) = describe(&array.expect(var).values);
+        assert_eq!(json!(dtype), seen(var)["dtype"], "{var}");
+        assert_eq!(Value::Array(values), seen(var)["values"], "{var}");
+    }
+    // `time` is still the dimension coordinate.
+    let coords = mapped
+        .dataset
+        .attrs
+        .iter()
+        .find(|(k, _)| k == "_pyatlas_coords");
+    assert_eq!(
+        coords.map(|(_, v)| v),
+        Some(&Attr::String("[\"time\"]".into()))
+    );
 }
