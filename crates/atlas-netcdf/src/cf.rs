@@ -7,8 +7,8 @@
 //! (integers promote: 1–2 byte ones to float32, wider ones to float64) or NaT;
 //! `scale_factor`/`add_offset` unpack in the float type xarray picks; `units =
 //! "<unit> since <date>"` on a standard calendar becomes `timestamp_ns`.
-//! Coordinates (dimension variables and those a `coordinates` attribute
-//! names) come first and are listed in the `_pyatlas_coords` dataset
+//! Coordinates (variables named after a dimension and those a `coordinates`
+//! attribute names) come first and are listed in the `_pyatlas_coords` dataset
 //! attribute. Attributes are stored as atlas-python stores them: one number
 //! as `int64` or `float64`, text as a string, anything else as the
 //! `json:`-prefixed text of Python's `json.dumps`. Floats get NaN as fill,
@@ -159,10 +159,18 @@ fn map_group(
         .filter(|c| names.contains(c.as_str()))
         .cloned()
         .collect();
+    // xarray makes every variable named after a dimension a coordinate: the
+    // index `x(x)`, a char variable `station(station, strlen)` (1-D once
+    // joined), and `z(x)` next to a dimension `z` (netCDF-4's
+    // `_nc4_non_coord_z`). Joined char dimensions are never variable names.
+    let dims: HashSet<&str> = group
+        .vars
+        .iter()
+        .filter(|v| !matches!(v.data, StoredData::Unsupported(_)))
+        .flat_map(|v| v.dims.iter().map(String::as_str))
+        .collect();
     for var in &group.vars {
-        if let [dim] = var.dims.as_slice()
-            && *dim == var.name
-        {
+        if dims.contains(var.name.as_str()) {
             coord_names.insert(var.name.clone());
         }
         if let Some(text) = text_attr(&var.attrs, "coordinates") {

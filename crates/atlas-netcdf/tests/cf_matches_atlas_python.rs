@@ -60,14 +60,16 @@ fn without_groups(mut doc: Value, groups: &[&str]) -> Value {
     doc
 }
 
-#[tokio::test]
-async fn cf_mode_builds_what_atlas_python_builds_from_the_same_files() {
+/// Runs atlas-python's `atlas create` and ours on `inputs` and asserts the
+/// two collections are identical (arrays of the NetCDF sub-groups `groups`,
+/// which xarray does not open, left out of ours).
+async fn assert_same_as_atlas_python(inputs: &Path, groups: &[&str]) {
     let atlas_py = atlas_python();
     let tmp = tempfile::tempdir().unwrap();
     let theirs = tmp.path().join("atlas-python");
     let status = Command::new(&atlas_py)
         .arg("create")
-        .arg(data().join("good"))
+        .arg(inputs)
         .arg(&theirs)
         .arg("-q")
         .status()
@@ -75,13 +77,13 @@ async fn cf_mode_builds_what_atlas_python_builds_from_the_same_files() {
     assert!(status.success(), "atlas-python's create failed");
 
     let ours = tmp.path().join("ours");
-    let report = ingest_into(&[data().join("good")], &ours, &IngestOptions::default())
+    let report = ingest_into(&[inputs.to_path_buf()], &ours, &IngestOptions::default())
         .await
         .unwrap();
     assert!(report.skipped_files.is_empty() && report.skipped_variables.is_empty());
 
     let theirs = dump(&theirs).await;
-    let ours = without_groups(dump(&ours).await, &["profile"]);
+    let ours = without_groups(dump(&ours).await, groups);
     let (t, o) = (&theirs["datasets"], &ours["datasets"]);
     assert_eq!(t.as_array().unwrap().len(), o.as_array().unwrap().len());
     for (t, o) in t.as_array().unwrap().iter().zip(o.as_array().unwrap()) {
@@ -111,4 +113,21 @@ async fn cf_mode_builds_what_atlas_python_builds_from_the_same_files() {
         }
     }
     assert_eq!(theirs, ours);
+}
+
+#[tokio::test]
+async fn cf_mode_builds_what_atlas_python_builds_from_the_same_files() {
+    assert_same_as_atlas_python(&data().join("good"), &["profile"]).await;
+}
+
+/// A char variable named after its first dimension (`station(station,
+/// strlen)`) and a variable named after another dimension (`z(x)`): both are
+/// coordinates in atlas-python's collection, listed in `_pyatlas_coords`.
+#[tokio::test]
+async fn variables_named_after_a_dimension_are_coordinates_as_atlas_python_stores_them() {
+    let tmp = tempfile::tempdir().unwrap();
+    for name in ["char_coord.nc", "non_coord.nc"] {
+        std::fs::copy(data().join("conventions").join(name), tmp.path().join(name)).unwrap();
+    }
+    assert_same_as_atlas_python(tmp.path(), &[]).await;
 }

@@ -198,3 +198,54 @@ fn times_without_a_timestamp_ns_form_are_stored_as_raw_stores_them_and_reported(
         Some(&Attr::String("[\"time\"]".into()))
     );
 }
+
+/// The `_pyatlas_coords` list of a mapped file.
+fn coords(mapped: &Mapped) -> Vec<String> {
+    let attr = mapped
+        .dataset
+        .attrs
+        .iter()
+        .find(|(k, _)| k == "_pyatlas_coords")
+        .map(|(_, v)| v);
+    let Some(Attr::String(text)) = attr else {
+        panic!("no _pyatlas_coords: {attr:?}");
+    };
+    serde_json::from_str(text).expect("a JSON list")
+}
+
+#[test]
+fn a_char_variable_named_after_its_first_dimension_is_a_coordinate_as_xarray_lists_it() {
+    let mapped = map("char_coord.nc", Decode::Cf);
+    // xarray's `ds.coords` for this file, in its order: ['time', 'station', 'lat'].
+    assert_eq!(coords(&mapped), ["time", "station", "lat"]);
+    let names: Vec<&str> = mapped
+        .dataset
+        .arrays
+        .iter()
+        .map(|a| a.name.as_str())
+        .collect();
+    assert_eq!(names, ["time", "station", "lat", "temp"]);
+    let text = std::fs::read_to_string(file("char_coord.xarray.json")).expect("expectation");
+    let want: Vec<Value> = serde_json::from_str(&text).expect("json");
+    for w in &want {
+        let var = w["name"].as_str().expect("name");
+        let array = mapped.dataset.arrays.iter().find(|a| a.name == var);
+        let array = array.unwrap_or_else(|| panic!("no array {var:?}"));
+        assert_eq!(json!(array.dims), w["dims"], "{var}: dims");
+        let (dtype, values) = describe(&array.values);
+        assert_eq!(Value::Array(values), w["values"], "{var}: values");
+        if var == "station" {
+            // xarray keeps the joined chars as bytes (|S4); atlas-python stores strings.
+            assert_eq!((dtype.as_str(), &w["dtype"]), ("object", &json!("|S4")));
+        } else {
+            assert_eq!(json!(dtype), w["dtype"], "{var}: dtype");
+        }
+    }
+}
+
+#[test]
+fn a_variable_named_after_another_dimension_is_a_coordinate_as_xarray_makes_it() {
+    // `z(x)` while a dimension `z` exists: xarray's `ds.coords` is ['z'].
+    let mapped = map("non_coord.nc", Decode::Cf);
+    assert_eq!(coords(&mapped), ["z"]);
+}
