@@ -25,11 +25,18 @@ Files:
 - var_order.nc: netCDF-4 variables created in an order other than their
   names' (more than fit in the group's header, so links are in dense
   storage), one renamed by a second session.
+- undecodable_time.nc: time variables without a `timestamp_ns` form: `time`
+  reaches 2508 (days since 1961), `t360` is on the 360_day calendar; next to
+  them a time that decodes and a data variable. xarray decodes both into
+  cftime objects (described as dtype "object", values as their text).
+- char_coord.nc: a char variable `station(station, strlen)`, which xarray
+  joins into strings and makes the index coordinate of `station`.
 """
 
 import json
 import os
 import sys
+import warnings
 
 import numpy as np
 import netCDF4
@@ -132,17 +139,60 @@ def var_order(path):
             v[:] = np.array([i, i + 1], "i4")
     with netCDF4.Dataset(path, "a") as ds:
         ds.renameVariable("alpha", "omega")
+def undecodable_time(path):
+    with netCDF4.Dataset(path, "w", format="NETCDF3_CLASSIC") as ds:
+        ds.createDimension("time", 3)
+        t = ds.createVariable("time", "i4", ("time",))
+        t[:] = [0, 1, 200000]
+        t.units = "days since 1961-01-01"
+        t.calendar = "standard"
+        t.long_name = "time"
+        n = ds.createVariable("t360", "f8", ("time",))
+        n[:] = [0.0, 30.0, 60.5]
+        n.units = "days since 2000-01-01"
+        n.calendar = "360_day"
+        ok = ds.createVariable("decodes", "f8", ("time",))
+        ok[:] = [0.0, 1.0, 2.0]
+        ok.units = "hours since 2000-01-01"
+        x = ds.createVariable("x", "f4", ("time",))
+        x[:] = [1.0, 2.0, 3.0]
+
+
+def char_coord(path):
+    with netCDF4.Dataset(path, "w", format="NETCDF3_CLASSIC") as ds:
+        ds.createDimension("time", 2)
+        ds.createDimension("station", 3)
+        ds.createDimension("strlen", 4)
+        t = ds.createVariable("time", "f8", ("time",))
+        t[:] = [0.0, 1.0]
+        t.units = "days since 2000-01-01"
+        v = ds.createVariable("temp", "f4", ("time", "station"))
+        v[:] = np.arange(6, dtype="f4").reshape(2, 3)
+        v.coordinates = "lat"
+        s = ds.createVariable("station", "S1", ("station", "strlen"))
+        s[:] = netCDF4.stringtochar(np.array(["AB", "CDE", "FGHI"], "S4"))
+        s.long_name = "station id"
+        lat = ds.createVariable("lat", "f4", ("station",))
+        lat[:] = [1.0, 2.0, 3.0]
 
 
 def describe(path):
     out = []
-    with xr.open_dataset(path) as ds:
+    with warnings.catch_warnings():
+        # xarray warns that it falls back to cftime for undecodable_time.nc.
+        warnings.simplefilter("ignore")
+        ds = xr.open_dataset(path)
+    with ds:
         for name in list(ds.variables):
             var = ds[name]
             values = var.values
             if values.dtype.kind == "M":
                 flat = [None if np.isnat(x) else int(x.astype("datetime64[ns]").astype("i8"))
                         for x in values.ravel()]
+            elif values.dtype.kind == "O" and values.size and hasattr(values.flat[0], "calendar"):
+                flat = [x.isoformat() for x in values.ravel()]  # cftime objects
+            elif values.dtype.kind == "S":
+                flat = [x.decode() for x in values.ravel()]
             elif values.dtype.kind == "f":
                 flat = [None if np.isnan(x) else float(x) for x in values.ravel()]
             else:
@@ -157,7 +207,8 @@ def main():
     os.makedirs(outdir, exist_ok=True)
     for name, make in [("non_coord", non_coord), ("masked_ints", masked_ints),
                        ("arm_time", arm_time), ("attr_order", attr_order),
-                       ("var_order", var_order)]:
+                       ("var_order", var_order), ("undecodable_time", undecodable_time),
+                       ("char_coord", char_coord)]:
         path = os.path.join(outdir, f"{name}.nc")
         if os.path.exists(path):
             os.remove(path)

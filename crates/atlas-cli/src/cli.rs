@@ -425,6 +425,11 @@ pub struct CreateArgs {
     /// Leave out variables of types Atlas cannot store (listed) instead of failing their file.
     #[arg(long)]
     pub skip_unsupported: bool,
+    /// Write a JSON document of what was left out or changed, and why, to
+    /// FILE: skipped files and arrays, time variables stored undecoded, notes.
+    /// Also written when the ingest fails, naming the failure.
+    #[arg(long, value_name = "FILE")]
+    pub report: Option<PathBuf>,
 }
 
 /// `atlas demo`.

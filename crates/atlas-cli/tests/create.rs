@@ -133,3 +133,153 @@ fn a_glob_selects_files_and_an_empty_match_is_an_error() {
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("no NetCDF files"));
 }
+
+/// A directory holding a good file, a corrupt one, one with a compound
+/// variable and one whose time has no `timestamp_ns` form.
+fn mixed_inputs(dir: &std::path::Path) -> PathBuf {
+    let inputs = dir.join("in");
+    std::fs::create_dir(&inputs).unwrap();
+    for f in [
+        "good/classic.nc",
+        "bad/corrupt.nc",
+        "bad/compound.nc",
+        "conventions/undecodable_time.nc",
+    ] {
+        let from = netcdf(f);
+        std::fs::copy(&from, inputs.join(from.file_name().unwrap())).unwrap();
+    }
+    inputs
+}
+
+fn read_json(path: &std::path::Path) -> Json {
+    serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap()
+}
+
+#[test]
+fn report_lists_each_skipped_file_skipped_array_and_undecoded_time_with_its_reason() {
+    let tmp = tempfile::tempdir().unwrap();
+    let inputs = mixed_inputs(tmp.path());
+    let report_path = tmp.path().join("report.json");
+    let out = atlas()
+        .args(["--json", "create"])
+        .arg(&inputs)
+        .arg(tmp.path().join("out"))
+        .args(["--skip-errors", "--skip-unsupported", "--report"])
+        .arg(&report_path)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report = read_json(&report_path);
+    let keys: Vec<&String> = report.as_object().unwrap().keys().collect();
+    assert_eq!(keys, ["notes", "skipped", "skipped_arrays", "undecoded"]);
+
+    let skipped = report["skipped"].as_array().unwrap();
+    assert_eq!(skipped.len(), 1, "{report:#}");
+    assert_eq!(
+        skipped[0]["file"],
+        inputs.join("corrupt.nc").display().to_string()
+    );
+    let reason = skipped[0]["reason"].as_str().unwrap();
+    assert!(reason.starts_with("cannot read it as NetCDF"), "{reason}");
+
+    assert_eq!(
+        report["skipped_arrays"],
+        serde_json::json!([{"dataset": "compound.nc", "array": "pairs", "dtype": "compound"}])
+    );
+    assert_eq!(
+        report["undecoded"],
+        serde_json::json!([
+            {
+                "dataset": "undecodable_time.nc",
+                "array": "time",
+                "reason": "a date outside what timestamp_ns holds (1677-09-21 to 2262-04-11)",
+            },
+            {
+                "dataset": "undecodable_time.nc",
+                "array": "t360",
+                "reason": "calendar \"360_day\" has no exact timestamp_ns (only standard, gregorian and proleptic_gregorian do)",
+            },
+        ])
+    );
+    assert_eq!(report["notes"], serde_json::json!([]));
+
+    // --json carries the same parts.
+    let json: Json = serde_json::from_slice(&out.stdout).unwrap();
+    for key in keys {
+        assert_eq!(json[key], report[key], "{key}");
+    }
+    assert_eq!(json["datasets"], 3);
+}
+
+#[test]
+fn report_is_written_with_empty_lists_when_nothing_is_left_out() {
+    let tmp = tempfile::tempdir().unwrap();
+    let report_path = tmp.path().join("report.json");
+    atlas()
+        .args(["create", "-q"])
+        .arg(netcdf("good/classic.nc"))
+        .arg(tmp.path().join("out"))
+        .arg("--report")
+        .arg(&report_path)
+        .assert()
+        .success();
+    assert_eq!(
+        read_json(&report_path),
+        serde_json::json!({"skipped": [], "skipped_arrays": [], "undecoded": [], "notes": []})
+    );
+}
+
+#[test]
+fn report_names_the_file_that_stopped_the_ingest() {
+    let tmp = tempfile::tempdir().unwrap();
+    let inputs = mixed_inputs(tmp.path());
+    let report_path = tmp.path().join("report.json");
+    let out = atlas()
+        .arg("create")
+        .arg(&inputs)
+        .arg(tmp.path().join("out"))
+        .arg("--report")
+        .arg(&report_path)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let report = read_json(&report_path);
+    // compound.nc sorts first and fails without --skip-unsupported.
+    assert_eq!(
+        report["error"]["file"],
+        inputs.join("compound.nc").display().to_string()
+    );
+    let reason = report["error"]["reason"].as_str().unwrap();
+    assert!(
+        reason.contains("pairs") && reason.contains("compound"),
+        "{reason}"
+    );
+    for key in ["skipped", "skipped_arrays", "undecoded", "notes"] {
+        assert_eq!(report[key], serde_json::json!([]), "{key}");
+    }
+}
+
+#[test]
+fn the_summary_names_each_time_variable_stored_undecoded() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = atlas()
+        .arg("create")
+        .arg(netcdf("conventions/undecodable_time.nc"))
+        .arg(tmp.path().join("out"))
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("undecoded undecodable_time.nc/time: stored as its numbers with units and calendar (a date outside"),
+        "{text}"
+    );
+    assert!(
+        text.contains("undecoded undecodable_time.nc/t360:"),
+        "{text}"
+    );
+}

@@ -7,15 +7,17 @@
 //! (integers promote: 1–2 byte ones to float32, wider ones to float64) or NaT;
 //! `scale_factor`/`add_offset` unpack in the float type xarray picks; `units =
 //! "<unit> since <date>"` on a standard calendar becomes `timestamp_ns`.
-//! Coordinates (dimension variables and those a `coordinates` attribute
-//! names) come first and are listed in the `_pyatlas_coords` dataset
+//! Coordinates (variables named after a dimension and those a `coordinates`
+//! attribute names) come first and are listed in the `_pyatlas_coords` dataset
 //! attribute. Attributes are stored as atlas-python stores them: one number
 //! as `int64` or `float64`, text as a string, anything else as the
 //! `json:`-prefixed text of Python's `json.dumps`. Floats get NaN as fill,
 //! times NaT, strings `""`.
 //!
-//! Where atlas-python would fail, this chooses and says so in the notes: a
-//! `dtype = "bool"` variable is stored as `uint8` 0/1. Variables of sub-groups
+//! Where atlas-python would fail, this chooses and says so: a `dtype =
+//! "bool"` variable is stored as `uint8` 0/1 (in the notes); a time variable
+//! without a `timestamp_ns` form is stored as `--decode raw` stores it and
+//! listed in [`Mapped::undecoded`]. Variables of sub-groups
 //! (which `xarray.open_dataset` does not open) are mapped the same way within
 //! their group and named as [`crate::mapping`] describes.
 
@@ -26,11 +28,13 @@ use atlas::{ArrayData, Attr, FillValue, Timestamp};
 
 use crate::attrs;
 use crate::cftime::{TimeCoder, is_date_units};
-use crate::error::FileError;
-use crate::mapping::{Mapped, Naming, SkippedArray, check_name, dropped_attribute, string_array};
+use crate::error::{FileError, TimeError};
+use crate::mapping::{
+    Mapped, Naming, SkippedArray, UndecodedArray, check_name, dropped_attribute, string_array,
+};
 use crate::model::{Array, Dataset};
 use crate::pyjson::{list_json, string_json};
-use crate::raw::group_key;
+use crate::raw::{self, group_key};
 use crate::stored::{
     StoredAttr, StoredAttrValue, StoredData, StoredFile, StoredGroup, leading_axes,
 };
@@ -42,6 +46,7 @@ pub const COORDS_ATTR: &str = "_pyatlas_coords";
 pub(crate) fn map(file: &StoredFile, skip_unsupported: bool) -> Result<Mapped, FileError> {
     let mut dataset = Dataset::default();
     let mut skipped = Vec::new();
+    let mut undecoded = Vec::new();
     let mut notes = Vec::new();
     let mut naming = Naming::default();
     let mut coords_out = Vec::new();
@@ -70,6 +75,7 @@ pub(crate) fn map(file: &StoredFile, skip_unsupported: bool) -> Result<Mapped, F
         }
         dataset.arrays.extend(data.into_iter().map(|(_, a)| a));
         skipped.extend(mapped.skipped);
+        undecoded.extend(mapped.undecoded);
         notes.extend(mapped.notes);
     }
     dataset.attrs.push((
@@ -79,6 +85,7 @@ pub(crate) fn map(file: &StoredFile, skip_unsupported: bool) -> Result<Mapped, F
     Ok(Mapped {
         dataset,
         skipped,
+        undecoded,
         notes,
     })
 }
@@ -87,6 +94,7 @@ struct GroupOut {
     /// (is a coordinate, array) in file order.
     arrays: Vec<(bool, Array)>,
     skipped: Vec<SkippedArray>,
+    undecoded: Vec<UndecodedArray>,
     notes: Vec<String>,
 }
 
@@ -151,10 +159,18 @@ fn map_group(
         .filter(|c| names.contains(c.as_str()))
         .cloned()
         .collect();
+    // xarray makes every variable named after a dimension a coordinate: the
+    // index `x(x)`, a char variable `station(station, strlen)` (1-D once
+    // joined), and `z(x)` next to a dimension `z` (netCDF-4's
+    // `_nc4_non_coord_z`). Joined char dimensions are never variable names.
+    let dims: HashSet<&str> = group
+        .vars
+        .iter()
+        .filter(|v| !matches!(v.data, StoredData::Unsupported(_)))
+        .flat_map(|v| v.dims.iter().map(String::as_str))
+        .collect();
     for var in &group.vars {
-        if let [dim] = var.dims.as_slice()
-            && *dim == var.name
-        {
+        if dims.contains(var.name.as_str()) {
             coord_names.insert(var.name.clone());
         }
         if let Some(text) = text_attr(&var.attrs, "coordinates") {
@@ -169,6 +185,7 @@ fn map_group(
     let mut out = GroupOut {
         arrays: Vec::new(),
         skipped: Vec::new(),
+        undecoded: Vec::new(),
         notes: Vec::new(),
     };
     for (var, mut vattrs) in group.vars.iter().zip(var_attrs) {
@@ -231,7 +248,21 @@ fn map_group(
                 )
             }
             StoredData::Num(values) => {
-                let (values, note) = decode_numeric(values.clone(), &mut vattrs, &full)?;
+                let as_seen = vattrs.clone();
+                let (values, note) = match decode_numeric(values.clone(), &mut vattrs, &full)? {
+                    Decoded::Values(values, note) => (values, note),
+                    Decoded::Undecodable(reason) => {
+                        // Kept as `--decode raw` keeps it, with the
+                        // attributes xarray sees (bounds inherit units).
+                        let array = raw::map_var(var, &as_seen, name, &mut out.notes)?;
+                        out.undecoded.push(UndecodedArray {
+                            array: full,
+                            reason,
+                        });
+                        out.arrays.push((coord_names.contains(&var.name), array));
+                        continue;
+                    }
+                };
                 if let Some(note) = note {
                     out.notes.push(note);
                 }
@@ -431,19 +462,6 @@ fn widen(values: &ArrayData) -> Option<Wide> {
     }
 }
 
-/// `f` of every element, in the same shape; the first error stops it.
-fn try_map<A: Copy, B>(
-    a: &ArrayD<A>,
-    variable: &str,
-    f: impl FnMut(A) -> Result<B, FileError>,
-) -> Result<ArrayD<B>, FileError> {
-    let out = a.iter().copied().map(f).collect::<Result<Vec<B>, _>>()?;
-    ArrayD::from_shape_vec(a.raw_dim(), out).map_err(|e| FileError::Shape {
-        variable: variable.to_owned(),
-        reason: e.to_string(),
-    })
-}
-
 fn reinterpret_unsigned(values: ArrayData, unsigned: bool) -> ArrayData {
     match (values, unsigned) {
         (ArrayData::Int8(v), true) => ArrayData::UInt8(v.mapv(|x| x as u8)),
@@ -493,15 +511,23 @@ enum WideItem {
     Float(f64),
 }
 
+/// What decoding one numeric variable gave.
+enum Decoded {
+    /// The decoded values and a note on a choice made, if any.
+    Values(ArrayData, Option<String>),
+    /// A time variable without a `timestamp_ns` form: stored undecoded.
+    Undecodable(TimeError),
+}
+
 /// Decodes one numeric variable as xarray does; pops the attributes it consumes.
 fn decode_numeric(
     values: ArrayData,
     vattrs: &mut Vec<StoredAttr>,
     variable: &str,
-) -> Result<(ArrayData, Option<String>), FileError> {
+) -> Result<Decoded, FileError> {
     let mut values = values;
     if kind_of(&values).1 == 0 {
-        return Ok((values, None)); // strings or binary: nothing to decode
+        return Ok(Decoded::Values(values, None)); // strings or binary: nothing to decode
     }
     // _Unsigned
     let mut unsigned_flip = None;
@@ -577,7 +603,7 @@ fn decode_numeric(
     };
     let mut int_is_time = false;
     let Some(mut wide) = widen(&values) else {
-        return Ok((values, None));
+        return Ok(Decoded::Values(values, None));
     };
     if fill_declared {
         let target = if packed {
@@ -672,27 +698,40 @@ fn decode_numeric(
             .and_then(attrs::text)
             .unwrap_or_else(|| "standard".to_owned());
         pop(vattrs, "units");
-        let coder = TimeCoder::new(&units, &calendar).map_err(|reason| FileError::Time {
+        let coder = match TimeCoder::new(&units, &calendar) {
+            Ok(coder) => coder,
+            Err(reason) => return Ok(Decoded::Undecodable(reason)),
+        };
+        let (shape, stamps) = match &wide {
+            Wide::Int(v) => (
+                v.raw_dim(),
+                v.iter()
+                    .map(|&n| {
+                        // numpy casts to int64 first (a uint64 wraps); int64::MIN is NaT.
+                        let n = n as i64;
+                        coder
+                            .decode_int((n != i64::MIN).then_some(n))
+                            .map(Timestamp)
+                    })
+                    .collect::<Result<Vec<_>, _>>(),
+            ),
+            Wide::Float(v) => (
+                v.raw_dim(),
+                v.iter()
+                    .map(|&x| coder.decode_float(x).map(Timestamp))
+                    .collect::<Result<Vec<_>, _>>(),
+            ),
+        };
+        let stamps = match stamps {
+            Ok(stamps) => stamps,
+            Err(reason) => return Ok(Decoded::Undecodable(reason)),
+        };
+        let stamps = ArrayD::from_shape_vec(shape, stamps).map_err(|e| FileError::Shape {
             variable: variable.to_owned(),
-            reason,
+            reason: e.to_string(),
         })?;
-        let err = |reason: String| FileError::Time {
-            variable: variable.to_owned(),
-            reason,
-        };
-        let stamps = match wide {
-            Wide::Int(v) => try_map(&v, variable, |n| {
-                // numpy casts to int64 first (a uint64 wraps); int64::MIN is NaT.
-                let n = n as i64;
-                let nanos = coder.decode_int((n != i64::MIN).then_some(n));
-                nanos.map(Timestamp).map_err(err)
-            })?,
-            Wide::Float(v) => try_map(&v, variable, |x| {
-                coder.decode_float(x).map(Timestamp).map_err(err)
-            })?,
-        };
         let note = coder.note().map(|n| format!("{variable}: {n}"));
-        return Ok((ArrayData::Timestamp(stamps), note));
+        return Ok(Decoded::Values(ArrayData::Timestamp(stamps), note));
     }
     // BooleanCoder: xarray turns `dtype = "bool"` into numpy bool, which atlas-python cannot store.
     let is_bool = matches!(values, ArrayData::Int8(_))
@@ -703,14 +742,14 @@ fn decode_numeric(
         let note = format!(
             "{variable}: a bool variable (dtype = \"bool\") stored as uint8 0/1; Atlas has no bool arrays"
         );
-        return Ok((ArrayData::UInt8(bits), Some(note)));
+        return Ok(Decoded::Values(ArrayData::UInt8(bits), Some(note)));
     }
     let out = match (wide, kind) {
         (Wide::Float(v), Some(FloatKind::F32)) => ArrayData::Float32(v.mapv(|x| x as f32)),
         (Wide::Float(v), _) => ArrayData::Float64(v),
         (Wide::Int(_), _) => values,
     };
-    Ok((out, None))
+    Ok(Decoded::Values(out, None))
 }
 
 fn round_to(x: f64, kind: FloatKind) -> f64 {

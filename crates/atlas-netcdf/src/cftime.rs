@@ -1,6 +1,6 @@
 //! CF time decoding as xarray does it by default: `"<unit> since <date>"` on
 //! the standard, gregorian or proleptic_gregorian calendar becomes
-//! nanoseconds since the Unix epoch. Anything else is an error naming why.
+//! nanoseconds since the Unix epoch. Anything else is a [`TimeError`] naming why.
 //!
 //! xarray first tries pandas (units `days` … `nanoseconds`, singular or
 //! plural, any case; the reference date read by `pd.Timestamp`) and falls
@@ -8,10 +8,12 @@
 //! `secs`, `s`, `msec`, `msecs`, `ms`, `millisec(s)`, `microsec(s)`). The
 //! reference date follows CF/udunits: see [`parse_ref_date`].
 
+use crate::error::TimeError;
+
 /// Nanoseconds per unit, for every unit name xarray decodes on a standard
 /// calendar: pandas' names (lower-cased, an `s` appended when missing) and
 /// cftime's aliases (lower-cased).
-fn unit_ns(unit: &str) -> Result<i64, String> {
+fn unit_ns(unit: &str) -> Result<i64, TimeError> {
     let lower = unit.to_lowercase();
     let plural = if lower.ends_with('s') {
         lower.clone()
@@ -38,15 +40,17 @@ fn unit_ns(unit: &str) -> Result<i64, String> {
         "min" | "mins" => Ok(60_000_000_000),
         "hr" | "hrs" | "h" => Ok(3_600_000_000_000),
         "d" => Ok(86_400_000_000_000),
-        "month" | "months" => Err(format!(
-            "time unit {unit:?} is only defined on the 360_day calendar (cftime), which has no exact timestamp_ns"
-        )),
-        "common_year" | "common_years" => Err(format!(
-            "time unit {unit:?} is only defined on the 365_day/noleap calendars (cftime), which have no exact timestamp_ns"
-        )),
-        _ => Err(format!(
-            "time unit {unit:?} is not one xarray decodes (days, hours, minutes, seconds, milliseconds, microseconds, nanoseconds and cftime's aliases d, hr, h, min, sec, s, msec, ms, microsec)"
-        )),
+        "month" | "months" => Err(TimeError::CalendarUnit {
+            unit: unit.to_owned(),
+            calendars: "360_day",
+        }),
+        "common_year" | "common_years" => Err(TimeError::CalendarUnit {
+            unit: unit.to_owned(),
+            calendars: "365_day/noleap",
+        }),
+        _ => Err(TimeError::Unit {
+            unit: unit.to_owned(),
+        }),
     }
 }
 
@@ -290,21 +294,24 @@ pub(crate) struct TimeCoder {
 
 impl TimeCoder {
     /// The coder for `units` on `calendar`, or why none exists.
-    pub(crate) fn new(units: &str, calendar: &str) -> Result<TimeCoder, String> {
+    pub(crate) fn new(units: &str, calendar: &str) -> Result<TimeCoder, TimeError> {
         if !is_standard_calendar(calendar) {
-            return Err(format!(
-                "calendar {calendar:?} has no exact timestamp_ns (only standard, gregorian and proleptic_gregorian do)"
-            ));
+            return Err(TimeError::Calendar {
+                calendar: calendar.to_owned(),
+            });
         }
-        let (unit, date) = split_units(units)
-            .ok_or_else(|| format!("time units {units:?} are not \"<unit> since <date>\""))?;
+        let (unit, date) = split_units(units).ok_or_else(|| TimeError::Units {
+            units: units.to_owned(),
+        })?;
         let unit_ns = unit_ns(unit)?;
-        let parsed = parse_ref_date(date)
-            .ok_or_else(|| format!("cannot read the reference date {date:?}"))?;
+        let parsed = parse_ref_date(date).ok_or_else(|| TimeError::ReferenceDate {
+            date: date.to_owned(),
+        })?;
         if !calendar.eq_ignore_ascii_case("proleptic_gregorian") && parsed.ymd < (1582, 10, 15) {
-            return Err(format!(
-                "reference date {date:?} is before 1582-10-15, where the {calendar:?} calendar is Julian"
-            ));
+            return Err(TimeError::Julian {
+                date: date.to_owned(),
+                calendar: calendar.to_owned(),
+            });
         }
         let note = parsed.xarray_shift.map(|shift| {
             format!(
@@ -323,33 +330,29 @@ impl TimeCoder {
         self.note.as_deref()
     }
 
-    fn outside(&self) -> String {
-        "a date outside what timestamp_ns holds (1677-09-21 to 2262-04-11)".to_owned()
-    }
-
     /// `ref + delta` as a `timestamp_ns`, or why it does not fit.
-    fn instant(&self, delta: i128) -> Result<i64, String> {
+    fn instant(&self, delta: i128) -> Result<i64, TimeError> {
         self.ref_ns
             .checked_add(delta)
             .and_then(|t| i64::try_from(t).ok())
             .filter(|&t| t != i64::MIN)
-            .ok_or_else(|| self.outside())
+            .ok_or(TimeError::OutOfRange)
     }
 
     /// An integer count of units; `None` (NaT) stays NaT.
-    pub(crate) fn decode_int(&self, v: Option<i64>) -> Result<i64, String> {
+    pub(crate) fn decode_int(&self, v: Option<i64>) -> Result<i64, TimeError> {
         let Some(v) = v else { return Ok(i64::MIN) };
         self.instant(i128::from(v) * i128::from(self.unit_ns))
     }
 
     /// A float count of units (NaN is NaT); truncated to whole nanoseconds as xarray does.
-    pub(crate) fn decode_float(&self, v: f64) -> Result<i64, String> {
+    pub(crate) fn decode_float(&self, v: f64) -> Result<i64, TimeError> {
         if v.is_nan() {
             return Ok(i64::MIN);
         }
         let delta = v * self.unit_ns as f64;
         if !delta.is_finite() || delta.abs() >= 1e30 {
-            return Err(self.outside());
+            return Err(TimeError::OutOfRange);
         }
         self.instant(delta.trunc() as i128)
     }
@@ -524,19 +527,26 @@ mod tests {
 
     #[test]
     fn units_xarray_refuses_on_a_standard_calendar_are_refused_with_the_reason() {
-        for (unit, why) in [
-            ("months", "360_day"),
-            ("month", "360_day"),
-            ("common_years", "noleap"),
-            ("common_year", "noleap"),
-            ("years", "not one xarray decodes"),
-            ("year", "not one xarray decodes"),
-            ("weeks", "not one xarray decodes"),
-            ("us", "not one xarray decodes"),
-            ("ns", "not one xarray decodes"),
+        let only_on = |unit: &str, calendars| TimeError::CalendarUnit {
+            unit: unit.to_owned(),
+            calendars,
+        };
+        let unknown = |unit: &str| TimeError::Unit {
+            unit: unit.to_owned(),
+        };
+        for (unit, want) in [
+            ("months", only_on("months", "360_day")),
+            ("month", only_on("month", "360_day")),
+            ("common_years", only_on("common_years", "365_day/noleap")),
+            ("common_year", only_on("common_year", "365_day/noleap")),
+            ("years", unknown("years")),
+            ("year", unknown("year")),
+            ("weeks", unknown("weeks")),
+            ("us", unknown("us")),
+            ("ns", unknown("ns")),
         ] {
             let err = TimeCoder::new(&format!("{unit} since 1970-01-01"), "standard").unwrap_err();
-            assert!(err.contains(why), "{unit}: {err}");
+            assert_eq!(err, want, "{unit}");
         }
     }
 
@@ -551,13 +561,25 @@ mod tests {
     #[test]
     fn a_non_standard_calendar_is_refused_with_its_name() {
         let err = TimeCoder::new("days since 2000-01-01", "noleap").unwrap_err();
-        assert!(err.contains("noleap"), "{err}");
+        assert_eq!(
+            err,
+            TimeError::Calendar {
+                calendar: "noleap".into()
+            }
+        );
+        assert!(err.to_string().contains("noleap"), "{err}");
     }
 
     #[test]
     fn a_reference_date_before_the_gregorian_reform_is_refused_on_the_mixed_calendar() {
         let err = TimeCoder::new("days since 1500-01-01", "standard").unwrap_err();
-        assert!(err.contains("1582-10-15"), "{err}");
+        assert_eq!(
+            err,
+            TimeError::Julian {
+                date: "1500-01-01".into(),
+                calendar: "standard".into()
+            }
+        );
     }
 
     #[test]
@@ -567,7 +589,8 @@ mod tests {
             coder.decode_int(Some(200_000)).unwrap_err(),
             coder.decode_float(1e9).unwrap_err(),
         ] {
-            assert!(err.contains("2262"), "{err}");
+            assert_eq!(err, TimeError::OutOfRange);
+            assert!(err.to_string().contains("2262"), "{err}");
         }
         assert_eq!(coder.decode_float(f64::NAN), Ok(i64::MIN));
     }

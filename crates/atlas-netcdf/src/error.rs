@@ -21,15 +21,6 @@ pub enum FileError {
         /// The NetCDF type, as the reader names it.
         dtype: String,
     },
-    /// CF time decoding failed: a calendar, unit, reference date or value
-    /// outside what `timestamp_ns` holds.
-    #[error("variable {variable:?}: {reason}; use --decode raw to keep the numbers as stored")]
-    Time {
-        /// The variable.
-        variable: String,
-        /// What was wrong.
-        reason: String,
-    },
     /// Two variables (from different groups) map to one array name.
     #[error("variables {first:?} and {second:?} both become array {name:?}")]
     NameCollision {
@@ -59,6 +50,64 @@ pub enum FileError {
     /// The Atlas writer refused the dataset (a chunk shape that does not fit, ...).
     #[error("writing it failed: {0}")]
     Write(#[from] atlas::AtlasError),
+}
+
+/// Why `--decode cf` could not turn a time variable into `timestamp_ns`
+/// (the variable is then stored undecoded; see [`crate::mapping::UndecodedArray`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum TimeError {
+    /// A calendar other than standard, gregorian and proleptic_gregorian.
+    #[error(
+        "calendar {calendar:?} has no exact timestamp_ns (only standard, gregorian and proleptic_gregorian do)"
+    )]
+    Calendar {
+        /// The calendar as written.
+        calendar: String,
+    },
+    /// `units` are not `"<unit> since <date>"`.
+    #[error("time units {units:?} are not \"<unit> since <date>\"")]
+    Units {
+        /// The units as written.
+        units: String,
+    },
+    /// A unit cftime defines only on calendars without an exact `timestamp_ns`.
+    #[error(
+        "time unit {unit:?} is only defined on the {calendars} calendar (cftime), which has no exact timestamp_ns"
+    )]
+    CalendarUnit {
+        /// The unit as written.
+        unit: String,
+        /// The calendars that define it.
+        calendars: &'static str,
+    },
+    /// A unit xarray does not decode at all.
+    #[error(
+        "time unit {unit:?} is not one xarray decodes (days, hours, minutes, seconds, milliseconds, microseconds, nanoseconds and cftime's aliases d, hr, h, min, sec, s, msec, ms, microsec)"
+    )]
+    Unit {
+        /// The unit as written.
+        unit: String,
+    },
+    /// The text after `since` is not a date CF/udunits or pandas reads.
+    #[error("cannot read the reference date {date:?}")]
+    ReferenceDate {
+        /// The text after `since`.
+        date: String,
+    },
+    /// A reference date in the Julian part of the mixed standard calendar.
+    #[error(
+        "reference date {date:?} is before 1582-10-15, where the {calendar:?} calendar is Julian"
+    )]
+    Julian {
+        /// The reference date as written.
+        date: String,
+        /// The calendar.
+        calendar: String,
+    },
+    /// A value whose date falls outside `timestamp_ns`.
+    #[error("a date outside what timestamp_ns holds (1677-09-21 to 2262-04-11)")]
+    OutOfRange,
 }
 
 /// Why an ingest as a whole failed. Nothing is committed when this is returned.

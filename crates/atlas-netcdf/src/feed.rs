@@ -13,7 +13,7 @@ use atlas::{AtlasError, AtlasWriter, WriteSummary};
 use tokio::task::JoinSet;
 
 use crate::error::{FileError, IngestError};
-use crate::ingest::{IngestOptions, SkippedVariable, map_stored};
+use crate::ingest::{IngestOptions, SkippedVariable, UndecodedVariable, map_stored};
 use crate::sink;
 use crate::stored::StoredFile;
 
@@ -25,6 +25,8 @@ pub struct FeedReport {
     pub written: Vec<String>,
     /// Variables left out (only with `skip_unsupported`).
     pub skipped_variables: Vec<SkippedVariable>,
+    /// Time variables stored undecoded (`--decode cf` only).
+    pub undecoded: Vec<UndecodedVariable>,
     /// Choices the mapping made that the user should know (`dataset: message`).
     pub notes: Vec<String>,
     /// The committed collection.
@@ -39,6 +41,7 @@ pub struct Feed {
     added: usize,
     written: Vec<(usize, String)>,
     skipped_variables: Vec<SkippedVariable>,
+    undecoded: Vec<UndecodedVariable>,
     notes: Vec<String>,
 }
 
@@ -63,6 +66,7 @@ impl Feed {
             added: 0,
             written: Vec::new(),
             skipped_variables: Vec::new(),
+            undecoded: Vec::new(),
             notes: Vec::new(),
         }
     }
@@ -89,6 +93,12 @@ impl Feed {
                 dataset: name.to_owned(),
                 variable: s.array,
                 dtype: s.dtype,
+            }));
+        self.undecoded
+            .extend(mapped.undecoded.into_iter().map(|u| UndecodedVariable {
+                dataset: name.to_owned(),
+                variable: u.array,
+                reason: u.reason,
             }));
         self.notes
             .extend(mapped.notes.into_iter().map(|n| format!("{name}: {n}")));
@@ -137,6 +147,7 @@ impl Feed {
         Ok(FeedReport {
             written: self.written.into_iter().map(|(_, n)| n).collect(),
             skipped_variables: self.skipped_variables,
+            undecoded: self.undecoded,
             notes: self.notes,
             summary,
         })

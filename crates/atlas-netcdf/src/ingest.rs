@@ -10,7 +10,7 @@ use atlas::{AtlasWriter, WriteSummary};
 use futures::StreamExt;
 use tokio::task::JoinSet;
 
-use crate::error::{FileError, IngestError};
+use crate::error::{FileError, IngestError, TimeError};
 use crate::mapping::Mapped;
 use crate::stored::StoredFile;
 use crate::{cf, raw, reader, sink};
@@ -122,6 +122,19 @@ pub struct SkippedVariable {
     pub dtype: String,
 }
 
+/// A time variable stored undecoded by `--decode cf` (its numbers, with
+/// `units` and `calendar`, as `--decode raw` stores them), and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct UndecodedVariable {
+    /// The dataset (file name).
+    pub dataset: String,
+    /// The variable's path in the file.
+    pub variable: String,
+    /// Why its times have no `timestamp_ns` form.
+    pub reason: TimeError,
+}
+
 /// A file that became a dataset.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct WrittenFile {
@@ -140,6 +153,8 @@ pub struct IngestReport {
     pub skipped_files: Vec<SkippedFile>,
     /// Variables left out (only with `skip_unsupported`).
     pub skipped_variables: Vec<SkippedVariable>,
+    /// Time variables stored undecoded (`--decode cf` only).
+    pub undecoded: Vec<UndecodedVariable>,
     /// Choices the mapping made that the user should know (`file: message`).
     pub notes: Vec<String>,
     /// Total bytes of the input files that were written.
@@ -303,6 +318,7 @@ pub async fn ingest_with_progress(
 
     let mut written: Vec<(usize, WrittenFile, u64)> = Vec::new();
     let mut skipped_vars: Vec<(usize, SkippedVariable)> = Vec::new();
+    let mut undecoded: Vec<(usize, UndecodedVariable)> = Vec::new();
     let mut notes: Vec<(usize, String)> = Vec::new();
     let mut finishing: JoinSet<(Job, u64, Result<(), atlas::AtlasError>)> = JoinSet::new();
 
@@ -346,6 +362,16 @@ pub async fn ingest_with_progress(
                         },
                     ));
                 }
+                for u in m.undecoded {
+                    undecoded.push((
+                        job.index,
+                        UndecodedVariable {
+                            dataset: job.name.clone(),
+                            variable: u.array,
+                            reason: u.reason,
+                        },
+                    ));
+                }
                 for n in m.notes {
                     notes.push((job.index, format!("{}: {n}", job.name)));
                 }
@@ -378,12 +404,14 @@ pub async fn ingest_with_progress(
     written.sort_by_key(|(i, _, _)| *i);
     skipped.sort_by_key(|(i, _)| *i);
     skipped_vars.sort_by_key(|(i, _)| *i);
+    undecoded.sort_by_key(|(i, _)| *i);
     notes.sort_by_key(|(i, _)| *i);
     Ok(IngestReport {
         input_bytes: written.iter().map(|(_, _, b)| b).sum(),
         written: written.into_iter().map(|(_, w, _)| w).collect(),
         skipped_files: skipped.into_iter().map(|(_, s)| s).collect(),
         skipped_variables: skipped_vars.into_iter().map(|(_, s)| s).collect(),
+        undecoded: undecoded.into_iter().map(|(_, u)| u).collect(),
         notes: notes.into_iter().map(|(_, n)| n).collect(),
         summary,
     })

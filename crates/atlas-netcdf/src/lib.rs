@@ -45,13 +45,14 @@ pub mod sink;
 pub mod stored;
 
 pub use discover::{NETCDF_SUFFIXES, discover};
-pub use error::{FileError, IngestError};
+pub use error::{FileError, IngestError, TimeError};
 pub use feed::{Feed, FeedReport};
 pub use ingest::{
-    Decode, IngestOptions, IngestReport, SkipReason, SkippedFile, SkippedVariable, WrittenFile,
-    ingest, ingest_with_progress, map_file, map_stored, read_stored,
+    Decode, IngestOptions, IngestReport, SkipReason, SkippedFile, SkippedVariable,
+    UndecodedVariable, WrittenFile, ingest, ingest_with_progress, map_file, map_stored,
+    read_stored,
 };
-pub use mapping::{Mapped, SkippedArray};
+pub use mapping::{Mapped, SkippedArray, UndecodedArray};
 pub use model::{Array, Dataset};
 pub use stored::{
     StoredAttr, StoredAttrValue, StoredData, StoredFile, StoredGroup, StoredVar, shaped,

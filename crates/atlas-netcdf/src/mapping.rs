@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use atlas::ArrayData;
 use atlas::ndarray::{ArrayD, IxDyn};
 
-use crate::error::FileError;
+use crate::error::{FileError, TimeError};
 use crate::model::Dataset;
 
 /// A variable a mapping left out (with `skip_unsupported`).
@@ -17,6 +17,18 @@ pub struct SkippedArray {
     pub dtype: String,
 }
 
+/// A time variable `--decode cf` stored undecoded, as `--decode raw` stores
+/// it (its numbers, with `units` and `calendar` kept as attributes), because
+/// its times have no `timestamp_ns` form.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct UndecodedArray {
+    /// The variable's array name (group path included).
+    pub array: String,
+    /// Why it could not be decoded.
+    pub reason: TimeError,
+}
+
 /// A file mapped to a dataset, with what was left out and what was chosen.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Mapped {
@@ -24,6 +36,8 @@ pub struct Mapped {
     pub dataset: Dataset,
     /// Variables left out.
     pub skipped: Vec<SkippedArray>,
+    /// Time variables stored undecoded (`--decode cf` only).
+    pub undecoded: Vec<UndecodedArray>,
     /// Choices worth telling the user (e.g. a flag variable stored as `uint8`).
     pub notes: Vec<String>,
 }

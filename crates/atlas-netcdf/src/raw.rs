@@ -13,7 +13,7 @@ use crate::attrs;
 use crate::error::FileError;
 use crate::mapping::{Mapped, Naming, SkippedArray, check_name, dropped_attribute, string_array};
 use crate::model::{Array, Dataset};
-use crate::stored::{StoredAttrValue, StoredData, StoredFile, StoredVar, leading_axes};
+use crate::stored::{StoredAttr, StoredAttrValue, StoredData, StoredFile, StoredVar, leading_axes};
 
 /// The NetCDF default fill values (netCDF-C's `NC_FILL_*`).
 mod netcdf_core_fills {
@@ -62,12 +62,15 @@ pub(crate) fn map(file: &StoredFile, skip_unsupported: bool) -> Result<Mapped, F
             }
             let name = naming.claim(&group.path, &var.name)?;
             check_name(&name, &full)?;
-            dataset.arrays.push(map_var(var, name, &mut notes)?);
+            dataset
+                .arrays
+                .push(map_var(var, &var.attrs, name, &mut notes)?);
         }
     }
     Ok(Mapped {
         dataset,
         skipped,
+        undecoded: Vec::new(),
         notes,
     })
 }
@@ -79,8 +82,16 @@ pub(crate) fn group_key(path: &[String], key: &str) -> String {
     parts.join(".")
 }
 
-fn map_var(var: &StoredVar, name: String, notes: &mut Vec<String>) -> Result<Array, FileError> {
-    let declared = var.attr("_FillValue").map(|a| &a.value);
+/// One variable as stored, with `attrs` as its attributes (`--decode cf`
+/// passes the attributes xarray sees, e.g. time bounds with inherited units).
+pub(crate) fn map_var(
+    var: &StoredVar,
+    attrs: &[StoredAttr],
+    name: String,
+    notes: &mut Vec<String>,
+) -> Result<Array, FileError> {
+    let fill_attr = attrs.iter().find(|a| a.name == "_FillValue");
+    let declared = fill_attr.map(|a| &a.value);
     let (dims, values, fill) = match &var.data {
         StoredData::Num(values) => (
             var.dims.clone(),
@@ -88,8 +99,7 @@ fn map_var(var: &StoredVar, name: String, notes: &mut Vec<String>) -> Result<Arr
             numeric_fill(values, declared),
         ),
         StoredData::Chars(strings) => {
-            let fill = var
-                .attr("_FillValue")
+            let fill = fill_attr
                 .and_then(|a| attrs::text(&a.value))
                 .map(|s| s.trim_end_matches('\0').to_owned())
                 .unwrap_or_default();
@@ -100,8 +110,7 @@ fn map_var(var: &StoredVar, name: String, notes: &mut Vec<String>) -> Result<Arr
             )
         }
         StoredData::Strings(strings) => {
-            let fill = var
-                .attr("_FillValue")
+            let fill = fill_attr
                 .and_then(|a| attrs::text(&a.value))
                 .unwrap_or_default();
             (
@@ -118,7 +127,7 @@ fn map_var(var: &StoredVar, name: String, notes: &mut Vec<String>) -> Result<Arr
         }
     };
     let mut out_attrs: Vec<(String, Attr)> = Vec::new();
-    for attr in &var.attrs {
+    for attr in attrs {
         if attr.name == "_FillValue" {
             continue;
         }

@@ -10,8 +10,8 @@ mod common;
 
 use std::path::PathBuf;
 
-use atlas::ArrayData;
-use atlas_netcdf::{Decode, IngestOptions, Mapped, map_file};
+use atlas::{ArrayData, Attr};
+use atlas_netcdf::{Decode, IngestOptions, Mapped, TimeError, map_file};
 use common::data;
 use serde_json::{Value, json};
 
@@ -185,6 +185,117 @@ fn netcdf4_attributes_come_in_creation_order_as_netcdf4_lists_them_in_both_modes
 }
 
 #[test]
+fn times_without_a_timestamp_ns_form_are_stored_as_raw_stores_them_and_reported() {
+    let mapped = map("undecodable_time.nc", Decode::Cf);
+    let raw = map("undecodable_time.nc", Decode::Raw);
+    let text = std::fs::read_to_string(file("undecodable_time.xarray.json")).expect("expectation");
+    let xarray: Vec<Value> = serde_json::from_str(&text).expect("json");
+    let seen = |var: &str| {
+        xarray
+            .iter()
+            .find(|w| w["name"] == var)
+            .unwrap_or_else(|| panic!("xarray has {var}"))
+    };
+    let reasons: Vec<(&str, TimeError)> = mapped
+        .undecoded
+        .iter()
+        .map(|u| (u.array.as_str(), u.reason.clone()))
+        .collect();
+    assert_eq!(
+        reasons,
+        [
+            ("time", TimeError::OutOfRange),
+            (
+                "t360",
+                TimeError::Calendar {
+                    calendar: "360_day".into()
+                }
+            ),
+        ]
+    );
+    for var in ["time", "t360"] {
+        // xarray decodes these into cftime objects, which atlas-python cannot store.
+        assert_eq!(seen(var)["dtype"], "object", "{var}");
+        let ours = mapped.dataset.arrays.iter().find(|a| a.name == var);
+        let stored = raw.dataset.arrays.iter().find(|a| a.name == var);
+        assert_eq!(ours, stored, "{var}: stored as --decode raw stores it");
+    }
+    let time = mapped.dataset.arrays.iter().find(|a| a.name == "time");
+    let time = time.expect("time");
+    assert_eq!(
+        describe(&time.values),
+        ("int32".into(), vec![json!(0), json!(1), json!(200_000)])
+    );
+    let attr = |key: &str| time.attrs.iter().find(|(k, _)| k == key).map(|(_, v)| v);
+    assert_eq!(
+        attr("units"),
+        Some(&Attr::String("days since 1961-01-01".into()))
+    );
+    assert_eq!(attr("calendar"), Some(&Attr::String("standard".into())));
+    // The rest of the file is decoded as xarray decodes it.
+    for var in ["decodes", "x"] {
+        let array = mapped.dataset.arrays.iter().find(|a| a.name == var);
+        let (dtype, values) = describe(&array.expect(var).values);
+        assert_eq!(json!(dtype), seen(var)["dtype"], "{var}");
+        assert_eq!(Value::Array(values), seen(var)["values"], "{var}");
+    }
+    // `time` is still the dimension coordinate.
+    let coords = mapped
+        .dataset
+        .attrs
+        .iter()
+        .find(|(k, _)| k == "_pyatlas_coords");
+    assert_eq!(
+        coords.map(|(_, v)| v),
+        Some(&Attr::String("[\"time\"]".into()))
+    );
+}
+
+/// The `_pyatlas_coords` list of a mapped file.
+fn coords(mapped: &Mapped) -> Vec<String> {
+    let attr = mapped
+        .dataset
+        .attrs
+        .iter()
+        .find(|(k, _)| k == "_pyatlas_coords")
+        .map(|(_, v)| v);
+    let Some(Attr::String(text)) = attr else {
+        panic!("no _pyatlas_coords: {attr:?}");
+    };
+    serde_json::from_str(text).expect("a JSON list")
+}
+
+#[test]
+fn a_char_variable_named_after_its_first_dimension_is_a_coordinate_as_xarray_lists_it() {
+    let mapped = map("char_coord.nc", Decode::Cf);
+    // xarray's `ds.coords` for this file, in its order: ['time', 'station', 'lat'].
+    assert_eq!(coords(&mapped), ["time", "station", "lat"]);
+    let names: Vec<&str> = mapped
+        .dataset
+        .arrays
+        .iter()
+        .map(|a| a.name.as_str())
+        .collect();
+    assert_eq!(names, ["time", "station", "lat", "temp"]);
+    let text = std::fs::read_to_string(file("char_coord.xarray.json")).expect("expectation");
+    let want: Vec<Value> = serde_json::from_str(&text).expect("json");
+    for w in &want {
+        let var = w["name"].as_str().expect("name");
+        let array = mapped.dataset.arrays.iter().find(|a| a.name == var);
+        let array = array.unwrap_or_else(|| panic!("no array {var:?}"));
+        assert_eq!(json!(array.dims), w["dims"], "{var}: dims");
+        let (dtype, values) = describe(&array.values);
+        assert_eq!(Value::Array(values), w["values"], "{var}: values");
+        if var == "station" {
+            // xarray keeps the joined chars as bytes (|S4); atlas-python stores strings.
+            assert_eq!((dtype.as_str(), &w["dtype"]), ("object", &json!("|S4")));
+        } else {
+            assert_eq!(json!(dtype), w["dtype"], "{var}: dtype");
+        }
+    }
+}
+
+#[test]
 fn netcdf4_variables_come_in_creation_order_as_netcdf4_lists_them_in_both_modes() {
     assert_matches_xarray("var_order");
     // `ds.variables` of netCDF4-python 1.7.5 when the generator wrote the
@@ -204,4 +315,11 @@ fn netcdf4_variables_come_in_creation_order_as_netcdf4_lists_them_in_both_modes(
             .collect();
         assert_eq!(names, want, "{decode:?}");
     }
+}
+
+#[test]
+fn a_variable_named_after_another_dimension_is_a_coordinate_as_xarray_makes_it() {
+    // `z(x)` while a dimension `z` exists: xarray's `ds.coords` is ['z'].
+    let mapped = map("non_coord.nc", Decode::Cf);
+    assert_eq!(coords(&mapped), ["z"]);
 }

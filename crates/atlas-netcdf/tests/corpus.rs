@@ -11,14 +11,16 @@ mod common;
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
-use atlas_netcdf::{Decode, IngestOptions, map_file};
+use atlas::{ArrayData, FillValue};
+use atlas_netcdf::{Decode, IngestOptions, TimeError, map_file};
 use common::{corpus_dir, corpus_names};
 
-/// The files `--decode cf` refuses. CRM032_test1.nc: its `time` values (days
-/// since 1961-01-01) fall outside `timestamp_ns`; xarray 2026.9 refuses the
-/// file too ("unable to decode time units"), so atlas-python cannot store it.
-/// Issue 21 asks to store such a variable undecoded instead; not done yet.
-const REFUSED: &[&str] = &["CRM032_test1.nc"];
+/// The files `--decode cf` refuses: none. CRM032_test1.nc, whose `time`
+/// holds NetCDF's default int fill (-2147483647 days since 1961-01-01, far
+/// outside `timestamp_ns`) and which xarray 2026.9 refuses ("unable to decode
+/// time units"), goes in with that variable undecoded (see
+/// `the_time_xarray_cannot_decode_is_stored_undecoded`).
+const REFUSED: &[&str] = &[];
 
 #[test]
 fn every_corpus_file_maps_without_panic_and_only_the_pinned_ones_are_refused() {
@@ -49,4 +51,21 @@ fn every_corpus_file_maps_without_panic_and_only_the_pinned_ones_are_refused() {
         names.len()
     );
     assert_eq!(refused, REFUSED);
+}
+
+#[test]
+fn the_time_xarray_cannot_decode_is_stored_undecoded() {
+    let path = corpus_dir().join("CRM032_test1.nc");
+    let mapped = map_file(&path, &IngestOptions::default()).expect("accepted");
+    let undecoded: Vec<(&str, &TimeError)> = mapped
+        .undecoded
+        .iter()
+        .map(|u| (u.array.as_str(), &u.reason))
+        .collect();
+    assert_eq!(undecoded, [("time", &TimeError::OutOfRange)]);
+    let time = mapped.dataset.arrays.iter().find(|a| a.name == "time");
+    let time = time.expect("time");
+    // NetCDF's default int fill, which --decode raw makes the fill.
+    assert_eq!(time.fill, Some(FillValue::Int(-2_147_483_647)));
+    assert!(matches!(&time.values, ArrayData::Int32(v) if v.iter().eq([&-2_147_483_647])));
 }

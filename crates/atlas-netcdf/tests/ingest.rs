@@ -8,7 +8,9 @@ mod common;
 use std::collections::BTreeMap;
 
 use atlas::{Atlas, Region};
-use atlas_netcdf::{Decode, FileError, IngestError, IngestOptions, SkipReason, discover};
+use atlas_netcdf::{
+    Decode, FileError, IngestError, IngestOptions, SkipReason, TimeError, discover,
+};
 use common::{copy_into, data, dump, good_files, ingest_into};
 
 #[tokio::test]
@@ -209,26 +211,45 @@ async fn an_empty_directory_is_a_clear_error() {
 }
 
 #[tokio::test]
-async fn a_calendar_timestamp_ns_cannot_hold_names_the_variable_and_suggests_raw() {
+async fn a_calendar_timestamp_ns_cannot_hold_leaves_that_variable_undecoded_and_names_it() {
     let tmp = tempfile::tempdir().unwrap();
     let source = [data().join("bad/noleap.nc")];
-    let err = ingest_into(&source, &tmp.path().join("cf"), &IngestOptions::default())
+    let report = ingest_into(&source, &tmp.path().join("cf"), &IngestOptions::default())
         .await
-        .unwrap_err();
-    let IngestError::File {
-        source: FileError::Time { variable, .. },
-        ..
-    } = &err
-    else {
-        panic!("expected a Time error, got {err:?}");
-    };
-    assert_eq!(variable, "time");
-    assert!(err.to_string().contains("--decode raw"), "{err}");
-    // The same file goes in as stored.
+        .unwrap();
+    assert_eq!(report.written.len(), 1);
+    let undecoded: Vec<(&str, &str, &TimeError)> = report
+        .undecoded
+        .iter()
+        .map(|u| (u.dataset.as_str(), u.variable.as_str(), &u.reason))
+        .collect();
+    assert_eq!(
+        undecoded,
+        [(
+            "noleap.nc",
+            "time",
+            &TimeError::Calendar {
+                calendar: "noleap".into()
+            }
+        )]
+    );
+    // The variable holds what --decode raw stores.
     let raw = IngestOptions::default().with_decode(Decode::Raw);
     ingest_into(&source, &tmp.path().join("raw"), &raw)
         .await
         .unwrap();
+    let array = |doc: &serde_json::Value| {
+        doc["datasets"][0]["arrays"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|a| a["name"] == "time")
+            .cloned()
+            .expect("time")
+    };
+    let cf = dump(&tmp.path().join("cf")).await;
+    let raw = dump(&tmp.path().join("raw")).await;
+    assert_eq!(array(&cf), array(&raw));
 }
 
 #[tokio::test]

@@ -4,13 +4,13 @@
 
 use std::collections::BTreeMap;
 use std::io::IsTerminal;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use atlas::{AtlasWriter, Codec, CommitOutcome, SetWriter, WriteGuarantee, WriterConfig};
 use atlas_netcdf::{Decode, IngestError, IngestOptions, IngestReport};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-use serde_json::json;
+use serde_json::{Value, json};
 
 use super::Ctx;
 use super::members::new_member_id;
@@ -55,12 +55,19 @@ pub async fn run(ctx: &Ctx, args: &CreateArgs) -> CliResult {
     let total = files.len();
     let started = Instant::now();
     let mut reporter = Reporter::new(total, ctx.quiet);
-    let report = atlas_netcdf::ingest_with_progress(&files, writer, &options, |done, total| {
+    let result = atlas_netcdf::ingest_with_progress(&files, writer, &options, |done, total| {
         reporter.update(done, total, started);
     })
-    .await
-    .map_err(|e| ingest_failure(&dst, e))?;
+    .await;
     reporter.finish();
+    let report = match result {
+        Ok(report) => report,
+        Err(e) => {
+            write_failed_report(args, ingest_failed_file(&e), &e.to_string());
+            return Err(ingest_failure(&dst, e));
+        }
+    };
+    write_report(args, std::slice::from_ref(&report))?;
     let seconds = started.elapsed().as_secs_f64();
     print_report(
         ctx,
@@ -137,13 +144,21 @@ async fn create_members(
                 if let Err(abort) = set.abort().await {
                     tracing::warn!("could not remove the members written: {abort}");
                 }
+                write_failed_report(args, ingest_failed_file(&e), &e.to_string());
                 return Err(ingest_failure(dst, e));
             }
         }
         offset = offset.saturating_add(chunk.len());
     }
     reporter.finish();
-    let outcome = set.commit().await.at(dst.display())?;
+    let outcome = match set.commit().await {
+        Ok(outcome) => outcome,
+        Err(e) => {
+            write_failed_report(args, None, &format!("{}: {e}", dst.display()));
+            return Err(e).at(dst.display()).map(|_: CommitOutcome| ());
+        }
+    };
+    write_report(args, &reports)?;
     let seconds = started.elapsed().as_secs_f64();
     print_report(
         ctx,
@@ -219,6 +234,90 @@ fn refuse_names_across_members(chunks: &[&[PathBuf]]) -> CliResult {
         }
     }
     Ok(())
+}
+
+/// What the ingest left out or changed, and why: skipped files and arrays,
+/// time variables stored undecoded, and the mapping's notes. The one builder
+/// of these parts of `--json` and of the whole `--report` document.
+fn left_out(reports: &[IngestReport]) -> serde_json::Map<String, Value> {
+    let mut fields = serde_json::Map::new();
+    fields.insert(
+        "skipped".into(),
+        reports
+            .iter()
+            .flat_map(|r| &r.skipped_files)
+            .map(|s| json!({"file": s.path.display().to_string(), "reason": s.reason.to_string()}))
+            .collect(),
+    );
+    fields.insert(
+        "skipped_arrays".into(),
+        reports
+            .iter()
+            .flat_map(|r| &r.skipped_variables)
+            .map(|s| json!({"dataset": s.dataset, "array": s.variable, "dtype": s.dtype}))
+            .collect(),
+    );
+    fields.insert(
+        "undecoded".into(),
+        reports
+            .iter()
+            .flat_map(|r| &r.undecoded)
+            .map(|u| json!({"dataset": u.dataset, "array": u.variable, "reason": u.reason.to_string()}))
+            .collect(),
+    );
+    fields.insert(
+        "notes".into(),
+        reports
+            .iter()
+            .flat_map(|r| &r.notes)
+            .map(|n| json!(n))
+            .collect(),
+    );
+    fields
+}
+
+/// `--report FILE`: what the ingest left out or changed ([`left_out`]).
+fn write_report(args: &CreateArgs, reports: &[IngestReport]) -> CliResult {
+    let Some(path) = &args.report else {
+        return Ok(());
+    };
+    save_report(path, &Value::Object(left_out(reports))).map_err(|e| {
+        CliError::msg(format!(
+            "the collection is written, but the report could not be: {}: {e}",
+            path.display()
+        ))
+    })
+}
+
+/// `--report FILE` of an ingest that wrote nothing: empty lists and the
+/// failure (`error.file` when one file caused it). A report that cannot be
+/// written is logged; the ingest's own error is what the user gets.
+fn write_failed_report(args: &CreateArgs, file: Option<&Path>, reason: &str) {
+    let Some(path) = &args.report else {
+        return;
+    };
+    let mut doc = left_out(&[]);
+    doc.insert(
+        "error".into(),
+        json!({"file": file.map(|f| f.display().to_string()), "reason": reason}),
+    );
+    if let Err(e) = save_report(path, &Value::Object(doc)) {
+        tracing::warn!("cannot write the report {}: {e}", path.display());
+    }
+}
+
+/// The file an ingest error is about, if one file caused it.
+fn ingest_failed_file(e: &IngestError) -> Option<&Path> {
+    match e {
+        IngestError::File { path, .. } | IngestError::InvalidDatasetName { path, .. } => Some(path),
+        _ => None,
+    }
+}
+
+fn save_report(path: &Path, doc: &Value) -> std::io::Result<()> {
+    let mut text = serde_json::to_string_pretty(doc).map_err(std::io::Error::other)?;
+    text.push('\n');
+    std::fs::write(path, text)
 }
 
 fn ingest_error(e: IngestError) -> CliError {
@@ -343,17 +442,10 @@ fn print_report(
                 "file": w.path.display().to_string(),
                 "dataset": w.dataset,
             })).collect::<Vec<_>>(),
-            "skipped": reports.iter().flat_map(|r| &r.skipped_files).map(|s| json!({
-                "file": s.path.display().to_string(),
-                "reason": s.reason.to_string(),
-            })).collect::<Vec<_>>(),
-            "skipped_arrays": reports.iter().flat_map(|r| &r.skipped_variables).map(|s| json!({
-                "dataset": s.dataset,
-                "array": s.variable,
-                "dtype": s.dtype,
-            })).collect::<Vec<_>>(),
-            "notes": reports.iter().flat_map(|r| &r.notes).collect::<Vec<_>>(),
         });
+        if let Some(fields) = value.as_object_mut() {
+            fields.extend(left_out(reports));
+        }
         if let (Some((members, outcome)), Some(fields)) = (set, value.as_object_mut()) {
             fields.insert(
                 "members".into(),
@@ -421,6 +513,12 @@ fn print_report(
         text.push_str(&format!(
             "  skipped array {}/{} ({})\n",
             s.dataset, s.variable, s.dtype
+        ));
+    }
+    for u in reports.iter().flat_map(|r| &r.undecoded) {
+        text.push_str(&format!(
+            "  undecoded {}/{}: stored as its numbers with units and calendar ({})\n",
+            u.dataset, u.variable, u.reason
         ));
     }
     for n in notes {
