@@ -29,7 +29,9 @@ use atlas::{ArrayData, Attr, FillValue, Timestamp};
 use crate::attrs;
 use crate::cftime::{TimeCoder, is_date_units};
 use crate::error::FileError;
-use crate::mapping::{Mapped, Naming, SkippedArray, check_name, dropped_attribute, string_array};
+use crate::mapping::{
+    Mapped, Naming, SkippedArray, check_name, dropped_attribute, latin1_note, string_array,
+};
 use crate::model::{Array, Dataset};
 use crate::pyjson::{list_json, string_json};
 use crate::raw::group_key;
@@ -194,7 +196,9 @@ fn map_group(
         let (dims, values, fill) = match &var.data {
             StoredData::Chars(strings) => {
                 let fills = string_fills(&mut vattrs);
-                keep_latin1_encoding(&mut vattrs);
+                if keep_latin1_encoding(&mut vattrs) {
+                    out.notes.push(latin1_note(&full));
+                }
                 let stack = !var.dims.is_empty() && var.dims.last().is_some_and(|d| stackable(d));
                 let (dims, shape, mut values) = if stack || var.dims.is_empty() {
                     (
@@ -357,11 +361,11 @@ fn mark_missing_text(
 }
 
 /// Pops `_Encoding` as xarray does, except the `latin-1` the stored form
-/// sets for bytes that are not UTF-8: kept, so a reader can encode the text
-/// back to the file's bytes.
-fn keep_latin1_encoding(vattrs: &mut Vec<StoredAttr>) {
+/// sets for bytes that are not UTF-8: kept (and `true` returned), so a
+/// reader can encode the text back to the file's bytes.
+fn keep_latin1_encoding(vattrs: &mut Vec<StoredAttr>) -> bool {
     let Some(i) = vattrs.iter().position(|a| a.name == ENCODING_ATTR) else {
-        return;
+        return false;
     };
     let latin1 = vattrs
         .get(i)
@@ -370,6 +374,7 @@ fn keep_latin1_encoding(vattrs: &mut Vec<StoredAttr>) {
     if !latin1 {
         vattrs.remove(i);
     }
+    latin1
 }
 
 /// The float precision xarray decodes to.

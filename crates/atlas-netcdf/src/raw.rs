@@ -11,9 +11,13 @@ use netcdf_core_fills as fills;
 
 use crate::attrs;
 use crate::error::FileError;
-use crate::mapping::{Mapped, Naming, SkippedArray, check_name, dropped_attribute, string_array};
+use crate::mapping::{
+    Mapped, Naming, SkippedArray, check_name, dropped_attribute, latin1_note, string_array,
+};
 use crate::model::{Array, Dataset};
-use crate::stored::{StoredAttrValue, StoredData, StoredFile, StoredVar, leading_axes};
+use crate::stored::{
+    ENCODING_ATTR, LATIN1, StoredAttrValue, StoredData, StoredFile, StoredVar, leading_axes,
+};
 
 /// The NetCDF default fill values (netCDF-C's `NC_FILL_*`).
 mod netcdf_core_fills {
@@ -88,6 +92,13 @@ fn map_var(var: &StoredVar, name: String, notes: &mut Vec<String>) -> Result<Arr
             numeric_fill(values, declared),
         ),
         StoredData::Chars(strings) => {
+            let latin1 = var
+                .attr(ENCODING_ATTR)
+                .and_then(|a| attrs::text(&a.value))
+                .is_some_and(|t| t == LATIN1);
+            if latin1 {
+                notes.push(latin1_note(&name));
+            }
             let fill = var
                 .attr("_FillValue")
                 .and_then(|a| attrs::text(&a.value))
