@@ -6,9 +6,12 @@
 Half are NETCDF4 (zlib-compressed, as Argo's GDAC serves them), half
 NETCDF3_CLASSIC, alternating. Each holds one profile in the Argo layout:
 PRES/TEMP/PSAL (float32, fill 99999) and their char QC flags along
-N_LEVELS (20-120 levels), JULD (days since 1950-01-01), LATITUDE/LONGITUDE,
-PLATFORM_NUMBER and DATA_MODE as char arrays, and the usual global
-attributes. Deterministic: seeded per file; existing files are kept, so an
+N_LEVELS (20-120 levels; fill " ", blank where the value is missing, as
+real files are: the deepest PSAL always is), JULD (days since 1950-01-01),
+LATITUDE/LONGITUDE, PLATFORM_NUMBER and DATA_MODE as char arrays,
+SCIENTIFIC_CALIB_COEFFICIENT (delayed-mode profiles hold "±" as the single
+Latin-1 byte 0xB1, which is not UTF-8, as real delayed-mode files do), and
+the usual global attributes. Deterministic: seeded per file; existing files are kept, so an
 interrupted run resumes.
 """
 
@@ -34,6 +37,8 @@ def write(path, i, fmt):
         ds.createDimension("STRING8", 8)
         ds.createDimension("N_PARAM", 3)
         ds.createDimension("STRING16", 16)
+        ds.createDimension("N_CALIB", 1)
+        ds.createDimension("STRING64", 64)
         zlib = fmt == "NETCDF4"
 
         platform = ds.createVariable("PLATFORM_NUMBER", "S1", ("N_PROF", "STRING8"))
@@ -63,16 +68,28 @@ def write(path, i, fmt):
         temp = (20 * np.exp(-pres / 500) + rng.normal(0, 0.1, levels)).astype("f4")
         psal = (34.5 + rng.normal(0, 0.05, levels)).astype("f4")
         temp[rng.random(levels) < 0.03] = 99999.0
+        psal[-1] = 99999.0
         for name, data, units in (("PRES", pres, "decibar"), ("TEMP", temp, "degree_Celsius"), ("PSAL", psal, "psu")):
             v = ds.createVariable(name, "f4", ("N_PROF", "N_LEVELS"), fill_value=np.float32(99999.0), zlib=zlib)
             v.units = units
             v.C_format = "%9.3f"
             v.resolution = np.float32(0.001)
             v[:] = data[None, :]
-            qc = ds.createVariable(name + "_QC", "S1", ("N_PROF", "N_LEVELS"), zlib=zlib)
+            qc = ds.createVariable(name + "_QC", "S1", ("N_PROF", "N_LEVELS"), zlib=zlib, fill_value=b" ")
             qc.long_name = "quality flag"
             qc.conventions = "Argo reference table 2"
             qc[:] = np.where(data == 99999.0, b" ", b"1")[None, :]
+        calib = ds.createVariable(
+            "SCIENTIFIC_CALIB_COEFFICIENT", "S1", ("N_PROF", "N_CALIB", "N_PARAM", "STRING64"), fill_value=b" "
+        )
+        calib.long_name = "Calibration coefficients for this equation"
+        calib.set_auto_chartostring(False)
+        delayed = i % 3 == 0
+        texts = [b"none", b"r=0.9996 \xb10.0001", b"ds=0.003"] if delayed else [b"none"] * 3
+        cells = np.full((1, 1, 3, 64), b" ", dtype="S1")
+        for j, text in enumerate(texts):
+            cells[0, 0, j, : len(text)] = np.frombuffer(text, dtype="S1")
+        calib[:] = cells
 
 
 def main():

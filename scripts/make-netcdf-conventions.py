@@ -31,6 +31,16 @@ Files:
   cftime objects (described as dtype "object", values as their text).
 - char_coord.nc: a char variable `station(station, strlen)`, which xarray
   joins into strings and makes the index coordinate of `station`.
+- text_cells.nc: char variables (classic format, record dimension) with the
+  fill " ": cells equal to the fill (xarray gives NaN), cells the file leaves
+  empty (NUL bytes: xarray gives b""), both in one variable, and a text with
+  the Latin-1 byte 0xB1 (not UTF-8), in the data and in an attribute.
+- latin1_attrs.nc: a NETCDF4 file whose text attributes (global and of a
+  variable) hold the byte 0xB1; netCDF4-python shows U+FFFD for it.
+
+Char data comes back from xarray as bytes; the JSON holds them as text, read
+as UTF-8 when every cell of the variable is valid UTF-8 and as Latin-1
+otherwise (the rule the mapping follows; docs/netcdf-ingest.md).
 """
 
 import json
@@ -139,6 +149,8 @@ def var_order(path):
             v[:] = np.array([i, i + 1], "i4")
     with netCDF4.Dataset(path, "a") as ds:
         ds.renameVariable("alpha", "omega")
+
+
 def undecodable_time(path):
     with netCDF4.Dataset(path, "w", format="NETCDF3_CLASSIC") as ds:
         ds.createDimension("time", 3)
@@ -176,6 +188,49 @@ def char_coord(path):
         lat[:] = [1.0, 2.0, 3.0]
 
 
+def text_cells(path):
+    def cells(rows, width):
+        out = np.zeros((len(rows), width), dtype="S1")
+        for i, row in enumerate(rows):
+            out[i, : len(row)] = np.frombuffer(row, dtype="S1")
+        return out
+
+    with netCDF4.Dataset(path, "w", format="NETCDF3_CLASSIC") as ds:
+        ds.createDimension("n", None)
+        ds.createDimension("STRING8", 8)
+        ds.createDimension("STRING24", 24)
+        ds.comment = b"calibrated \xb10.01 (Latin-1)"
+        ds.createVariable("PRES", "f4", ("n",))[:] = [1.0, 2.0, 3.0, 4.0, 5.0]
+        qc = ds.createVariable("blank_qc", "S1", ("n",), fill_value=b" ")
+        qc[:] = np.array([b"1", b" ", b"4", b" ", b"1"])
+        qc = ds.createVariable("mixed_qc", "S1", ("n",), fill_value=b" ")
+        qc[:] = np.array([b"1", b" ", b"\0", b"4", b" "])
+        for name, rows in [
+            ("blank_names", [b"abc", b" ", b"de f", b" ", b"g"]),
+            ("mixed_names", [b"abc", b" ", b"", b"d", b"e"]),
+        ]:
+            v = ds.createVariable(name, "S1", ("n", "STRING8"), fill_value=b" ")
+            v.set_auto_chartostring(False)
+            v[:] = cells(rows, 8)
+        v = ds.createVariable("calib", "S1", ("n", "STRING24"))
+        v.set_auto_chartostring(False)
+        v.comment = b"\xb1 is 0xB1"
+        v[:] = cells([b"r=0.9996 \xb10.0001", b"none", b"caf\xc3\xa9", b"", b"x"], 24)
+        v = ds.createVariable("utf8", "S1", ("n", "STRING8"))
+        v.set_auto_chartostring(False)
+        v[:] = cells([b"caf\xc3\xa9", b"\xc2\xb1", b"a", b"b", b"c"], 8)
+
+
+def latin1_attrs(path):
+    with netCDF4.Dataset(path, "w", format="NETCDF4") as ds:
+        ds.createDimension("n", 2)
+        ds.comment = b"calibrated \xb10.01 (Latin-1)"
+        v = ds.createVariable("calib", "f4", ("n",))
+        v[:] = [1.0, 2.0]
+        v.comment = b"\xb1 is 0xB1"
+        v.long_name = "plain UTF-8 \u00b1"
+
+
 def describe(path):
     out = []
     with warnings.catch_warnings():
@@ -196,9 +251,30 @@ def describe(path):
             elif values.dtype.kind == "f":
                 flat = [None if np.isnan(x) else float(x) for x in values.ravel()]
             else:
-                flat = [x.item() if hasattr(x, "item") else x for x in values.ravel()]
+                flat = texts([x.item() if hasattr(x, "item") else x for x in values.ravel()])
             out.append({"name": name, "dtype": str(values.dtype), "dims": list(var.dims),
                         "values": flat})
+    return out
+
+
+def texts(cells):
+    """Bytes as text: UTF-8 when every cell of the variable is valid UTF-8,
+    else Latin-1 for all of them; NaN as null."""
+    def utf8(x):
+        try:
+            x.decode("utf-8")
+            return True
+        except UnicodeDecodeError:
+            return False
+
+    encoding = "utf-8" if all(utf8(x) for x in cells if isinstance(x, bytes)) else "latin-1"
+    out = []
+    for x in cells:
+        if isinstance(x, bytes):
+            x = x.decode(encoding)
+        elif isinstance(x, float) and np.isnan(x):
+            x = None
+        out.append(x)
     return out
 
 
@@ -208,7 +284,8 @@ def main():
     for name, make in [("non_coord", non_coord), ("masked_ints", masked_ints),
                        ("arm_time", arm_time), ("attr_order", attr_order),
                        ("var_order", var_order), ("undecodable_time", undecodable_time),
-                       ("char_coord", char_coord)]:
+                       ("char_coord", char_coord), ("text_cells", text_cells),
+                       ("latin1_attrs", latin1_attrs)]:
         path = os.path.join(outdir, f"{name}.nc")
         if os.path.exists(path):
             os.remove(path)

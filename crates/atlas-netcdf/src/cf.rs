@@ -12,7 +12,9 @@
 //! attribute. Attributes are stored as atlas-python stores them: one number
 //! as `int64` or `float64`, text as a string, anything else as the
 //! `json:`-prefixed text of Python's `json.dumps`. Floats get NaN as fill,
-//! times NaT, strings `""`.
+//! times NaT, strings `""`; a text variable whose `""` cells are all masked
+//! ones says so with [`MISSING_TEXT_ATTR`], and char bytes that are not UTF-8
+//! keep `_Encoding = "latin-1"` (docs/netcdf-ingest.md, "Text").
 //!
 //! Where atlas-python would fail, this chooses and says so: a `dtype =
 //! "bool"` variable is stored as `uint8` 0/1 (in the notes); a time variable
@@ -30,13 +32,15 @@ use crate::attrs;
 use crate::cftime::{TimeCoder, is_date_units};
 use crate::error::{FileError, TimeError};
 use crate::mapping::{
-    Mapped, Naming, SkippedArray, UndecodedArray, check_name, dropped_attribute, string_array,
+    Mapped, Naming, SkippedArray, UndecodedArray, check_name, dropped_attribute, latin1_note,
+    string_array,
 };
 use crate::model::{Array, Dataset};
 use crate::pyjson::{list_json, string_json};
 use crate::raw::{self, group_key};
 use crate::stored::{
-    StoredAttr, StoredAttrValue, StoredData, StoredFile, StoredGroup, leading_axes,
+    ENCODING_ATTR, LATIN1, StoredAttr, StoredAttrValue, StoredData, StoredFile, StoredGroup,
+    leading_axes,
 };
 
 /// The dataset attribute atlas-python records coordinate names in.
@@ -208,7 +212,9 @@ fn map_group(
         let (dims, values, fill) = match &var.data {
             StoredData::Chars(strings) => {
                 let fills = string_fills(&mut vattrs);
-                pop(&mut vattrs, "_Encoding");
+                if keep_latin1_encoding(&mut vattrs) {
+                    out.notes.push(latin1_note(&full));
+                }
                 let stack = !var.dims.is_empty() && var.dims.last().is_some_and(|d| stackable(d));
                 let (dims, shape, mut values) = if stack || var.dims.is_empty() {
                     (
@@ -224,13 +230,24 @@ fn map_group(
                     })?;
                     let mut chars = Vec::new();
                     for s in strings {
-                        let mut row: Vec<String> = s.chars().map(String::from).collect();
+                        // A NUL cell is empty, as numpy's `S1` reads it.
+                        let mut row: Vec<String> = s
+                            .chars()
+                            .map(|c| {
+                                if c == '\0' {
+                                    String::new()
+                                } else {
+                                    String::from(c)
+                                }
+                            })
+                            .collect();
                         row.resize(width, String::new());
                         chars.extend(row);
                     }
                     (var.dims.clone(), var.shape.clone(), chars)
                 };
-                mask_strings(&mut values, &fills);
+                let masked = mask_strings(&mut values, &fills);
+                mark_missing_text(masked, &mut vattrs, &mut out.notes, &full);
                 (
                     dims,
                     string_array(values, &shape, &full)?,
@@ -240,7 +257,8 @@ fn map_group(
             StoredData::Strings(strings) => {
                 let fills = string_fills(&mut vattrs);
                 let mut values = strings.clone();
-                mask_strings(&mut values, &fills);
+                let masked = mask_strings(&mut values, &fills);
+                mark_missing_text(masked, &mut vattrs, &mut out.notes, &full);
                 (
                     var.dims.clone(),
                     string_array(values, &var.shape, &full)?,
@@ -315,16 +333,78 @@ fn string_fills(vattrs: &mut Vec<StoredAttr>) -> Vec<String> {
     fills
 }
 
+/// The variable attribute saying which stored text stands for a missing
+/// cell: its value is `""`. The xarray engine gives NaN for those cells, as
+/// xarray gives for the original file, and drops the attribute.
+pub const MISSING_TEXT_ATTR: &str = "_atlas_missing_text";
+
+/// Cells of a text variable: how many the fills masked, and how many were
+/// already empty in the file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Masked {
+    masked: usize,
+    empty: usize,
+}
+
 /// A masked string is stored as `""`, as atlas-python stores it.
-fn mask_strings(values: &mut [String], fills: &[String]) {
-    if fills.is_empty() {
-        return;
-    }
+fn mask_strings(values: &mut [String], fills: &[String]) -> Masked {
+    let mut count = Masked {
+        masked: 0,
+        empty: 0,
+    };
     for v in values.iter_mut() {
         if fills.iter().any(|f| f == v) {
             v.clear();
+            count.masked += 1;
+        } else if v.is_empty() {
+            count.empty += 1;
         }
     }
+    count
+}
+
+/// Marks a variable whose `""` cells are all masked ones ([`MISSING_TEXT_ATTR`]);
+/// where empty cells of the file share `""` with masked ones, notes why not.
+fn mark_missing_text(
+    count: Masked,
+    vattrs: &mut Vec<StoredAttr>,
+    notes: &mut Vec<String>,
+    variable: &str,
+) {
+    pop(vattrs, MISSING_TEXT_ATTR);
+    if count.masked == 0 {
+        return;
+    }
+    if count.empty == 0 {
+        vattrs.push(StoredAttr::new(
+            MISSING_TEXT_ATTR,
+            StoredAttrValue::Chars(String::new()),
+        ));
+    } else {
+        notes.push(format!(
+            "{variable}: masked cells ({}, equal to the fill) and cells empty in the file ({}) are all \
+             stored as \"\" and cannot be told apart, so {MISSING_TEXT_ATTR} is not set and readers \
+             see \"\" for both",
+            count.masked, count.empty
+        ));
+    }
+}
+
+/// Pops `_Encoding` as xarray does, except the `latin-1` the stored form
+/// sets for bytes that are not UTF-8: kept (and `true` returned), so a
+/// reader can encode the text back to the file's bytes.
+fn keep_latin1_encoding(vattrs: &mut Vec<StoredAttr>) -> bool {
+    let Some(i) = vattrs.iter().position(|a| a.name == ENCODING_ATTR) else {
+        return false;
+    };
+    let latin1 = vattrs
+        .get(i)
+        .and_then(|a| attrs::text(&a.value))
+        .is_some_and(|t| t == LATIN1);
+    if !latin1 {
+        vattrs.remove(i);
+    }
+    latin1
 }
 
 /// The float precision xarray decodes to.

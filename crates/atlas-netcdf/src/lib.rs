@@ -55,5 +55,6 @@ pub use ingest::{
 pub use mapping::{Mapped, SkippedArray, UndecodedArray};
 pub use model::{Array, Dataset};
 pub use stored::{
-    StoredAttr, StoredAttrValue, StoredData, StoredFile, StoredGroup, StoredVar, shaped,
+    ENCODING_ATTR, LATIN1, StoredAttr, StoredAttrValue, StoredData, StoredFile, StoredGroup,
+    StoredVar, TextEncoding, shaped,
 };

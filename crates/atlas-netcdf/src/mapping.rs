@@ -93,6 +93,15 @@ pub(crate) fn dropped_attribute(owner: &str, key: &str) -> String {
     format!("attribute {key:?} of {owner} has a type Atlas cannot store and was left out")
 }
 
+/// The note for a char variable read as Latin-1 ([`crate::stored::TextEncoding`]),
+/// where atlas-python stores U+FFFD.
+pub(crate) fn latin1_note(variable: &str) -> String {
+    format!(
+        "{variable}: bytes that are not UTF-8 are stored as Latin-1 text (_Encoding = \"latin-1\"; \
+         atlas-python stores U+FFFD for them)"
+    )
+}
+
 /// Row-major strings as a string array of `shape` ([`FileError::Shape`] when
 /// they do not fill it). `variable` names it in the error.
 pub(crate) fn string_array(

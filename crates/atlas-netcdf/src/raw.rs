@@ -11,9 +11,14 @@ use netcdf_core_fills as fills;
 
 use crate::attrs;
 use crate::error::FileError;
-use crate::mapping::{Mapped, Naming, SkippedArray, check_name, dropped_attribute, string_array};
+use crate::mapping::{
+    Mapped, Naming, SkippedArray, check_name, dropped_attribute, latin1_note, string_array,
+};
 use crate::model::{Array, Dataset};
-use crate::stored::{StoredAttr, StoredAttrValue, StoredData, StoredFile, StoredVar, leading_axes};
+use crate::stored::{
+    ENCODING_ATTR, LATIN1, StoredAttr, StoredAttrValue, StoredData, StoredFile, StoredVar,
+    leading_axes,
+};
 
 /// The NetCDF default fill values (netCDF-C's `NC_FILL_*`).
 mod netcdf_core_fills {
@@ -99,6 +104,14 @@ pub(crate) fn map_var(
             numeric_fill(values, declared),
         ),
         StoredData::Chars(strings) => {
+            let latin1 = attrs
+                .iter()
+                .find(|a| a.name == ENCODING_ATTR)
+                .and_then(|a| attrs::text(&a.value))
+                .is_some_and(|t| t == LATIN1);
+            if latin1 {
+                notes.push(latin1_note(&name));
+            }
             let fill = fill_attr
                 .and_then(|a| attrs::text(&a.value))
                 .map(|s| s.trim_end_matches('\0').to_owned())

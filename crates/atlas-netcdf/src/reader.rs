@@ -2,29 +2,140 @@
 //! [`crate::stored`]: groups, variables with their dimensions, type,
 //! attributes and values, exactly as the file holds them.
 
+use std::collections::HashMap;
 use std::path::Path;
 
 use atlas::ArrayData;
 use atlas::ndarray::ArrayD;
-use netcdf_reader::{NcAttrValue, NcAttribute, NcFile, NcGroup, NcReadable, NcType, NcVariable};
+use netcdf_reader::classic::data;
+use netcdf_reader::{
+    NcAttrValue, NcAttribute, NcFile, NcGroup, NcMetadataMode, NcOpenOptions, NcReadable, NcType,
+    NcVariable,
+};
 
 use crate::error::FileError;
 use crate::stored::{
-    StoredAttr, StoredAttrValue, StoredData, StoredFile, StoredGroup, StoredVar, leading_axes,
-    shaped,
+    StoredAttr, StoredAttrValue, StoredData, StoredFile, StoredGroup, StoredVar, TextEncoding,
+    leading_axes, shaped,
 };
 
 /// Opens `path` and reads every variable.
 pub(crate) fn read_file(path: &Path) -> Result<StoredFile, FileError> {
-    let file = NcFile::open(path)?;
+    let (file, latin1) = open(path)?;
     let root = file.root_group()?;
     let mut groups = Vec::new();
-    walk(&file, root, Vec::new(), &mut groups)?;
+    let source = Source {
+        file: &file,
+        path,
+        latin1,
+    };
+    walk(&source, root, Vec::new(), &mut groups)?;
     Ok(StoredFile { groups })
 }
 
+/// An open file and its path (a classic file's char bytes are re-read from
+/// it), with the text attributes the NetCDF reader could not decode.
+struct Source<'a> {
+    file: &'a NcFile,
+    path: &'a Path,
+    latin1: Latin1Attrs,
+}
+
+/// NETCDF4 text attributes whose bytes are not UTF-8, read as Latin-1, by
+/// owner: `group:PATH` for a group (`group:` for the root), `var:PATH` for a
+/// variable (its storage path).
+type Latin1Attrs = HashMap<String, Vec<StoredAttr>>;
+
+/// Opens `path`. A NETCDF4 file that netcdf-reader refuses only because a
+/// text attribute is not UTF-8 opens with those attributes read from HDF5
+/// as Latin-1; any other refusal stands.
+fn open(path: &Path) -> Result<(NcFile, Latin1Attrs), FileError> {
+    // A NETCDF4 file's metadata is decoded when its root group is first asked for.
+    let refused = match NcFile::open(path) {
+        Ok(file) => match file.root_group() {
+            Ok(_) => return Ok((file, HashMap::new())),
+            Err(e) => e,
+        },
+        Err(e) => e,
+    };
+    let latin1 = match non_utf8_attributes(path) {
+        Ok(found) if !found.is_empty() => found,
+        _ => return Err(refused.into()),
+    };
+    let options = NcOpenOptions {
+        metadata_mode: NcMetadataMode::Lossy,
+        ..NcOpenOptions::default()
+    };
+    let file = NcFile::open_with_options(path, options)?;
+    file.root_group()?;
+    Ok((file, latin1))
+}
+
+fn non_utf8_attributes(path: &Path) -> Result<Latin1Attrs, hdf5_reader::error::Error> {
+    fn collect(attrs: Vec<hdf5_reader::Attribute>, owner: String, out: &mut Latin1Attrs) {
+        for attr in attrs {
+            let hdf5_reader::Datatype::String {
+                size: hdf5_reader::StringSize::Fixed(len),
+                ..
+            } = attr.datatype
+            else {
+                continue;
+            };
+            let len = usize::try_from(len).unwrap_or(usize::MAX);
+            let bytes = attr.raw_data.get(..len).unwrap_or(&attr.raw_data);
+            let end = bytes.iter().rposition(|&b| b != 0).map_or(0, |i| i + 1);
+            let text = bytes.get(..end).unwrap_or_default();
+            if std::str::from_utf8(text).is_err() {
+                out.entry(owner.clone()).or_default().push(StoredAttr::new(
+                    attr.name.clone(),
+                    StoredAttrValue::chars_from_bytes(bytes),
+                ));
+            }
+        }
+    }
+    fn walk(
+        group: &hdf5_reader::group::Group,
+        path: &str,
+        out: &mut Latin1Attrs,
+    ) -> Result<(), hdf5_reader::error::Error> {
+        let join = |name: &str| {
+            if path.is_empty() {
+                name.to_owned()
+            } else {
+                format!("{path}/{name}")
+            }
+        };
+        collect(group.attributes()?, format!("group:{path}"), out);
+        for dataset in group.datasets()? {
+            collect(
+                dataset.attributes(),
+                format!("var:{}", join(dataset.name())),
+                out,
+            );
+        }
+        for sub in group.groups()? {
+            walk(&sub, &join(sub.name()), out)?;
+        }
+        Ok(())
+    }
+    let file = hdf5_reader::Hdf5File::open(path)?;
+    let mut out = HashMap::new();
+    walk(&file.root_group()?, "", &mut out)?;
+    Ok(out)
+}
+
+/// `attrs` with the recovered ones of `owner` added where the reader left them out.
+fn with_latin1(mut attrs: Vec<StoredAttr>, latin1: &Latin1Attrs, owner: &str) -> Vec<StoredAttr> {
+    for attr in latin1.get(owner).into_iter().flatten() {
+        if !attrs.iter().any(|a| a.name == attr.name) {
+            attrs.push(attr.clone());
+        }
+    }
+    attrs
+}
+
 fn walk(
-    file: &NcFile,
+    file: &Source<'_>,
     group: &NcGroup,
     path: Vec<String>,
     out: &mut Vec<StoredGroup>,
@@ -40,7 +151,11 @@ fn walk(
     }
     out.push(StoredGroup {
         path: path.clone(),
-        attrs: attributes(&group.attributes),
+        attrs: with_latin1(
+            attributes(&group.attributes),
+            &file.latin1,
+            &format!("group:{}", path.join("/")),
+        ),
         vars,
     });
     for sub in &group.groups {
@@ -65,7 +180,9 @@ fn read_num<T: NcReadable + Clone>(
     Ok(shaped(arr.iter().cloned().collect(), shape))
 }
 
-fn read_var(file: &NcFile, var: &NcVariable, full: &str) -> Result<StoredVar, FileError> {
+fn read_var(source: &Source<'_>, var: &NcVariable, full: &str) -> Result<StoredVar, FileError> {
+    let file = source.file;
+    let mut encoding = TextEncoding::Utf8;
     let dims: Vec<String> = var.dimensions.iter().map(|d| d.name.clone()).collect();
     let mut shape: Vec<u64> = var.dimensions.iter().map(|d| d.size).collect();
     let data = match &var.dtype {
@@ -84,7 +201,20 @@ fn read_var(file: &NcFile, var: &NcVariable, full: &str) -> Result<StoredVar, Fi
             if count == Some(0) {
                 StoredData::Chars(Vec::new())
             } else {
-                StoredData::Chars(file.read_variable_as_strings(full)?)
+                let strings = file.read_variable_as_strings(full)?;
+                // The reader decodes lossily: where it replaced something, the
+                // bytes decide (UTF-8, or Latin-1 for the whole variable).
+                if strings
+                    .iter()
+                    .any(|s| s.contains(char::REPLACEMENT_CHARACTER))
+                {
+                    let bytes = char_bytes(source, var, full, &mut shape)?;
+                    let (data, chosen) = StoredData::chars_from_bytes(&bytes, &shape, full)?;
+                    encoding = chosen;
+                    data
+                } else {
+                    StoredData::Chars(strings)
+                }
             }
         }
         NcType::String => {
@@ -96,13 +226,44 @@ fn read_var(file: &NcFile, var: &NcVariable, full: &str) -> Result<StoredVar, Fi
         }
         other => StoredData::Unsupported(describe_type(other)),
     };
-    Ok(StoredVar {
+    let mut stored = StoredVar {
         name: exposed_name(&var.name).to_owned(),
         dims,
         shape,
-        attrs: attributes(&var.attributes),
+        attrs: with_latin1(
+            attributes(&var.attributes),
+            &source.latin1,
+            &format!("var:{full}"),
+        ),
         data,
-    })
+    };
+    stored.mark_encoding(encoding);
+    Ok(stored)
+}
+
+/// A char variable's bytes as stored, row-major.
+/// A classic record variable's shape becomes the data's (its record count).
+fn char_bytes(
+    source: &Source<'_>,
+    var: &NcVariable,
+    full: &str,
+    shape: &mut Vec<u64>,
+) -> Result<Vec<u8>, FileError> {
+    let Some(classic) = source.file.as_classic() else {
+        return Ok(source.file.read_variable_raw_bytes(full)?);
+    };
+    // A classic char is one byte, as u8: the reader's typed reads of the file's bytes.
+    let data = std::fs::read(source.path).map_err(netcdf_reader::Error::from)?;
+    let values = if var.is_record_var {
+        let stride = data::compute_record_stride(&classic.root_group().variables)?;
+        data::read_record_variable::<u8>(&data, var, classic.numrecs(), stride)?
+    } else {
+        data::read_non_record_variable::<u8>(&data, var)?
+    };
+    if values.ndim() == shape.len() {
+        *shape = values.shape().iter().map(|&l| l as u64).collect();
+    }
+    Ok(values.into_iter().collect())
 }
 
 /// The prefix netCDF-4 puts before the storage name of a variable that shares

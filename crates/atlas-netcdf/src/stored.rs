@@ -20,8 +20,9 @@ pub enum StoredData {
     /// them already), shaped as the variable ([`StoredVar::shape`]).
     Num(ArrayData),
     /// A char array read as text along its last dimension: one string per
-    /// position of the leading dimensions, trailing NULs removed (see
-    /// [`StoredData::chars_from_bytes`]).
+    /// position of the leading dimensions, trailing NULs removed, UTF-8 or,
+    /// when the variable says `_Encoding = "latin-1"`, one code point per
+    /// byte (see [`StoredData::chars_from_bytes`]).
     Chars(Vec<String>),
     /// A variable-length string array (NC_STRING), row-major.
     Strings(Vec<String>),
@@ -29,24 +30,70 @@ pub enum StoredData {
     Unsupported(String),
 }
 
+/// The attribute that says how a char variable's bytes became text, with
+/// the value xarray's own encoders use for Latin-1 (`_Encoding`).
+pub const ENCODING_ATTR: &str = "_Encoding";
+
+/// `_Encoding` of a char variable whose bytes are not UTF-8.
+pub const LATIN1: &str = "latin-1";
+
+/// How the bytes of a char variable or text attribute became text.
+///
+/// Bytes that are valid UTF-8 are read as UTF-8. Any other bytes are read as
+/// Latin-1: each byte is the code point of the same number (U+0000 to
+/// U+00FF), so no byte is lost and encoding the text as Latin-1 gives the
+/// file's bytes back.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum TextEncoding {
+    /// The bytes were valid UTF-8.
+    Utf8,
+    /// The bytes were not valid UTF-8 and each became one code point.
+    Latin1,
+}
+
+impl TextEncoding {
+    /// UTF-8 when every row is valid UTF-8, else Latin-1 for all of them: one
+    /// choice per variable, so the whole variable encodes back one way.
+    pub fn of_rows<'a>(mut rows: impl Iterator<Item = &'a [u8]>) -> TextEncoding {
+        if rows.all(|row| std::str::from_utf8(row).is_ok()) {
+            TextEncoding::Utf8
+        } else {
+            TextEncoding::Latin1
+        }
+    }
+
+    /// `bytes` as text in this encoding (invalid UTF-8 replaced by U+FFFD,
+    /// which [`TextEncoding::of_rows`] never lets happen).
+    pub fn decode(self, bytes: &[u8]) -> String {
+        match self {
+            TextEncoding::Utf8 => String::from_utf8_lossy(bytes).into_owned(),
+            TextEncoding::Latin1 => bytes.iter().map(|&b| char::from(b)).collect(),
+        }
+    }
+}
+
 impl StoredData {
     /// A char array's bytes (row-major, `shape` including the character axis)
-    /// as the strings the NetCDF reader gives: each row of the last axis
-    /// decoded as UTF-8 (invalid bytes replaced) with trailing NULs removed.
-    /// A rank 0 or 1 array is one string. `variable` names it in errors.
+    /// as text along its last axis, trailing NULs removed, with the encoding
+    /// chosen for the whole variable ([`TextEncoding::of_rows`]). A rank 0 or
+    /// 1 array is one string. `variable` names it in errors. Front ends store
+    /// a Latin-1 choice with [`StoredVar::mark_encoding`].
     pub fn chars_from_bytes(
         bytes: &[u8],
         shape: &[u64],
         variable: &str,
-    ) -> Result<StoredData, FileError> {
-        let decode = |row: &[u8]| {
-            String::from_utf8_lossy(row)
-                .trim_end_matches('\0')
-                .to_owned()
+    ) -> Result<(StoredData, TextEncoding), FileError> {
+        let text = |encoding: TextEncoding, row: &[u8]| {
+            let end = row.iter().rposition(|&b| b != 0).map_or(0, |i| i + 1);
+            encoding.decode(row.get(..end).unwrap_or_default())
         };
         let (width, leading) = match shape.split_last() {
             Some((&width, leading)) if !leading.is_empty() => (width, leading),
-            _ => return Ok(StoredData::Chars(vec![decode(bytes)])),
+            _ => {
+                let encoding = TextEncoding::of_rows(std::iter::once(bytes));
+                return Ok((StoredData::Chars(vec![text(encoding, bytes)]), encoding));
+            }
         };
         let shape_error = |reason: String| FileError::Shape {
             variable: variable.to_owned(),
@@ -66,11 +113,17 @@ impl StoredData {
             )));
         }
         if width == 0 {
-            return Ok(StoredData::Chars(vec![String::new(); rows]));
+            return Ok((
+                StoredData::Chars(vec![String::new(); rows]),
+                TextEncoding::Utf8,
+            ));
         }
-        Ok(StoredData::Chars(
-            bytes.chunks_exact(width).map(decode).collect(),
-        ))
+        let encoding = TextEncoding::of_rows(bytes.chunks_exact(width));
+        let strings = bytes
+            .chunks_exact(width)
+            .map(|row| text(encoding, row))
+            .collect();
+        Ok((StoredData::Chars(strings), encoding))
     }
 }
 
@@ -98,6 +151,16 @@ pub enum StoredAttrValue {
 }
 
 impl StoredAttrValue {
+    /// A text attribute's bytes (NC_CHAR) as text, trailing NULs removed:
+    /// UTF-8 when they are valid UTF-8, else Latin-1 ([`TextEncoding`]).
+    /// An attribute cannot carry an attribute, so nothing records the
+    /// choice; the text holds only U+0000..U+00FF when it was Latin-1.
+    pub fn chars_from_bytes(bytes: &[u8]) -> StoredAttrValue {
+        let end = bytes.iter().rposition(|&b| b != 0).map_or(0, |i| i + 1);
+        let bytes = bytes.get(..end).unwrap_or_default();
+        StoredAttrValue::Chars(TextEncoding::of_rows(std::iter::once(bytes)).decode(bytes))
+    }
+
     /// The numbers as `f64`; `None` for text and unsupported types.
     pub fn as_f64s(&self) -> Option<Vec<f64>> {
         fn wide<T: Copy + Into<f64>>(v: &[T]) -> Option<Vec<f64>> {
@@ -159,6 +222,20 @@ impl StoredVar {
     /// The attribute named `key`, if any.
     pub fn attr(&self, key: &str) -> Option<&StoredAttr> {
         self.attrs.iter().find(|a| a.name == key)
+    }
+
+    /// Records how the char data was decoded: Latin-1 sets `_Encoding =
+    /// "latin-1"` (replacing any `_Encoding` the file declared, which its
+    /// bytes did not follow); UTF-8 leaves the attributes as they are.
+    pub fn mark_encoding(&mut self, encoding: TextEncoding) {
+        if encoding != TextEncoding::Latin1 {
+            return;
+        }
+        let value = StoredAttrValue::Chars(LATIN1.to_owned());
+        match self.attrs.iter_mut().find(|a| a.name == ENCODING_ATTR) {
+            Some(attr) => attr.value = value,
+            None => self.attrs.push(StoredAttr::new(ENCODING_ATTR, value)),
+        }
     }
 
     /// Refuses values that do not fill the declared shape.
@@ -280,14 +357,79 @@ mod tests {
 
     #[test]
     fn char_rows_lose_trailing_nuls_and_keep_inner_spaces() {
-        let got = StoredData::chars_from_bytes(b"ab\0\0c d\0", &[2, 4], "c").unwrap();
+        let (got, encoding) = StoredData::chars_from_bytes(b"ab\0\0c d\0", &[2, 4], "c").unwrap();
         assert_eq!(got, StoredData::Chars(vec!["ab".into(), "c d".into()]));
+        assert_eq!(encoding, TextEncoding::Utf8);
     }
 
     #[test]
     fn a_rank_one_char_array_is_one_string() {
-        let got = StoredData::chars_from_bytes(b"hello\0", &[6], "c").unwrap();
+        let (got, _) = StoredData::chars_from_bytes(b"hello\0", &[6], "c").unwrap();
         assert_eq!(got, StoredData::Chars(vec!["hello".into()]));
+    }
+
+    #[test]
+    fn one_row_that_is_not_utf8_makes_the_whole_variable_latin1() {
+        // "±" is 0xB1 in Latin-1; "é" in the other row is valid UTF-8 (0xC3 0xA9).
+        let bytes = b"\xb10.1\0\xc3\xa9\0\0\0";
+        let (got, encoding) = StoredData::chars_from_bytes(bytes, &[2, 5], "c").unwrap();
+        assert_eq!(encoding, TextEncoding::Latin1);
+        let StoredData::Chars(rows) = got else {
+            panic!("not chars: {got:?}")
+        };
+        assert_eq!(
+            rows,
+            vec!["\u{b1}0.1".to_owned(), "\u{c3}\u{a9}".to_owned()]
+        );
+        let back: Vec<u8> = rows
+            .iter()
+            .flat_map(|r| r.chars().map(|c| u8::try_from(u32::from(c)).unwrap()))
+            .collect();
+        assert_eq!(back, b"\xb10.1\xc3\xa9");
+    }
+
+    #[test]
+    fn valid_utf8_stays_utf8() {
+        let (got, encoding) = StoredData::chars_from_bytes("é±".as_bytes(), &[4], "c").unwrap();
+        assert_eq!(encoding, TextEncoding::Utf8);
+        assert_eq!(got, StoredData::Chars(vec!["é±".into()]));
+    }
+
+    #[test]
+    fn a_text_attribute_that_is_not_utf8_reads_as_latin1() {
+        assert_eq!(
+            StoredAttrValue::chars_from_bytes(b"ok \xb1 bytes\0"),
+            StoredAttrValue::Chars("ok \u{b1} bytes".into())
+        );
+        assert_eq!(
+            StoredAttrValue::chars_from_bytes("ok ± bytes".as_bytes()),
+            StoredAttrValue::Chars("ok ± bytes".into())
+        );
+    }
+
+    #[test]
+    fn latin1_replaces_a_declared_encoding_and_utf8_adds_nothing() {
+        let mut var = StoredVar {
+            name: "c".into(),
+            dims: vec!["n".into()],
+            shape: vec![1],
+            attrs: vec![StoredAttr::new(
+                "_Encoding",
+                StoredAttrValue::Chars("utf-8".into()),
+            )],
+            data: StoredData::Chars(vec!["x".into()]),
+        };
+        var.mark_encoding(TextEncoding::Utf8);
+        assert_eq!(
+            var.attr(ENCODING_ATTR).unwrap().value,
+            StoredAttrValue::Chars("utf-8".into())
+        );
+        var.mark_encoding(TextEncoding::Latin1);
+        assert_eq!(var.attrs.len(), 1);
+        assert_eq!(
+            var.attr(ENCODING_ATTR).unwrap().value,
+            StoredAttrValue::Chars("latin-1".into())
+        );
     }
 
     #[test]

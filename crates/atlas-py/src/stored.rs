@@ -11,7 +11,8 @@
 
 use atlas::{ArrayData, Timestamp};
 use atlas_netcdf::{
-    StoredAttr, StoredAttrValue, StoredData, StoredFile, StoredGroup, StoredVar, shaped,
+    StoredAttr, StoredAttrValue, StoredData, StoredFile, StoredGroup, StoredVar, TextEncoding,
+    shaped,
 };
 use numpy::PyReadonlyArray1;
 use pyo3::prelude::*;
@@ -104,11 +105,14 @@ fn var(item: VarTuple<'_>, group: &[String]) -> PyResult<StoredVar> {
     path.push(name.clone());
     let full = path.join("/");
     let what = format!("variable {full:?}");
+    let mut encoding = TextEncoding::Utf8;
     let data = match kind.as_str() {
         "chars" => {
             let bytes: &[u8] = data.extract()?;
-            StoredData::chars_from_bytes(bytes, &shape, &full)
-                .map_err(|e| invalid(e.to_string()))?
+            let (data, chosen) = StoredData::chars_from_bytes(bytes, &shape, &full)
+                .map_err(|e| invalid(e.to_string()))?;
+            encoding = chosen;
+            data
         }
         "strings" => StoredData::Strings(data.extract()?),
         "unsupported" => StoredData::Unsupported(data.extract()?),
@@ -117,13 +121,15 @@ fn var(item: VarTuple<'_>, group: &[String]) -> PyResult<StoredVar> {
             None => return Err(invalid(format!("{what}: unknown kind {other:?}"))),
         },
     };
-    Ok(StoredVar {
+    let mut var = StoredVar {
         name,
         dims,
         shape,
         attrs: attrs(var_attrs, &what)?,
         data,
-    })
+    };
+    var.mark_encoding(encoding);
+    Ok(var)
 }
 
 /// The dataset `atlasds._write` describes, as a [`StoredFile`].

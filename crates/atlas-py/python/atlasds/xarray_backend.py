@@ -8,6 +8,13 @@ live dataset and reads no array bytes. Fill values travel as ``_FillValue`` so
 xarray's CF decoding masks them; timestamps arrive as ``datetime64[ns]`` with
 NaT already in place. Coordinates are restored from the ``_pyatlas_coords``
 dataset attribute (a JSON list of names) that v8 tooling writes.
+
+Text arrays come back as object arrays of ``str``. Two attributes of the
+NetCDF ingest (docs/netcdf-ingest.md) are read, not shown: ``_Encoding``
+(``"latin-1"`` where the file's bytes were not UTF-8; ``.encode("latin-1")``
+gives them back) moves to ``encoding``, and ``_atlas_missing_text`` (the
+stored text of cells the file left at its fill) becomes the ``_FillValue``
+xarray masks with, so those cells are NaN as xarray gives for the file.
 """
 
 from __future__ import annotations
@@ -24,7 +31,12 @@ from xarray.core import indexing
 from ._collection import CONTAINER_FILE, SET_MANIFEST_FILE, ArrayLayout, Collection, Dataset
 from ._errors import InvalidArgument
 
-__all__ = ["AtlasBackendArray", "AtlasBackendEntrypoint", "COORDS_ATTRIBUTE"]
+__all__ = [
+    "AtlasBackendArray",
+    "AtlasBackendEntrypoint",
+    "COORDS_ATTRIBUTE",
+    "MISSING_TEXT_ATTRIBUTE",
+]
 
 COORDS_ATTRIBUTE = "_pyatlas_coords"
 """Dataset attribute naming the coordinate variables, as a JSON list."""
@@ -34,6 +46,12 @@ _REMOTE_SCHEMES = frozenset({"s3", "s3a", "gs", "gcs", "az", "azure", "azblob", 
 
 # Attributes of a timestamp array that would make xarray decode it a second time.
 _TIME_ENCODING = ("units", "calendar", "_FillValue")
+
+MISSING_TEXT_ATTRIBUTE = "_atlas_missing_text"
+"""Array attribute of the NetCDF ingest: cells holding this text are missing (NaN)."""
+
+# How a text array's bytes became text; xarray would decode str a second time.
+_TEXT_ENCODING = "_Encoding"
 
 
 class AtlasBackendArray(BackendArray):
@@ -79,6 +97,13 @@ def _variable(
                 encoding[key] = attrs.pop(key)
     elif layout.fill is not None and layout.dtype.kind in "iuf":
         attrs["_FillValue"] = layout.dtype.type(layout.fill)
+    elif layout.atlas_dtype == "string":
+        if _TEXT_ENCODING in attrs:
+            encoding[_TEXT_ENCODING] = attrs.pop(_TEXT_ENCODING)
+        missing = attrs.pop(MISSING_TEXT_ATTRIBUTE, None)
+        if isinstance(missing, str):
+            # xarray's mask: cells equal to it become NaN, and it moves to encoding.
+            attrs["_FillValue"] = missing
     backend = AtlasBackendArray(handle, array, layout.shape, layout.dtype)
     data = indexing.LazilyIndexedArray(backend)
     return xr.Variable(dims, data, attrs=attrs, encoding=encoding)
