@@ -841,7 +841,8 @@ impl WriteRequest {
 }
 
 /// What a finished write made: dataset names in ordinal order, container
-/// size, variables left out (`dataset/variable: type`) and the mapping's notes;
+/// size, variables left out (`dataset/variable: type`), the mapping's notes
+/// and the time variables it stored undecoded;
 /// for an append to a set, the new member's id and the generation committed.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Written {
@@ -853,6 +854,8 @@ pub struct Written {
     pub skipped: Vec<(String, String, String)>,
     /// Choices the mapping made (`dataset: message`).
     pub notes: Vec<String>,
+    /// `(dataset, variable, reason)` of each time variable stored undecoded.
+    pub undecoded: Vec<(String, String, String)>,
     /// The member written, when appending to a set.
     pub member: Option<String>,
     /// The set's generation after the commit, when appending to a set.
@@ -984,6 +987,11 @@ impl Writer {
                 .map(|s| (s.dataset, s.variable, s.dtype))
                 .collect(),
             notes: report.notes,
+            undecoded: report
+                .undecoded
+                .into_iter()
+                .map(|u| (u.dataset, u.variable, u.reason.to_string()))
+                .collect(),
             member: None,
             generation: None,
         };

@@ -327,8 +327,8 @@ impl PyWriter {
     }
 
     /// Commits the collection (or the set member); returns `(datasets,
-    /// container_bytes, skipped, notes, member, generation)`, the last two
-    /// None unless appending to a set.
+    /// container_bytes, skipped, notes, member, generation, undecoded)`,
+    /// `member` and `generation` None unless appending to a set.
     fn finish<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         let written = run(py, || self.inner.finish())?;
         (
@@ -338,6 +338,7 @@ impl PyWriter {
             written.notes,
             written.member,
             written.generation,
+            written.undecoded,
         )
             .into_bound_py_any(py)
     }

@@ -246,3 +246,17 @@ def test_an_existing_collection_is_never_overwritten(tmp_path):
     with pytest.raises(atlasds.InvalidArgument, match="already exists"):
         atlasds.write(tmp_path / "c", {"e": in_memory()})
     assert list(atlasds.Collection.open(tmp_path / "c")) == ["d"]
+
+
+def test_a_time_variable_without_a_nanosecond_form_is_written_undecoded_and_reported(tmp_path):
+    # `time` reaches 2508 (days since 1961) and `t360` is on the 360_day
+    # calendar: neither has a datetime64[ns] form, so the CF mapping keeps
+    # their numbers with units/calendar and says so; `decodes` is decoded.
+    source = NETCDF / "conventions" / "undecodable_time.nc"
+    result = atlasds.write(tmp_path / "c", {"u.nc": xr.open_dataset(source, **RAW)})
+    assert sorted((d, v) for d, v, _ in result.undecoded) == [("u.nc", "t360"), ("u.nc", "time")]
+    assert all(reason for _, _, reason in result.undecoded)
+    ds = atlasds.Collection.open(tmp_path / "c")["u.nc"]
+    assert ds.read("time").dtype == np.int32
+    assert ds.array_attrs("time")["units"] == "days since 1961-01-01"
+    assert ds.read("decodes").dtype.kind == "M"

@@ -53,7 +53,17 @@ def open(
 ) -> _Collection: ...
 class _Writer:
     def add(self, name: str, groups: list[tuple[list[str], list[Any], list[Any]]]) -> None: ...
-    def finish(self) -> tuple[list[str], int, list[tuple[str, str, str]], list[str]]: ...
+    def finish(
+        self,
+    ) -> tuple[
+        list[str],
+        int,
+        list[tuple[str, str, str]],
+        list[str],
+        str | None,
+        int | None,
+        list[tuple[str, str, str]],
+    ]: ...
     def abort(self) -> None: ...
 
 def create(

@@ -17,7 +17,7 @@ as xarray writes them to NetCDF, and non-index coordinates are named in the
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Iterable, Literal, Mapping, Union
 
 import numpy as np
@@ -54,6 +54,10 @@ class WriteResult:
     """With `append=True`: the id of the set member written."""
     generation: int | None = None
     """With `append=True`: the set manifest's generation after the commit."""
+    undecoded: list[tuple[str, str, str]] = field(default_factory=list)
+    """`(dataset, variable, reason)` of each time variable stored as its raw
+    numbers with `units`/`calendar` because its dates have no `datetime64[ns]`
+    form (another calendar, or out of range)."""
 
 
 def _numeric(values: np.ndarray) -> tuple[str, np.ndarray] | None:
@@ -268,8 +272,8 @@ def write(
             if not isinstance(name, str):
                 raise InvalidArgument(f"dataset names must be strings, got {name!r}")
             writer.add(name, _stored(value, name))
-        names, container_bytes, skipped, notes, member, generation = writer.finish()
+        names, container_bytes, skipped, notes, member, generation, undecoded = writer.finish()
     except BaseException:
         writer.abort()
         raise
-    return WriteResult(names, container_bytes, skipped, notes, member, generation)
+    return WriteResult(names, container_bytes, skipped, notes, member, generation, undecoded)
