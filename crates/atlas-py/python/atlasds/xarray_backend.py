@@ -180,6 +180,11 @@ class AtlasBackendEntrypoint(BackendEntrypoint):
         "drop_variables",
         "group",
         "storage_options",
+        "layout",
+        "where",
+        "variables",
+        "attrs",
+        "datasets_per_chunk",
         *_DECODERS,
     )
     supports_groups = True
@@ -231,15 +236,16 @@ class AtlasBackendEntrypoint(BackendEntrypoint):
         decode_coords: bool = True,
         use_cftime: bool | None = None,
         decode_timedelta: bool | None = None,
+        layout: str | None = None,
+        where: str | None = None,
+        variables: Iterable[str] | None = None,
+        attrs: Iterable[str] = (),
+        datasets_per_chunk: int | None = None,
     ) -> xr.Dataset:
+        """One dataset (``group=NAME``), or with ``layout="ragged"`` or
+        ``"padded"`` (and no group) the datasets ``where`` selects (default:
+        all) as one Dataset: see `atlasds.open_dataset`."""
         collection = _collection(filename_or_obj, storage_options)
-        if group is None:
-            if len(collection) != 1:
-                raise InvalidArgument(
-                    f"{collection.location} holds {len(collection)} datasets: "
-                    "name one with group=, or use xr.open_datatree"
-                )
-            group = next(iter(collection))
         decoders = dict(
             mask_and_scale=mask_and_scale,
             decode_times=decode_times,
@@ -248,6 +254,31 @@ class AtlasBackendEntrypoint(BackendEntrypoint):
             use_cftime=use_cftime,
             decode_timedelta=decode_timedelta,
         )
+        many = layout is not None or where is not None or variables is not None
+        if group is None and many:
+            from ._views import DATASETS_PER_CHUNK, open_dataset
+
+            ds = open_dataset(
+                collection,
+                None if variables is None else list(variables),
+                where=where,
+                layout=layout or "ragged",  # type: ignore[arg-type]
+                attrs=attrs,
+                datasets_per_chunk=datasets_per_chunk or DATASETS_PER_CHUNK,
+                decode=decoders,
+            )
+            drop = {drop_variables} if isinstance(drop_variables, str) else set(drop_variables or ())
+            return ds.drop_vars([v for v in drop if v in ds.variables])
+        if many:
+            raise InvalidArgument("layout=, where= and variables= open many datasets: leave group= out")
+        if group is None:
+            if len(collection) != 1:
+                raise InvalidArgument(
+                    f"{collection.location} holds {len(collection)} datasets: "
+                    "name one with group=, open many with layout='ragged' or 'padded', "
+                    "or use xr.open_datatree"
+                )
+            group = next(iter(collection))
         return _open_one(collection[group.lstrip("/")], drop_variables, decoders)
 
     def open_groups_as_dict(
