@@ -23,8 +23,11 @@ decoding exactly as the ``atlas`` engine masks one dataset.
 
 from __future__ import annotations
 
+import functools
 import json
+import math
 import os
+import uuid
 from dataclasses import dataclass
 from typing import Any, Iterable, Literal, Sequence
 
@@ -70,9 +73,10 @@ class _Var:
 
     @property
     def sizes(self) -> np.ndarray:
-        return np.array(
-            [0 if s is None else int(np.prod(s, dtype=np.int64)) for s in self.shapes],
+        return np.fromiter(
+            (0 if s is None else math.prod(s) for s in self.shapes),
             dtype=np.int64,
+            count=len(self.shapes),
         )
 
     @property
@@ -204,6 +208,16 @@ def _padded_chunk(
     return out
 
 
+def _task(key: str, func: Any, *args: Any) -> Any:
+    """A dask task calling `func(*args)` under `key`: the arguments (a
+    thousand names) are neither traversed nor hashed, which `dask.delayed`
+    would do for each chunk."""
+    import dask
+
+    call = functools.partial(func, *args)
+    return dask.delayed(call, name=f"{key}-call", pure=False)(dask_key_name=key)
+
+
 def _groups(count: int, per_chunk: int) -> list[slice]:
     return [slice(i, min(i + per_chunk, count)) for i in range(0, count, per_chunk)]
 
@@ -296,7 +310,6 @@ def open_dataset(
     layout, a variable no selected dataset holds, or (ragged) variables
     whose per-dataset lengths differ.
     """
-    import dask
     import xarray as xr
 
     if layout not in ("ragged", "padded"):
@@ -312,8 +325,7 @@ def open_dataset(
     per_dataset = [v for v in described if v.per_dataset]
     along = [v for v in described if not v.per_dataset]
     groups = _groups(len(names), int(datasets_per_chunk))
-    read = dask.delayed(_obs_chunk, pure=True)
-    padded = dask.delayed(_padded_chunk, pure=True)
+    token = uuid.uuid4().hex
     variables_out: dict[str, xr.Variable] = {}
 
     for var in per_dataset:
@@ -322,8 +334,11 @@ def open_dataset(
         pad = _pad_value(var, dtype) if needs_padding else None
         rows = np.ones(len(names), dtype=np.int64)
         parts = [
-            (read(collection, var.name, names[g], rows[g], dtype, pad), (g.stop - g.start,))
-            for g in groups
+            (
+                _task(f"atlas-{var.name}-{token}-{i}", _obs_chunk, collection, var.name, names[g], rows[g], dtype, pad),
+                (g.stop - g.start,),
+            )
+            for i, g in enumerate(groups)
         ]
         a, enc = _variable_attrs(var, dtype)
         variables_out[var.name] = xr.Variable((PROFILE_DIM,), _dask_array(parts, dtype), attrs=a, encoding=enc)
@@ -349,8 +364,11 @@ def open_dataset(
             dtype = _encoded_dtype(var, needs_padding)
             pad = _pad_value(var, dtype) if needs_padding else None
             parts = [
-                (read(collection, var.name, names[g], row_size[g], dtype, pad), (int(row_size[g].sum()),))
-                for g in groups
+                (
+                    _task(f"atlas-{var.name}-{token}-{i}", _obs_chunk, collection, var.name, names[g], row_size[g], dtype, pad),
+                    (int(row_size[g].sum()),),
+                )
+                for i, g in enumerate(groups)
             ]
             a, enc = _variable_attrs(var, dtype)
             variables_out[var.name] = xr.Variable((OBS_DIM,), _dask_array(parts, dtype), attrs=a, encoding=enc)
@@ -365,8 +383,11 @@ def open_dataset(
             dtype = _encoded_dtype(var, needs_padding)
             pad = _pad_value(var, dtype) if needs_padding else None
             parts = [
-                (padded(collection, var.name, names[g], shape, dtype, pad), (g.stop - g.start, *shape))
-                for g in groups
+                (
+                    _task(f"atlas-{var.name}-{token}-{i}", _padded_chunk, collection, var.name, names[g], shape, dtype, pad),
+                    (g.stop - g.start, *shape),
+                )
+                for i, g in enumerate(groups)
             ]
             dims = var.dims if len(var.dims) == rank and all(var.dims) else tuple(f"{var.name}_dim_{i}" for i in range(rank))
             a, enc = _variable_attrs(var, dtype)
