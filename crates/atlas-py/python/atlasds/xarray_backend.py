@@ -4,7 +4,9 @@
 opens one dataset of a collection (or of a collection set, where NAME is the
 live copy: the newest member's) lazily: each variable is a `BackendArray` that reads only the
 region asked for. ``xr.open_datatree(path, engine="atlas")`` gives one node per
-live dataset and reads no array bytes. Fill values travel as ``_FillValue`` so
+live dataset and reads no array bytes. Without ``group``, ``layout="ragged"``
+or ``"padded"`` (with ``where=``, ``variables=``, ``attrs=``) opens many
+datasets as one Dataset (`atlasds._views`). Fill values travel as ``_FillValue`` so
 xarray's CF decoding masks them; timestamps arrive as ``datetime64[ns]`` with
 NaT already in place. Coordinates are restored from the ``_pyatlas_coords``
 dataset attribute (a JSON list of names) that v8 tooling writes.
