@@ -388,7 +388,7 @@ fn scalar_of_stat(value: &Stat, dtype: &DType) -> Option<Scalar> {
     })
 }
 
-fn scalar_of_fill(value: &FillValue, dtype: &DType) -> Option<Scalar> {
+pub(crate) fn scalar_of_fill(value: &FillValue, dtype: &DType) -> Option<Scalar> {
     Some(match (value, dtype) {
         (FillValue::Int(v), DType::TimestampNs) => Scalar::Timestamp(*v),
         (FillValue::Bool(v), _) => Scalar::Bool(*v),
@@ -402,7 +402,7 @@ fn scalar_of_fill(value: &FillValue, dtype: &DType) -> Option<Scalar> {
 }
 
 /// The nanoseconds of a timestamp array's fill value, if it has one.
-fn timestamp_fill(fill: Option<&FillValue>) -> Option<i64> {
+pub(crate) fn timestamp_fill(fill: Option<&FillValue>) -> Option<i64> {
     match fill? {
         FillValue::Timestamp(t) => Some(t.nanos()),
         FillValue::Int(v) => Some(*v),
@@ -428,6 +428,11 @@ fn array_not_found(dataset: &str, array: &str) -> CoreError {
 }
 
 impl Collection {
+    /// The library handle, for the bulk reads of the `views` module.
+    pub(crate) fn set(&self) -> &AtlasSet {
+        &self.set
+    }
+
     /// Whether a set manifest was found (false: a lone collection).
     pub fn is_set(&self) -> bool {
         self.set.is_set()

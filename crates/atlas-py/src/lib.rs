@@ -18,6 +18,7 @@ mod convert;
 mod core;
 mod region;
 mod stored;
+mod views;
 
 /// Runs the future `make` builds on the module's runtime with the GIL released.
 fn run<T, Fut>(py: Python<'_>, make: impl FnOnce() -> Fut + Send) -> PyResult<T>
@@ -417,5 +418,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(create, m)?)?;
     m.add_function(wrap_pyfunction!(open_count, m)?)?;
     m.add_function(wrap_pyfunction!(clear_cache, m)?)?;
+    m.add_function(wrap_pyfunction!(views::shapes, m)?)?;
+    m.add_function(wrap_pyfunction!(views::read_concat, m)?)?;
     Ok(())
 }

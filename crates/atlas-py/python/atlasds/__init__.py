@@ -9,6 +9,10 @@
   dataset (attributes and statistics), as pandas or a `pyarrow.Table`.
 - `xarray.open_dataset(path, engine="atlas", group=NAME)` and
   `xarray.open_datatree(path, engine="atlas")`: lazily loaded xarray objects.
+- `open_dataset(path, variables, where=..., layout="ragged" | "padded")`:
+  many datasets as one lazy Dataset (CF contiguous ragged array, or padded
+  along a `profile` dimension), also `xarray.open_dataset(path,
+  engine="atlas", layout=...)`.
 - `open_mfdataarray(path, variable)`: one variable of many datasets as one
   dask-backed DataArray along a new dimension.
 - `write(path_or_url, {name: xarray.Dataset})`: a new collection, mapped as
@@ -40,6 +44,7 @@ from ._errors import (
     StorageError,
 )
 from ._multi import open_mfdataarray
+from ._views import open_dataset
 from ._write import WriteResult, write
 
 try:
@@ -62,6 +67,7 @@ __all__ = [
     "StorageError",
     "VerifyResult",
     "WriteResult",
+    "open_dataset",
     "open_mfdataarray",
     "write",
 ]

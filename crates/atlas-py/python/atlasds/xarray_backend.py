@@ -4,7 +4,9 @@
 opens one dataset of a collection (or of a collection set, where NAME is the
 live copy: the newest member's) lazily: each variable is a `BackendArray` that reads only the
 region asked for. ``xr.open_datatree(path, engine="atlas")`` gives one node per
-live dataset and reads no array bytes. Fill values travel as ``_FillValue`` so
+live dataset and reads no array bytes. Without ``group``, ``layout="ragged"``
+or ``"padded"`` (with ``where=``, ``variables=``, ``attrs=``) opens many
+datasets as one Dataset (`atlasds._views`). Fill values travel as ``_FillValue`` so
 xarray's CF decoding masks them; timestamps arrive as ``datetime64[ns]`` with
 NaT already in place. Coordinates are restored from the ``_pyatlas_coords``
 dataset attribute (a JSON list of names) that v8 tooling writes.
@@ -180,6 +182,11 @@ class AtlasBackendEntrypoint(BackendEntrypoint):
         "drop_variables",
         "group",
         "storage_options",
+        "layout",
+        "where",
+        "variables",
+        "attrs",
+        "datasets_per_chunk",
         *_DECODERS,
     )
     supports_groups = True
@@ -231,15 +238,16 @@ class AtlasBackendEntrypoint(BackendEntrypoint):
         decode_coords: bool = True,
         use_cftime: bool | None = None,
         decode_timedelta: bool | None = None,
+        layout: str | None = None,
+        where: str | None = None,
+        variables: Iterable[str] | None = None,
+        attrs: Iterable[str] = (),
+        datasets_per_chunk: int | None = None,
     ) -> xr.Dataset:
+        """One dataset (``group=NAME``), or with ``layout="ragged"`` or
+        ``"padded"`` (and no group) the datasets ``where`` selects (default:
+        all) as one Dataset: see `atlasds.open_dataset`."""
         collection = _collection(filename_or_obj, storage_options)
-        if group is None:
-            if len(collection) != 1:
-                raise InvalidArgument(
-                    f"{collection.location} holds {len(collection)} datasets: "
-                    "name one with group=, or use xr.open_datatree"
-                )
-            group = next(iter(collection))
         decoders = dict(
             mask_and_scale=mask_and_scale,
             decode_times=decode_times,
@@ -248,6 +256,31 @@ class AtlasBackendEntrypoint(BackendEntrypoint):
             use_cftime=use_cftime,
             decode_timedelta=decode_timedelta,
         )
+        many = layout is not None or where is not None or variables is not None
+        if group is None and many:
+            from ._views import DATASETS_PER_CHUNK, open_dataset
+
+            ds = open_dataset(
+                collection,
+                None if variables is None else list(variables),
+                where=where,
+                layout=layout or "ragged",  # type: ignore[arg-type]
+                attrs=attrs,
+                datasets_per_chunk=datasets_per_chunk or DATASETS_PER_CHUNK,
+                decode=decoders,
+            )
+            drop = {drop_variables} if isinstance(drop_variables, str) else set(drop_variables or ())
+            return ds.drop_vars([v for v in drop if v in ds.variables])
+        if many:
+            raise InvalidArgument("layout=, where= and variables= open many datasets: leave group= out")
+        if group is None:
+            if len(collection) != 1:
+                raise InvalidArgument(
+                    f"{collection.location} holds {len(collection)} datasets: "
+                    "name one with group=, open many with layout='ragged' or 'padded', "
+                    "or use xr.open_datatree"
+                )
+            group = next(iter(collection))
         return _open_one(collection[group.lstrip("/")], drop_variables, decoders)
 
     def open_groups_as_dict(
