@@ -18,6 +18,9 @@ pub enum BenchError {
     /// The local file system or a child process failed.
     #[error("io: {0}")]
     Io(#[from] std::io::Error),
+    /// The JSON report could not be serialised.
+    #[error("json: {0}")]
+    Json(#[from] serde_json::Error),
     /// Building an OpenDAL operator failed.
     #[error("opendal: {0}")]
     Opendal(#[from] opendal::Error),

@@ -6,6 +6,7 @@
 //! ```text
 //! atlas-bench [--quick] [--profiles N] [--tiny N] [--opens N] [--no-zarrs]
 //!             [--latency 20ms] [--bandwidth 100MB/s] [--work DIR]
+//!             [--split auto|on|off] [--json FILE]
 //! atlas-bench write [--quick] [--cases argo,grid,tiny] [--writers 1,2,4] ...
 //! atlas-bench sets [--quick] [--profiles N] [--member-size N] [--steps A,B,C] ...
 //! ```
@@ -19,6 +20,12 @@
 //! simulated store (`sets.rs` lists its options). The run fails
 //! if any step errors or if any reader reads back other values than the
 //! generator made (the cross-read check).
+//!
+//! `--split` says how our Atlas splits big reads: `auto` (the default) as
+//! an object store on the simulated store (`ReadParallelism::default()`) and
+//! as its backend says on local disk (whole reads), `on` and `off` force
+//! split or whole reads on both. `--json FILE` also writes every figure of
+//! the tables to FILE (`report::Report`).
 
 #![allow(
     clippy::unwrap_used,
@@ -47,7 +54,7 @@ use std::time::{Duration, Instant};
 use error::{BenchError, Result};
 use measure::Costs;
 use meter::{Meter, Simulation};
-use report::{Floors, TinyRow, WriteRow};
+use report::{Floors, Report, StoreReport, TinyRow, WriteRow};
 
 /// One implementation under test.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -100,6 +107,51 @@ struct Options {
     sim: Simulation,
     work: PathBuf,
     quick: bool,
+    split: Split,
+    json: Option<PathBuf>,
+}
+
+/// How our Atlas splits big reads (`--split`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Split {
+    /// Split on the simulated object store, as the backend says on local disk.
+    Auto,
+    /// Always split (`ReadParallelism::default()`).
+    On,
+    /// Never split (`ReadParallelism::single()`).
+    Off,
+}
+
+impl Split {
+    fn parse(s: &str) -> Result<Self> {
+        match s {
+            "auto" => Ok(Split::Auto),
+            "on" => Ok(Split::On),
+            "off" => Ok(Split::Off),
+            _ => Err(BenchError::Usage(format!(
+                "--split takes auto, on or off, not {s:?}"
+            ))),
+        }
+    }
+
+    /// The open options of our Atlas on a store simulated by `sim`.
+    fn options(self, sim: Simulation) -> atlas::OpenOptions {
+        let o = atlas::OpenOptions::default();
+        match self {
+            Split::Auto if sim.is_active() => o.read_parallelism(atlas::ReadParallelism::default()),
+            Split::Auto => o,
+            Split::On => o.read_parallelism(atlas::ReadParallelism::default()),
+            Split::Off => o.read_parallelism(atlas::ReadParallelism::single()),
+        }
+    }
+
+    fn arg(self) -> &'static str {
+        match self {
+            Split::Auto => "auto",
+            Split::On => "on",
+            Split::Off => "off",
+        }
+    }
 }
 
 fn parse_duration(s: &str) -> Result<Duration> {
@@ -152,6 +204,8 @@ fn parse_options(args: &[String]) -> Result<Options> {
         sim: Simulation::default(),
         work: PathBuf::from("target/bench-work"),
         quick: false,
+        split: Split::Auto,
+        json: None,
     };
     let mut explicit = (None, None);
     let mut it = args.iter();
@@ -174,6 +228,8 @@ fn parse_options(args: &[String]) -> Result<Options> {
             "--latency" => o.sim.latency = parse_duration(&value(a)?)?,
             "--bandwidth" => o.sim.bandwidth = Some(parse_bandwidth(&value(a)?)?),
             "--work" => o.work = PathBuf::from(value(a)?),
+            "--split" => o.split = Split::parse(&value(a)?)?,
+            "--json" => o.json = Some(PathBuf::from(value(a)?)),
             other => return Err(BenchError::Usage(format!("unknown argument {other:?}"))),
         }
     }
@@ -388,13 +444,20 @@ fn run(o: &Options) -> Result {
     if o.zarrs {
         impls.push(Impl::Zarr);
     }
+    let cores = std::thread::available_parallelism().map_or(0, |n| n.get());
     println!(
-        "# atlas-bench: {} profiles, {} tiny datasets, {} cores{}",
+        "# atlas-bench: {} profiles, {} tiny datasets, {cores} cores{}",
         o.profiles,
         o.tiny,
-        std::thread::available_parallelism().map_or(0, |n| n.get()),
         if o.quick { " (--quick)" } else { "" }
     );
+    let mut report = Report {
+        profiles: o.profiles,
+        tiny: o.tiny,
+        cores,
+        quick: o.quick,
+        ..Report::default()
+    };
 
     // Writes, each in its own process.
     let mut writes = Vec::new();
@@ -473,6 +536,7 @@ fn run(o: &Options) -> Result {
         if !ok {
             failed.push(*what);
         }
+        report.cross_read.push((what.to_string(), got.datasets, ok));
     }
     if !failed.is_empty() {
         return Err(BenchError::Mismatch(format!(
@@ -482,6 +546,7 @@ fn run(o: &Options) -> Result {
 
     let floors = rt.block_on(Floors::of(&ours_dir, o.profiles))?;
     report::print_writes(&writes, &tiny_writes);
+    report.writes = writes.iter().chain(&tiny_writes).cloned().collect();
 
     let mut stores = vec![("local disk", Simulation::default())];
     if o.sim.is_active() {
@@ -490,13 +555,14 @@ fn run(o: &Options) -> Result {
     for (store, sim) in stores {
         eprintln!("reading ({store})");
         let mut columns: Vec<(Impl, Costs)> = Vec::new();
+        let options = o.split.options(sim);
         for imp in &impls {
             let meter = Meter::new(sim);
             let costs = rt.block_on(async {
                 match imp {
                     Impl::Ours => {
                         let (op, counting) = ours::operator(&ours_dir, &meter)?;
-                        ours::read_steps(&op, &meter, &counting).await
+                        ours::read_steps(&op, &meter, &counting, &options).await
                     }
                     Impl::Peer => peer::read_steps(&peer::store(&peer_dir, &meter)?, &meter).await,
                     Impl::Zarr => zarr::read_steps(&zarr_dir, &meter).await,
@@ -504,7 +570,8 @@ fn run(o: &Options) -> Result {
             })?;
             columns.push((*imp, costs));
         }
-        report::print_reads(store, sim, &columns, &floors);
+        let rows = report::read_rows(sim, &columns, &floors);
+        report::print_reads(store, sim, &rows);
 
         // Opening the collection of tiny datasets.
         let mut tiny = Vec::new();
@@ -518,7 +585,7 @@ fn run(o: &Options) -> Result {
                     match imp {
                         Impl::Ours => {
                             let (op, _) = ours::operator(&d, &meter)?;
-                            measure::measure(&meter, ours::open(&op)).await
+                            measure::measure(&meter, ours::open(&op, &options)).await
                         }
                         _ => {
                             let store = peer::store(&d, &meter)?;
@@ -536,6 +603,17 @@ fn run(o: &Options) -> Result {
             });
         }
         report::print_tiny(store, o.tiny, o.opens, &tiny, &tiny_writes);
+        report.stores.push(StoreReport {
+            store: store.to_owned(),
+            sim,
+            split: o.split.arg().to_owned(),
+            reads: rows,
+            tiny,
+        });
+    }
+    if let Some(path) = &o.json {
+        report.write_json(path)?;
+        eprintln!("wrote {}", path.display());
     }
     Ok(())
 }
@@ -725,7 +803,7 @@ mod tests {
         zarr::write_profiles(&z, n).await.expect("zarrs writes");
         let meter = Meter::default();
         let (op, counting) = ours::operator(&o, &meter).expect("operator");
-        let costs = ours::read_steps(&op, &meter, &counting)
+        let costs = ours::read_steps(&op, &meter, &counting, &atlas::OpenOptions::default())
             .await
             .expect("ours");
         let steps: Vec<_> = costs.iter().map(|(s, _)| *s).collect();

@@ -54,6 +54,23 @@ impl Step {
     /// Concurrent reads of the [`Many`](Step::Many) step.
     pub const MANY_CONCURRENCY: usize = 8;
 
+    /// A stable identifier, for the JSON report.
+    pub fn key(self) -> &'static str {
+        match self {
+            Step::Open => "open",
+            Step::Catalogue => "catalogue",
+            Step::Stats => "array_stats",
+            Step::StatsByDataset => "array_stats_by_dataset",
+            Step::AttrsByDataset => "attributes_by_dataset",
+            Step::ArrayAttrsByDataset => "array_attributes_by_dataset",
+            Step::Sweep => "sweep",
+            Step::OneFirst => "one_first",
+            Step::OneWarm => "one_warm",
+            Step::OneCold => "one_cold",
+            Step::Many => "read_many",
+        }
+    }
+
     /// The row label.
     pub fn label(self) -> &'static str {
         match self {

@@ -126,13 +126,11 @@ pub async fn count(dir: &Path) -> Result<usize> {
         .dataset_count())
 }
 
-/// Opens `dir` through `op`; the tiny bench's unit of work.
-pub async fn open(op: &Operator) -> Result<usize> {
-    Ok(
-        Atlas::open((op.clone(), ""), &atlas::OpenOptions::default())
-            .await?
-            .dataset_count(),
-    )
+/// Opens `dir` through `op` with `options`; the tiny bench's unit of work.
+pub async fn open(op: &Operator, options: &atlas::OpenOptions) -> Result<usize> {
+    Ok(Atlas::open((op.clone(), ""), options)
+        .await?
+        .dataset_count())
 }
 
 async fn read_one(atlas: &Atlas, index: usize, array: &str) -> Result<usize> {
@@ -148,12 +146,17 @@ async fn read_one(atlas: &Atlas, index: usize, array: &str) -> Result<usize> {
         .len())
 }
 
-/// The read steps over `op` (metered by `meter`).
-pub async fn read_steps(op: &Operator, meter: &Meter, counting: &CountingLayer) -> Result<Costs> {
+/// The read steps over `op` (metered by `meter`), opened with `options`.
+pub async fn read_steps(
+    op: &Operator,
+    meter: &Meter,
+    counting: &CountingLayer,
+    options: &atlas::OpenOptions,
+) -> Result<Costs> {
     let mut costs = Costs::new();
     counting.stats().reset();
     let (atlas, c) = measure(meter, async {
-        Ok(Atlas::open((op.clone(), ""), &atlas::OpenOptions::default()).await?)
+        Ok(Atlas::open((op.clone(), ""), options).await?)
     })
     .await?;
     check_counts(counting, &c.io)?;
@@ -228,7 +231,7 @@ pub async fn read_steps(op: &Operator, meter: &Meter, counting: &CountingLayer) 
 
     counting.stats().reset();
     let (_, c) = measure(meter, async {
-        let fresh = Atlas::open((op.clone(), ""), &atlas::OpenOptions::default()).await?;
+        let fresh = Atlas::open((op.clone(), ""), options).await?;
         read_one(&fresh, probe, "PSAL").await
     })
     .await?;
@@ -237,7 +240,7 @@ pub async fn read_steps(op: &Operator, meter: &Meter, counting: &CountingLayer) 
 
     counting.stats().reset();
     let (read, c) = measure(meter, async {
-        let fresh = Atlas::open((op.clone(), ""), &atlas::OpenOptions::default()).await?;
+        let fresh = Atlas::open((op.clone(), ""), options).await?;
         let mut stream = fresh.read_many(
             fresh.datasets(),
             "TEMP",

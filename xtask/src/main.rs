@@ -4,7 +4,8 @@
 //!   the footer-decode benchmark in release, then `atlas-bench` (this Atlas
 //!   beside atlas-rust and zarrs on the issue-9 workload, local and simulated
 //!   object store; `docs/performance.md`), then its write benchmark
-//!   (`atlas-bench write`). `--quick` skips the footer decode and shrinks both
+//!   (`atlas-bench write`); `--json FILE` writes the figures of the
+//!   side-by-side tables to FILE. `--quick` skips the footer decode and shrinks both
 //!   runs (the CI smoke test) and adds `atlas-bench sets --quick`; `--dev`
 //!   builds in the dev profile.
 //!   `bench --sets [--quick] [--dev] [options]` runs only the set benchmark
@@ -200,6 +201,19 @@ fn bench(args: &[String]) -> Result {
     }
 
     let work = root().join("target/bench-work");
+    // atlas-bench runs from the workspace root: a relative `--json FILE` is
+    // taken from where xtask was started.
+    let rest: Vec<String> = rest
+        .iter()
+        .scan(false, |after_json, a| {
+            let arg = if std::mem::replace(after_json, *a == "--json") {
+                std::path::absolute(a).map_or_else(|_| a.to_string(), |p| p.display().to_string())
+            } else {
+                a.to_string()
+            };
+            Some(arg)
+        })
+        .collect();
     run(cargo()
         .arg("run")
         .args(profile)

@@ -28,6 +28,11 @@
 //! failing the Nth read or every read of a path containing a substring,
 //! truncating read responses, failing a writer after N bytes, and reporting
 //! `read_with_suffix = false` so callers must fall back to stat + range.
+//!
+//! # Concurrency
+//!
+//! [`RequestStats::max_reads_in_flight`] is the most reads that were in
+//! flight at once: with injected latency, how many a caller keeps going.
 
 use std::fmt;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -86,6 +91,10 @@ pub struct ReadRecord {
 struct StatsInner {
     counts: Counts,
     reads: Vec<ReadRecord>,
+    /// Reads begun and not yet finished (response read, failed or dropped).
+    in_flight: u64,
+    /// The most reads in flight at once since the last reset.
+    max_in_flight: u64,
 }
 
 /// A shared handle on the layer's counts and read log.
@@ -109,15 +118,50 @@ impl RequestStats {
         self.lock().reads.clone()
     }
 
-    /// Zeroes the counts and clears the read log.
+    /// The most read requests that were in flight at once since creation or
+    /// the last reset. A read is in flight from the moment it reaches the
+    /// layer (before any injected latency) until its response has been read,
+    /// it failed, or it was dropped: with [`Faults::set_latency`], the reads
+    /// a caller keeps going at once.
+    pub fn max_reads_in_flight(&self) -> u64 {
+        self.lock().max_in_flight
+    }
+
+    /// Zeroes the counts and clears the read log; the high-water mark of
+    /// reads in flight restarts from those in flight now.
     pub fn reset(&self) {
         let mut g = self.lock();
         g.counts = Counts::default();
         g.reads.clear();
+        g.max_in_flight = g.in_flight;
+    }
+
+    /// Marks one read in flight until the guard is dropped.
+    fn begin_read(&self) -> InFlight {
+        self.update(|s| {
+            s.in_flight = s.in_flight.saturating_add(1);
+            s.max_in_flight = s.max_in_flight.max(s.in_flight);
+        });
+        InFlight {
+            stats: self.clone(),
+        }
     }
 
     fn update(&self, f: impl FnOnce(&mut StatsInner)) {
         f(&mut self.lock());
+    }
+}
+
+/// One read in flight, for [`RequestStats::max_reads_in_flight`]; ends on drop.
+#[derive(Debug)]
+struct InFlight {
+    stats: RequestStats,
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        self.stats
+            .update(|s| s.in_flight = s.in_flight.saturating_sub(1));
     }
 }
 
@@ -485,17 +529,20 @@ impl oio::Read for CountingReader {
         &self,
         range: BytesRange,
     ) -> opendal::Result<(RpRead, Box<dyn oio::ReadStreamDyn>)> {
+        let in_flight = self.shared.stats.begin_read();
         let limit = self.begin(range).await?;
         let (rp, stream) = oio::Read::open(&self.inner, range).await?;
         let stream = CountingStream {
             inner: stream,
             remaining: limit,
             shared: self.shared.clone(),
+            _in_flight: in_flight,
         };
         Ok((rp, Box::new(stream) as Box<dyn oio::ReadStreamDyn>))
     }
 
     async fn read(&self, range: BytesRange) -> opendal::Result<(RpRead, Buffer)> {
+        let _in_flight = self.shared.stats.begin_read();
         let limit = self.begin(range).await?;
         let (rp, mut buf) = oio::Read::read(&self.inner, range).await?;
         if let Some(limit) = limit {
@@ -513,6 +560,8 @@ struct CountingStream {
     inner: Box<dyn oio::ReadStreamDyn>,
     remaining: Option<u64>,
     shared: Arc<Shared>,
+    /// The read stays in flight until its body is dropped.
+    _in_flight: InFlight,
 }
 
 impl oio::ReadStream for CountingStream {

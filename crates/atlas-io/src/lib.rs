@@ -6,7 +6,7 @@
 //! them and knows how to move bytes over OpenDAL, but not what they mean:
 //!
 //! - [`read`]: range, suffix and whole-object reads that reject short reads,
-//!   and big reads split into concurrent pieces;
+//!   and big reads split into parts fetched concurrently ([`ReadParallelism`]);
 //! - [`mask_store`]: atomic and conditional whole-object writes for the
 //!   `deleted.mask` sidecar;
 //! - `counting`: an OpenDAL layer that counts requests and injects faults,
@@ -43,8 +43,8 @@ pub use mask_store::{
 };
 pub use path::object_path;
 pub use read::{
-    DEFAULT_PIECE_SIZE, Snapshot, read_optional, read_range, read_ranges_concurrently,
-    read_ranges_in_pieces, read_suffix, split_into_pieces, stat_len, supports_suffix_reads,
+    ReadParallelism, Snapshot, read_optional, read_range, read_ranges, read_split, read_suffix,
+    split_into_pieces, stat_len, supports_suffix_reads,
 };
 pub use retry::RetryPolicy;
 pub use transport::install_http_transport;

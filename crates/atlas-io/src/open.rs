@@ -8,7 +8,7 @@
 //! - otherwise one stat learns the length, then a ranged read of the last
 //!   `min(len, 64 KiB)` bytes;
 //! - a footer that does not fit in that probe costs exactly one more read
-//!   (split into concurrent 8 MiB pieces on the ranged path).
+//!   (split into parts fetched concurrently as the [`ReadParallelism`] says).
 //!
 //! [`open_collection`] reads `deleted.mask` concurrently with all of that, so
 //! an open costs one read of the container (two for a footer over 64 KiB)
@@ -22,12 +22,9 @@ use opendal::Operator;
 
 use crate::error::{IoError, IoErrorKind};
 use crate::read::{
-    DEFAULT_PIECE_SIZE, concat, piece_count, read_optional, read_ranges_concurrently,
-    read_suffix_once, stat_len, supports_suffix_reads,
+    ReadParallelism, concat, read_optional, read_split, read_suffix_once, stat_len,
+    supports_suffix_reads,
 };
-
-/// How many pieces of one big footer read are in flight at once.
-const FOOTER_READ_CONCURRENCY: usize = 8;
 
 /// Why a container could not be opened: the transport failed, or the bytes are not a valid container.
 #[derive(Debug, thiserror::Error)]
@@ -67,13 +64,24 @@ pub struct OpenedCollection {
 /// one more read when the footer exceeds the 64 KiB probe.
 ///
 /// A missing object is an [`IoError`] of kind [`IoErrorKind::NotFound`].
+/// Big reads are split as [`ReadParallelism::for_operator`] says.
 pub async fn open_container(
     op: &Operator,
     path: &str,
     limits: DecodeLimits,
 ) -> Result<OpenedTail, OpenError> {
+    open_container_with(op, path, limits, &ReadParallelism::for_operator(op)).await
+}
+
+/// [`open_container`], with a footer read past the probe split as `policy` says.
+pub async fn open_container_with(
+    op: &Operator,
+    path: &str,
+    limits: DecodeLimits,
+    policy: &ReadParallelism,
+) -> Result<OpenedTail, OpenError> {
     if supports_suffix_reads(op) {
-        match drive(op, path, limits, None).await {
+        match drive(op, path, limits, None, policy).await {
             // A service may claim suffix reads and still refuse one: fall back.
             Err(OpenError::Io(e)) if e.kind() == IoErrorKind::Unsupported => {
                 tracing::debug!(path, "suffix read refused; falling back to stat + range");
@@ -82,7 +90,7 @@ pub async fn open_container(
         }
     }
     let len = stat_len(op, path).await?;
-    let mut opened = drive(op, path, limits, Some(len)).await?;
+    let mut opened = drive(op, path, limits, Some(len), policy).await?;
     opened.requests = opened.requests.saturating_add(1);
     Ok(opened)
 }
@@ -97,8 +105,20 @@ pub async fn open_collection(
     mask_path: &str,
     limits: DecodeLimits,
 ) -> Result<OpenedCollection, OpenError> {
+    let policy = ReadParallelism::for_operator(op);
+    open_collection_with(op, container_path, mask_path, limits, &policy).await
+}
+
+/// [`open_collection`], with big reads split as `policy` says.
+pub async fn open_collection_with(
+    op: &Operator,
+    container_path: &str,
+    mask_path: &str,
+    limits: DecodeLimits,
+    policy: &ReadParallelism,
+) -> Result<OpenedCollection, OpenError> {
     let (tail, mask) = futures::join!(
-        open_container(op, container_path, limits),
+        open_container_with(op, container_path, limits, policy),
         read_optional(op, mask_path)
     );
     let tail = tail?;
@@ -112,6 +132,7 @@ async fn drive(
     path: &str,
     limits: DecodeLimits,
     len: Option<u64>,
+    policy: &ReadParallelism,
 ) -> Result<OpenedTail, OpenError> {
     let mut decoder = OpenDecoder::new(len).with_limits(limits);
     let mut tail = Bytes::new();
@@ -126,16 +147,9 @@ async fn drive(
                 });
             }
             DecodeResult::NeedsData(ReadRequest::Range(range)) => {
-                let mut parts = read_ranges_concurrently(
-                    op,
-                    path,
-                    std::slice::from_ref(&range),
-                    FOOTER_READ_CONCURRENCY,
-                )
-                .await?;
-                let pieces = piece_count(&range, DEFAULT_PIECE_SIZE);
+                let pieces = policy.requests(&range);
+                let bytes = read_split(op, path, range, policy).await?;
                 requests = requests.saturating_add(u32::try_from(pieces).unwrap_or(u32::MAX));
-                let bytes = parts.pop().unwrap_or_default();
                 decoder.push(&bytes)?;
                 // Requests walk backwards from the end: each one sits in front of the last.
                 tail = concat(vec![bytes, tail]);

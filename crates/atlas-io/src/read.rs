@@ -17,8 +17,121 @@ use opendal::{BytesRange, Operator};
 
 use crate::error::{IoError, IoErrorKind};
 
-/// Reads bigger than this are split into pieces of this size (8 MiB).
-pub const DEFAULT_PIECE_SIZE: u64 = 8 * 1024 * 1024;
+/// Part size of [`ReadParallelism::default`]: 2 MiB.
+pub const DEFAULT_PART_SIZE: u64 = 2 * 1024 * 1024;
+/// Parts in flight at once under [`ReadParallelism::default`].
+pub const DEFAULT_MAX_CONCURRENCY: usize = 16;
+/// Smallest read [`ReadParallelism::default`] splits: 4 MiB.
+pub const DEFAULT_MIN_SPLIT: u64 = 4 * 1024 * 1024;
+
+/// How a big read is split into ranged GETs fetched concurrently.
+///
+/// Object stores (S3, GCS, Azure) stream one ranged GET at roughly one
+/// connection's bandwidth, and serve parallel GETs of the same object about
+/// that fast each; so a footer or data region of several MiB arrives sooner
+/// as a few parts at once than as one GET. A read of at least
+/// [`min_split`](Self::min_split) bytes becomes `ceil(len / part_size)`
+/// consecutive parts (the last one shorter), at most
+/// [`max_concurrency`](Self::max_concurrency) in flight, reassembled in order;
+/// a smaller read stays one GET. Each part is a request of its own through
+/// the operator's layers, so it is retried and timed out alone.
+///
+/// The default (2 MiB parts, 16 at once, split from 4 MiB) suits object
+/// stores: a 10 MB segment footer costs 5 GETs sent together, requests stay
+/// one per 2 MiB. [`ReadParallelism::single`] never splits, the better choice
+/// on local disk ([`ReadParallelism::for_operator`] picks it there).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub struct ReadParallelism {
+    /// Bytes per part of a split read (a zero is taken as 1).
+    pub part_size: u64,
+    /// Parts of one read in flight at once (a zero is taken as 1).
+    pub max_concurrency: usize,
+    /// Reads shorter than this stay one GET (`u64::MAX`: no read is split).
+    pub min_split: u64,
+}
+
+impl Default for ReadParallelism {
+    /// For object stores: 2 MiB parts, 16 in flight, reads from 4 MiB split.
+    fn default() -> Self {
+        Self {
+            part_size: DEFAULT_PART_SIZE,
+            max_concurrency: DEFAULT_MAX_CONCURRENCY,
+            min_split: DEFAULT_MIN_SPLIT,
+        }
+    }
+}
+
+impl ReadParallelism {
+    /// Never split: every read is one GET, whatever its size.
+    pub fn single() -> Self {
+        Self::default().min_split(u64::MAX)
+    }
+
+    /// The policy for a backend: [`single`](Self::single) for the local file
+    /// system (`fs`), where one read of a big range is as fast as parts of it
+    /// (see `docs/performance.md`), the [`Default`] for everything else.
+    pub fn for_scheme(scheme: &str) -> Self {
+        match scheme {
+            "fs" => Self::single(),
+            _ => Self::default(),
+        }
+    }
+
+    /// [`for_scheme`](Self::for_scheme) of the service under `op`.
+    pub fn for_operator(op: &Operator) -> Self {
+        Self::for_scheme(op.info().scheme())
+    }
+
+    /// Sets [`part_size`](Self::part_size).
+    pub fn part_size(mut self, bytes: u64) -> Self {
+        self.part_size = bytes;
+        self
+    }
+
+    /// Sets [`max_concurrency`](Self::max_concurrency).
+    pub fn max_concurrency(mut self, parts: usize) -> Self {
+        self.max_concurrency = parts;
+        self
+    }
+
+    /// Sets [`min_split`](Self::min_split).
+    pub fn min_split(mut self, bytes: u64) -> Self {
+        self.min_split = bytes;
+        self
+    }
+
+    /// Whether a read of `len` bytes is split.
+    fn splits(&self, len: u64) -> bool {
+        self.min_split != u64::MAX && len >= self.min_split && len > self.part_size.max(1)
+    }
+
+    /// The GETs a read of `range` becomes, in order: no part for an empty
+    /// range, the range itself below the split threshold, else consecutive
+    /// parts of [`part_size`](Self::part_size) bytes.
+    pub fn parts(&self, range: Range<u64>) -> Vec<Range<u64>> {
+        let len = range.end.saturating_sub(range.start);
+        if len == 0 {
+            Vec::new()
+        } else if self.splits(len) {
+            split_into_pieces(range, self.part_size)
+        } else {
+            vec![range]
+        }
+    }
+
+    /// How many GETs a read of `range` costs: `parts(range).len()`, without building them.
+    pub fn requests(&self, range: &Range<u64>) -> u64 {
+        let len = range.end.saturating_sub(range.start);
+        if len == 0 {
+            0
+        } else if self.splits(len) {
+            piece_count(range, self.part_size)
+        } else {
+            1
+        }
+    }
+}
 
 /// Reads `range` of `path` with one ranged GET; an empty range costs nothing.
 ///
@@ -137,8 +250,7 @@ pub fn split_into_pieces(range: Range<u64>, piece_size: u64) -> Vec<Range<u64>> 
     out
 }
 
-/// How many pieces [`split_into_pieces`] cuts `range` into, without building them:
-/// the requests [`read_ranges_in_pieces`] sends for it.
+/// How many pieces [`split_into_pieces`] cuts `range` into, without building them.
 pub fn piece_count(range: &Range<u64>, piece_size: u64) -> u64 {
     range
         .end
@@ -146,27 +258,30 @@ pub fn piece_count(range: &Range<u64>, piece_size: u64) -> u64 {
         .div_ceil(piece_size.max(1))
 }
 
-/// Reads each of `ranges` of `path`, splitting ranges over 8 MiB into 8 MiB pieces
-/// read concurrently (at most `max_concurrency` in flight), reassembled in order.
+/// Reads `range` of `path` as `policy` says: one GET below its split
+/// threshold, else its parts fetched concurrently and joined in order.
 ///
-/// One request per piece; every piece is checked for short reads. Returns one
-/// buffer per input range, in input order.
-pub async fn read_ranges_concurrently(
+/// Costs [`ReadParallelism::requests`] requests (plus any retries of a part,
+/// which the operator's retry layer makes for that part alone). Every part is
+/// checked for short reads; the first part that fails for good fails the
+/// read with its error, and the parts still in flight are dropped.
+pub async fn read_split(
     op: &Operator,
     path: &str,
-    ranges: &[Range<u64>],
-    max_concurrency: usize,
-) -> Result<Vec<Bytes>, IoError> {
-    read_ranges_in_pieces(op, path, ranges, DEFAULT_PIECE_SIZE, max_concurrency).await
+    range: Range<u64>,
+    policy: &ReadParallelism,
+) -> Result<Bytes, IoError> {
+    let mut out = read_ranges(op, path, std::slice::from_ref(&range), policy).await?;
+    Ok(out.pop().unwrap_or_default())
 }
 
-/// [`read_ranges_concurrently`] with an explicit piece size (tests use small ones).
-pub async fn read_ranges_in_pieces(
+/// [`read_split`] of each of `ranges`, all parts sharing one bound of
+/// `policy.max_concurrency`; one buffer per input range, in input order.
+pub async fn read_ranges(
     op: &Operator,
     path: &str,
     ranges: &[Range<u64>],
-    piece_size: u64,
-    max_concurrency: usize,
+    policy: &ReadParallelism,
 ) -> Result<Vec<Bytes>, IoError> {
     let mut pieces: Vec<(usize, Range<u64>)> = Vec::new();
     for (i, r) in ranges.iter().enumerate() {
@@ -178,18 +293,13 @@ pub async fn read_ranges_in_pieces(
                 format!("inverted range {}..{}", r.start, r.end),
             ));
         }
-        pieces.extend(
-            split_into_pieces(r.clone(), piece_size)
-                .into_iter()
-                .map(|p| (i, p)),
-        );
+        pieces.extend(policy.parts(r.clone()).into_iter().map(|p| (i, p)));
     }
     let fetched: Vec<(usize, Bytes)> = futures::stream::iter(pieces)
         .map(|(i, p)| async move { read_range(op, path, p).await.map(|b| (i, b)) })
-        .buffered(max_concurrency.max(1))
+        .buffered(policy.max_concurrency.max(1))
         .try_collect()
         .await?;
-
     let mut out: Vec<Vec<Bytes>> = vec![Vec::new(); ranges.len()];
     for (i, b) in fetched {
         if let Some(slot) = out.get_mut(i) {
@@ -247,6 +357,33 @@ mod tests {
             split_into_pieces(u64::MAX - 3..u64::MAX, 2),
             vec![u64::MAX - 3..u64::MAX - 1, u64::MAX - 1..u64::MAX]
         );
+    }
+
+    #[test]
+    fn a_read_splits_only_from_min_split_and_into_as_many_parts_as_requests_says() {
+        let p = ReadParallelism::default().part_size(4).min_split(8);
+        assert_eq!(p.parts(0..7), vec![0..7], "below min_split: one GET");
+        assert_eq!(p.parts(10..20), vec![10..14, 14..18, 18..20]);
+        assert_eq!(p.parts(3..3), Vec::<Range<u64>>::new());
+        for r in [0..7, 10..20, 3..3, 0..8, 0..9] {
+            assert_eq!(p.requests(&r), p.parts(r.clone()).len() as u64, "{r:?}");
+        }
+        assert_eq!(
+            ReadParallelism::single().parts(0..u64::MAX),
+            vec![0..u64::MAX]
+        );
+    }
+
+    #[test]
+    fn local_disk_reads_whole_and_every_other_service_splits() {
+        assert_eq!(ReadParallelism::for_scheme("fs"), ReadParallelism::single());
+        for scheme in ["s3", "gcs", "azblob", "http", "memory"] {
+            assert_eq!(
+                ReadParallelism::for_scheme(scheme),
+                ReadParallelism::default(),
+                "{scheme}"
+            );
+        }
     }
 
     #[test]

@@ -5,7 +5,7 @@
 mod common;
 
 use atlas_io::{
-    CasMemory, CountingLayer, IoErrorKind, read_optional, read_range, read_ranges_in_pieces,
+    CasMemory, CountingLayer, IoErrorKind, ReadParallelism, read_optional, read_range, read_ranges,
     read_suffix, stat_len, supports_suffix_reads,
 };
 use bytes::Bytes;
@@ -141,7 +141,11 @@ async fn big_reads_are_split_into_pieces_and_reassembled_in_order() {
         .faults()
         .set_latency(std::time::Duration::from_millis(2));
 
-    let got = read_ranges_in_pieces(&op, "obj", &[0..2500, 3000..3001, 4000..4000], 1000, 4)
+    let policy = ReadParallelism::default()
+        .part_size(1000)
+        .min_split(0)
+        .max_concurrency(4);
+    let got = read_ranges(&op, "obj", &[0..2500, 3000..3001, 4000..4000], &policy)
         .await
         .unwrap();
 
@@ -161,7 +165,11 @@ async fn a_failing_piece_fails_the_whole_read() {
     let (op, layer) = counted_memory();
     op.write("obj", data(10_000)).await.unwrap();
     layer.faults().fail_nth_read(2);
-    let err = read_ranges_in_pieces(&op, "obj", std::slice::from_ref(&(0..5000)), 1000, 2)
+    let policy = ReadParallelism::default()
+        .part_size(1000)
+        .min_split(0)
+        .max_concurrency(2);
+    let err = read_ranges(&op, "obj", std::slice::from_ref(&(0..5000)), &policy)
         .await
         .unwrap_err();
     assert_eq!(err.kind(), IoErrorKind::Other);

@@ -19,6 +19,7 @@ use std::ops::Range;
 use std::sync::Arc;
 
 use array_format::{ArrayFile, BlockCache, ReadConfig};
+use atlas_io::ReadParallelism;
 use bytes::Bytes;
 use object_store::ObjectStore;
 use object_store::path::Path;
@@ -58,14 +59,19 @@ pub struct SegmentOptions {
     /// Bytes read from the end of a segment when it is first opened; a footer
     /// larger than that costs one more read of exactly the bytes missing.
     pub prefetch_bytes: u64,
+    /// How big reads (a footer past the prefetch, a read-ahead window, the
+    /// front of a data region) are split; `None`:
+    /// [`ReadParallelism::for_operator`] of the set's operator.
+    pub read_parallelism: Option<ReadParallelism>,
 }
 
 impl Default for SegmentOptions {
-    /// 256 MiB of block cache, 256 KiB prefetch.
+    /// 256 MiB of block cache, 256 KiB prefetch, big reads split as suits the backend.
     fn default() -> Self {
         Self {
             block_cache_bytes: DEFAULT_BLOCK_CACHE_BYTES,
             prefetch_bytes: DEFAULT_PREFETCH,
+            read_parallelism: None,
         }
     }
 }
@@ -80,6 +86,12 @@ impl SegmentOptions {
     /// Sets the bytes first read from a segment's end when it is opened.
     pub fn prefetch_bytes(mut self, bytes: u64) -> Self {
         self.prefetch_bytes = bytes;
+        self
+    }
+
+    /// Sets how big reads are split.
+    pub fn read_parallelism(mut self, parallelism: ReadParallelism) -> Self {
+        self.read_parallelism = Some(parallelism);
         self
     }
 }
@@ -107,6 +119,8 @@ pub struct SegmentSet {
     tracked: Arc<dyn ObjectStore>,
     cache: Option<Arc<BlockCache>>,
     prefetch: u64,
+    /// How big reads are split (the store's reads too).
+    parallelism: ReadParallelism,
     /// Container bytes already in hand (e.g. from the open); reads inside are served from here.
     probe: Bytes,
     probe_start: u64,
@@ -145,7 +159,12 @@ impl SegmentSet {
         probe_end: u64,
     ) -> Self {
         let container = container.into();
-        let store = Arc::new(SegmentStore::new(op.clone(), container.clone()));
+        let parallelism = options
+            .read_parallelism
+            .unwrap_or_else(|| ReadParallelism::for_operator(&op));
+        let store = Arc::new(
+            SegmentStore::new(op.clone(), container.clone()).with_read_parallelism(parallelism),
+        );
         let tracked: Arc<dyn ObjectStore> = Arc::new(KindTrackingStore {
             inner: store.clone(),
         });
@@ -159,6 +178,7 @@ impl SegmentSet {
             tracked,
             cache,
             prefetch: options.prefetch_bytes,
+            parallelism,
             probe,
             probe_start,
             cells: (0..count).map(|_| OnceCell::new()).collect(),
@@ -559,7 +579,8 @@ impl SegmentSet {
     }
 
     /// Reads `rel` of segment `range`: from the probe when it covers it, else
-    /// one ranged read, however large (a footer costs one request).
+    /// one ranged read, split into concurrent parts when it is big enough
+    /// (see [`ReadParallelism`]).
     async fn read(&self, range: &SegmentRange, rel: Range<u64>) -> Result<Bytes, SegmentError> {
         let start = range.offset.checked_add(rel.start);
         let end = range.offset.checked_add(rel.end);
@@ -581,7 +602,7 @@ impl SegmentSet {
                 return Ok(bytes);
             }
         }
-        Ok(atlas_io::read_range(&self.op, &self.container, start..end).await?)
+        Ok(atlas_io::read_split(&self.op, &self.container, start..end, &self.parallelism).await?)
     }
 }
 

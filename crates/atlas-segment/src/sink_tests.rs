@@ -263,7 +263,12 @@ fn the_sink_and_segment_futures_can_be_spawned() {
     assert_send(&store.prefetch_tail(&p, 1));
     assert_send(&store.register_prefetched(&p, 0, 1, 1));
     assert_send(&atlas_io::put_atomic(&op, "m", Bytes::new()));
-    assert_send(&atlas_io::read_ranges_concurrently(&op, "c", &[], 1));
+    assert_send(&atlas_io::read_ranges(
+        &op,
+        "c",
+        &[],
+        &atlas_io::ReadParallelism::default(),
+    ));
     assert_send(&atlas_io::update_conditionally(&op, "m", 0, |_| {
         Ok::<_, ()>(None)
     }));

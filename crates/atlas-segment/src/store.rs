@@ -49,14 +49,12 @@ use object_store::{
 };
 use opendal::Operator;
 
-use atlas_io::read::{DEFAULT_PIECE_SIZE, concat, piece_count, read_ranges_in_pieces};
+use atlas_io::read::{ReadParallelism, concat, read_split};
 use atlas_io::{IoError, IoErrorKind};
 
 use crate::read_ahead::{ReadAhead, Step};
 use crate::tail::{ARRF_TRAILER_LEN, TailDecoder, TailError, TailStep, check_trailer};
 
-/// Default number of concurrent piece reads for one big read.
-pub const DEFAULT_READ_CONCURRENCY: usize = 8;
 const STORE_NAME: &str = "SegmentStore";
 
 /// The virtual path of segment `index`: `seg/<index>`.
@@ -195,8 +193,8 @@ pub struct SegmentStore {
     container: String,
     segments: RwLock<HashMap<String, Segment>>,
     requests: AtomicU64,
-    read_concurrency: usize,
-    piece_size: u64,
+    /// How a big read (a footer, a read-ahead window) is split.
+    parallelism: ReadParallelism,
 }
 
 impl fmt::Debug for SegmentStore {
@@ -216,19 +214,27 @@ impl fmt::Display for SegmentStore {
 }
 
 impl SegmentStore {
-    /// A store over the object `container` of `op`, with no segments yet.
+    /// A store over the object `container` of `op`, with no segments yet;
+    /// big reads are split as [`ReadParallelism::for_operator`] says.
     pub fn new(op: Operator, container: impl Into<String>) -> Self {
+        let parallelism = ReadParallelism::for_operator(&op);
         Self {
             op,
             container: container.into(),
             segments: RwLock::new(HashMap::new()),
             requests: AtomicU64::new(0),
-            read_concurrency: DEFAULT_READ_CONCURRENCY,
-            piece_size: DEFAULT_PIECE_SIZE,
+            parallelism,
         }
     }
 
-    /// Requests this store has sent to the backend so far (one per ranged read).
+    /// Splits big reads as `parallelism` says.
+    pub fn with_read_parallelism(mut self, parallelism: ReadParallelism) -> Self {
+        self.parallelism = parallelism;
+        self
+    }
+
+    /// Requests this store has sent to the backend so far (one per ranged
+    /// read, one per part of a split one).
     pub fn requests(&self) -> u64 {
         self.requests.load(Ordering::Relaxed)
     }
@@ -421,17 +427,9 @@ impl SegmentStore {
                 });
             }
         };
-        let pieces = piece_count(&abs, self.piece_size);
-        self.requests.fetch_add(pieces, Ordering::Relaxed);
-        let mut parts = read_ranges_in_pieces(
-            &self.op,
-            &self.container,
-            std::slice::from_ref(&abs),
-            self.piece_size,
-            self.read_concurrency,
-        )
-        .await?;
-        Ok(parts.pop().unwrap_or_default())
+        let parts = self.parallelism.requests(&abs);
+        self.requests.fetch_add(parts, Ordering::Relaxed);
+        Ok(read_split(&self.op, &self.container, abs, &self.parallelism).await?)
     }
 
     /// Reads `rel` of the segment, from the tail where it covers it.

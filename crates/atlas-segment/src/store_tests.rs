@@ -426,10 +426,42 @@ async fn walking_the_data_region_in_order_reads_ahead_in_a_few_requests_and_neve
         at = end;
     }
     let log = layer.stats().read_log();
-    // The first block alone, then windows of 4, 8 and 16 MiB (cut at the footer).
-    assert_eq!(log.len(), 4, "{log:?}");
+    // The first block alone, then windows of 4, 8 and 16 MiB (cut at the
+    // footer), each split into parts as the default policy says.
+    let (b, mib) = (block as u64, 1024 * 1024);
+    let windows = [
+        0..b,
+        b..b + 4 * mib,
+        b + 4 * mib..b + 12 * mib,
+        b + 12 * mib..data as u64,
+    ];
+    let policy = atlas_io::ReadParallelism::default();
+    let parts: u64 = windows.iter().map(|w| policy.requests(w)).sum();
+    assert_eq!(parts, 1 + 2 + 4 + 4);
+    assert_eq!(log.len() as u64, parts, "{log:?}");
     let read: u64 = log.iter().filter_map(|r| r.range.size()).sum();
     assert_eq!(read, data as u64, "every data byte once, no footer byte");
+}
+
+#[tokio::test]
+async fn read_ahead_windows_stay_whole_when_reads_are_not_split() {
+    let (data, block) = (20 * 1024 * 1024, 400 * 1024);
+    let (store, layer, seg) = store_with_data_region(data, 3000).await;
+    let store = store.with_read_parallelism(atlas_io::ReadParallelism::single());
+    let mut at = 0;
+    while at < data {
+        let end = (at + block).min(data);
+        let got = store
+            .get_range(&segment_path(0), at as u64..end as u64)
+            .await
+            .unwrap();
+        assert_eq!(&got[..], &seg[at..end], "bytes {at}..{end}");
+        at = end;
+    }
+    let log = layer.stats().read_log();
+    // The first block alone, then windows of 4, 8 and 16 MiB, one GET each.
+    assert_eq!(log.len(), 4, "{log:?}");
+    assert_eq!(store.requests(), 4);
 }
 
 #[tokio::test]

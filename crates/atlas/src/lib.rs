@@ -93,10 +93,10 @@ pub use atlas_format::{
     NameRange, SET_MANIFEST_FILE, SET_MEMBERS_DIR, SegmentChecksum, SetManifest, SummaryValue,
     VariableSummary,
 };
-// Storage: errors, retries, leftovers of interrupted writes (atlas-io).
+// Storage: errors, retries, split reads, leftovers of interrupted writes (atlas-io).
 pub use atlas_io::{
-    IoError, IoErrorKind, Leftover, LeftoverKind, MultipartUploads, RetryPolicy, Upload,
-    WriteGuarantee,
+    IoError, IoErrorKind, Leftover, LeftoverKind, MultipartUploads, ReadParallelism, RetryPolicy,
+    Upload, WriteGuarantee,
 };
 // Values, arrays, attributes and statistics, and what a damaged segment is (atlas-segment).
 pub use atlas_segment::{

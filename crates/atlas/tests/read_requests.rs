@@ -5,7 +5,9 @@
 
 mod read_support;
 
-use atlas::{ArrayData, Atlas, AtlasError, Attr, OpenOptions, Order, Region, WriteGuarantee};
+use atlas::{
+    ArrayData, Atlas, AtlasError, Attr, OpenOptions, Order, ReadParallelism, Region, WriteGuarantee,
+};
 use futures::StreamExt;
 use opendal::BytesRange;
 use read_support::{
@@ -14,6 +16,38 @@ use read_support::{
 };
 
 const PROBE: u64 = 64 * 1024;
+
+/// The requests of a segment footer's first read under `policy`: the
+/// prefetch, then the rest of the footer, each split as the policy says.
+fn footer_reads(policy: &ReadParallelism, footer: u64) -> u64 {
+    let prefetch = atlas_segment::DEFAULT_PREFETCH;
+    policy.requests(&(0..prefetch)) + policy.requests(&(0..footer.saturating_sub(prefetch)))
+}
+
+/// Small parts, so the test collections' footers split: 64 KiB parts from 128 KiB.
+fn small_parts() -> ReadParallelism {
+    ReadParallelism::default()
+        .part_size(64 * 1024)
+        .min_split(128 * 1024)
+}
+
+/// The bounded ranges read of `path` (suffix reads left out), sorted by start.
+fn ranges_read(stats: &atlas_io::RequestStats, path: &str) -> Vec<std::ops::Range<u64>> {
+    let mut out: Vec<_> = stats
+        .read_log()
+        .into_iter()
+        .filter(|r| r.path == path)
+        .filter_map(|r| match r.range {
+            BytesRange::Range {
+                offset,
+                size: Some(size),
+            } => Some(offset..offset + size),
+            _ => None,
+        })
+        .collect();
+    out.sort_by_key(|r| r.start);
+    out
+}
 
 #[tokio::test]
 async fn opening_a_small_collection_is_one_suffix_read_plus_the_mask_read() {
@@ -93,11 +127,55 @@ async fn a_footer_over_64_kib_costs_exactly_two_reads() {
             "open with a {footer}-byte footer (suffix {suffix}): {container_reads} reads, {bytes} bytes, {} stats",
             counts.stats
         );
+        // The probe, then the rest of the footer: under 4 MiB, one read.
+        assert!(footer < 4 * 1024 * 1024, "{footer}");
         assert_eq!(container_reads, 2);
         assert!(bytes <= PROBE + footer + 16, "{bytes} bytes read");
         assert_eq!(counts.stats, u64::from(!suffix));
         assert_eq!(atlas.dataset_count(), 30_000);
     }
+}
+
+#[tokio::test]
+async fn a_footer_past_the_probe_is_read_in_parts_that_tile_it() {
+    // On the ranged path (no suffix reads): the probe and the rest of the
+    // footer are both split. (A suffix read cannot be: the object's length
+    // is not known yet.)
+    let container = big_footer_container(30_000);
+    let (op, stats, _) = counted_memory_without_suffix();
+    op.write("data.atlas", container.clone()).await.unwrap();
+    stats.reset();
+    let policy = ReadParallelism::default()
+        .part_size(16 * 1024)
+        .min_split(32 * 1024);
+    let options = OpenOptions::default().read_parallelism(policy);
+    let atlas = Atlas::open((op, ""), &options).await.unwrap();
+    let len = container.len() as u64;
+    let ranges = ranges_read(&stats, "data.atlas");
+    let first = ranges.first().unwrap().start;
+    assert_eq!(ranges.last().unwrap().end, len, "nothing past the end");
+    for pair in ranges.windows(2) {
+        assert_eq!(pair[0].end, pair[1].start, "no gap, no overlap: {pair:?}");
+    }
+    let probe = policy.requests(&(len - PROBE..len));
+    let rest = policy.requests(&(first..len - PROBE));
+    assert_eq!((probe, ranges.len() as u64), (4, probe + rest));
+    assert!(rest > 1, "the rest of the footer was split too: {ranges:?}");
+    assert!(
+        len - first <= PROBE.max(atlas.footer_bytes() + 16),
+        "nothing in front of the footer"
+    );
+    let counts = stats.snapshot();
+    assert_eq!(
+        (counts.stats, counts.reads),
+        (1, probe + rest + 1),
+        "and the mask"
+    );
+    assert_eq!(atlas.dataset_count(), 30_000);
+    // Catalogue calls after a split open cost nothing either.
+    stats.reset();
+    let _ = (atlas.dataset_names(), atlas.segments(), atlas.array_names());
+    assert_eq!(stats.snapshot().requests(), 0);
 }
 
 #[tokio::test]
@@ -225,7 +303,15 @@ async fn the_first_use_of_a_segment_reads_its_footer_and_nothing_else() {
         "first use of segment v ({} bytes, footer {footer}): {first:?}",
         segment.len
     );
-    assert_eq!(first.reads, 2, "the prefetch, then the rest of the footer");
+    assert_eq!(
+        first.reads,
+        footer_reads(&ReadParallelism::default(), footer),
+        "the prefetch, then the rest of the footer"
+    );
+    assert_eq!(
+        first.reads, 2,
+        "a footer under 4 MiB: one read after the prefetch"
+    );
     assert_eq!(first.bytes_read, footer, "the footer and trailer, no data");
     let data = view
         .read_array::<f32>("v", atlas::Region::all())
@@ -249,6 +335,46 @@ async fn the_first_use_of_a_segment_reads_its_footer_and_nothing_else() {
         .await
         .unwrap();
     assert_eq!(stats.snapshot().reads, after.reads, "the block is cached");
+}
+
+#[tokio::test]
+async fn the_first_use_of_a_segment_reads_its_footer_in_parts_and_nothing_else() {
+    let (op, stats, _) = counted_memory();
+    op.write("data.atlas", uniform_collection(2_000).await)
+        .await
+        .unwrap();
+    let options = OpenOptions::default().read_parallelism(small_parts());
+    let atlas = Atlas::open((op.clone(), ""), &options).await.unwrap();
+    let segment = atlas
+        .segments()
+        .into_iter()
+        .find(|v| v.name == "v")
+        .unwrap();
+    let footer = segment_footer_bytes(&op, "data.atlas", segment.offset, segment.len).await;
+    stats.reset();
+    let view = atlas.dataset(&uniform_name(7)).unwrap();
+    assert_eq!(view.array_layout("v").await.unwrap().shape, vec![4]);
+    let first = stats.snapshot();
+    println!("first use of segment v (footer {footer}, 64 KiB parts): {first:?}");
+    let expected = footer_reads(&small_parts(), footer);
+    assert!(expected > 2, "the footer is split: {expected}");
+    assert_eq!(first.reads, expected);
+    assert_eq!(first.bytes_read, footer, "the footer and trailer, no data");
+    let ranges = ranges_read(&stats, "data.atlas");
+    let end = segment.offset + segment.len;
+    assert_eq!(ranges.first().map(|r| r.start), Some(end - footer));
+    assert_eq!(
+        ranges.last().map(|r| r.end),
+        Some(end),
+        "nothing past the segment"
+    );
+    for pair in ranges.windows(2) {
+        assert_eq!(pair[0].end, pair[1].start, "no gap, no overlap: {pair:?}");
+    }
+    // Statistics and attributes of the segment then cost nothing.
+    let _ = view.array_stats("v").await.unwrap();
+    let _ = view.array_attributes("v").await.unwrap();
+    assert_eq!(stats.snapshot().reads, expected);
 }
 
 #[tokio::test]
@@ -302,7 +428,10 @@ async fn one_array_of_a_segment_with_a_large_footer_costs_a_few_small_reads() {
     let folded = atlas.array_stats("v").await.unwrap().unwrap();
     assert_eq!(folded.row_count, 4 * n as u64);
     let fold = stats.snapshot();
-    assert_eq!(fold.reads, 2);
+    assert_eq!(
+        fold.reads,
+        footer_reads(&ReadParallelism::default(), footer)
+    );
     assert_eq!(fold.bytes_read, footer);
 }
 
@@ -345,7 +474,8 @@ async fn statistics_layouts_and_attributes_across_10_000_datasets_open_one_segme
     );
     assert_eq!(atlas.segments_opened(), 1);
     assert_eq!(
-        after_v.reads, 2,
+        after_v.reads,
+        footer_reads(&ReadParallelism::default(), footer_v),
         "one segment open: prefetch, then the rest of its footer"
     );
     assert_eq!(
@@ -656,7 +786,7 @@ async fn statistics_come_from_the_footer_alone_and_the_open_after_them_reads_not
     let fold = stats.snapshot();
     assert_eq!(
         (fold.reads, fold.bytes_read),
-        (2, footer),
+        (footer_reads(&ReadParallelism::default(), footer), footer),
         "the footer, once"
     );
     assert_eq!(atlas.segments_opened(), 0, "array-format opened nothing");

@@ -9,8 +9,8 @@ use atlas_format::{
     CONTAINER_FILE, Codec, CollectionFooter, DATASETS_SEGMENT, DecodeLimits, DeletionMask,
     MASK_FILE, SET_MANIFEST_FILE,
 };
-use atlas_io::open::{OpenError, open_collection};
-use atlas_io::{IoErrorKind, MultipartUploads, object_path};
+use atlas_io::open::{OpenError, open_collection_with};
+use atlas_io::{IoErrorKind, MultipartUploads, ReadParallelism, object_path};
 use opendal::Operator;
 
 use atlas_segment::{Segment, SegmentDigest, SegmentOptions, SegmentSet};
@@ -28,17 +28,21 @@ pub struct OpenOptions {
     pub(crate) segment_prefetch_bytes: u64,
     pub(crate) limits: DecodeLimits,
     pub(crate) storage: StorageOptions,
+    pub(crate) read_parallelism: Option<ReadParallelism>,
 }
 
 impl Default for OpenOptions {
     /// 256 MiB of block cache, 256 KiB segment prefetch, default decode limits,
-    /// default storage options (credentials and endpoints from the environment).
+    /// default storage options (credentials and endpoints from the environment),
+    /// big reads split as suits the backend ([`ReadParallelism::for_operator`]:
+    /// whole on local disk, in concurrent parts on object stores).
     fn default() -> Self {
         Self {
             block_cache_bytes: atlas_segment::DEFAULT_BLOCK_CACHE_BYTES,
             segment_prefetch_bytes: atlas_segment::DEFAULT_PREFETCH,
             limits: DecodeLimits::default(),
             storage: StorageOptions::default(),
+            read_parallelism: None,
         }
     }
 }
@@ -61,6 +65,17 @@ impl OpenOptions {
     /// Sets the limits on the container footer a hostile file could otherwise inflate.
     pub fn limits(mut self, limits: DecodeLimits) -> Self {
         self.limits = limits;
+        self
+    }
+
+    /// Sets how big reads are split into ranged GETs fetched concurrently:
+    /// a container footer past the open's probe, a segment footer, a
+    /// read-ahead window, the front of a data region. Overrides the choice by
+    /// backend (whole reads on local disk, [`ReadParallelism::default`]
+    /// elsewhere), e.g. for an operator whose service is not the store it
+    /// stands for.
+    pub fn read_parallelism(mut self, parallelism: ReadParallelism) -> Self {
+        self.read_parallelism = Some(parallelism);
         self
     }
 
@@ -161,7 +176,18 @@ impl Atlas {
         atlas_io::install_http_transport();
         let container_path = object_path(prefix, CONTAINER_FILE);
         let mask_path = object_path(prefix, MASK_FILE);
-        let opened = match open_collection(&op, &container_path, &mask_path, options.limits).await {
+        let parallelism = options
+            .read_parallelism
+            .unwrap_or_else(|| ReadParallelism::for_operator(&op));
+        let opened = match open_collection_with(
+            &op,
+            &container_path,
+            &mask_path,
+            options.limits,
+            &parallelism,
+        )
+        .await
+        {
             Ok(opened) => opened,
             Err(OpenError::Io(io)) if io.kind() == IoErrorKind::NotFound => {
                 // Nothing here, or a set: say which (one more request, on the error path only).
@@ -200,7 +226,8 @@ impl Atlas {
             container.footer.variables.len(),
             SegmentOptions::default()
                 .block_cache_bytes(options.block_cache_bytes)
-                .prefetch_bytes(options.segment_prefetch_bytes),
+                .prefetch_bytes(options.segment_prefetch_bytes)
+                .read_parallelism(parallelism),
             probe,
             segment_bytes_end,
         );
