@@ -36,7 +36,7 @@ pub use catalogue::CatalogueOptions;
 pub use error::{ParseError, QueryError};
 #[cfg(feature = "parquet")]
 pub use export::write_parquet;
-pub use export::{cell_json, write_csv, write_ndjson};
+pub use export::{BatchWriter, ExportFormat, cell_json, write_csv, write_ndjson};
 pub use json_value::{attr_value_json, bytes_json, f32_json, float_json};
 pub use predicate::{CmpOp, Field, Predicate, StatField};
 pub use table::{DEFAULT_ROWS_PER_BATCH, TableOptions, TableStream};
