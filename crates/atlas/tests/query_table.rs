@@ -570,3 +570,35 @@ async fn a_predicate_reads_only_the_selected_datasets_blocks() {
     let all = ranges(&stats);
     assert!(all.iter().any(|r| !covered(r)), "{all:?}");
 }
+
+#[tokio::test]
+async fn a_timestamp_equal_to_its_fill_value_is_null_as_numpy_reads_it_as_nat() {
+    let (op, _) = cas();
+    let writer = AtlasWriter::create((op.clone(), "t"), &WriterConfig::default())
+        .await
+        .unwrap();
+    let mut ds = writer.add_dataset("one").unwrap();
+    let fill = Timestamp::from_nanos(T0);
+    ds.define_array::<Timestamp>("TIME", &["N"], &[3], None, Some(fill))
+        .unwrap();
+    let t = arr(&[fill, Timestamp::from_nanos(T0 + 1), fill]);
+    ds.write_array("TIME", &[0], t.view()).unwrap();
+    ds.finish().await.unwrap();
+    writer.finish().await.unwrap();
+    let atlas = Atlas::open((op, "t"), &OpenOptions::default())
+        .await
+        .unwrap();
+    let got: Vec<RecordBatch> = atlas
+        .table(&TableOptions::new(["TIME"]))
+        .await
+        .unwrap()
+        .try_collect()
+        .await
+        .unwrap();
+    let time = got[0]
+        .column_by_name("TIME")
+        .unwrap()
+        .as_primitive::<TimestampNanosecondType>();
+    let cells: Vec<Option<i64>> = time.iter().collect();
+    assert_eq!(cells, [None, Some(T0 + 1), None]);
+}

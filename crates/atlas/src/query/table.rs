@@ -33,7 +33,7 @@ use super::eval::Declared;
 use super::predicate::Predicate;
 use crate::error::AtlasError;
 use crate::read::{Atlas, Dataset, Order, Region, read_many};
-use crate::{AnyArray, ArrayData, Attr};
+use crate::{AnyArray, ArrayData, Attr, FillValue};
 
 /// Rows per batch unless [`TableOptions::rows_per_batch`] says otherwise.
 pub const DEFAULT_ROWS_PER_BATCH: usize = 65_536;
@@ -173,7 +173,8 @@ impl Atlas {
     ///   attribute is called `NAME` too);
     /// - one column per array in its stored type (timestamps as UTC
     ///   timestamps, strings utf8; values as stored, NaN and fill values
-    ///   included), null for a dataset that lacks the array;
+    ///   included, except that a timestamp equal to its array's fill value is
+    ///   null, as numpy reads it as NaT), null for a dataset that lacks the array;
     /// - one column per [`TableOptions::attributes`] key, typed as the
     ///   catalogue types it (`@KEY` if an array is called `KEY` too).
     ///
@@ -604,7 +605,7 @@ impl Filler {
     }
 
     /// The next result of each stream of an array `part` declares: its values.
-    async fn values_of(&mut self, part: &Part) -> Result<Vec<Option<ArrayData>>, QueryError> {
+    async fn values_of(&mut self, part: &Part) -> Result<Vec<Option<Values>>, QueryError> {
         let mut values = Vec::with_capacity(part.has.len());
         for (has, reads) in part.has.iter().zip(self.reads.iter_mut()) {
             if !*has {
@@ -624,7 +625,12 @@ impl Filler {
                 ))
                 .into());
             }
-            let data = result?.into_data();
+            let read = result?;
+            let fill = match read.fill() {
+                Some(FillValue::Timestamp(t)) => Some(t.nanos()),
+                _ => None,
+            };
+            let data = read.into_data();
             if u64::try_from(data.len()).ok() != Some(part.rows) {
                 return Err(AtlasError::corrupt(format!(
                     "dataset {:?}: read {} elements where the layout says {}",
@@ -634,10 +640,17 @@ impl Filler {
                 ))
                 .into());
             }
-            values.push(Some(data));
+            values.push(Some(Values { data, fill }));
         }
         Ok(values)
     }
+}
+
+/// One array of one dataset, as read.
+struct Values {
+    data: ArrayData,
+    /// The fill value of a timestamp array: such elements become nulls (NaT).
+    fill: Option<i64>,
 }
 
 /// One batch being filled.
@@ -700,7 +713,7 @@ impl BatchBuilder {
     fn add(
         &mut self,
         part: &Part,
-        values: &[Option<ArrayData>],
+        values: &[Option<Values>],
     ) -> Result<Vec<RecordBatch>, QueryError> {
         let total = usize::try_from(part.rows).map_err(|_| {
             AtlasError::corrupt(format!(
@@ -729,7 +742,7 @@ impl BatchBuilder {
             for (column, data) in self.columns.iter_mut().zip(values) {
                 match data {
                     None => column.append_nulls(n),
-                    Some(data) => column.append(data, offset, end, part.dataset.name())?,
+                    Some(v) => column.append(v, offset, end, part.dataset.name())?,
                 }
             }
             self.attr_runs.push((part.attrs.clone(), n));
@@ -882,10 +895,11 @@ impl ColumnBuilder {
         }
     }
 
-    /// Appends elements `start..end` of `data`, which must be of this column's type.
+    /// Appends elements `start..end` of `values`, which must be of this
+    /// column's type (timestamps equal to the fill value as nulls).
     fn append(
         &mut self,
-        data: &ArrayData,
+        values: &Values,
         start: usize,
         end: usize,
         dataset: &str,
@@ -895,15 +909,20 @@ impl ColumnBuilder {
                 "dataset {dataset:?}: elements {start}..{end} are not in the array read"
             )))
         };
+        let fill = values.fill;
         macro_rules! slices {
             ($($v:ident),*) => {
-                match (self, data) {
+                match (self, &values.data) {
                     $((Self::$v(b), ArrayData::$v(a)) => {
                         b.append_slice(window(a, start, end).ok_or_else(outside)?);
                     })*
                     (Self::Timestamp(b), ArrayData::Timestamp(a)) => {
                         let values = window(a, start, end).ok_or_else(outside)?;
-                        b.extend(values.iter().map(|t| Some(t.nanos())));
+                        b.extend(
+                            values
+                                .iter()
+                                .map(|t| (Some(t.nanos()) != fill).then_some(t.nanos())),
+                        );
                     }
                     (Self::String(b), ArrayData::String(a)) => {
                         for v in window(a, start, end).ok_or_else(outside)? {
