@@ -111,6 +111,10 @@ pub enum Command {
     #[command(after_help = CATALOGUE_HELP)]
     Catalogue(CatalogueArgs),
 
+    /// The values of chosen arrays over many datasets as one long table (a row per element).
+    #[command(after_help = EXPORT_HELP)]
+    Export(ExportArgs),
+
     /// Check everything a reader relies on; exit 1 and list the problems if anything is wrong.
     #[command(
         after_help = "Example:\n  atlas verify ./argo\n  atlas verify ./argo --deep\n\nv8 stores no checksums: a damaged byte that still decodes reads back as another\nvalue. --deep recomputes every array's statistics from its values and compares\nthem with the recorded ones, which catches much of that damage, not all of it\n(attribute values, dimension names, chunk shapes and fill values have no\nsecond copy to compare with). With a checksum sidecar (`atlas checksum`), --deep\nalso compares the CRC32C of every segment, the footer and the mask, and names\neach part whose bytes changed."
@@ -341,6 +345,58 @@ pub struct CatalogueArgs {
     /// Write to this file instead of stdout.
     #[arg(short, long, value_name = "FILE")]
     pub output: Option<PathBuf>,
+}
+
+const EXPORT_HELP: &str = "\
+Columns: dataset (the dataset's name); one index column per dimension of the
+arrays, named after it; one column per array in its stored type (timestamps in
+UTC, strings as text, NaN and fill values as stored; empty/null where a dataset
+lacks the array); one column per --attrs key. The arrays must share their
+dimensions within each dataset. Datasets come in `atlas ls` order; one holding
+none of the arrays has no rows. Rows are written as they are read (Parquet: one
+row group per batch), so the table never sits in memory whole. --where takes
+the expressions of `atlas catalogue --help`, and only the datasets it selects
+are read.
+
+Examples:
+  atlas export ./argo --arrays TEMP,PSAL,PRES --format parquet -o argo.parquet
+  atlas export ./argo --arrays TEMP --attrs platform_number --where 'LATITUDE between -10 10' --format csv
+  duckdb -c \"SELECT dataset, avg(TEMP) FROM 'argo.parquet' GROUP BY dataset\"";
+
+/// How `atlas export` writes the table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ExportFormatArg {
+    /// Comma-separated values with a header line.
+    Csv,
+    /// One JSON object per line.
+    Ndjson,
+    /// Apache Parquet (needs -o).
+    Parquet,
+}
+
+/// `atlas export`.
+#[derive(Debug, Args)]
+pub struct ExportArgs {
+    /// The collection or set.
+    pub collection: String,
+    /// The arrays, one column each; comma-separated or repeated.
+    #[arg(long, value_name = "NAME,..", value_delimiter = ',', num_args = 1.., required = true)]
+    pub arrays: Vec<String>,
+    /// Dataset attributes to add as columns; comma-separated or repeated.
+    #[arg(long, value_name = "KEY,..", value_delimiter = ',', num_args = 1..)]
+    pub attrs: Option<Vec<String>>,
+    /// Only the datasets this expression selects.
+    #[arg(long = "where", value_name = "EXPR")]
+    pub where_: Option<String>,
+    /// Output format.
+    #[arg(long, value_enum)]
+    pub format: ExportFormatArg,
+    /// Write to this file instead of stdout.
+    #[arg(short, long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// Rows per batch (and per Parquet row group); default 65536.
+    #[arg(long, value_name = "N")]
+    pub rows_per_batch: Option<usize>,
 }
 
 /// Block compression of a rewritten collection.

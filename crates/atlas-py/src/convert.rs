@@ -193,6 +193,48 @@ pub fn stream_capsule(py: Python<'_>, batch: RecordBatch) -> PyResult<Bound<'_, 
     )
 }
 
+/// A PyCapsule holding an Arrow C stream of a long table: the batches read,
+/// or batches pulled from the library's stream on the runtime as the
+/// consumer asks (it calls from native code, without the GIL: pyarrow's
+/// readers release it).
+pub fn table_capsule(py: Python<'_>, table: crate::core::Table) -> PyResult<Bound<'_, PyCapsule>> {
+    let reader: Box<dyn arrow_array::RecordBatchReader + Send> = match table {
+        crate::core::Table::Read(schema, batches) => Box::new(RecordBatchIterator::new(
+            batches.into_iter().map(Ok),
+            schema,
+        )),
+        crate::core::Table::Lazy(stream) => Box::new(Pulled { stream }),
+    };
+    PyCapsule::new_with_value(py, FFI_ArrowArrayStream::new(reader), STREAM_CAPSULE)
+}
+
+/// The library's table stream as a blocking Arrow reader.
+struct Pulled {
+    stream: atlas::TableStream,
+}
+
+impl Iterator for Pulled {
+    type Item = Result<RecordBatch, arrow_schema::ArrowError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        use futures::StreamExt;
+
+        let external = |message: String| arrow_schema::ArrowError::ExternalError(message.into());
+        match crate::core::block_on(self.stream.next()) {
+            Ok(Some(Ok(batch))) => Some(Ok(batch)),
+            Ok(Some(Err(e))) => Some(Err(external(e.to_string()))),
+            Ok(None) => None,
+            Err(e) => Some(Err(external(e.message))),
+        }
+    }
+}
+
+impl arrow_array::RecordBatchReader for Pulled {
+    fn schema(&self) -> arrow_schema::SchemaRef {
+        self.stream.schema()
+    }
+}
+
 fn bad_key(what: String) -> PyErr {
     py_err(CoreError::invalid(format!(
         "{what} (regions take ints, slices and one '...', as numpy's basic indexing)"

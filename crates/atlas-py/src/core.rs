@@ -22,7 +22,7 @@ use atlas::{
     IoErrorKind, OpenOptions, QueryError, Region, SetWriter, Stat, StorageOptions, Timestamp,
     VerifyOptions, WriteGuarantee, WriterConfig,
 };
-use atlas::{Predicate, RecordBatch};
+use atlas::{Predicate, RecordBatch, TableOptions, TableStream};
 use atlas_netcdf::{Decode, Feed, FileError, IngestError, IngestOptions, StoredFile};
 use tokio::runtime::Runtime;
 
@@ -783,6 +783,47 @@ impl Collection {
         } else {
             Ok(self.lone().await?.catalogue(&options).await?)
         }
+    }
+}
+
+/// A long table on its way to Python: the library's stream, or (for a whole
+/// `pyarrow.Table`) every batch already read, with the GIL released.
+pub enum Table {
+    /// Batches read as the consumer asks (an Arrow C stream's `get_next`).
+    Lazy(TableStream),
+    /// Every batch, and the schema.
+    Read(atlas::SchemaRef, Vec<RecordBatch>),
+}
+
+impl Collection {
+    /// The long table of `arrays` over the live datasets (those `predicate`
+    /// selects), with `attributes` as columns, cut into batches of
+    /// `rows_per_batch` rows; with `read_all`, every batch is read before
+    /// this returns (so a failure is raised here, typed).
+    pub async fn table(
+        &self,
+        arrays: Vec<String>,
+        attributes: Vec<String>,
+        predicate: Option<&str>,
+        rows_per_batch: Option<usize>,
+        read_all: bool,
+    ) -> Result<Table> {
+        use futures::TryStreamExt;
+
+        let mut options = TableOptions::new(arrays).attributes(attributes);
+        if let Some(text) = predicate {
+            options = options.predicate(Predicate::parse(text).map_err(QueryError::from)?);
+        }
+        if let Some(rows) = rows_per_batch {
+            options = options.rows_per_batch(rows);
+        }
+        let stream = self.set.table(&options).await?;
+        if !read_all {
+            return Ok(Table::Lazy(stream));
+        }
+        let schema = stream.schema();
+        let batches: Vec<RecordBatch> = stream.try_collect().await?;
+        Ok(Table::Read(schema, batches))
     }
 }
 

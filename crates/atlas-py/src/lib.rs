@@ -250,6 +250,60 @@ impl PyCollection {
         let batch = run(py, || self.inner.catalogue(attributes, arrays, predicate))?;
         Ok(ArrowStream { batch })
     }
+
+    /// The long table `atlas export` writes (one row per element of `arrays`,
+    /// `attributes` as columns), as an object exporting it through the Arrow
+    /// C stream interface. With `read_all`, every batch is read here (GIL
+    /// released); else each is read as the consumer pulls it.
+    #[pyo3(signature = (arrays, attributes=Vec::new(), predicate=None, rows_per_batch=None, read_all=true))]
+    fn table(
+        &self,
+        py: Python<'_>,
+        arrays: Vec<String>,
+        attributes: Vec<String>,
+        predicate: Option<&str>,
+        rows_per_batch: Option<usize>,
+        read_all: bool,
+    ) -> PyResult<TableStreamPy> {
+        let table = run(py, || {
+            self.inner
+                .table(arrays, attributes, predicate, rows_per_batch, read_all)
+        })?;
+        Ok(TableStreamPy {
+            table: std::sync::Mutex::new(Some(table)),
+        })
+    }
+}
+
+/// A long table handed to Python through the Arrow PyCapsule interface, once:
+/// its C stream can be taken one time (a lazy one reads as it is consumed).
+#[pyclass(name = "_TableStream", module = "atlasds._native", frozen)]
+struct TableStreamPy {
+    table: std::sync::Mutex<Option<core::Table>>,
+}
+
+#[pymethods]
+impl TableStreamPy {
+    /// The C stream of the table in a PyCapsule (a requested schema is ignored).
+    #[pyo3(signature = (requested_schema=None))]
+    fn __arrow_c_stream__<'py>(
+        &self,
+        py: Python<'py>,
+        requested_schema: Option<Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, pyo3::types::PyCapsule>> {
+        drop(requested_schema);
+        let table = self
+            .table
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take()
+            .ok_or_else(|| {
+                convert::py_err(core::CoreError::invalid(
+                    "this table's stream was already taken",
+                ))
+            })?;
+        convert::table_capsule(py, table)
+    }
 }
 
 /// A table handed to Python through the Arrow PyCapsule interface
@@ -414,6 +468,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyCollection>()?;
     m.add_class::<PyWriter>()?;
     m.add_class::<ArrowStream>()?;
+    m.add_class::<TableStreamPy>()?;
     m.add_function(wrap_pyfunction!(open, m)?)?;
     m.add_function(wrap_pyfunction!(create, m)?)?;
     m.add_function(wrap_pyfunction!(open_count, m)?)?;

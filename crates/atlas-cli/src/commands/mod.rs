@@ -8,6 +8,7 @@ pub mod cleanup;
 pub mod compact;
 pub mod create;
 pub mod demo;
+pub mod export;
 pub mod info;
 pub mod ls;
 pub mod members;
@@ -141,6 +142,7 @@ pub async fn run(cli: Cli) -> CliResult {
         Command::Attrs(a) => attrs::run(&ctx, &a).await,
         Command::Rm(a) => rm::run(&ctx, &a).await,
         Command::Catalogue(a) => catalogue::run(&ctx, &a).await,
+        Command::Export(a) => export::run(&ctx, &a).await,
         Command::Verify(a) => verify::run(&ctx, &a).await,
         Command::Checksum(a) => checksum::run(&ctx, &a).await,
         Command::Rewrite(a) => rewrite::run(&ctx, &a).await,

@@ -38,6 +38,17 @@ class _Collection:
         arrays: list[str] | None = None,
         predicate: str | None = None,
     ) -> _ArrowStream: ...
+    def table(
+        self,
+        arrays: list[str],
+        attributes: list[str] = ...,
+        predicate: str | None = None,
+        rows_per_batch: int | None = None,
+        read_all: bool = True,
+    ) -> _TableStream: ...
+
+class _TableStream:
+    def __arrow_c_stream__(self, requested_schema: Any = None) -> Any: ...
 
 class _ArrowStream:
     def __arrow_c_stream__(self, requested_schema: Any = None) -> Any: ...

@@ -93,10 +93,30 @@ pub(crate) async fn catalogue_with(
     let declared = Declared::of(views);
     let attributes = requested(options.attributes.as_ref(), &declared.attributes)?;
     let arrays = requested(options.arrays.as_ref(), &declared.arrays)?;
-    let plan = options
-        .predicate
-        .as_ref()
-        .map(|p| Plan::new(views, &declared, p))
+    let (rows, facts) = selected(
+        views,
+        &declared,
+        &attributes,
+        &arrays,
+        options.predicate.as_ref(),
+    )
+    .await?;
+    let batch = build(&rows, &attributes, &arrays, &facts)?;
+    Ok((batch, rows))
+}
+
+/// The live datasets of `views` (in order) that `predicate` accepts (all
+/// without one), and the facts read to decide: the attribute columns
+/// `attributes` and the statistics of `arrays` besides what the predicate needs.
+pub(crate) async fn selected(
+    views: &[Atlas],
+    declared: &Declared,
+    attributes: &[String],
+    arrays: &[String],
+    predicate: Option<&Predicate>,
+) -> Result<(Vec<Dataset>, Facts), QueryError> {
+    let plan = predicate
+        .map(|p| Plan::new(views, declared, p))
         .transpose()?;
     let mut read_attrs: BTreeSet<String> = attributes.iter().cloned().collect();
     let mut read_arrays: BTreeSet<String> = arrays.iter().cloned().collect();
@@ -117,12 +137,14 @@ pub(crate) async fn catalogue_with(
     if let Some(plan) = &plan {
         plan.check_recorded(views, &facts)?;
     }
-    let batch = build(&rows, &attributes, &arrays, &facts)?;
-    Ok((batch, rows))
+    Ok((rows, facts))
 }
 
 /// The names asked for, or every declared one; `UnknownName` for one nobody declares.
-fn requested(asked: Option<&Vec<String>>, declared: &[String]) -> Result<Vec<String>, QueryError> {
+pub(crate) fn requested(
+    asked: Option<&Vec<String>>,
+    declared: &[String],
+) -> Result<Vec<String>, QueryError> {
     let Some(asked) = asked else {
         return Ok(declared.to_vec());
     };
@@ -159,17 +181,7 @@ fn build(
             .map(|d| facts.attrs.get(key).and_then(|m| m.get(d.name())))
             .collect();
         let dtypes = distinct(rows.iter().map(|d| d.schema().attribute_dtype(key)));
-        let typed = match dtypes.as_slice() {
-            [dtype] => attr_column(dtype, &values),
-            _ => None,
-        };
-        let column = typed.unwrap_or_else(|| {
-            Arc::new(StringArray::from_iter(
-                values
-                    .iter()
-                    .map(|a| a.map(|a| attr_value_json(a).to_string())),
-            ))
-        });
+        let column = attribute_column(&dtypes, &values);
         fields.push(ArrowField::new(key, column.data_type().clone(), true));
         columns.push(column);
     }
@@ -228,8 +240,24 @@ fn build(
     RecordBatch::try_new(Arc::new(Schema::new(fields)), columns).map_err(QueryError::Arrow)
 }
 
+/// A column of one attribute's values, typed as declared when every dataset
+/// declares it with the one type in `dtypes`, else utf8 JSON text.
+pub(crate) fn attribute_column(dtypes: &[&DType], values: &[Option<&Attr>]) -> ArrayRef {
+    let typed = match dtypes {
+        [dtype] => attr_column(dtype, values),
+        _ => None,
+    };
+    typed.unwrap_or_else(|| {
+        Arc::new(StringArray::from_iter(
+            values
+                .iter()
+                .map(|a| a.map(|a| attr_value_json(a).to_string())),
+        ))
+    })
+}
+
 /// The distinct declared types, in order of first appearance.
-fn distinct<'a>(dtypes: impl Iterator<Item = Option<&'a DType>>) -> Vec<&'a DType> {
+pub(crate) fn distinct<'a>(dtypes: impl Iterator<Item = Option<&'a DType>>) -> Vec<&'a DType> {
     let mut out: Vec<&DType> = Vec::new();
     for d in dtypes.flatten() {
         if !out.contains(&d) {

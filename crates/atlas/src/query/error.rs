@@ -3,7 +3,8 @@
 use crate::error::AtlasError;
 
 /// An error of [`Atlas::select`](crate::Atlas::select),
-/// [`Atlas::catalogue`](crate::Atlas::catalogue), [`Predicate::parse`](crate::Predicate::parse) or an export.
+/// [`Atlas::catalogue`](crate::Atlas::catalogue), [`Atlas::table`](crate::Atlas::table),
+/// [`Predicate::parse`](crate::Predicate::parse) or an export.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum QueryError {
@@ -43,6 +44,39 @@ pub enum QueryError {
         stored: String,
         /// The literal.
         value: String,
+    },
+    /// A long table was asked for without any array.
+    #[error("a table needs at least one array")]
+    NoArrays,
+    /// The arrays of a long table do not share their dimensions (names and
+    /// lengths) within one dataset, so their elements cannot share rows.
+    #[error("dataset {dataset:?}: arrays {arrays:?} do not share their dimensions ({shapes})")]
+    DimensionsDiffer {
+        /// The dataset.
+        dataset: String,
+        /// The arrays it declares among those asked for.
+        arrays: Vec<String>,
+        /// Each array's dimensions and lengths, as text.
+        shapes: String,
+    },
+    /// The datasets declare an array of a long table with different element
+    /// types, so it has no one column type.
+    #[error(
+        "array {array:?} is declared with different types ({types:?}); ask for it where it has one"
+    )]
+    MixedArrayTypes {
+        /// The array.
+        array: String,
+        /// The types declared, in order of first appearance.
+        types: Vec<String>,
+    },
+    /// An array of a long table holds elements no column here takes (bool, lists).
+    #[error("array {array:?} holds {dtype} elements, which a table does not take")]
+    UnsupportedArrayType {
+        /// The array.
+        array: String,
+        /// Its element type.
+        dtype: String,
     },
     /// Arrow refused to build the catalogue table (or to write it as CSV).
     #[error("catalogue table: {0}")]

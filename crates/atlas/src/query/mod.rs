@@ -10,7 +10,10 @@
 //!   [`Predicate`] accepts;
 //! - [`parse`]: the text form of a predicate (`LATITUDE between -10 10 and
 //!   JULD >= 2020-01-01`), kept here so every front end shares one language;
-//! - `export`: the catalogue as CSV, NDJSON or (feature `parquet`) Parquet.
+//! - [`Atlas::table`](crate::Atlas::table): the values of chosen arrays over
+//!   many datasets as one long Arrow table (a row per element), streamed;
+//! - `export`: a table as CSV, NDJSON or (feature `parquet`) Parquet, from one
+//!   batch or a stream of them.
 //!
 //! Cost: one segment-footer read per variable involved (all attributes share
 //! `_datasets`), issued concurrently; never an array block. The exact meaning
@@ -25,6 +28,7 @@ mod facts;
 mod json_value;
 mod parse;
 mod predicate;
+mod table;
 mod time;
 mod value;
 
@@ -32,15 +36,19 @@ pub use catalogue::CatalogueOptions;
 pub use error::{ParseError, QueryError};
 #[cfg(feature = "parquet")]
 pub use export::write_parquet;
-pub use export::{cell_json, write_csv, write_ndjson};
+pub use export::{BatchWriter, ExportFormat, cell_json, write_csv, write_ndjson};
 pub use json_value::{attr_value_json, bytes_json, f32_json, float_json};
 pub use predicate::{CmpOp, Field, Predicate, StatField};
+pub use table::{DEFAULT_ROWS_PER_BATCH, TableOptions, TableStream};
 pub use value::Value;
 
 /// The Arrow types a catalogue is made of, re-exported so callers need no
 /// direct dependency on arrow-rs to hold one.
 pub use arrow_array::RecordBatch;
+/// The schema of a [`TableStream`], known before its first batch.
+pub use arrow_schema::{Schema, SchemaRef};
 pub(crate) use catalogue::catalogue_with;
 pub(crate) use eval::Declared;
 pub(crate) use eval::{Plan, select_with};
+pub(crate) use table::{ruled_out, table_with};
 pub(crate) use value::{Scalar, order};

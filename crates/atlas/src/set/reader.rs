@@ -22,7 +22,8 @@ use super::prune::may_match;
 use crate::error::{AtlasError, Result};
 use crate::location::{Access, Address, Location};
 use crate::query::{
-    CatalogueOptions, Declared, Plan, Predicate, QueryError, catalogue_with, select_with,
+    CatalogueOptions, Declared, Plan, Predicate, QueryError, TableOptions, TableStream,
+    catalogue_with, ruled_out, select_with, table_with,
 };
 use crate::read::{Atlas, Dataset, DatasetStats, OpenOptions, Order, Region};
 use crate::{AnyArray, ArrayStats, Attr};
@@ -504,6 +505,22 @@ impl AtlasSet {
             .map(|ds| self.member_id_of(ds.atlas()))
             .collect();
         with_member_column(&batch, &ids).map_err(QueryError::Arrow)
+    }
+
+    /// The long table of the set (see [`Atlas::table`]), datasets in
+    /// [`dataset_names`](Self::dataset_names) order. A predicate skips members
+    /// as [`select`](Self::select) does; when it rules out every member the
+    /// table is empty: `dataset`, the arrays typed as the manifest summarises
+    /// them and the attributes typed null, no index column.
+    ///
+    /// # Errors
+    /// As [`Atlas::table`].
+    pub async fn table(&self, options: &TableOptions) -> Result<TableStream, QueryError> {
+        let views = self.candidate_views(options.predicate_ref()).await?;
+        if views.is_empty() && options.predicate_ref().is_some() {
+            return ruled_out(options, &self.members());
+        }
+        table_with(views, options).await
     }
 
     /// The id of the member `atlas` is a view of ("" if none).

@@ -1,0 +1,64 @@
+//! `atlas export`: the values of chosen arrays over many datasets as one long
+//! table (a row per element), written batch by batch as CSV, NDJSON or Parquet.
+
+use std::io::{BufWriter, Write};
+
+use atlas::TableOptions;
+use atlas::export::{BatchWriter, ExportFormat};
+use futures::StreamExt;
+
+use super::Ctx;
+use super::catalogue::parse_where;
+use crate::cli::{ExportArgs, ExportFormatArg};
+use crate::exit::{CliError, CliResult, Context as _};
+use crate::location::Access;
+
+/// Runs `atlas export`.
+pub async fn run(ctx: &Ctx, args: &ExportArgs) -> CliResult {
+    if args.format == ExportFormatArg::Parquet && args.output.is_none() {
+        return Err(CliError::msg("--format parquet needs -o FILE"));
+    }
+    let arrays: Vec<&String> = args.arrays.iter().filter(|a| !a.is_empty()).collect();
+    let mut options = TableOptions::new(arrays);
+    if let Some(attrs) = &args.attrs {
+        options = options.attributes(attrs.iter().filter(|a| !a.is_empty()));
+    }
+    if let Some(rows) = args.rows_per_batch {
+        options = options.rows_per_batch(rows);
+    }
+    if let Some(text) = &args.where_ {
+        options = options.predicate(parse_where(text)?);
+    }
+    let (loc, set) = ctx.open(&args.collection, Access::Read).await?;
+    let mut table = set.table(&options).await.at(loc.display())?;
+    let format = match args.format {
+        ExportFormatArg::Csv => ExportFormat::Csv,
+        ExportFormatArg::Ndjson => ExportFormat::Ndjson,
+        ExportFormatArg::Parquet => ExportFormat::Parquet,
+    };
+    let out: Box<dyn Write + Send> = match &args.output {
+        Some(path) => Box::new(
+            std::fs::File::create(path)
+                .map_err(|e| CliError::msg(format!("cannot write {}: {e}", path.display())))?,
+        ),
+        None => Box::new(std::io::stdout()),
+    };
+    let mut writer =
+        BatchWriter::new(format, &table.schema(), BufWriter::new(out)).at(loc.display())?;
+    while let Some(batch) = table.next().await {
+        let batch = batch.at(loc.display())?;
+        writer.write(&batch).at("writing the table")?;
+    }
+    let rows = writer.rows();
+    writer.finish().at("writing the table")?;
+    if let Some(path) = &args.output
+        && !ctx.quiet
+    {
+        eprintln!(
+            "wrote {rows} rows from {} datasets to {}",
+            table.datasets(),
+            path.display()
+        );
+    }
+    Ok(())
+}

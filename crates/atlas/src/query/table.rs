@@ -1,0 +1,969 @@
+//! Long tables: the values of chosen arrays over many datasets, one Arrow row
+//! per element, streamed batch by batch.
+//!
+//! The shape of an analyst's question ("TEMP and PSAL of every profile in this
+//! box") is a table with one row per measurement, not one array per dataset.
+//! [`Atlas::table`] and [`AtlasSet::table`](crate::AtlasSet::table) build it:
+//! the datasets are picked as [`Atlas::select`] picks them, every segment
+//! footer involved is read up front (so the schema, the row count and any
+//! dimension mismatch are known before a value is read), then the values come
+//! through [`Atlas::read_many`]'s machinery, one stream per array, and are cut
+//! into batches as they arrive. At most one batch is held besides the reads in
+//! flight.
+
+use std::collections::HashSet;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use arrow_array::builder::{BinaryBuilder, PrimitiveBuilder, StringBuilder};
+use arrow_array::types::{
+    Float32Type, Float64Type, Int8Type, Int16Type, Int32Type, Int64Type, TimestampNanosecondType,
+    UInt8Type, UInt16Type, UInt32Type, UInt64Type,
+};
+use arrow_array::{ArrayRef, DictionaryArray, RecordBatch, StringArray};
+use arrow_schema::{DataType, Field as ArrowField, Schema, SchemaRef, TimeUnit};
+use atlas_format::{DType, MemberEntry};
+use futures::stream::{self, BoxStream, Stream, StreamExt};
+use ndarray::ArrayD;
+
+use super::catalogue::{attribute_column, distinct, requested, selected};
+use super::error::QueryError;
+use super::eval::Declared;
+use super::predicate::Predicate;
+use crate::error::AtlasError;
+use crate::read::{Atlas, Dataset, Order, Region, read_many};
+use crate::{AnyArray, ArrayData, Attr, FillValue};
+
+/// Rows per batch unless [`TableOptions::rows_per_batch`] says otherwise.
+pub const DEFAULT_ROWS_PER_BATCH: usize = 65_536;
+
+/// Reads in flight per array unless [`TableOptions::concurrency`] says otherwise.
+const DEFAULT_CONCURRENCY: usize = 16;
+
+/// What [`Atlas::table`] puts in the long table, and how it cuts it.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct TableOptions {
+    /// The arrays, one column each (at least one).
+    pub(crate) arrays: Vec<String>,
+    /// Dataset attribute keys, one column each.
+    pub(crate) attributes: Vec<String>,
+    /// Only the datasets this accepts.
+    pub(crate) predicate: Option<Predicate>,
+    /// Most rows in one batch.
+    pub(crate) rows_per_batch: usize,
+    /// Reads in flight per array.
+    pub(crate) concurrency: usize,
+}
+
+impl Default for TableOptions {
+    fn default() -> Self {
+        Self {
+            arrays: Vec::new(),
+            attributes: Vec::new(),
+            predicate: None,
+            rows_per_batch: DEFAULT_ROWS_PER_BATCH,
+            concurrency: DEFAULT_CONCURRENCY,
+        }
+    }
+}
+
+impl TableOptions {
+    /// A table of these arrays (one column each, in this order), with the defaults otherwise.
+    pub fn new<S: Into<String>>(arrays: impl IntoIterator<Item = S>) -> Self {
+        Self::default().arrays(arrays)
+    }
+
+    /// One column per array, in this order; they must share their dimensions
+    /// within each dataset. At least one is required.
+    pub fn arrays<S: Into<String>>(mut self, names: impl IntoIterator<Item = S>) -> Self {
+        self.arrays = names.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// One column per dataset attribute key, in this order, after the arrays:
+    /// the dataset's value on each of its rows, null where it lacks the key.
+    pub fn attributes<S: Into<String>>(mut self, keys: impl IntoIterator<Item = S>) -> Self {
+        self.attributes = keys.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// Rows of the datasets `predicate` accepts only; the others are not read.
+    pub fn predicate(mut self, predicate: Predicate) -> Self {
+        self.predicate = Some(predicate);
+        self
+    }
+
+    /// Cut the table into batches of at most `rows` rows (at least 1; default
+    /// [`DEFAULT_ROWS_PER_BATCH`]). Every batch but the last is full; a
+    /// dataset's rows may span two batches.
+    pub fn rows_per_batch(mut self, rows: usize) -> Self {
+        self.rows_per_batch = rows.max(1);
+        self
+    }
+
+    /// Read at most `reads` datasets ahead per array (at least 1; default 16),
+    /// as [`Atlas::read_many`] does.
+    pub fn concurrency(mut self, reads: usize) -> Self {
+        self.concurrency = reads.max(1);
+        self
+    }
+
+    /// The predicate, if any (the set uses it to skip members).
+    pub(crate) fn predicate_ref(&self) -> Option<&Predicate> {
+        self.predicate.as_ref()
+    }
+}
+
+/// A long table on its way: the schema and row count, known before any value
+/// is read, and the batches as a [`Stream`] that reads as it is polled.
+///
+/// The stream ends after the first error it yields.
+pub struct TableStream {
+    schema: SchemaRef,
+    rows: u64,
+    datasets: usize,
+    batches: BoxStream<'static, Result<RecordBatch, QueryError>>,
+}
+
+impl std::fmt::Debug for TableStream {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TableStream")
+            .field("columns", &self.schema.fields().len())
+            .field("rows", &self.rows)
+            .field("datasets", &self.datasets)
+            .finish_non_exhaustive()
+    }
+}
+
+impl TableStream {
+    /// The schema every batch has.
+    pub fn schema(&self) -> SchemaRef {
+        self.schema.clone()
+    }
+
+    /// Rows the whole stream yields (from the segment footers).
+    pub fn rows(&self) -> u64 {
+        self.rows
+    }
+
+    /// Datasets that contribute rows (declare at least one of the arrays).
+    pub fn datasets(&self) -> usize {
+        self.datasets
+    }
+}
+
+impl Stream for TableStream {
+    type Item = Result<RecordBatch, QueryError>;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        self.batches.poll_next_unpin(cx)
+    }
+}
+
+impl Atlas {
+    /// The values of [`TableOptions::arrays`] of every live dataset (or those
+    /// the predicate accepts) as one long table, one row per element:
+    ///
+    /// - `dataset`: the dataset's name (utf8, dictionary-encoded);
+    /// - one index column per dimension of the arrays, named after it (uint32,
+    ///   or uint64 when an axis is longer than `u32` counts; null for a dataset
+    ///   whose arrays lack that dimension; `NAME_index` if an array or
+    ///   attribute is called `NAME` too);
+    /// - one column per array in its stored type (timestamps as UTC
+    ///   timestamps, strings utf8; values as stored, NaN and fill values
+    ///   included, except that a timestamp equal to its array's fill value is
+    ///   null, as numpy reads it as NaT), null for a dataset that lacks the array;
+    /// - one column per [`TableOptions::attributes`] key, typed as the
+    ///   catalogue types it (`@KEY` if an array is called `KEY` too).
+    ///
+    /// Datasets come in ordinal order, each in row-major element order; one
+    /// declaring none of the arrays has no rows. Cost: one segment-footer read
+    /// per array (and `_datasets` for attributes and the predicate) before
+    /// this returns, then the blocks of the chosen datasets as the stream is
+    /// polled, as [`read_many`](Self::read_many) reads them.
+    ///
+    /// # Errors
+    /// [`QueryError::NoArrays`], [`QueryError::UnknownName`] for an array or
+    /// attribute nobody declares, [`QueryError::MixedArrayTypes`],
+    /// [`QueryError::UnsupportedArrayType`] (bool and list arrays),
+    /// [`QueryError::DimensionsDiffer`] for a dataset whose arrays do not
+    /// share their dimensions, the predicate's errors (see
+    /// [`select`](Self::select)), [`QueryError::Atlas`] when a read fails.
+    pub async fn table(&self, options: &TableOptions) -> Result<TableStream, QueryError> {
+        table_with(vec![self.clone()], options).await
+    }
+}
+
+/// What one dataset contributes.
+struct Part {
+    dataset: Dataset,
+    /// Whether it declares each array.
+    has: Vec<bool>,
+    /// Length of each of its axes.
+    shape: Vec<u64>,
+    /// For each index column, which of its axes it is (`None`: it has no such axis).
+    axes: Vec<Option<usize>>,
+    /// Its rows: the product of `shape`.
+    rows: u64,
+    /// Its value of each attribute column.
+    attrs: Arc<[Option<Attr>]>,
+}
+
+/// A dataset with its arrays' shared dimensions, before the index columns are known.
+struct Sized {
+    dataset: Dataset,
+    has: Vec<bool>,
+    names: Vec<String>,
+    shape: Vec<u64>,
+}
+
+/// The long table of the live datasets of `views` (in order) that the
+/// predicate accepts: a collection is the one-view case, a set passes its
+/// members with replaced copies hidden.
+pub(crate) async fn table_with(
+    views: Vec<Atlas>,
+    options: &TableOptions,
+) -> Result<TableStream, QueryError> {
+    if options.arrays.is_empty() {
+        return Err(QueryError::NoArrays);
+    }
+    let declared = Declared::of(&views);
+    let arrays = requested(Some(&options.arrays), &declared.arrays)?;
+    let attributes = requested(Some(&options.attributes), &declared.attributes)?;
+    let (rows, mut facts) = selected(
+        &views,
+        &declared,
+        &attributes,
+        &[],
+        options.predicate.as_ref(),
+    )
+    .await?;
+
+    // One element type per array, and a column type for it.
+    let mut dtypes: Vec<DType> = Vec::with_capacity(arrays.len());
+    for array in &arrays {
+        let mut found: Vec<DType> = distinct(
+            rows.iter()
+                .map(|d| d.schema().array(array).map(|m| m.dtype())),
+        )
+        .into_iter()
+        .cloned()
+        .collect();
+        if found.is_empty() {
+            // No chosen dataset declares it: type the (all-null) column as the others do.
+            let all: Vec<Dataset> = views.iter().flat_map(Atlas::datasets).collect();
+            found = distinct(
+                all.iter()
+                    .map(|d| d.schema().array(array).map(|m| m.dtype())),
+            )
+            .into_iter()
+            .cloned()
+            .collect();
+        }
+        let dtype = match found.as_slice() {
+            [one] => one.clone(),
+            [] => {
+                return Err(QueryError::UnknownName {
+                    name: array.clone(),
+                });
+            }
+            many => {
+                return Err(QueryError::MixedArrayTypes {
+                    array: array.clone(),
+                    types: many.iter().map(DType::display_name).collect(),
+                });
+            }
+        };
+        if column_type(&dtype).is_none() {
+            return Err(QueryError::UnsupportedArrayType {
+                array: array.clone(),
+                dtype: dtype.display_name(),
+            });
+        }
+        dtypes.push(dtype);
+    }
+
+    // Every segment footer involved, concurrently, before any layout is asked.
+    let mut needed: Vec<(Atlas, &str)> = Vec::new();
+    for ds in &rows {
+        for array in &arrays {
+            if ds.schema().array(array).is_some()
+                && !needed
+                    .iter()
+                    .any(|(a, n)| *n == array.as_str() && a.same_collection(ds.atlas()))
+            {
+                needed.push((ds.atlas().clone(), array.as_str()));
+            }
+        }
+    }
+    futures::future::try_join_all(needed.iter().map(|(atlas, array)| atlas.segment(array))).await?;
+
+    // Each dataset's layout: shared dimensions, its row count.
+    let mut index_names: Vec<String> = Vec::new();
+    let mut sized: Vec<Sized> = Vec::new();
+    for ds in rows {
+        let has: Vec<bool> = arrays
+            .iter()
+            .map(|a| ds.schema().array(a).is_some())
+            .collect();
+        let mut first: Option<(Vec<String>, Vec<u64>)> = None;
+        let mut differ = false;
+        let mut shapes: Vec<String> = Vec::new();
+        for (array, _) in arrays.iter().zip(&has).filter(|(_, h)| **h) {
+            let layout = ds.array_layout(array).await?;
+            let names = axis_names(&layout.dimension_names, layout.shape.len());
+            shapes.push(format!(
+                "{array}({})",
+                names
+                    .iter()
+                    .zip(&layout.shape)
+                    .map(|(n, l)| format!("{n}={l}"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ));
+            match &first {
+                None => first = Some((names, layout.shape)),
+                Some((n, s)) => differ |= *n != names || *s != layout.shape,
+            }
+        }
+        if differ {
+            return Err(QueryError::DimensionsDiffer {
+                dataset: ds.name().to_owned(),
+                arrays: arrays
+                    .iter()
+                    .zip(&has)
+                    .filter(|(_, h)| **h)
+                    .map(|(a, _)| a.clone())
+                    .collect(),
+                shapes: shapes.join(", "),
+            });
+        }
+        let Some((names, shape)) = first else {
+            continue; // none of the arrays: no rows
+        };
+        for name in &names {
+            if !index_names.contains(name) {
+                index_names.push(name.clone());
+            }
+        }
+        sized.push(Sized {
+            dataset: ds,
+            has,
+            names,
+            shape,
+        });
+    }
+
+    let mut parts: Vec<Part> = Vec::with_capacity(sized.len());
+    let mut total_rows: u64 = 0;
+    let mut wide = false;
+    let mut everyone_has = vec![true; index_names.len()];
+    for Sized {
+        dataset,
+        has,
+        names,
+        shape,
+    } in sized
+    {
+        let axes: Vec<Option<usize>> = index_names
+            .iter()
+            .map(|n| names.iter().position(|m| m == n))
+            .collect();
+        for (all, axis) in everyone_has.iter_mut().zip(&axes) {
+            *all &= axis.is_some();
+        }
+        wide |= shape.iter().any(|&l| l > u64::from(u32::MAX));
+        let rows = shape
+            .iter()
+            .try_fold(1u64, |acc, &l| acc.checked_mul(l))
+            .ok_or_else(|| {
+                AtlasError::corrupt(format!(
+                    "dataset {:?}: element count of {shape:?} overflows",
+                    dataset.name()
+                ))
+            })?;
+        total_rows = total_rows.saturating_add(rows);
+        let attrs: Arc<[Option<Attr>]> = attributes
+            .iter()
+            .map(|key| {
+                facts
+                    .attrs
+                    .get_mut(key)
+                    .and_then(|by_name| by_name.remove(dataset.name()))
+            })
+            .collect();
+        parts.push(Part {
+            dataset,
+            has,
+            shape,
+            axes,
+            rows,
+            attrs,
+        });
+    }
+
+    // The schema, and the attribute columns' declared types.
+    let taken: HashSet<&str> = arrays
+        .iter()
+        .map(String::as_str)
+        .chain(attributes.iter().map(String::as_str))
+        .chain(["dataset"])
+        .collect();
+    let index_type = if wide {
+        DataType::UInt64
+    } else {
+        DataType::UInt32
+    };
+    let mut fields = vec![ArrowField::new("dataset", dataset_type(), false)];
+    for (name, all) in index_names.iter().zip(&everyone_has) {
+        let column = if taken.contains(name.as_str()) {
+            format!("{name}_index")
+        } else {
+            name.clone()
+        };
+        fields.push(ArrowField::new(column, index_type.clone(), !*all));
+    }
+    for (array, dtype) in arrays.iter().zip(&dtypes) {
+        let data_type = column_type(dtype).unwrap_or(DataType::Null);
+        fields.push(ArrowField::new(array, data_type, true));
+    }
+    let attr_dtypes: Vec<Vec<DType>> = attributes
+        .iter()
+        .map(|key| {
+            distinct(
+                parts
+                    .iter()
+                    .map(|p| p.dataset.schema().attribute_dtype(key)),
+            )
+            .into_iter()
+            .cloned()
+            .collect()
+        })
+        .collect();
+    for (key, dtypes) in attributes.iter().zip(&attr_dtypes) {
+        let refs: Vec<&DType> = dtypes.iter().collect();
+        let data_type = attribute_column(&refs, &[]).data_type().clone();
+        let column = if arrays.contains(key) || key == "dataset" {
+            format!("@{key}")
+        } else {
+            key.clone()
+        };
+        fields.push(ArrowField::new(column, data_type, true));
+    }
+    let schema = Arc::new(Schema::new(fields));
+
+    let datasets = parts.len();
+    let reads: Vec<BoxStream<'static, (String, crate::Result<AnyArray>)>> = arrays
+        .iter()
+        .enumerate()
+        .map(|(i, array)| {
+            let mine: Vec<Dataset> = parts
+                .iter()
+                .filter(|p| p.has.get(i).copied().unwrap_or(false))
+                .map(|p| p.dataset.clone())
+                .collect();
+            read_many(
+                mine,
+                array,
+                Region::all(),
+                options.concurrency,
+                Order::AsGiven,
+            )
+        })
+        .collect();
+    let builder = BatchBuilder::new(
+        schema.clone(),
+        options.rows_per_batch,
+        wide,
+        index_names.len(),
+        &dtypes,
+        attr_dtypes,
+    )?;
+    let filler = Filler {
+        parts: parts.into_iter(),
+        reads,
+        builder,
+        done: false,
+    };
+    let batches = stream::unfold(filler, Filler::next_batches)
+        .flat_map(stream::iter)
+        .boxed();
+    Ok(TableStream {
+        schema,
+        rows: total_rows,
+        datasets,
+        batches,
+    })
+}
+
+/// The empty table of a set whose member summaries rule out every member:
+/// `dataset`, the arrays typed as the manifest summarises them, the attribute
+/// columns typed null (no index column: no segment was read to name one).
+///
+/// # Errors
+/// [`QueryError::NoArrays`].
+pub(crate) fn ruled_out(
+    options: &TableOptions,
+    members: &[MemberEntry],
+) -> Result<TableStream, QueryError> {
+    if options.arrays.is_empty() {
+        return Err(QueryError::NoArrays);
+    }
+    let mut fields = vec![ArrowField::new("dataset", dataset_type(), false)];
+    for array in &options.arrays {
+        let data_type = members
+            .iter()
+            .flat_map(|m| &m.variables)
+            .find(|v| &v.name == array)
+            .and_then(|v| column_type(&v.dtype))
+            .unwrap_or(DataType::Null);
+        fields.push(ArrowField::new(array, data_type, true));
+    }
+    for key in &options.attributes {
+        fields.push(ArrowField::new(key, DataType::Null, true));
+    }
+    Ok(TableStream {
+        schema: Arc::new(Schema::new(fields)),
+        rows: 0,
+        datasets: 0,
+        batches: stream::empty().boxed(),
+    })
+}
+
+/// The `dataset` column's type: each batch's names once, and a key per row.
+fn dataset_type() -> DataType {
+    DataType::Dictionary(Box::new(DataType::Int32), Box::new(DataType::Utf8))
+}
+
+/// The Arrow type of an array column of `dtype`; `None` for element types a
+/// table does not take.
+fn column_type(dtype: &DType) -> Option<DataType> {
+    Some(match dtype {
+        DType::Int8 => DataType::Int8,
+        DType::Int16 => DataType::Int16,
+        DType::Int32 => DataType::Int32,
+        DType::Int64 => DataType::Int64,
+        DType::UInt8 => DataType::UInt8,
+        DType::UInt16 => DataType::UInt16,
+        DType::UInt32 => DataType::UInt32,
+        DType::UInt64 => DataType::UInt64,
+        DType::Float32 => DataType::Float32,
+        DType::Float64 => DataType::Float64,
+        DType::TimestampNs => DataType::Timestamp(TimeUnit::Nanosecond, Some("UTC".into())),
+        DType::String => DataType::Utf8,
+        DType::Binary => DataType::Binary,
+        _ => return None,
+    })
+}
+
+/// The names of `rank` axes: as recorded, or `dim_0`, `dim_1`, ... when the
+/// segment records none (or not one per axis).
+fn axis_names(recorded: &[String], rank: usize) -> Vec<String> {
+    if recorded.len() == rank && recorded.iter().all(|n| !n.is_empty()) {
+        recorded.to_vec()
+    } else {
+        (0..rank).map(|i| format!("dim_{i}")).collect()
+    }
+}
+
+/// The datasets still to add, the value streams, and the batch being filled.
+struct Filler {
+    parts: std::vec::IntoIter<Part>,
+    /// One [`read_many`] stream per array, over the parts declaring it, in order.
+    reads: Vec<BoxStream<'static, (String, crate::Result<AnyArray>)>>,
+    builder: BatchBuilder,
+    done: bool,
+}
+
+impl Filler {
+    /// Adds datasets until at least one batch is full (or the parts run out),
+    /// and returns the batches made; `None` once everything was returned.
+    async fn next_batches(mut self) -> Option<(Vec<Result<RecordBatch, QueryError>>, Filler)> {
+        if self.done {
+            return None;
+        }
+        loop {
+            let Some(part) = self.parts.next() else {
+                self.done = true;
+                return self.builder.finish_rest().map(|last| (vec![last], self));
+            };
+            let made = match self.values_of(&part).await {
+                Ok(values) => self.builder.add(&part, &values),
+                Err(e) => Err(e),
+            };
+            match made {
+                Ok(batches) if batches.is_empty() => {}
+                Ok(batches) => return Some((batches.into_iter().map(Ok).collect(), self)),
+                Err(e) => {
+                    self.done = true;
+                    return Some((vec![Err(e)], self));
+                }
+            }
+        }
+    }
+
+    /// The next result of each stream of an array `part` declares: its values.
+    async fn values_of(&mut self, part: &Part) -> Result<Vec<Option<Values>>, QueryError> {
+        let mut values = Vec::with_capacity(part.has.len());
+        for (has, reads) in part.has.iter().zip(self.reads.iter_mut()) {
+            if !*has {
+                values.push(None);
+                continue;
+            }
+            let (name, result) = reads.next().await.ok_or_else(|| {
+                AtlasError::corrupt(format!(
+                    "the reads ended before dataset {:?}",
+                    part.dataset.name()
+                ))
+            })?;
+            if name != part.dataset.name() {
+                return Err(AtlasError::corrupt(format!(
+                    "read {name:?} where dataset {:?} was expected",
+                    part.dataset.name()
+                ))
+                .into());
+            }
+            let read = result?;
+            let fill = match read.fill() {
+                Some(FillValue::Timestamp(t)) => Some(t.nanos()),
+                _ => None,
+            };
+            let data = read.into_data();
+            if u64::try_from(data.len()).ok() != Some(part.rows) {
+                return Err(AtlasError::corrupt(format!(
+                    "dataset {:?}: read {} elements where the layout says {}",
+                    part.dataset.name(),
+                    data.len(),
+                    part.rows
+                ))
+                .into());
+            }
+            values.push(Some(Values { data, fill }));
+        }
+        Ok(values)
+    }
+}
+
+/// One array of one dataset, as read.
+struct Values {
+    data: ArrayData,
+    /// The fill value of a timestamp array: such elements become nulls (NaT).
+    fill: Option<i64>,
+}
+
+/// One batch being filled.
+struct BatchBuilder {
+    schema: SchemaRef,
+    capacity: usize,
+    len: usize,
+    /// Dataset names of this batch (the dictionary) and each row's key.
+    names: Vec<String>,
+    keys: PrimitiveBuilder<Int32Type>,
+    index: Vec<IndexBuilder>,
+    columns: Vec<ColumnBuilder>,
+    /// Attribute values of the datasets in this batch, and their row counts.
+    attr_runs: Vec<(Arc<[Option<Attr>]>, usize)>,
+    attr_dtypes: Vec<Vec<DType>>,
+}
+
+impl BatchBuilder {
+    fn new(
+        schema: SchemaRef,
+        capacity: usize,
+        wide: bool,
+        index_columns: usize,
+        dtypes: &[DType],
+        attr_dtypes: Vec<Vec<DType>>,
+    ) -> Result<Self, QueryError> {
+        let columns = dtypes
+            .iter()
+            .map(|d| {
+                ColumnBuilder::new(d).ok_or_else(|| QueryError::UnsupportedArrayType {
+                    array: String::new(),
+                    dtype: d.display_name(),
+                })
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let index = (0..index_columns)
+            .map(|_| {
+                if wide {
+                    IndexBuilder::Wide(PrimitiveBuilder::new())
+                } else {
+                    IndexBuilder::Narrow(PrimitiveBuilder::new())
+                }
+            })
+            .collect();
+        Ok(Self {
+            schema,
+            capacity,
+            len: 0,
+            names: Vec::new(),
+            keys: PrimitiveBuilder::new(),
+            index,
+            columns,
+            attr_runs: Vec::new(),
+            attr_dtypes,
+        })
+    }
+
+    /// Appends `part`'s rows (`values`: per array, `None` where it lacks it)
+    /// and returns the batches that filled up on the way.
+    fn add(
+        &mut self,
+        part: &Part,
+        values: &[Option<Values>],
+    ) -> Result<Vec<RecordBatch>, QueryError> {
+        let total = usize::try_from(part.rows).map_err(|_| {
+            AtlasError::corrupt(format!(
+                "dataset {:?} has more rows than memory holds",
+                part.dataset.name()
+            ))
+        })?;
+        let mut done = Vec::new();
+        let mut offset = 0usize;
+        while offset < total {
+            let room = self.capacity.saturating_sub(self.len).max(1);
+            let n = room.min(total.saturating_sub(offset));
+            let end = offset.saturating_add(n);
+            if self.names.last().map(String::as_str) != Some(part.dataset.name()) {
+                self.names.push(part.dataset.name().to_owned());
+            }
+            let key = i32::try_from(self.names.len().saturating_sub(1))
+                .map_err(|_| AtlasError::invalid_use("more datasets in one batch than i32 keys"))?;
+            self.keys.append_value_n(key, n);
+            for (column, axis) in self.index.iter_mut().zip(&part.axes) {
+                match axis {
+                    None => column.append_nulls(n),
+                    Some(axis) => column.append_positions(&part.shape, *axis, offset, end),
+                }
+            }
+            for (column, data) in self.columns.iter_mut().zip(values) {
+                match data {
+                    None => column.append_nulls(n),
+                    Some(v) => column.append(v, offset, end, part.dataset.name())?,
+                }
+            }
+            self.attr_runs.push((part.attrs.clone(), n));
+            self.len = self.len.saturating_add(n);
+            offset = end;
+            if self.len >= self.capacity {
+                done.push(self.finish()?);
+            }
+        }
+        Ok(done)
+    }
+
+    /// The last, partly filled batch; `None` when it holds no row.
+    fn finish_rest(&mut self) -> Option<Result<RecordBatch, QueryError>> {
+        (self.len > 0).then(|| self.finish())
+    }
+
+    /// The batch so far, and an empty one to fill next.
+    fn finish(&mut self) -> Result<RecordBatch, QueryError> {
+        let keys = self.keys.finish();
+        let names = StringArray::from(std::mem::take(&mut self.names));
+        let dataset = DictionaryArray::<Int32Type>::try_new(keys, Arc::new(names))?;
+        let mut columns: Vec<ArrayRef> = vec![Arc::new(dataset)];
+        columns.extend(self.index.iter_mut().map(IndexBuilder::finish));
+        columns.extend(self.columns.iter_mut().map(ColumnBuilder::finish));
+        let runs = std::mem::take(&mut self.attr_runs);
+        for (i, dtypes) in self.attr_dtypes.iter().enumerate() {
+            let values: Vec<Option<&Attr>> = runs
+                .iter()
+                .flat_map(|(attrs, n)| {
+                    std::iter::repeat_n(attrs.get(i).and_then(Option::as_ref), *n)
+                })
+                .collect();
+            let refs: Vec<&DType> = dtypes.iter().collect();
+            columns.push(attribute_column(&refs, &values));
+        }
+        self.len = 0;
+        Ok(RecordBatch::try_new(self.schema.clone(), columns)?)
+    }
+}
+
+/// An index column: uint32, or uint64 when some axis is longer.
+enum IndexBuilder {
+    Narrow(PrimitiveBuilder<UInt32Type>),
+    Wide(PrimitiveBuilder<UInt64Type>),
+}
+
+impl IndexBuilder {
+    fn append_nulls(&mut self, n: usize) {
+        match self {
+            IndexBuilder::Narrow(b) => b.append_nulls(n),
+            IndexBuilder::Wide(b) => b.append_nulls(n),
+        }
+    }
+
+    /// The position along `axis` of the elements `start..end` (row-major) of
+    /// an array of `shape`.
+    fn append_positions(&mut self, shape: &[u64], axis: usize, start: usize, end: usize) {
+        let stride: u64 = shape
+            .get(axis.saturating_add(1)..)
+            .unwrap_or_default()
+            .iter()
+            .product();
+        let len = shape.get(axis).copied().unwrap_or(1);
+        let position = |i: usize| {
+            (i as u64)
+                .checked_div(stride)
+                .and_then(|q| q.checked_rem(len))
+                .unwrap_or(0)
+        };
+        match self {
+            IndexBuilder::Narrow(b) => {
+                // Narrow only when every axis fits in u32 (checked up front).
+                b.extend(
+                    (start..end).map(|i| Some(u32::try_from(position(i)).unwrap_or(u32::MAX))),
+                );
+            }
+            IndexBuilder::Wide(b) => b.extend((start..end).map(|i| Some(position(i)))),
+        }
+    }
+
+    fn finish(&mut self) -> ArrayRef {
+        match self {
+            IndexBuilder::Narrow(b) => Arc::new(b.finish()),
+            IndexBuilder::Wide(b) => Arc::new(b.finish()),
+        }
+    }
+}
+
+/// An array column being filled, one variant per element type a table takes.
+enum ColumnBuilder {
+    Int8(PrimitiveBuilder<Int8Type>),
+    Int16(PrimitiveBuilder<Int16Type>),
+    Int32(PrimitiveBuilder<Int32Type>),
+    Int64(PrimitiveBuilder<Int64Type>),
+    UInt8(PrimitiveBuilder<UInt8Type>),
+    UInt16(PrimitiveBuilder<UInt16Type>),
+    UInt32(PrimitiveBuilder<UInt32Type>),
+    UInt64(PrimitiveBuilder<UInt64Type>),
+    Float32(PrimitiveBuilder<Float32Type>),
+    Float64(PrimitiveBuilder<Float64Type>),
+    Timestamp(PrimitiveBuilder<TimestampNanosecondType>),
+    String(StringBuilder),
+    Binary(BinaryBuilder),
+}
+
+/// Elements `start..end` of `a` in row-major order; `None` outside it (or for
+/// an array not in standard layout, which reads never return).
+fn window<T>(a: &ArrayD<T>, start: usize, end: usize) -> Option<&[T]> {
+    a.as_slice()?.get(start..end)
+}
+
+impl ColumnBuilder {
+    fn new(dtype: &DType) -> Option<Self> {
+        Some(match dtype {
+            DType::Int8 => Self::Int8(PrimitiveBuilder::new()),
+            DType::Int16 => Self::Int16(PrimitiveBuilder::new()),
+            DType::Int32 => Self::Int32(PrimitiveBuilder::new()),
+            DType::Int64 => Self::Int64(PrimitiveBuilder::new()),
+            DType::UInt8 => Self::UInt8(PrimitiveBuilder::new()),
+            DType::UInt16 => Self::UInt16(PrimitiveBuilder::new()),
+            DType::UInt32 => Self::UInt32(PrimitiveBuilder::new()),
+            DType::UInt64 => Self::UInt64(PrimitiveBuilder::new()),
+            DType::Float32 => Self::Float32(PrimitiveBuilder::new()),
+            DType::Float64 => Self::Float64(PrimitiveBuilder::new()),
+            DType::TimestampNs => {
+                Self::Timestamp(PrimitiveBuilder::new().with_data_type(column_type(dtype)?))
+            }
+            DType::String => Self::String(StringBuilder::new()),
+            DType::Binary => Self::Binary(BinaryBuilder::new()),
+            _ => return None,
+        })
+    }
+
+    fn append_nulls(&mut self, n: usize) {
+        match self {
+            Self::Int8(b) => b.append_nulls(n),
+            Self::Int16(b) => b.append_nulls(n),
+            Self::Int32(b) => b.append_nulls(n),
+            Self::Int64(b) => b.append_nulls(n),
+            Self::UInt8(b) => b.append_nulls(n),
+            Self::UInt16(b) => b.append_nulls(n),
+            Self::UInt32(b) => b.append_nulls(n),
+            Self::UInt64(b) => b.append_nulls(n),
+            Self::Float32(b) => b.append_nulls(n),
+            Self::Float64(b) => b.append_nulls(n),
+            Self::Timestamp(b) => b.append_nulls(n),
+            Self::String(b) => (0..n).for_each(|_| b.append_null()),
+            Self::Binary(b) => (0..n).for_each(|_| b.append_null()),
+        }
+    }
+
+    /// Appends elements `start..end` of `values`, which must be of this
+    /// column's type (timestamps equal to the fill value as nulls).
+    fn append(
+        &mut self,
+        values: &Values,
+        start: usize,
+        end: usize,
+        dataset: &str,
+    ) -> Result<(), QueryError> {
+        let outside = || {
+            QueryError::Atlas(AtlasError::corrupt(format!(
+                "dataset {dataset:?}: elements {start}..{end} are not in the array read"
+            )))
+        };
+        let fill = values.fill;
+        macro_rules! slices {
+            ($($v:ident),*) => {
+                match (self, &values.data) {
+                    $((Self::$v(b), ArrayData::$v(a)) => {
+                        b.append_slice(window(a, start, end).ok_or_else(outside)?);
+                    })*
+                    (Self::Timestamp(b), ArrayData::Timestamp(a)) => {
+                        let values = window(a, start, end).ok_or_else(outside)?;
+                        b.extend(
+                            values
+                                .iter()
+                                .map(|t| (Some(t.nanos()) != fill).then_some(t.nanos())),
+                        );
+                    }
+                    (Self::String(b), ArrayData::String(a)) => {
+                        for v in window(a, start, end).ok_or_else(outside)? {
+                            b.append_value(v);
+                        }
+                    }
+                    (Self::Binary(b), ArrayData::Binary(a)) => {
+                        for v in window(a, start, end).ok_or_else(outside)? {
+                            b.append_value(v);
+                        }
+                    }
+                    (_, data) => {
+                        return Err(QueryError::Atlas(AtlasError::corrupt(format!(
+                            "dataset {dataset:?}: read {} elements for a column of another type",
+                            data.dtype().display_name()
+                        ))));
+                    }
+                }
+            };
+        }
+        slices!(
+            Int8, Int16, Int32, Int64, UInt8, UInt16, UInt32, UInt64, Float32, Float64
+        );
+        Ok(())
+    }
+
+    fn finish(&mut self) -> ArrayRef {
+        match self {
+            Self::Int8(b) => Arc::new(b.finish()),
+            Self::Int16(b) => Arc::new(b.finish()),
+            Self::Int32(b) => Arc::new(b.finish()),
+            Self::Int64(b) => Arc::new(b.finish()),
+            Self::UInt8(b) => Arc::new(b.finish()),
+            Self::UInt16(b) => Arc::new(b.finish()),
+            Self::UInt32(b) => Arc::new(b.finish()),
+            Self::UInt64(b) => Arc::new(b.finish()),
+            Self::Float32(b) => Arc::new(b.finish()),
+            Self::Float64(b) => Arc::new(b.finish()),
+            Self::Timestamp(b) => Arc::new(b.finish()),
+            Self::String(b) => Arc::new(b.finish()),
+            Self::Binary(b) => Arc::new(b.finish()),
+        }
+    }
+}
