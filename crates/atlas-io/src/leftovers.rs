@@ -139,22 +139,32 @@ pub async fn remove_leftovers(
     Ok(removed)
 }
 
-/// The temp files under `prefix`'s atomic-write directory (none where there is none).
-async fn list_temp_files(op: &Operator, prefix: &str) -> Result<Vec<Leftover>, IoError> {
-    let dir = object_path(prefix, &format!("{ATOMIC_WRITE_DIR}/"));
-    let mut lister = match op.lister_with(&dir).recursive(true).await {
-        Ok(l) => l,
-        // No directory, or a backend that cannot list (plain HTTP, where
-        // nothing is ever written): no temp files.
+/// Every entry under `dir`, recursively; `None` where there is nothing to
+/// list: no such directory, or a backend that cannot list (plain HTTP, where
+/// nothing is ever written).
+///
+/// # Errors
+/// Any other failure to start the listing.
+pub async fn list_recursive(op: &Operator, dir: &str) -> Result<Option<opendal::Lister>, IoError> {
+    match op.lister_with(dir).recursive(true).await {
+        Ok(l) => Ok(Some(l)),
         Err(e)
             if matches!(
                 e.kind(),
                 opendal::ErrorKind::NotFound | opendal::ErrorKind::Unsupported
             ) =>
         {
-            return Ok(Vec::new());
+            Ok(None)
         }
-        Err(e) => return Err(IoError::from_opendal(e, "list", &dir)),
+        Err(e) => Err(IoError::from_opendal(e, "list", dir)),
+    }
+}
+
+/// The temp files under `prefix`'s atomic-write directory (none where there is none).
+async fn list_temp_files(op: &Operator, prefix: &str) -> Result<Vec<Leftover>, IoError> {
+    let dir = object_path(prefix, &format!("{ATOMIC_WRITE_DIR}/"));
+    let Some(mut lister) = list_recursive(op, &dir).await? else {
+        return Ok(Vec::new());
     };
     let mut found = Vec::new();
     while let Some(entry) = lister

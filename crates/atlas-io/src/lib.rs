@@ -36,7 +36,7 @@ pub use cas_memory::CasMemory;
 #[cfg(feature = "testing")]
 pub use counting::{CountingLayer, Counts, Faults, ReadRecord, RequestStats};
 pub use error::{IoError, IoErrorKind, ShortRead};
-pub use leftovers::{Leftover, LeftoverKind, list_leftovers, remove_leftovers};
+pub use leftovers::{Leftover, LeftoverKind, list_leftovers, list_recursive, remove_leftovers};
 pub use mask_store::{
     ATOMIC_WRITE_DIR, LOCK_SUFFIX, UpdateError, UpdateOutcome, WriteGuarantee, fs_operator,
     put_atomic, remove_empty_atomic_write_dir, update_checked, update_conditionally,

@@ -132,17 +132,8 @@ async fn list(location: &Location) -> std::result::Result<Vec<UncommittedMember>
     let members_dir = member_path("");
     let dir = location.object(&members_dir);
     let op = location.operator();
-    let mut lister = match op.lister_with(&dir).recursive(true).await {
-        Ok(l) => l,
-        Err(e)
-            if matches!(
-                e.kind(),
-                opendal::ErrorKind::NotFound | opendal::ErrorKind::Unsupported
-            ) =>
-        {
-            return Ok(Vec::new());
-        }
-        Err(e) => return Err(IoError::from_opendal(e, "list", &dir)),
+    let Some(mut lister) = atlas_io::list_recursive(op, &dir).await? else {
+        return Ok(Vec::new());
     };
     let mut found: Vec<UncommittedMember> = Vec::new();
     while let Some(entry) = lister
