@@ -208,3 +208,38 @@ fn export_without_arrays_is_a_usage_error_and_parquet_needs_a_file() {
     );
     assert!(err.contains("NOPE"), "{err}");
 }
+
+#[test]
+fn export_to_a_pipe_the_reader_closes_ends_quietly() {
+    use std::io::{BufRead, BufReader};
+    use std::process::Stdio;
+    let tmp = demo(200);
+    let dir = tmp.path().join("argo");
+    // Far more rows than a pipe buffers, so the writer meets the closed pipe.
+    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("atlas"))
+        .args([
+            "export",
+            s(&dir),
+            "--arrays",
+            "TEMP,PSAL,PRES",
+            "--format",
+            "csv",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut first = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut first)
+        .unwrap();
+    // The reader (`head -1`) has gone: stdout is closed here.
+    let out = child.wait_with_output().unwrap();
+    assert!(first.starts_with("dataset"), "{first}");
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        "",
+        "a closed pipe is not an error"
+    );
+    assert!(out.status.success(), "{:?}", out.status);
+}

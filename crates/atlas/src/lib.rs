@@ -111,8 +111,8 @@ pub use opendal::Operator;
 pub use error::{AtlasError, Result};
 pub use location::{Access, Address, Location, Scheme, StorageOptions};
 pub use query::{
-    CatalogueOptions, CmpOp, DEFAULT_ROWS_PER_BATCH, Field, ParseError, Predicate, QueryError,
-    RecordBatch, Schema, SchemaRef, StatField, TableOptions, TableStream, Value,
+    ArrowError, CatalogueOptions, CmpOp, DEFAULT_ROWS_PER_BATCH, Field, ParseError, Predicate,
+    QueryError, RecordBatch, Schema, SchemaRef, StatField, TableOptions, TableStream, Value,
 };
 pub use read::{
     ArrayLayout, Atlas, Dataset, DatasetStats, DeleteOutcome, OpenOptions, Order, Region,

@@ -3,8 +3,8 @@
 
 use std::io::{BufWriter, Write};
 
-use atlas::TableOptions;
 use atlas::export::{BatchWriter, ExportFormat};
+use atlas::{ArrowError, QueryError, TableOptions};
 use futures::StreamExt;
 
 use super::Ctx;
@@ -43,14 +43,25 @@ pub async fn run(ctx: &Ctx, args: &ExportArgs) -> CliResult {
         ),
         None => Box::new(std::io::stdout()),
     };
+    let to_stdout = args.output.is_none();
+    let target = args
+        .output
+        .as_ref()
+        .map_or_else(|| "stdout".to_owned(), |p| p.display().to_string());
     let mut writer =
         BatchWriter::new(format, &table.schema(), BufWriter::new(out)).at(loc.display())?;
     while let Some(batch) = table.next().await {
         let batch = batch.at(loc.display())?;
-        writer.write(&batch).at("writing the table")?;
+        match writer.write(&batch) {
+            Err(e) if to_stdout && reader_went_away(&e) => return Ok(()),
+            written => written.at(&target)?,
+        }
     }
     let rows = writer.rows();
-    writer.finish().at("writing the table")?;
+    match writer.finish() {
+        Err(e) if to_stdout && reader_went_away(&e) => return Ok(()),
+        finished => finished.at(&target)?,
+    }
     if let Some(path) = &args.output
         && !ctx.quiet
     {
@@ -61,4 +72,14 @@ pub async fn run(ctx: &Ctx, args: &ExportArgs) -> CliResult {
         );
     }
     Ok(())
+}
+
+/// A write to stdout that failed because the reader closed the pipe
+/// (`atlas export ... | head`): the output ends quietly, as `atlas ls` does.
+fn reader_went_away(e: &QueryError) -> bool {
+    let io = match e {
+        QueryError::Write(io) | QueryError::Arrow(ArrowError::IoError(_, io)) => io,
+        _ => return false,
+    };
+    io.kind() == std::io::ErrorKind::BrokenPipe
 }

@@ -78,15 +78,16 @@ pub enum QueryError {
         /// Its element type.
         dtype: String,
     },
-    /// Arrow refused to build the catalogue table (or to write it as CSV).
-    #[error("catalogue table: {0}")]
+    /// Arrow refused to build a table (catalogue or long table) or to write it
+    /// as CSV or NDJSON.
+    #[error("building the table: {0}")]
     Arrow(#[from] arrow_schema::ArrowError),
     /// The Parquet writer failed.
     #[cfg(feature = "parquet")]
-    #[error("catalogue as Parquet: {0}")]
+    #[error("writing the table as Parquet: {0}")]
     Parquet(#[from] parquet::errors::ParquetError),
-    /// Writing the exported table failed.
-    #[error("writing the catalogue: {0}")]
+    /// Writing an exported table (catalogue or long table) failed.
+    #[error("writing the table: {0}")]
     Write(#[from] std::io::Error),
     /// Reading the collection failed.
     #[error(transparent)]

@@ -46,7 +46,7 @@ pub use value::Value;
 /// direct dependency on arrow-rs to hold one.
 pub use arrow_array::RecordBatch;
 /// The schema of a [`TableStream`], known before its first batch.
-pub use arrow_schema::{Schema, SchemaRef};
+pub use arrow_schema::{ArrowError, Schema, SchemaRef};
 pub(crate) use catalogue::catalogue_with;
 pub(crate) use eval::Declared;
 pub(crate) use eval::{Plan, select_with};
