@@ -24,6 +24,8 @@
 //!   that the screen, the one-array lookup and the digest validate footers
 //!   with (`mirror`), the one-array footer lookup (`lookup`), and the
 //!   read-ahead decisions over a segment's data region (`read_ahead`);
+//! - privately, beside array-format's read path: the reads of fixed-width
+//!   arrays that decode each block once for every array in it (`blocks`);
 //! - privately, around array-format's calls: the object_store shims it reads
 //!   and writes through (`store`, `sink`), the panic firewall (`guard`), the
 //!   recovery of error kinds array-format flattens into strings (`track`) and
@@ -35,6 +37,7 @@ mod refusals;
 
 pub mod any;
 pub mod attr;
+mod blocks;
 mod codec;
 pub mod digest;
 pub mod element;
@@ -54,6 +57,8 @@ pub mod value;
 pub mod writer;
 
 #[cfg(test)]
+mod blocks_tests;
+#[cfg(test)]
 mod sink_tests;
 #[cfg(test)]
 mod store_tests;
@@ -62,6 +67,7 @@ mod test_support;
 
 pub use any::{AnyArray, ArrayData};
 pub use attr::Attr;
+pub use blocks::BLOCKS_KEPT_PER_SEGMENT;
 pub use digest::{ArrayDigest, SegmentDigest};
 pub use element::Element;
 pub use error::SegmentError;
