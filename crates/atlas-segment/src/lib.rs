@@ -14,6 +14,8 @@
 //! - [`segment`]: [`Segment`] (one opened segment) and its views [`ArrayRef`]
 //!   and [`AttributeColumn`];
 //! - [`writer`]: [`SegmentWriter`] and the [`ContainerSink`] it appends to;
+//! - [`spool`]: segments finished into temporary storage ([`SpooledSegment`]),
+//!   so a commit finishes several at once and appends them in order;
 //! - [`screen`]: the footer screen and its typed findings;
 //! - [`digest`]: each array's name, type and statistics read off a footer
 //!   without array-format's open;
@@ -50,6 +52,7 @@ pub mod screen;
 pub mod segment;
 pub mod set;
 mod sink;
+pub mod spool;
 mod store;
 mod tail;
 mod track;
@@ -76,6 +79,7 @@ pub use screen::{ArrayProblem, FooterProblem};
 pub use segment::{ArrayRef, AttributeColumn, Segment};
 pub use set::{DEFAULT_BLOCK_CACHE_BYTES, SegmentOptions, SegmentRange, SegmentSet, open_bytes};
 pub use sink::{SinkError, WrittenSegment};
+pub use spool::SpooledSegment;
 pub use tail::{ARRF_MAGIC, ARRF_TRAILER_LEN, DEFAULT_PREFETCH};
 pub use value::{ArrayStats, FillValue, Stat, Timestamp};
 pub use writer::{ContainerSink, DEFAULT_BLOCK_TARGET_SIZE, SegmentWriter, WriteOptions};
