@@ -14,6 +14,8 @@
 //! - [`segment`]: [`Segment`] (one opened segment) and its views [`ArrayRef`]
 //!   and [`AttributeColumn`];
 //! - [`writer`]: [`SegmentWriter`] and the [`ContainerSink`] it appends to;
+//! - [`spool`]: segments finished into temporary storage ([`SpooledSegment`]),
+//!   so a commit finishes several at once and appends them in order;
 //! - [`screen`]: the footer screen and its typed findings;
 //! - [`digest`]: each array's name, type and statistics read off a footer
 //!   without array-format's open;
@@ -24,6 +26,8 @@
 //!   that the screen, the one-array lookup and the digest validate footers
 //!   with (`mirror`), the one-array footer lookup (`lookup`), and the
 //!   read-ahead decisions over a segment's data region (`read_ahead`);
+//! - privately, beside array-format's read path: the reads of fixed-width
+//!   arrays that decode each block once for every array in it (`blocks`);
 //! - privately, around array-format's calls: the object_store shims it reads
 //!   and writes through (`store`, `sink`), the panic firewall (`guard`), the
 //!   recovery of error kinds array-format flattens into strings (`track`) and
@@ -35,6 +39,7 @@ mod refusals;
 
 pub mod any;
 pub mod attr;
+mod blocks;
 mod codec;
 pub mod digest;
 pub mod element;
@@ -47,12 +52,15 @@ pub mod screen;
 pub mod segment;
 pub mod set;
 mod sink;
+pub mod spool;
 mod store;
 mod tail;
 mod track;
 pub mod value;
 pub mod writer;
 
+#[cfg(test)]
+mod blocks_tests;
 #[cfg(test)]
 mod sink_tests;
 #[cfg(test)]
@@ -62,6 +70,7 @@ mod test_support;
 
 pub use any::{AnyArray, ArrayData};
 pub use attr::Attr;
+pub use blocks::BLOCKS_KEPT_PER_SEGMENT;
 pub use digest::{ArrayDigest, SegmentDigest};
 pub use element::Element;
 pub use error::SegmentError;
@@ -70,6 +79,7 @@ pub use screen::{ArrayProblem, FooterProblem};
 pub use segment::{ArrayRef, AttributeColumn, Segment};
 pub use set::{DEFAULT_BLOCK_CACHE_BYTES, SegmentOptions, SegmentRange, SegmentSet, open_bytes};
 pub use sink::{SinkError, WrittenSegment};
+pub use spool::SpooledSegment;
 pub use tail::{ARRF_MAGIC, ARRF_TRAILER_LEN, DEFAULT_PREFETCH};
 pub use value::{ArrayStats, FillValue, Stat, Timestamp};
 pub use writer::{ContainerSink, DEFAULT_BLOCK_TARGET_SIZE, SegmentWriter, WriteOptions};

@@ -24,6 +24,7 @@ use array_format::DType;
 use array_format::block::ArchivedCodecId;
 use rkyv::util::AlignedVec;
 
+use crate::blocks::{BlockCodec, BlockLoc, ChunkTable};
 use crate::mirror::{ArchivedArrayMeta, ArchivedFooter, FOOTER_VERSION};
 use crate::tail::ARRF_TRAILER_LEN;
 
@@ -243,6 +244,9 @@ pub(crate) struct Screened {
     /// `(offset, declared size)` of every LZ4 block: the size prefix inside
     /// the block must agree before array-format decodes it (see `SegmentStore`).
     pub lz4_blocks: Vec<(u64, u64)>,
+    /// The block table and every unflagged array's chunk entries, for
+    /// reading fixed-width arrays without array-format (see `blocks`).
+    pub chunks: ChunkTable,
 }
 
 /// Screens the footer at the end of `tail` (the last bytes of a segment of
@@ -290,10 +294,13 @@ pub(crate) fn screen_visiting(
             .iter()
             .filter_map(|b| b.lz4_at.map(|at| (at, b.decoded_len)))
             .collect(),
+        chunks: ChunkTable::new(blocks.iter().map(|b| b.loc).collect(), footer.arrays.len()),
     };
     for array in footer.arrays.iter() {
         visit(array)?;
-        if let Err(problem) = screen_array(array, &blocks) {
+        screened.chunks.begin_array();
+        if let Err(problem) = screen_array(array, &blocks, &mut screened.chunks) {
+            screened.chunks.reject_array();
             screened
                 .problems
                 .insert(array.name.as_str().to_owned(), problem);
@@ -329,6 +336,8 @@ fn footer_slice(tail: &[u8]) -> Result<(&[u8], u64), FooterProblem> {
 /// What a chunk check needs to know about a block: the bytes it decodes to.
 struct BlockBound {
     decoded_len: u64,
+    /// The block as the reads of `blocks` need it.
+    loc: BlockLoc,
     /// Where the block starts, if it is LZ4 (whose size prefix needs a check).
     lz4_at: Option<u64>,
 }
@@ -369,6 +378,12 @@ fn screen_blocks(footer: &ArchivedFooter, data_end: u64) -> Result<Vec<BlockBoun
         // footer, LZ4 from the block's own prefix, which the segment store
         // holds to the footer's figure): bound it by what the compressed
         // bytes can possibly expand to.
+        let codec = match &block.codec {
+            ArchivedCodecId::None => BlockCodec::None,
+            ArchivedCodecId::Named(name) if name.as_str() == "zstd" => BlockCodec::Zstd,
+            ArchivedCodecId::Named(name) if name.as_str() == "lz4" => BlockCodec::Lz4,
+            ArchivedCodecId::Named(_) => BlockCodec::Other,
+        };
         let (decoded_len, lz4_at) = match &block.codec {
             ArchivedCodecId::None => (compressed, None),
             ArchivedCodecId::Named(name) if name.as_str() == "zstd" => (
@@ -395,6 +410,12 @@ fn screen_blocks(footer: &ArchivedFooter, data_end: u64) -> Result<Vec<BlockBoun
         };
         out.push(BlockBound {
             decoded_len,
+            loc: BlockLoc {
+                offset,
+                compressed,
+                decoded: decoded_len,
+                codec,
+            },
             lz4_at,
         });
     }
@@ -424,7 +445,11 @@ fn screen_attribute_memory(footer: &ArchivedFooter, footer_len: u64) -> Result<(
     Ok(())
 }
 
-fn screen_array(array: &ArchivedArrayMeta, blocks: &[BlockBound]) -> Result<(), ArrayProblem> {
+fn screen_array(
+    array: &ArchivedArrayMeta,
+    blocks: &[BlockBound],
+    table: &mut ChunkTable,
+) -> Result<(), ArrayProblem> {
     let shape: Vec<u64> = array
         .shape
         .iter()
@@ -520,6 +545,12 @@ fn screen_array(array: &ArchivedArrayMeta, blocks: &[BlockBound]) -> Result<(), 
                 });
             }
         }
+        table.push_chunk(
+            previous.as_deref().unwrap_or_default(),
+            block_id,
+            address.offset.to_native(),
+            address.size.to_native(),
+        );
     }
     Ok(())
 }

@@ -16,6 +16,7 @@ use ndarray::ArrayD;
 
 use crate::any::ArrayData;
 use crate::attr::Attr;
+use crate::blocks::BlockSource;
 use crate::element::{Element, sealed::Sealed};
 use crate::error::SegmentError;
 use crate::guard::guarded;
@@ -32,6 +33,8 @@ pub struct Segment {
     /// Array (dataset) name to why that array cannot be used.
     problems: HashMap<String, ArrayProblem>,
     len: u64,
+    /// Reads fixed-width arrays block by block, each block decoded once.
+    source: BlockSource,
 }
 
 impl std::fmt::Debug for Segment {
@@ -52,13 +55,26 @@ impl Segment {
         file: ArrayFile,
         problems: HashMap<String, ArrayProblem>,
         len: u64,
+        source: BlockSource,
     ) -> Self {
         Self {
             name: name.to_owned(),
             file,
             problems,
             len,
+            source,
         }
+    }
+
+    /// Position of `info` (one of this segment's arrays) in footer order.
+    fn position_of(&self, info: &ArrayInfo) -> Option<usize> {
+        let arrays = self.file.arrays();
+        let at = (info as *const ArrayInfo as usize).checked_sub(arrays.as_ptr() as usize)?;
+        let position = at.checked_div(std::mem::size_of::<ArrayInfo>())?;
+        arrays
+            .get(position)
+            .filter(|a| std::ptr::eq(*a, info))
+            .map(|_| position)
     }
 
     /// The segment's (variable's) name.
@@ -153,7 +169,8 @@ impl Segment {
         origin: &[u64],
         extent: &[u64],
     ) -> Result<ArrayD<T>, SegmentError> {
-        let stored = self.array(array)?.dtype();
+        let found = self.array(array)?;
+        let stored = found.dtype();
         if stored != T::ATLAS_DTYPE {
             return Err(SegmentError::DTypeMismatch {
                 array: array.to_owned(),
@@ -162,6 +179,16 @@ impl Segment {
             });
         }
         let (origin, extent) = (to_usizes(origin, array)?, to_usizes(extent, array)?);
+        // Fixed-width arrays: read here, each block decoded once for every
+        // array in it; anything else goes through array-format.
+        if let Some(position) = self.position_of(found.info)
+            && let Some(read) = self
+                .source
+                .read::<<T as Sealed>::Stored>(&self.name, position, found.info, &origin, &extent)
+                .await
+        {
+            return read.map(T::from_stored);
+        }
         // Boxed: array-format's read future is large, and moving it through
         // the guard, the tracking scope and every caller cost a copy per read.
         let (outcome, failure) = track_io(guarded(Box::pin(

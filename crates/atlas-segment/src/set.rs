@@ -17,6 +17,7 @@
 use std::collections::HashMap;
 use std::ops::Range;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use array_format::{ArrayFile, BlockCache, ReadConfig};
 use atlas_io::ReadParallelism;
@@ -26,6 +27,7 @@ use object_store::path::Path;
 use opendal::Operator;
 use tokio::sync::OnceCell;
 
+use crate::blocks::{BlockSlots, BlockSource, ChunkTable};
 use crate::digest::{SegmentDigest, digest_of};
 use crate::error::SegmentError;
 use crate::guard::guarded;
@@ -53,8 +55,11 @@ pub const DEFAULT_BLOCK_CACHE_BYTES: u64 = array_format::DEFAULT_CACHE_CAPACITY 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct SegmentOptions {
-    /// Bytes of decompressed blocks kept in memory, one cache shared by every
-    /// segment of the set (0 disables it).
+    /// Bytes of decompressed blocks kept in memory for the arrays
+    /// array-format reads (variable-length ones), one cache shared by every
+    /// segment of the set (0 disables it); fixed-width arrays keep the last
+    /// [`BLOCKS_KEPT_PER_SEGMENT`](crate::BLOCKS_KEPT_PER_SEGMENT) decoded
+    /// blocks of each segment instead.
     pub block_cache_bytes: u64,
     /// Bytes read from the end of a segment when it is first opened; a footer
     /// larger than that costs one more read of exactly the bytes missing.
@@ -135,6 +140,10 @@ pub struct SegmentSet {
     singles: std::sync::Mutex<HashMap<(usize, String), Arc<Segment>>>,
     /// One lookup at a time (each registers a virtual file of its own).
     lookups: tokio::sync::Mutex<()>,
+    /// Per segment, its last decoded blocks (shared with its one-array views).
+    slots: Vec<Arc<BlockSlots>>,
+    /// Blocks decoded so far by the reads that bypass array-format.
+    decoded: Arc<AtomicU64>,
 }
 
 impl std::fmt::Debug for SegmentSet {
@@ -186,6 +195,29 @@ impl SegmentSet {
             pending: std::sync::Mutex::new(HashMap::new()),
             singles: std::sync::Mutex::new(HashMap::new()),
             lookups: tokio::sync::Mutex::new(()),
+            slots: (0..count).map(|_| Arc::default()).collect(),
+            decoded: Arc::default(),
+        }
+    }
+
+    /// Blocks decoded so far by the reads of fixed-width arrays (each block
+    /// of a segment is decoded once while it stays among the last
+    /// [`BLOCKS_KEPT_PER_SEGMENT`](crate::BLOCKS_KEPT_PER_SEGMENT) used,
+    /// however many arrays and concurrent reads share it). For tests and
+    /// statistics.
+    pub fn blocks_decoded(&self) -> u64 {
+        self.decoded.load(Ordering::Relaxed)
+    }
+
+    /// What a segment at `path` (segment `index` or a view of it) reads its
+    /// blocks through.
+    fn source(&self, index: usize, path: &Path, table: ChunkTable) -> BlockSource {
+        BlockSource {
+            store: self.store.clone(),
+            path: path.clone(),
+            table,
+            slots: self.slots.get(index).cloned().unwrap_or_default(),
+            decoded: self.decoded.clone(),
         }
     }
 
@@ -405,11 +437,13 @@ impl SegmentSet {
             position,
             "opened one array by lookup"
         );
+        let source = self.source(index, &path, screened.chunks);
         Ok(Ok(Arc::new(Segment::new(
             name,
             file,
             screened.problems,
             len,
+            source,
         ))))
     }
 
@@ -523,7 +557,14 @@ impl SegmentSet {
         }
         check_count(name, &file, screened.array_count)?;
         tracing::debug!(segment = name, len, "opened segment");
-        Ok(Arc::new(Segment::new(name, file, screened.problems, len)))
+        let source = self.source(index, &path, screened.chunks);
+        Ok(Arc::new(Segment::new(
+            name,
+            file,
+            screened.problems,
+            len,
+            source,
+        )))
     }
 
     /// Registers a screened segment (or one-array view of one) at `path` in

@@ -485,6 +485,27 @@ impl SegmentStore {
         Ok(lock().fetched(fetch, fetched))
     }
 
+    /// Reads `rel` of the segment at `path` as array-format's block reads
+    /// do (read-ahead, tail, LZ4 prefix check): for the reads of
+    /// [`crate::blocks`], which bypass array-format.
+    pub(crate) async fn read_block(
+        &self,
+        path: &Path,
+        rel: Range<u64>,
+    ) -> Result<Bytes, StoreError> {
+        let p = path.as_ref();
+        let seg = self.lookup(p)?;
+        if rel.start > rel.end || rel.end > seg.len {
+            return Err(StoreError::InvalidRange {
+                path: p.to_string(),
+                message: format!("{rel:?} is not inside a segment of {} bytes", seg.len),
+            });
+        }
+        let bytes = self.read_segment(p, &seg, rel.clone()).await?;
+        check_lz4_prefixes(p, &seg, rel.start, &bytes)?;
+        Ok(bytes)
+    }
+
     async fn get_segment(
         &self,
         location: &Path,

@@ -17,6 +17,7 @@ use crate::element::{Element, sealed::Sealed};
 use crate::error::SegmentError;
 use crate::guard::{guarded, guarded_sync};
 use crate::sink::{SinkStore, WrittenSegment};
+use crate::spool::{SpoolStore, SpooledSegment};
 use crate::value::{FillValue, fill_to_stored};
 
 /// Raw bytes packed into one block before it is compressed, by default (8 MiB).
@@ -119,6 +120,22 @@ impl ContainerSink {
     /// Aborts the container upload: nothing becomes visible (where the backend allows).
     pub async fn abort(&self) -> Result<(), SegmentError> {
         Ok(self.inner.abort().await?)
+    }
+
+    /// The sink as the `ObjectStore` segments are uploaded through.
+    pub(crate) fn store(&self) -> Arc<dyn ObjectStore> {
+        Arc::new(self.inner.clone())
+    }
+
+    /// A path no segment of this sink has used yet.
+    pub(crate) fn next_path(&self) -> object_store::path::Path {
+        let n = self.next.fetch_add(1, Ordering::Relaxed);
+        object_store::path::Path::from(format!("segment-{n}"))
+    }
+
+    /// Where the segment uploaded under `path` landed, once complete.
+    pub(crate) fn segment(&self, path: &object_store::path::Path) -> Option<WrittenSegment> {
+        self.inner.segment(path)
     }
 }
 
@@ -251,9 +268,8 @@ impl SegmentWriter {
     /// Appends the finished segment to `sink`; returns where it landed.
     /// Nothing is read back.
     pub async fn finish(self, sink: &ContainerSink) -> Result<WrittenSegment, SegmentError> {
-        let n = sink.next.fetch_add(1, Ordering::Relaxed);
-        let path = object_store::path::Path::from(format!("segment-{n}"));
-        let store: Arc<dyn ObjectStore> = Arc::new(sink.inner.clone());
+        let path = sink.next_path();
+        let store = sink.store();
         let name = self.name;
         let finished = guarded(self.inner.finish(store, path.clone())).await;
         match finished {
@@ -269,6 +285,30 @@ impl SegmentWriter {
         sink.inner.segment(&path).ok_or_else(|| {
             SegmentError::corrupt(&name, None, "the sink did not record the segment")
         })
+    }
+
+    /// Finishes the segment (its footer built and serialised, the CPU-heavy
+    /// part of a commit) into temporary storage rather than a container:
+    /// segments can then be finished at the same time and appended in order
+    /// with [`SpooledSegment::append_to`], giving the same bytes as
+    /// [`SegmentWriter::finish`]. See [`crate::spool`].
+    pub async fn finish_spooled(self) -> Result<SpooledSegment, SegmentError> {
+        let spool = SpoolStore::default();
+        let store: Arc<dyn ObjectStore> = Arc::new(spool.clone());
+        let name = self.name;
+        let path = object_store::path::Path::from("segment");
+        match guarded(self.inner.finish(store, path)).await {
+            Ok(Ok(file)) => drop(file),
+            Ok(Err(array_format::Error::Storage(msg))) => return Err(spool_failed(&name, msg)),
+            Ok(Err(array_format::Error::Io(err))) => {
+                return Err(spool_failed(&name, err.to_string()));
+            }
+            Ok(Err(other)) => return Err(SegmentError::corrupt(&name, None, other.to_string())),
+            Err(p) => return Err(SegmentError::corrupt(&name, None, p.to_string())),
+        }
+        spool
+            .take(&name)
+            .ok_or_else(|| SegmentError::corrupt(&name, None, "finishing wrote no segment"))
     }
 
     /// The finished segment's bytes, in memory (for tests and tools).
@@ -290,7 +330,16 @@ impl SegmentWriter {
     }
 }
 
-fn finish_io(name: &str, msg: String) -> SegmentError {
+fn spool_failed(name: &str, msg: String) -> SegmentError {
+    SegmentError::Io(IoError::new(
+        IoErrorKind::Other,
+        "write",
+        "segment spool",
+        format!("segment {name:?}: {msg}"),
+    ))
+}
+
+pub(crate) fn finish_io(name: &str, msg: String) -> SegmentError {
     SegmentError::Io(IoError::new(
         IoErrorKind::Other,
         "write",

@@ -48,8 +48,10 @@ impl Default for OpenOptions {
 }
 
 impl OpenOptions {
-    /// Sets the bytes of decompressed blocks kept in memory: one bounded
-    /// cache shared by every segment (0 disables it).
+    /// Sets the bytes of decompressed blocks kept in memory for arrays of
+    /// variable-length elements: one bounded cache shared by every segment
+    /// (0 disables it). Fixed-width arrays keep the last few decoded blocks
+    /// of each segment instead (see `docs/read-path.md`).
     pub fn block_cache_bytes(mut self, bytes: u64) -> Self {
         self.block_cache_bytes = bytes;
         self
@@ -463,6 +465,14 @@ impl Atlas {
     /// Segments opened so far: each is opened once, on first use, and kept.
     pub fn segments_opened(&self) -> usize {
         self.inner.segments.opened()
+    }
+
+    /// Blocks this handle has decoded so far for reads of fixed-width
+    /// arrays: each block once while it is among the last few read from its
+    /// segment, however many arrays it holds and however many reads share
+    /// it at once (a sweep over every dataset decodes each block once).
+    pub fn blocks_decoded(&self) -> u64 {
+        self.inner.segments.blocks_decoded()
     }
 
     /// The segment of variable `name`, opened on first use; `None` if the container has none.

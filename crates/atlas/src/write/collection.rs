@@ -8,8 +8,9 @@ use atlas_format::{
     validate_name,
 };
 use atlas_io::{IoError, object_path};
-use atlas_segment::ContainerSink;
+use atlas_segment::{ContainerSink, WrittenSegment};
 use bytes::Bytes;
+use futures::StreamExt;
 use indexmap::IndexSet;
 use opendal::Operator;
 use smol_str::SmolStr;
@@ -363,6 +364,24 @@ fn pre_intern(builder: &mut FooterBuilder, key: &SchemaKey) {
     }
 }
 
+/// Records segment `name`, which landed at `written`, in the footer.
+fn place(
+    builder: &mut FooterBuilder,
+    segments: &mut Vec<(String, u64)>,
+    name: String,
+    written: WrittenSegment,
+) -> Result<()> {
+    let entry = builder.push_variable(&name, written.len)?;
+    if entry.seg_offset != written.offset {
+        return Err(AtlasError::corrupt(format!(
+            "segment {name:?} landed at byte {}, the footer expects {}",
+            written.offset, entry.seg_offset
+        )));
+    }
+    segments.push((name, written.len));
+    Ok(())
+}
+
 async fn stream(
     shared: &Shared,
     sink: &ContainerSink,
@@ -371,7 +390,7 @@ async fn stream(
 ) -> Result<WriteSummary> {
     sink.write_raw(Bytes::copy_from_slice(&encode_header()))
         .await?;
-    let mut segments = Vec::with_capacity(order.len());
+    let mut writers = Vec::with_capacity(order.len());
     for name in order {
         let writer = shared
             .variables
@@ -380,15 +399,41 @@ async fn stream(
             .ok_or_else(|| {
                 AtlasError::corrupt(format!("variable {name:?} has no segment writer"))
             })?;
-        let written = writer.finish(sink).await?;
-        let entry = builder.push_variable(name, written.len)?;
-        if entry.seg_offset != written.offset {
-            return Err(AtlasError::corrupt(format!(
-                "segment {name:?} landed at byte {}, the footer expects {}",
-                written.offset, entry.seg_offset
-            )));
+        writers.push((name.to_string(), writer));
+    }
+    let parallelism = shared.config.commit_parallelism_or_default();
+    let mut segments = Vec::with_capacity(writers.len());
+    if parallelism <= 1 || writers.len() <= 1 {
+        for (name, writer) in writers {
+            let written = writer.finish(sink).await?;
+            place(&mut builder, &mut segments, name, written)?;
         }
-        segments.push((name.to_string(), written.len));
+    } else {
+        // Up to `parallelism` segments finish at once, each on a blocking
+        // thread of its own (the footer's serialisation is synchronous CPU
+        // work), into temporary storage; they are appended in order as the
+        // one in front is ready.
+        let handle = tokio::runtime::Handle::current();
+        let mut finished = futures::stream::iter(writers)
+            .map(|(name, writer)| {
+                let handle = handle.clone();
+                async move {
+                    let spooled = tokio::task::spawn_blocking(move || {
+                        handle.block_on(writer.finish_spooled())
+                    })
+                    .await
+                    .map_err(|e| {
+                        AtlasError::corrupt(format!("finishing segment {name:?} stopped: {e}"))
+                    })??;
+                    Ok::<_, AtlasError>((name, spooled))
+                }
+            })
+            .buffered(parallelism);
+        while let Some(next) = finished.next().await {
+            let (name, spooled) = next?;
+            let written = spooled.append_to(sink).await?;
+            place(&mut builder, &mut segments, name, written)?;
+        }
     }
     let footer_start = builder.next_offset();
     let footer = builder.finish().encode()?;

@@ -23,6 +23,7 @@ pub struct WriterConfig {
     pub(crate) small_block_target_size: usize,
     pub(crate) created_unix_ms: Option<i64>,
     pub(crate) storage: StorageOptions,
+    pub(crate) commit_parallelism: Option<usize>,
 }
 
 /// Chunks under this many bytes make a variable one of small arrays (see
@@ -43,6 +44,7 @@ impl Default for WriterConfig {
             small_block_target_size: DEFAULT_SMALL_BLOCK_TARGET_SIZE,
             created_unix_ms: None,
             storage: StorageOptions::default(),
+            commit_parallelism: None,
         }
     }
 }
@@ -93,6 +95,27 @@ impl WriterConfig {
     pub fn storage(mut self, storage: StorageOptions) -> Self {
         self.storage = storage;
         self
+    }
+
+    /// Sets how many segments [`AtlasWriter::finish`](crate::AtlasWriter::finish)
+    /// finishes at once (each builds and serialises its segment's footer,
+    /// most of a commit's CPU time, into temporary storage; they are then
+    /// appended in order). Default: the cores available to the process. 1
+    /// finishes them one after another straight into the container. The
+    /// container's bytes are the same whatever the value (values under 1
+    /// count as 1).
+    pub fn commit_parallelism(mut self, segments: usize) -> Self {
+        self.commit_parallelism = Some(segments.max(1));
+        self
+    }
+
+    /// The segments a commit finishes at once: the setting, else the cores available.
+    pub(crate) fn commit_parallelism_or_default(&self) -> usize {
+        self.commit_parallelism.unwrap_or_else(|| {
+            std::thread::available_parallelism()
+                .map(std::num::NonZeroUsize::get)
+                .unwrap_or(1)
+        })
     }
 
     /// The block size of a variable whose first push allocates `chunks` (bytes each).
