@@ -472,7 +472,8 @@ pub struct CreateArgs {
     /// Stored chunk shape per variable, e.g. '{"TEMP": [100]}' (default: whole arrays).
     #[arg(long, value_name = "JSON")]
     pub chunks: Option<String>,
-    /// Files opened and decoded at once.
+    /// Files opened and decoded at once (with --max-datasets and several
+    /// members: members written at once, each decoding one file at a time).
     #[arg(short = 'j', long = "jobs", value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..))]
     pub jobs: u16,
     /// Leave out files that fail (each listed with its reason) instead of writing nothing.

@@ -253,6 +253,96 @@ fn max_datasets_two_over_five_files_commits_three_members_in_one_generation() {
     assert!(err.contains("already holds a set"), "{err}");
 }
 
+/// The catalogue rows of a set without the `member` column, by name.
+fn rows_without_member(set: &Path) -> Vec<Json> {
+    let mut rows: Vec<Json> = json_of(&["catalogue", s(set)])
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|row| {
+            let mut row = row.clone();
+            row.as_object_mut().unwrap().remove("member");
+            row
+        })
+        .collect();
+    rows.sort_by_key(|r| r["name"].as_str().unwrap().to_owned());
+    rows
+}
+
+#[test]
+fn members_written_in_parallel_with_j_2_hold_what_j_1_writes_in_the_same_order() {
+    let tmp = tempfile::tempdir().unwrap();
+    for i in 0..9 {
+        let temps: Vec<f32> = (0..=i).map(|k| (i * 10 + k) as f32).collect();
+        write_nc(&tmp.path().join(format!("in/p{i}.nc")), &temps, i);
+    }
+    let input = tmp.path().join("in");
+    let mut sets = Vec::new();
+    for jobs in ["1", "2"] {
+        let set = tmp.path().join(format!("set{jobs}"));
+        let report = json_of(&[
+            "create",
+            s(&input),
+            s(&set),
+            "--max-datasets",
+            "2",
+            "-j",
+            jobs,
+        ]);
+        let sizes: Vec<u64> = report["members"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| m["datasets"].as_u64().unwrap())
+            .collect();
+        assert_eq!(sizes, [2, 2, 2, 2, 1], "-j {jobs}");
+        assert_eq!(report["commit"]["generation"], 1);
+        sets.push(set);
+    }
+    let (one, two) = (&sets[0], &sets[1]);
+    let expected: Vec<String> = (0..9).map(|i| format!("p{i}.nc")).collect();
+    // Members in chunk order: the set's names in file order.
+    assert_eq!(names(&json_of(&["ls", s(one)])), expected);
+    assert_eq!(names(&json_of(&["ls", s(two)])), expected);
+    assert_eq!(rows_without_member(one), rows_without_member(two));
+    for name in &expected {
+        assert_eq!(
+            stdout_of(&["cat", s(one), name, "TEMP"]),
+            stdout_of(&["cat", s(two), name, "TEMP"]),
+            "{name}"
+        );
+    }
+    atlas().args(["verify", s(two)]).assert().success();
+}
+
+#[test]
+fn a_failing_file_among_members_written_in_parallel_leaves_no_member_folder() {
+    let tmp = tempfile::tempdir().unwrap();
+    for i in 0..6 {
+        write_nc(&tmp.path().join(format!("in/p{i}.nc")), &[i as f32], i);
+    }
+    std::fs::write(tmp.path().join("in/p3_bad.nc"), b"CDF\x01 not really").unwrap();
+    let set = tmp.path().join("set");
+    common::fails_with_one_line(
+        &[
+            "-q",
+            "create",
+            s(&tmp.path().join("in")),
+            s(&set),
+            "--max-datasets",
+            "1",
+            "-j",
+            "2",
+        ],
+        1,
+    );
+    assert!(!set.join("set.manifest").exists());
+    let left: Vec<_> = std::fs::read_dir(set.join("members"))
+        .map(|d| d.collect())
+        .unwrap_or_default();
+    assert!(left.is_empty(), "{left:?}");
+}
+
 #[test]
 fn a_failing_file_commits_no_member_and_leaves_no_member_folder() {
     let tmp = tempfile::tempdir().unwrap();

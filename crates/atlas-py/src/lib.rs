@@ -16,6 +16,7 @@ use pyo3::types::PyDict;
 
 mod convert;
 mod core;
+mod ingest;
 mod region;
 mod stored;
 mod views;
@@ -475,5 +476,10 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(clear_cache, m)?)?;
     m.add_function(wrap_pyfunction!(views::shapes, m)?)?;
     m.add_function(wrap_pyfunction!(views::read_concat, m)?)?;
+    m.add_function(wrap_pyfunction!(ingest::run_member_ids, m)?)?;
+    m.add_function(wrap_pyfunction!(ingest::discover, m)?)?;
+    m.add_function(wrap_pyfunction!(ingest::ingest_member, m)?)?;
+    m.add_function(wrap_pyfunction!(ingest::commit_members, m)?)?;
+    m.add_function(wrap_pyfunction!(ingest::remove_members, m)?)?;
     Ok(())
 }

@@ -5,10 +5,14 @@
 use std::collections::BTreeMap;
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 
 use atlas::{AtlasWriter, Codec, CommitOutcome, SetWriter, WriteGuarantee, WriterConfig};
 use atlas_netcdf::{Decode, IngestError, IngestOptions, IngestReport};
+use futures::StreamExt;
+use futures::stream::FuturesOrdered;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde_json::{Value, json};
 
@@ -97,9 +101,9 @@ struct WrittenMember {
 }
 
 /// `--append` / `--max-datasets`: the files (sorted) in chunks of at most
-/// `--max-datasets`, each written as one new member, then one commit of all
-/// of them. Any failure aborts: the members written are removed and nothing
-/// is committed.
+/// `--max-datasets`, each written as one new member (up to `-j` members at
+/// once), then one commit of all of them in chunk order. Any failure aborts:
+/// the members written are removed and nothing is committed.
 async fn create_members(
     ctx: &Ctx,
     args: &CreateArgs,
@@ -124,31 +128,89 @@ async fn create_members(
     let mut set = SetWriter::create(dst, config).await.at(dst.display())?;
     let total = files.len();
     let started = Instant::now();
-    let mut reporter = Reporter::new(total, ctx.quiet);
+    let progress = SharedProgress {
+        reporter: Mutex::new(Reporter::new(total, ctx.quiet)),
+        done: AtomicUsize::new(0),
+        total,
+        started,
+    };
+    // With -j J and several members, J members are written at once, each
+    // decoding one file at a time (so J files decode at once either way);
+    // with one member, its ingest decodes J files at once.
+    let parallel = usize::from(args.jobs).min(chunks.len()).max(1);
+    let member_options = if parallel > 1 {
+        options.clone().with_jobs(1)
+    } else {
+        options.clone()
+    };
     let mut reports = Vec::with_capacity(chunks.len());
     let mut written = Vec::with_capacity(chunks.len());
-    let mut offset = 0usize;
-    for (index, chunk) in chunks.iter().enumerate() {
-        let id = new_member_id(index);
-        let result = write_member(&mut set, &id, chunk, options, |done| {
-            reporter.update(offset.saturating_add(done), total, started);
-        })
-        .await;
-        match result {
+    let mut pending = chunks.iter().enumerate();
+    // In chunk order whatever finishes first: members are recorded, and so
+    // committed, in the files' order.
+    let mut running = FuturesOrdered::new();
+    let mut failure: Option<IngestError> = None;
+    'members: loop {
+        while running.len() < parallel {
+            let Some((index, chunk)) = pending.next() else {
+                break;
+            };
+            let id = new_member_id(index);
+            match set.add_member(&id).await {
+                Ok(member) => running.push_back(ingest_member(
+                    id,
+                    member.into_writer(),
+                    chunk,
+                    &member_options,
+                    &progress,
+                )),
+                Err(e) => {
+                    failure = Some(e.into());
+                    break 'members;
+                }
+            }
+        }
+        let Some(result) = running.next().await else {
+            break;
+        };
+        let recorded = match result {
+            Ok((id, report)) => match set.record_member(&id).await {
+                Ok(entry) => Ok((
+                    report,
+                    WrittenMember {
+                        id,
+                        datasets: entry.datasets_total,
+                        bytes: entry.bytes,
+                    },
+                )),
+                Err(e) => Err(IngestError::from(e)),
+            },
+            Err(e) => Err(e),
+        };
+        match recorded {
             Ok((report, member)) => {
                 reports.push(report);
                 written.push(member);
             }
             Err(e) => {
-                reporter.finish();
-                if let Err(abort) = set.abort().await {
-                    tracing::warn!("could not remove the members written: {abort}");
-                }
-                write_failed_report(args, ingest_failed_file(&e), &e.to_string());
-                return Err(ingest_failure(dst, e));
+                failure = Some(e);
+                break;
             }
         }
-        offset = offset.saturating_add(chunk.len());
+    }
+    // Members still being written stop here (their writers are dropped).
+    drop(running);
+    let reporter = progress
+        .reporter
+        .into_inner()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    if let Some(e) = failure {
+        reporter.finish();
+        if let Err(abort) = set.abort().await {
+            tracing::warn!("could not remove the members written: {abort}");
+        }
+        write_failed_report(args, ingest_failed_file(&e), &e.to_string());
+        return Err(ingest_failure(dst, e));
     }
     reporter.finish();
     let outcome = match set.commit().await {
@@ -170,25 +232,38 @@ async fn create_members(
     Ok(())
 }
 
-/// Ingests `files` into new member `id` of `set` and describes it for the commit.
-async fn write_member(
-    set: &mut SetWriter,
-    id: &str,
+/// Progress over members written at once: files done in all of them.
+struct SharedProgress {
+    reporter: Mutex<Reporter>,
+    done: AtomicUsize,
+    total: usize,
+    started: Instant,
+}
+
+/// Ingests `files` into the new member `id` whose container `writer` writes.
+async fn ingest_member(
+    id: String,
+    writer: AtlasWriter,
     files: &[PathBuf],
     options: &IngestOptions,
-    mut progress: impl FnMut(usize),
-) -> Result<(IngestReport, WrittenMember), IngestError> {
-    let writer = set.add_member(id).await?.into_writer();
-    let report =
-        atlas_netcdf::ingest_with_progress(files, writer, options, |done, _| progress(done))
-            .await?;
-    let entry = set.record_member(id).await?;
-    let member = WrittenMember {
-        id: id.to_owned(),
-        datasets: entry.datasets_total,
-        bytes: entry.bytes,
-    };
-    Ok((report, member))
+    progress: &SharedProgress,
+) -> Result<(String, IngestReport), IngestError> {
+    let mut last = 0usize;
+    let report = atlas_netcdf::ingest_with_progress(files, writer, options, |n, _| {
+        let step = n.saturating_sub(last);
+        last = n;
+        let all = progress
+            .done
+            .fetch_add(step, Ordering::Relaxed)
+            .saturating_add(step);
+        progress
+            .reporter
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .update(all, progress.total, progress.started);
+    })
+    .await?;
+    Ok((id, report))
 }
 
 /// `--append` adds to a set; a lone collection is write-once.

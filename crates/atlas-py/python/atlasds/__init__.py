@@ -18,6 +18,8 @@
 - `write(path_or_url, {name: xarray.Dataset})`: a new collection, mapped as
   `atlas create` maps NetCDF files.
   With `append=True`, one new member of a collection set, committed.
+- `ingest(sources, set_path, client=...)`: NetCDF files into a collection
+  set, one member per task on dask.distributed (or local threads), one commit.
 
 Handles pickle by location, so all of it runs on dask.distributed.
 """
@@ -46,6 +48,7 @@ from ._errors import (
 from ._multi import open_mfdataarray
 from ._views import open_dataset
 from ._write import WriteResult, write
+from ._ingest import IngestResult, ingest
 
 try:
     __version__ = version("atlasds")
@@ -70,4 +73,6 @@ __all__ = [
     "open_dataset",
     "open_mfdataarray",
     "write",
+    "IngestResult",
+    "ingest",
 ]

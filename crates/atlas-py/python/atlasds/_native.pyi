@@ -96,3 +96,30 @@ def shapes(
 def read_concat(
     collection: _Collection, array: str, names: list[str]
 ) -> tuple[np.ndarray | None, np.ndarray, list[tuple[int, ...] | None], Any]: ...
+
+# Distributed ingest (atlasds.ingest).
+def run_member_ids(count: int) -> tuple[str, list[str]]: ...
+def discover(sources: list[str], recursive: bool = True) -> list[str]: ...
+def ingest_member(
+    files: list[str],
+    location: str,
+    member_id: str,
+    decode: str = "cf",
+    skip_errors: bool = False,
+    storage: list[tuple[str, str]] = ...,
+    anonymous: bool = False,
+    jobs: int = 1,
+) -> dict[str, Any]: ...
+def commit_members(
+    location: str,
+    ids: list[str],
+    storage: list[tuple[str, str]] = ...,
+    anonymous: bool = False,
+) -> int: ...
+def remove_members(
+    location: str,
+    ids: list[str] = ...,
+    prefix: str | None = None,
+    storage: list[tuple[str, str]] = ...,
+    anonymous: bool = False,
+) -> list[str]: ...

@@ -13,7 +13,7 @@ use atlas_format::{
     validate_name,
 };
 
-use super::manifest_store::{CommitOutcome, update_manifest_traced};
+use super::manifest_store::{CommitOutcome, read_manifest, update_manifest_traced};
 use super::summary::member_entry;
 use crate::error::{AtlasError, Result};
 use crate::location::{Access, Address, Location};
@@ -175,6 +175,80 @@ impl SetWriter {
             .ok_or_else(|| AtlasError::invalid_use("no member finished"))
     }
 
+    /// Takes member `id`, written under `members/<id>/` by another writer
+    /// (another process or machine: one task of a distributed ingest), into
+    /// this writer: it is described for the commit as
+    /// [`record_member`](Self::record_member) describes a member, and from
+    /// then on is committed with the others, or removed by
+    /// [`abort`](Self::abort) or a failed commit, as if this writer had begun
+    /// it. Costs one open of the member, its segment footers and one read of
+    /// its bytes.
+    ///
+    /// # Errors
+    /// [`AtlasError::InvalidName`] for an id that is not a valid name;
+    /// [`AtlasError::InvalidUse`] for an id this writer already began or
+    /// adopted; [`AtlasError::Member`] naming the member around what
+    /// [`Atlas::open`] returns ([`AtlasError::Io`] of kind `NotFound` when
+    /// nothing was written under that id).
+    pub async fn adopt_member(&mut self, id: &str) -> Result<&MemberEntry> {
+        validate_name(id)?;
+        if self.begun.iter().any(|b| b == id) {
+            return Err(AtlasError::invalid_use(format!(
+                "member {id:?} was already added to or adopted by this writer"
+            )));
+        }
+        let path = member_path(id);
+        let location = self
+            .location
+            .child(&path, Access::Read)
+            .map_err(|e| e.in_member(id, &path))?;
+        let atlas = Atlas::open_location(location, &OpenOptions::default())
+            .await
+            .map_err(|e| e.in_member(id, &path))?;
+        let entry = member_entry(&atlas, id, &path)
+            .await
+            .map_err(|e| e.in_member(id, &path))?;
+        self.begun.push(id.to_owned());
+        self.finished.push(entry);
+        self.finished
+            .last()
+            .ok_or_else(|| AtlasError::invalid_use("no member finished"))
+    }
+
+    /// Starts member `id` afresh: whatever an earlier attempt under the same
+    /// id left in `members/<id>/` (part of a container, or a whole one) is
+    /// removed, then the member is begun as [`add_member`](Self::add_member)
+    /// begins it. For work that may run more than once with an id fixed in
+    /// advance (a distributed ingest's task, retried after its worker was
+    /// lost): the retry replaces the first attempt, so one copy is left.
+    /// Costs one manifest read (an id the manifest names is refused: those
+    /// objects are the set's) and one removal.
+    ///
+    /// # Errors
+    /// [`AtlasError::InvalidName`] for an id that is not a valid name;
+    /// [`AtlasError::InvalidUse`] for an id the set has committed or this
+    /// writer already used; [`AtlasError::SetManifest`] for a damaged
+    /// manifest; [`AtlasError::Io`] when the manifest cannot be read or the
+    /// earlier attempt removed; what [`add_member`](Self::add_member) returns.
+    pub async fn rewrite_member(&mut self, id: &str) -> Result<MemberWriter> {
+        validate_name(id)?;
+        if self.begun.iter().any(|b| b == id) {
+            return Err(AtlasError::invalid_use(format!(
+                "member {id:?} was already added to this writer"
+            )));
+        }
+        let manifest_path = self.location.object(SET_MANIFEST_FILE);
+        let manifest =
+            read_manifest(self.location.operator(), &manifest_path, &self.limits).await?;
+        if manifest.is_some_and(|m| m.members.iter().any(|e| e.id == id)) {
+            return Err(AtlasError::invalid_use(format!(
+                "member {id:?} is committed in the set: it cannot be rewritten"
+            )));
+        }
+        remove_member(&self.location, id).await?;
+        self.add_member(id).await
+    }
+
     /// The members finished so far, in commit order.
     pub fn finished(&self) -> &[MemberEntry] {
         &self.finished
@@ -189,7 +263,8 @@ impl SetWriter {
     /// [`AtlasError::CommitConflict`] when every attempt lost its race (the
     /// members written are removed; retrying can succeed);
     /// [`AtlasError::InvalidUse`] when nothing was finished or a member id is
-    /// already in the set; [`AtlasError::SetManifest`] for a damaged manifest;
+    /// already in the set (then nothing is removed: an adopted member may be
+    /// one committed before); [`AtlasError::SetManifest`] for a damaged manifest;
     /// [`AtlasError::Io`] (the members are left in place: whether the
     /// manifest was written is unknown; `atlas cleanup` removes them if not).
     /// On a backend whose conditional writes proved not atomic (a write of
@@ -216,19 +291,21 @@ impl SetWriter {
         let manifest_path = self.location.object(SET_MANIFEST_FILE);
         let ids: HashSet<&str> = self.finished.iter().map(|e| e.id.as_str()).collect();
         let mut was_visible = false;
+        let mut taken = false;
         let result = update_manifest_traced(
             self.location.operator(),
             &manifest_path,
             &self.limits,
             |manifest: &mut SetManifest| {
-                if let Some(taken) = manifest
+                if let Some(committed) = manifest
                     .members
                     .iter()
                     .find(|m| ids.contains(m.id.as_str()))
                 {
+                    taken = true;
                     return Err(AtlasError::invalid_use(format!(
                         "member {:?} is already in the set",
-                        taken.id
+                        committed.id
                     )));
                 }
                 place(manifest, &self.finished)
@@ -244,6 +321,9 @@ impl SetWriter {
             Ok((_, outcome)) => Ok(outcome),
             // Whether a manifest naming the members was written is unknown.
             Err(e @ AtlasError::Io(_)) => Err(e),
+            // An id the set already names: those objects are the set's (an
+            // adopted member committed before), so nothing is removed.
+            Err(e) if taken => Err(e),
             Err(e) if was_visible => {
                 tracing::warn!(
                     "a manifest naming the new members was visible before being overwritten: \

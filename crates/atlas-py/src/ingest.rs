@@ -1,0 +1,268 @@
+//! The native side of `atlasds.ingest`: NetCDF files into set members, one
+//! member per call, so that each call can be a task on a different worker;
+//! then one commit of every member the tasks wrote.
+//!
+//! Member ids are fixed before any task runs ([`run_member_ids`]): a task that
+//! dask runs again (its worker was lost) rewrites the same member from scratch
+//! (`SetWriter::rewrite_member`), and the client commits each id once
+//! (`SetWriter::adopt_member`), so every dataset is committed exactly once.
+//! Every id of a run shares a prefix, by which the client removes what the
+//! run left behind ([`remove_members`]). Like `core`, this file holds the
+//! library calls; `#[pyfunction]`s only convert.
+
+use std::path::PathBuf;
+
+use atlas::{Address, SetWriter, StorageOptions, WriterConfig};
+use atlas_netcdf::{Decode, IngestOptions};
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+
+use crate::core::{self, CoreError, ErrorClass};
+
+/// Low bits of a run's nonce left for the chunk index: up to 2^20 members a run.
+const INDEX_BITS: u32 = 20;
+
+/// Hex digits of a member id that hold the chunk index (`INDEX_BITS / 4`).
+const INDEX_DIGITS: usize = 5;
+
+fn storage_options(storage: &[(String, String)], anonymous: bool) -> StorageOptions {
+    storage
+        .iter()
+        .fold(StorageOptions::new(), |o, (k, v)| o.set(k, v))
+        .anonymous(anonymous)
+}
+
+/// What one member's ingest did.
+struct MemberReport {
+    written: Vec<(String, String)>,
+    skipped: Vec<(String, String)>,
+    undecoded: Vec<(String, String, String)>,
+    notes: Vec<String>,
+    datasets: usize,
+    container_bytes: u64,
+    input_bytes: u64,
+}
+
+/// Ingests `files` into member `id` of the set at `location`, replacing any
+/// earlier attempt at that id; the member is left uncommitted.
+async fn ingest_into_member(
+    files: Vec<PathBuf>,
+    location: &str,
+    id: &str,
+    options: IngestOptions,
+    storage: StorageOptions,
+) -> core::Result<MemberReport> {
+    let config = WriterConfig::default().storage(storage);
+    let mut set = SetWriter::create(location, &config).await?;
+    let writer = set.rewrite_member(id).await?.into_writer();
+    let report = atlas_netcdf::ingest(&files, writer, &options).await?;
+    Ok(MemberReport {
+        written: report
+            .written
+            .into_iter()
+            .map(|w| (w.path.display().to_string(), w.dataset))
+            .collect(),
+        skipped: report
+            .skipped_files
+            .into_iter()
+            .map(|s| (s.path.display().to_string(), s.reason.to_string()))
+            .collect(),
+        undecoded: report
+            .undecoded
+            .into_iter()
+            .map(|u| (u.dataset, u.variable, u.reason.to_string()))
+            .collect(),
+        notes: report.notes,
+        datasets: report.summary.datasets,
+        container_bytes: report.summary.container_bytes,
+        input_bytes: report.input_bytes,
+    })
+}
+
+/// Commits members `ids` (written by other processes) to the set at
+/// `location` in one manifest update, in the order given.
+async fn commit(location: &str, ids: &[String], storage: StorageOptions) -> core::Result<u64> {
+    let config = WriterConfig::default().storage(storage);
+    let mut set = SetWriter::create(location, &config).await?;
+    for id in ids {
+        if let Err(e) = set.adopt_member(id).await {
+            // Nothing is committed; the caller removes the run's members.
+            return Err(e.into());
+        }
+    }
+    Ok(set.commit().await?.generation)
+}
+
+/// Removes the uncommitted members of the set at `location` whose id is in
+/// `ids` or starts with `prefix`; returns their ids. Committed members are
+/// never touched: the listing is compared with the manifest.
+async fn remove(
+    location: &str,
+    ids: &[String],
+    prefix: Option<&str>,
+    storage: StorageOptions,
+) -> core::Result<Vec<String>> {
+    let resolved = Address::from(location)
+        .resolve(&storage, atlas::Access::Write)
+        .await?;
+    let mut removed = Vec::new();
+    for member in atlas::uncommitted_members(&resolved).await? {
+        let id = member
+            .path
+            .rsplit('/')
+            .next()
+            .unwrap_or_default()
+            .to_owned();
+        let wanted = ids.contains(&id) || prefix.is_some_and(|p| id.starts_with(p));
+        if wanted {
+            atlas::remove_uncommitted_member(&resolved, &member).await?;
+            removed.push(id);
+        }
+    }
+    Ok(removed)
+}
+
+/// `(prefix, ids)`: `count` member ids for one ingest run, in chunk order,
+/// all starting with `prefix` (the time now and a random nonce whose low 20
+/// bits are the chunk index). At most 2^20 members a run.
+#[pyfunction]
+pub fn run_member_ids(count: usize) -> PyResult<(String, Vec<String>)> {
+    use std::hash::BuildHasher;
+    if count > 1 << INDEX_BITS {
+        return Err(crate::convert::py_err(CoreError::invalid(format!(
+            "{count} members in one run: at most {} (use more datasets per member)",
+            1u64 << INDEX_BITS
+        ))));
+    }
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
+    let ms = i64::try_from(now.as_millis()).unwrap_or(i64::MAX);
+    let nonce = std::hash::RandomState::new().hash_one((std::process::id(), now.as_nanos()))
+        & !((1u64 << INDEX_BITS) - 1);
+    let ids: Vec<String> = (0..count as u64)
+        .map(|i| atlas::member_id(ms, nonce | i))
+        .collect();
+    let first = atlas::member_id(ms, nonce);
+    let prefix = first
+        .get(..first.len().saturating_sub(INDEX_DIGITS))
+        .unwrap_or_default()
+        .to_owned();
+    Ok((prefix, ids))
+}
+
+/// The NetCDF files `sources` name (files, globs, directories scanned for
+/// NetCDF suffixes), sorted, without repeats: what `atlas create` reads.
+#[pyfunction]
+#[pyo3(signature = (sources, recursive=true))]
+pub fn discover(sources: Vec<String>, recursive: bool) -> PyResult<Vec<String>> {
+    let sources: Vec<PathBuf> = sources.into_iter().map(PathBuf::from).collect();
+    let files = atlas_netcdf::discover(&sources, recursive)
+        .map_err(|e| crate::convert::py_err(e.into()))?;
+    Ok(files.into_iter().map(|p| p.display().to_string()).collect())
+}
+
+/// Ingests NetCDF `files` into member `member_id` of the set at `location`
+/// (created by the first commit if absent), with the mapping `atlas create`
+/// uses, the GIL released, `jobs` files decoding at once. An earlier attempt
+/// at the same id is removed first; the member is left uncommitted
+/// ([`commit_members`] commits it). Returns a dict: `written` (`[(file,
+/// dataset)]`), `skipped` (`[(file, reason)]`, only with `skip_errors`),
+/// `undecoded`, `notes`, `datasets`, `bytes` (the member's container) and
+/// `input_bytes`.
+#[pyfunction]
+#[pyo3(signature = (
+    files,
+    location,
+    member_id,
+    decode="cf".to_owned(),
+    skip_errors=false,
+    storage=Vec::new(),
+    anonymous=false,
+    jobs=1,
+))]
+#[allow(clippy::too_many_arguments)]
+pub fn ingest_member<'py>(
+    py: Python<'py>,
+    files: Vec<String>,
+    location: &str,
+    member_id: &str,
+    decode: String,
+    skip_errors: bool,
+    storage: Vec<(String, String)>,
+    anonymous: bool,
+    jobs: usize,
+) -> PyResult<Bound<'py, PyDict>> {
+    let decode = match decode.as_str() {
+        "cf" => Decode::Cf,
+        "raw" => Decode::Raw,
+        other => {
+            return Err(crate::convert::py_err(CoreError::invalid(format!(
+                "decode must be 'cf' or 'raw', not {other:?}"
+            ))));
+        }
+    };
+    let options = IngestOptions::default()
+        .with_decode(decode)
+        .with_skip_errors(skip_errors)
+        .with_jobs(jobs);
+    let files: Vec<PathBuf> = files.into_iter().map(PathBuf::from).collect();
+    let storage = storage_options(&storage, anonymous);
+    let report = crate::run(py, || {
+        ingest_into_member(files, location, member_id, options, storage)
+    })?;
+    let d = PyDict::new(py);
+    d.set_item("member", member_id)?;
+    d.set_item("written", report.written)?;
+    d.set_item("skipped", report.skipped)?;
+    d.set_item("undecoded", report.undecoded)?;
+    d.set_item("notes", report.notes)?;
+    d.set_item("datasets", report.datasets)?;
+    d.set_item("bytes", report.container_bytes)?;
+    d.set_item("input_bytes", report.input_bytes)?;
+    Ok(d)
+}
+
+/// Commits members `ids` (written by [`ingest_member`], anywhere) to the set
+/// at `location` in one manifest update, in the order given; returns the
+/// generation committed. All or nothing: on a failure nothing is committed.
+#[pyfunction]
+#[pyo3(signature = (location, ids, storage=Vec::new(), anonymous=false))]
+pub fn commit_members(
+    py: Python<'_>,
+    location: &str,
+    ids: Vec<String>,
+    storage: Vec<(String, String)>,
+    anonymous: bool,
+) -> PyResult<u64> {
+    if ids.is_empty() {
+        return Err(crate::convert::py_err(CoreError::invalid(
+            "no member to commit",
+        )));
+    }
+    let storage = storage_options(&storage, anonymous);
+    crate::run(py, || commit(location, &ids, storage))
+}
+
+/// Removes the uncommitted members of the set at `location` whose id is in
+/// `ids` or starts with `prefix` (committed members are never removed);
+/// returns the ids removed. One listing of `members/`, one manifest read.
+#[pyfunction]
+#[pyo3(signature = (location, ids=Vec::new(), prefix=None, storage=Vec::new(), anonymous=false))]
+pub fn remove_members(
+    py: Python<'_>,
+    location: &str,
+    ids: Vec<String>,
+    prefix: Option<String>,
+    storage: Vec<(String, String)>,
+    anonymous: bool,
+) -> PyResult<Vec<String>> {
+    if prefix.as_deref().is_some_and(str::is_empty) {
+        return Err(crate::convert::py_err(CoreError {
+            class: ErrorClass::InvalidArgument,
+            message: "an empty prefix would name every uncommitted member".into(),
+        }));
+    }
+    let storage = storage_options(&storage, anonymous);
+    crate::run(py, || remove(location, &ids, prefix.as_deref(), storage))
+}
