@@ -232,9 +232,13 @@ class _Recipe:
 
     @classmethod
     def of(cls, stored: xr.Variable, decoded: xr.Variable) -> _Recipe | None:
-        """The recipe, or None when the wrappers are not ones it knows how to rebuild."""
-        from xarray.coding.common import _ElementwiseFunctionArray
-
+        """The recipe, or None when the wrappers are not ones it knows how to
+        rebuild (or this xarray has other internals: then every node is
+        decoded by xarray)."""
+        try:
+            from xarray.coding.common import _ElementwiseFunctionArray
+        except ImportError:
+            return None
         base = stored._data.array  # our BackendArray, under the LazilyIndexedArray
         wrappers: list[Any] = []
         data = decoded._data
@@ -276,7 +280,7 @@ def _construct(
         for dim, size in zip(var.dims, var.shape):
             if dims.setdefault(dim, size) != size:
                 return None
-    if not dims.keys().isdisjoint(variables):
+    if not dims.keys().isdisjoint(variables) or not hasattr(xr.Dataset, "_construct_direct"):
         return None
     return xr.Dataset._construct_direct(
         variables, set(coord_vars), dims, attrs=dict(attrs), indexes={}
