@@ -17,12 +17,13 @@ use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
+use atlas::testing::{CountingLayer, RequestStats};
+use atlas::{Access, Address, Location, Predicate, RecordBatch, TableOptions, TableStream};
 use atlas::{
     Atlas, AtlasError, AtlasSet, AtlasWriter, CatalogueOptions, Codec, DType, Dataset, FillValue,
     IoErrorKind, OpenOptions, QueryError, Region, SetWriter, Stat, StorageOptions, Timestamp,
     VerifyOptions, WriteGuarantee, WriterConfig,
 };
-use atlas::{Predicate, RecordBatch, TableOptions, TableStream};
 use atlas_netcdf::{Decode, Feed, FileError, IngestError, IngestOptions, StoredFile};
 use tokio::runtime::Runtime;
 
@@ -175,7 +176,7 @@ pub fn block_on<F: Future>(fut: F) -> Result<F::Output> {
 static OPENS: AtomicU64 = AtomicU64::new(0);
 
 /// Open collections by location and options, and the process they were opened in.
-type Cached = (u32, HashMap<String, AtlasSet>);
+type Cached = (u32, HashMap<String, Collection>);
 
 /// Open collections shared by every handle of this process that asks for the cache.
 static CACHE: Mutex<Option<Cached>> = Mutex::new(None);
@@ -202,6 +203,9 @@ pub struct OpenRequest {
     pub block_cache_bytes: Option<u64>,
     /// Least bytes read from a segment's end on first use (None: the default).
     pub segment_prefetch_bytes: Option<u64>,
+    /// Count this handle's requests (`Collection::requests`): for tests and
+    /// measurements of what a call reads.
+    pub count_requests: bool,
 }
 
 impl OpenRequest {
@@ -233,6 +237,8 @@ impl OpenRequest {
 #[derive(Debug, Clone)]
 pub struct Collection {
     set: AtlasSet,
+    /// The request counts of a handle opened with `count_requests`.
+    requests: Option<RequestStats>,
 }
 
 /// One committed member of a set, as its manifest describes it (no request).
@@ -263,12 +269,32 @@ pub async fn open(location: &str, request: &OpenRequest, cached: bool) -> Result
         let guard = CACHE.lock().unwrap_or_else(|e| e.into_inner());
         if let Some((pid, map)) = guard.as_ref()
             && *pid == std::process::id()
-            && let Some(set) = map.get(&key)
+            && let Some(collection) = map.get(&key)
         {
-            return Ok(Collection { set: set.clone() });
+            return Ok(collection.clone());
         }
     }
-    let set = AtlasSet::open(location, &request.open_options()).await?;
+    let options = request.open_options();
+    let collection = if request.count_requests {
+        // The resolved operator (retries included) under a counting layer:
+        // what the handle reads is what storage is asked for.
+        let resolved = Address::from(location)
+            .resolve(&request.storage_options(), Access::Read)
+            .await?;
+        let counting = CountingLayer::new();
+        let requests = counting.stats();
+        let op = resolved.operator().clone().layer(counting);
+        let address = Location::from_operator(op, resolved.prefix());
+        Collection {
+            set: AtlasSet::open(address, &options).await?,
+            requests: Some(requests),
+        }
+    } else {
+        Collection {
+            set: AtlasSet::open(location, &options).await?,
+            requests: None,
+        }
+    };
     OPENS.fetch_add(1, Ordering::Relaxed);
     if cached {
         let mut guard = CACHE.lock().unwrap_or_else(|e| e.into_inner());
@@ -277,10 +303,10 @@ pub async fn open(location: &str, request: &OpenRequest, cached: bool) -> Result
             *guard = Some((pid, HashMap::new()));
         }
         if let Some((_, map)) = guard.as_mut() {
-            map.insert(key, set.clone());
+            map.insert(key, collection.clone());
         }
     }
-    Ok(Collection { set })
+    Ok(collection)
 }
 
 /// A single value: a statistic, a fill value. Timestamps are nanoseconds since the epoch.
@@ -431,6 +457,11 @@ impl Collection {
     /// The library handle, for the bulk reads of the `views` module.
     pub(crate) fn set(&self) -> &AtlasSet {
         &self.set
+    }
+
+    /// The request counts of a handle opened with `count_requests` (None otherwise).
+    pub fn requests(&self) -> Option<&RequestStats> {
+        self.requests.as_ref()
     }
 
     /// Whether a set manifest was found (false: a lone collection).

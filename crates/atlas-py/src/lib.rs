@@ -99,6 +99,38 @@ impl PyCollection {
             .collect()
     }
 
+    /// `(counts, reads)` of a handle opened with `count_requests` (None
+    /// otherwise): `counts` a dict of requests by kind and bytes read,
+    /// `reads` every read as `(path, offset, length)` (length None: to the
+    /// end; offset None: the last `length` bytes). With `reset`, both start
+    /// again from zero after this snapshot.
+    #[pyo3(signature = (reset=false))]
+    fn request_stats<'py>(&self, py: Python<'py>, reset: bool) -> PyResult<Bound<'py, PyAny>> {
+        let Some(stats) = self.inner.requests() else {
+            return Ok(py.None().into_bound(py));
+        };
+        let counts = stats.snapshot();
+        let log = stats.read_log();
+        if reset {
+            stats.reset();
+        }
+        let d = PyDict::new(py);
+        d.set_item("reads", counts.reads)?;
+        d.set_item("stats", counts.stats)?;
+        d.set_item("lists", counts.lists)?;
+        d.set_item("writes", counts.writes)?;
+        d.set_item("bytes_read", counts.bytes_read)?;
+        d.set_item("requests", counts.requests())?;
+        let reads: Vec<(String, Option<u64>, Option<u64>)> = log
+            .into_iter()
+            .map(|r| {
+                let offset = (!r.range.is_suffix()).then(|| r.range.offset());
+                (r.path, offset, r.range.size())
+            })
+            .collect();
+        (d, reads).into_bound_py_any(py)
+    }
+
     /// Names of the live datasets an `atlas --where` expression accepts.
     fn select(&self, py: Python<'_>, predicate: &str) -> PyResult<Vec<String>> {
         run(py, || self.inner.select(predicate))
@@ -136,15 +168,24 @@ impl PyCollection {
     /// (attributes as `attrs` gives them, layouts as `layout` does).
     fn describe<'py>(&self, py: Python<'py>, dataset: &str) -> PyResult<Bound<'py, PyAny>> {
         let described = run(py, || self.inner.describe(dataset))?;
-        let mut arrays = Vec::with_capacity(described.arrays.len());
-        for (name, layout, attrs) in described.arrays {
-            arrays.push((
-                name,
-                convert::layout(py, layout)?,
-                convert::attrs(py, &attrs)?,
-            ));
-        }
-        (convert::attrs(py, &described.attrs)?, arrays).into_bound_py_any(py)
+        described_py(py, described)
+    }
+
+    /// `describe` of each of `datasets`, in order, in one call (GIL
+    /// released once): what a DataTree of many nodes needs.
+    fn describe_many<'py>(
+        &self,
+        py: Python<'py>,
+        datasets: Vec<String>,
+    ) -> PyResult<Vec<Bound<'py, PyAny>>> {
+        let described = run(py, || async {
+            let mut out = Vec::with_capacity(datasets.len());
+            for dataset in &datasets {
+                out.push(self.inner.describe(dataset).await?);
+            }
+            Ok(out)
+        })?;
+        described.into_iter().map(|d| described_py(py, d)).collect()
     }
 
     /// Reads what numpy basic indexing `key` names (ints, slices, one `...`,
@@ -276,6 +317,19 @@ impl PyCollection {
     }
 }
 
+/// `(attrs, [(array, layout, array_attrs)])` of one described dataset.
+fn described_py(py: Python<'_>, described: core::Described) -> PyResult<Bound<'_, PyAny>> {
+    let mut arrays = Vec::with_capacity(described.arrays.len());
+    for (name, layout, attrs) in described.arrays {
+        arrays.push((
+            name,
+            convert::layout(py, layout)?,
+            convert::attrs(py, &attrs)?,
+        ));
+    }
+    (convert::attrs(py, &described.attrs)?, arrays).into_bound_py_any(py)
+}
+
 /// A long table handed to Python through the Arrow PyCapsule interface, once:
 /// its C stream can be taken one time (a lazy one reads as it is consumed).
 #[pyclass(name = "_TableStream", module = "atlasds._native", frozen)]
@@ -338,7 +392,8 @@ impl ArrowStream {
 /// `s3://`, `gs://`, `az://`, `http(s)://`). `storage` holds OpenDAL configuration keys of the backend;
 /// `anonymous` sends unsigned requests; the byte counts override the reader's
 /// defaults. With `cached`, reuses this process's open handle of the same
-/// location and options.
+/// location and options. With `count_requests`, the handle counts the
+/// requests it sends (`request_stats`).
 #[pyfunction]
 #[pyo3(signature = (
     location,
@@ -347,7 +402,9 @@ impl ArrowStream {
     anonymous=false,
     block_cache_bytes=None,
     segment_prefetch_bytes=None,
+    count_requests=false,
 ))]
+#[allow(clippy::too_many_arguments)]
 fn open(
     py: Python<'_>,
     location: &str,
@@ -356,12 +413,14 @@ fn open(
     anonymous: bool,
     block_cache_bytes: Option<u64>,
     segment_prefetch_bytes: Option<u64>,
+    count_requests: bool,
 ) -> PyResult<PyCollection> {
     let request = core::OpenRequest {
         storage,
         anonymous,
         block_cache_bytes,
         segment_prefetch_bytes,
+        count_requests,
     };
     let inner = run(py, || core::open(location, &request, cached))?;
     Ok(PyCollection { inner })

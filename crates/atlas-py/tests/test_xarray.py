@@ -184,3 +184,25 @@ def test_the_backend_reads_negative_and_reversed_selections_through_the_extensio
     whole = ds["temperature"].values
     np.testing.assert_array_equal(ds["temperature"][::-1, -1].values, whole[::-1, -1])
     np.testing.assert_array_equal(ds["temperature"][-3:, ::-3].values, whole[-3:, ::-3])
+
+
+def _nodes_equal_one_by_one(path, **decoders) -> int:
+    tree = xr.open_datatree(path, engine="atlas", **decoders)
+    collection = atlasds.Collection.open(path)
+    for name in collection:
+        node = tree[name.replace("/", "\N{DIVISION SLASH}")].to_dataset()
+        one = xr.open_dataset(path, engine="atlas", group=name, **decoders)
+        xr.testing.assert_identical(node.load(), one.load())
+        for var in one.variables:
+            assert node[var].encoding == one[var].encoding, (name, var)
+            assert node[var].dtype == one[var].dtype, (name, var)
+    return len(collection)
+
+
+@pytest.mark.parametrize("which", ["small", "mixed", "deleted", "kinds", "demo"])
+def test_datatree_nodes_equal_the_datasets_opened_one_by_one(which, kinds, demo):
+    # The tree decodes each kind of variable once and reuses it; every node
+    # must still be what opening its dataset alone gives, masks included.
+    path = {"kinds": kinds, "demo": demo}.get(which) or fixture(which)
+    assert _nodes_equal_one_by_one(path) >= 2
+    assert _nodes_equal_one_by_one(path, mask_and_scale=False, decode_times=False) >= 2

@@ -252,6 +252,7 @@ class Collection(Mapping[str, "Dataset"]):
         cache: bool = False,
         block_cache_bytes: int | None = None,
         segment_prefetch_bytes: int | None = None,
+        count_requests: bool = False,
     ) -> Collection:
         """Opens the collection or collection set at a path or URL: one read
         of the set manifest, and where there is none (a lone collection) one
@@ -264,7 +265,9 @@ class Collection(Mapping[str, "Dataset"]):
         them. `block_cache_bytes` (decompressed blocks kept in memory, 0 for
         none) and `segment_prefetch_bytes` override the reader's defaults. With
         `cache`, reuse this process's open handle of the same location and
-        options (what unpickling and the xarray backend do).
+        options (what unpickling and the xarray backend do). With
+        `count_requests`, the handle counts what it asks storage for
+        (`request_stats`): for tests and measurements.
         """
         location = _location(url_or_path)
         options = dict(storage_options) if storage_options else None
@@ -287,7 +290,10 @@ class Collection(Mapping[str, "Dataset"]):
             anonymous,
             block_cache_bytes,
             segment_prefetch_bytes,
+            bool(count_requests),
         )
+        if count_requests:
+            open_options["count_requests"] = True
         return cls(native, location, options, open_options or None)
 
     @property
@@ -372,6 +378,19 @@ class Collection(Mapping[str, "Dataset"]):
             name: _attr_value(dtype, value)
             for name, dtype, value in self._native.attrs_by_dataset(key, array)
         }
+
+    def request_stats(self, reset: bool = False) -> dict[str, Any] | None:
+        """What this handle has asked storage for, when opened with
+        `count_requests=True` (None otherwise): `reads` (ranged GETs),
+        `stats`, `lists`, `writes`, `requests` (all kinds), `bytes_read`, and
+        `read_log`, every read as `(path, offset, length)` (offset None: the
+        last `length` bytes; length None: to the end). With `reset`, counting
+        starts again from zero after this snapshot."""
+        found = self._native.request_stats(reset)
+        if found is None:
+            return None
+        counts, reads = found
+        return {**counts, "read_log": reads}
 
     def select(self, where: str) -> list[str]:
         """Names of the live datasets an `atlas --where` expression accepts

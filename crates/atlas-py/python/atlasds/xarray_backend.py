@@ -30,7 +30,14 @@ import xarray as xr
 from xarray.backends import BackendArray, BackendEntrypoint
 from xarray.core import indexing
 
-from ._collection import CONTAINER_FILE, SET_MANIFEST_FILE, ArrayLayout, Collection, Dataset
+from ._collection import (
+    CONTAINER_FILE,
+    SET_MANIFEST_FILE,
+    ArrayLayout,
+    Collection,
+    Dataset,
+    _attrs,
+)
 from ._errors import InvalidArgument
 
 __all__ = [
@@ -127,23 +134,156 @@ def _coords(attrs: dict[str, Any]) -> list[str]:
 def _open_one(
     handle: Dataset, drop_variables: Iterable[str] | None, decoders: dict[str, Any]
 ) -> xr.Dataset:
-    drop = {drop_variables} if isinstance(drop_variables, str) else set(drop_variables or ())
     attrs, arrays = handle.describe()  # one call for every layout and attribute
+    return _open_described(handle, attrs, arrays, _drop_set(drop_variables), decoders, None)
+
+
+def _drop_set(drop_variables: str | Iterable[str] | None) -> set[str]:
+    return {drop_variables} if isinstance(drop_variables, str) else set(drop_variables or ())
+
+
+def _open_described(
+    handle: Dataset,
+    attrs: dict[str, Any],
+    arrays: dict[str, tuple[ArrayLayout, dict[str, Any]]],
+    drop: set[str],
+    decoders: dict[str, Any],
+    recipes: dict[Any, Any] | None,
+) -> xr.Dataset:
+    """One dataset's node from what `describe` gave. With `recipes` (a cache
+    shared by the nodes of one tree), each variable is decoded as the first
+    variable of its kind was, without running the CF decoders again."""
     variables = {
         a: _variable(handle, a, layout, array_attrs)
         for a, (layout, array_attrs) in arrays.items()
         if a not in drop
     }
     coords = _coords(attrs)
-    variables, attrs, coord_names = xr.conventions.decode_cf_variables(
-        variables, attrs, **decoders
-    )
+    decoded = None if recipes is None else _decode_like(variables, attrs, decoders, recipes)
+    if decoded is None:
+        variables, attrs, coord_names = xr.conventions.decode_cf_variables(
+            variables, attrs, **decoders
+        )
+    else:
+        variables, coord_names = decoded, set()
     # One construction with the coordinates named (set_coords would copy it again).
     coord_set = {*coord_names, *coords}
-    return xr.Dataset(
-        {k: v for k, v in variables.items() if k not in coord_set},
-        coords={k: v for k, v in variables.items() if k in coord_set},
-        attrs=attrs,
+    coord_vars = {k: v for k, v in variables.items() if k in coord_set}
+    data_vars = {k: v for k, v in variables.items() if k not in coord_set}
+    if recipes is not None:
+        direct = _construct(coord_vars, data_vars, attrs)
+        if direct is not None:
+            return direct
+    return xr.Dataset(data_vars, coords=coord_vars, attrs=attrs)
+
+
+# Attributes that make a variable's decoding depend on other variables: a
+# node holding one is decoded by xarray as a whole.
+_LINKING_ATTRIBUTES = frozenset(
+    {"coordinates", "bounds", "grid_mapping", "cell_measures", "formula_terms",
+     "ancillary_variables", "geometry", "climatology"}
+)  # fmt: skip
+
+
+def _decode_like(
+    variables: dict[str, xr.Variable],
+    attrs: dict[str, Any],
+    decoders: dict[str, Any],
+    recipes: dict[Any, Any],
+) -> dict[str, xr.Variable] | None:
+    """The variables decoded as xarray's CF decoding would, reusing per kind
+    of variable (name, dims, dtype, attributes, encoding) what decoding the
+    first one built: its attributes, its encoding and the element-wise
+    function (masking) wrapped around the stored values. None when a node
+    needs xarray's decoding as a whole (linked variables, character arrays)."""
+    if "coordinates" in attrs:
+        return None
+    out: dict[str, xr.Variable] = {}
+    for name, var in variables.items():
+        if var.dtype.kind == "S" or not _LINKING_ATTRIBUTES.isdisjoint(var.attrs):
+            return None
+        key = (name, var.dims, var.dtype.str, repr(var.attrs), repr(var.encoding))
+        recipe = recipes.get(key)
+        if recipe is None:
+            decoded = xr.conventions.decode_cf_variables({name: var}, {}, **decoders)[0][name]
+            recipe = _Recipe.of(var, decoded)
+            recipes[key] = recipe if recipe is not None else False
+            out[name] = decoded
+        elif recipe is False:
+            out[name] = xr.conventions.decode_cf_variables({name: var}, {}, **decoders)[0][name]
+        else:
+            out[name] = recipe.apply(var)
+    return out
+
+
+class _Recipe:
+    """How xarray decoded one variable: the lazy wrappers it put around the
+    stored array (outermost first) and the attributes and encoding it left.
+    Rebuilding the wrappers around another dataset's array decodes that
+    array the same way."""
+
+    __slots__ = ("wrappers", "attrs", "encoding", "dtype")
+
+    def __init__(self, wrappers: list[Any], decoded: xr.Variable) -> None:
+        self.wrappers = wrappers
+        self.attrs = decoded.attrs
+        self.encoding = decoded.encoding
+        self.dtype = decoded.dtype
+
+    @classmethod
+    def of(cls, stored: xr.Variable, decoded: xr.Variable) -> _Recipe | None:
+        """The recipe, or None when the wrappers are not ones it knows how to
+        rebuild (or this xarray has other internals: then every node is
+        decoded by xarray)."""
+        try:
+            from xarray.coding.common import _ElementwiseFunctionArray
+        except ImportError:
+            return None
+        base = stored._data.array  # our BackendArray, under the LazilyIndexedArray
+        wrappers: list[Any] = []
+        data = decoded._data
+        while data is not base:
+            if isinstance(data, indexing.LazilyIndexedArray):
+                if any(k != slice(None) for k in data.key.tuple):
+                    return None
+                wrappers.append(indexing.LazilyIndexedArray)
+            elif type(data) is _ElementwiseFunctionArray:
+                wrappers.append((data.func, data.dtype))
+            else:
+                return None
+            data = data.array
+        return cls(wrappers, decoded)
+
+    def apply(self, stored: xr.Variable) -> xr.Variable:
+        from xarray.coding.common import _ElementwiseFunctionArray
+
+        data: Any = stored._data.array
+        for wrapper in reversed(self.wrappers):
+            if wrapper is indexing.LazilyIndexedArray:
+                data = indexing.LazilyIndexedArray(data)
+            else:
+                data = _ElementwiseFunctionArray(data, *wrapper)
+        return xr.Variable(
+            stored.dims, data, attrs=dict(self.attrs), encoding=dict(self.encoding), fastpath=True
+        )
+
+
+def _construct(
+    coord_vars: dict[str, xr.Variable], data_vars: dict[str, xr.Variable], attrs: dict[str, Any]
+) -> xr.Dataset | None:
+    """The Dataset `xr.Dataset(data_vars, coords=coord_vars, attrs=attrs)`
+    builds, without its merge and alignment, when nothing needs an index (no
+    variable is named after a dimension) and dimension sizes agree; else None."""
+    variables = {**coord_vars, **data_vars}
+    dims: dict[str, int] = {}
+    for var in variables.values():
+        for dim, size in zip(var.dims, var.shape):
+            if dims.setdefault(dim, size) != size:
+                return None
+    if not dims.keys().isdisjoint(variables) or not hasattr(xr.Dataset, "_construct_direct"):
+        return None
+    return xr.Dataset._construct_direct(
+        variables, set(coord_vars), dims, attrs=dict(attrs), indexes={}
     )
 
 
@@ -294,10 +434,8 @@ class AtlasBackendEntrypoint(BackendEntrypoint):
         collection = _collection(filename_or_obj, storage_options)
         decoders = {k: v for k, v in decoders.items() if k in _DECODERS}
         groups: dict[str, xr.Dataset] = {"/": xr.Dataset()}
-        for name in collection:
-            groups[f"/{_node_name(name)}"] = _open_one(
-                Dataset(collection, name), drop_variables, decoders
-            )
+        for name, node in _nodes(collection, drop_variables, decoders):
+            groups[f"/{_node_name(name)}"] = node
         return groups
 
     def open_datatree(
@@ -314,9 +452,25 @@ class AtlasBackendEntrypoint(BackendEntrypoint):
         # of the growing root, which is what DataTree.from_dict spends its time on.
         return xr.DataTree(
             children={
-                _node_name(name): xr.DataTree(
-                    _open_one(Dataset(collection, name), drop_variables, decoders)
-                )
-                for name in collection
+                _node_name(name): xr.DataTree(node)
+                for name, node in _nodes(collection, drop_variables, decoders)
             }
+        )
+
+
+def _nodes(
+    collection: Collection, drop_variables: str | Iterable[str] | None, decoders: dict[str, Any]
+) -> Iterable[tuple[str, xr.Dataset]]:
+    """Every live dataset's node: one native call describes them all, and each
+    kind of variable is CF-decoded once (`_decode_like`)."""
+    names = collection.names()
+    drop = _drop_set(drop_variables)
+    recipes: dict[Any, Any] = {}
+    for name, (attrs, arrays) in zip(names, collection._native.describe_many(names)):
+        described = {
+            array: (ArrayLayout._from(layout), _attrs(array_attrs))
+            for array, layout, array_attrs in arrays
+        }
+        yield name, _open_described(
+            Dataset(collection, name), _attrs(attrs), described, drop, decoders, recipes
         )
