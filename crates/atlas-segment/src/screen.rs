@@ -243,6 +243,10 @@ pub(crate) struct Screened {
     /// `(offset, declared size)` of every LZ4 block: the size prefix inside
     /// the block must agree before array-format decodes it (see `SegmentStore`).
     pub lz4_blocks: Vec<(u64, u64)>,
+    /// Per array, in footer order: the lowest data block id any of its
+    /// written chunks names (None: nothing written). What groups datasets
+    /// into the blocks they share without reading a block.
+    pub first_blocks: Vec<Option<u32>>,
 }
 
 /// Screens the footer at the end of `tail` (the last bytes of a segment of
@@ -290,9 +294,11 @@ pub(crate) fn screen_visiting(
             .iter()
             .filter_map(|b| b.lz4_at.map(|at| (at, b.decoded_len)))
             .collect(),
+        first_blocks: Vec::with_capacity(footer.arrays.len()),
     };
     for array in footer.arrays.iter() {
         visit(array)?;
+        screened.first_blocks.push(first_block(array));
         if let Err(problem) = screen_array(array, &blocks) {
             screened
                 .problems
@@ -300,6 +306,15 @@ pub(crate) fn screen_visiting(
         }
     }
     Ok(screened)
+}
+
+/// The lowest block id the written chunks of `array` name.
+pub(crate) fn first_block(array: &ArchivedArrayMeta) -> Option<u32> {
+    array
+        .chunks
+        .iter()
+        .map(|entry| entry.address.block_id.0.to_native())
+        .min()
 }
 
 /// The footer bytes in front of the trailer, and footer + trailer length.

@@ -409,6 +409,7 @@ impl SegmentSet {
             name,
             file,
             screened.problems,
+            screened.first_blocks,
             len,
         ))))
     }
@@ -523,7 +524,13 @@ impl SegmentSet {
         }
         check_count(name, &file, screened.array_count)?;
         tracing::debug!(segment = name, len, "opened segment");
-        Ok(Arc::new(Segment::new(name, file, screened.problems, len)))
+        Ok(Arc::new(Segment::new(
+            name,
+            file,
+            screened.problems,
+            screened.first_blocks,
+            len,
+        )))
     }
 
     /// Registers a screened segment (or one-array view of one) at `path` in

@@ -45,6 +45,7 @@ class _Collection:
         predicate: str | None = None,
         rows_per_batch: int | None = None,
         read_all: bool = True,
+        names: list[str] | None = None,
     ) -> _TableStream: ...
 
 class _TableStream:
@@ -96,3 +97,9 @@ def shapes(
 def read_concat(
     collection: _Collection, array: str, names: list[str]
 ) -> tuple[np.ndarray | None, np.ndarray, list[tuple[int, ...] | None], Any]: ...
+def partitions(
+    collection: _Collection,
+    arrays: list[str],
+    names: list[str],
+    target_datasets: int | None = None,
+) -> list[tuple[int, int]]: ...
