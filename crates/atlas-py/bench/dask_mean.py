@@ -74,6 +74,18 @@ def main() -> None:
         t = time.perf_counter()
         means.compute()
         print(f"to_dask_dataframe again (workers warm): {time.perf_counter() - t:.2f} s")
+        # No dataset straddles two partitions: reduce inside each, no shuffle.
+        local = ddf.map_partitions(
+            lambda df: df.groupby("dataset", sort=False)[args.var].mean(),
+            meta=(args.var, "float64"),
+        )
+        t = time.perf_counter()
+        got = local.compute()
+        print(
+            f"to_dask_dataframe, map_partitions groupby (no shuffle): {time.perf_counter() - t:.2f} s, "
+            f"{len(local.__dask_graph__())} tasks"
+        )
+        np.testing.assert_allclose(got.reindex(c.names()).to_numpy(dtype=np.float64), want, rtol=1e-9)
 
         t = time.perf_counter()
         arr = atlasds.open_mfdataarray(args.collection, args.var)
