@@ -838,10 +838,14 @@ impl Collection {
         predicate: Option<&str>,
         rows_per_batch: Option<usize>,
         read_all: bool,
+        names: Option<Vec<String>>,
     ) -> Result<Table> {
         use futures::TryStreamExt;
 
         let mut options = TableOptions::new(arrays).attributes(attributes);
+        if let Some(names) = names {
+            options = options.datasets(names);
+        }
         if let Some(text) = predicate {
             options = options.predicate(Predicate::parse(text).map_err(QueryError::from)?);
         }

@@ -296,8 +296,10 @@ impl PyCollection {
     /// The long table `atlas export` writes (one row per element of `arrays`,
     /// `attributes` as columns), as an object exporting it through the Arrow
     /// C stream interface. With `read_all`, every batch is read here (GIL
-    /// released); else each is read as the consumer pulls it.
-    #[pyo3(signature = (arrays, attributes=Vec::new(), predicate=None, rows_per_batch=None, read_all=true))]
+    /// released); else each is read as the consumer pulls it. `names` keeps
+    /// only those datasets (one partition of the table).
+    #[pyo3(signature = (arrays, attributes=Vec::new(), predicate=None, rows_per_batch=None, read_all=true, names=None))]
+    #[allow(clippy::too_many_arguments)]
     fn table(
         &self,
         py: Python<'_>,
@@ -306,10 +308,17 @@ impl PyCollection {
         predicate: Option<&str>,
         rows_per_batch: Option<usize>,
         read_all: bool,
+        names: Option<Vec<String>>,
     ) -> PyResult<TableStreamPy> {
         let table = run(py, || {
-            self.inner
-                .table(arrays, attributes, predicate, rows_per_batch, read_all)
+            self.inner.table(
+                arrays,
+                attributes,
+                predicate,
+                rows_per_batch,
+                read_all,
+                names,
+            )
         })?;
         Ok(TableStreamPy {
             table: std::sync::Mutex::new(Some(table)),
@@ -540,5 +549,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(ingest::ingest_member, m)?)?;
     m.add_function(wrap_pyfunction!(ingest::commit_members, m)?)?;
     m.add_function(wrap_pyfunction!(ingest::remove_members, m)?)?;
+    m.add_function(wrap_pyfunction!(views::partitions, m)?)?;
     Ok(())
 }

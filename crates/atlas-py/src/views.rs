@@ -7,8 +7,15 @@
 //! array of many datasets through [`AtlasSet::read_many`] (each member's
 //! segment prepared once, reads overlapped) into one flat buffer, so a dask
 //! task covering a thousand datasets is one Python call, not a thousand.
+//! `partitions` says which datasets those tasks should cover: runs that
+//! share a member and a data block of every array asked about, read off the
+//! segment footers alone.
 
-use atlas::{AnyArray, ArrayData, AtlasSet, DType, Dataset, FillValue, Order, Region, Timestamp};
+use std::collections::HashMap;
+
+use atlas::{
+    AnyArray, ArrayData, AtlasError, AtlasSet, DType, Dataset, FillValue, Order, Region, Timestamp,
+};
 use futures::StreamExt;
 use ndarray::Array1;
 use numpy::PyArray1;
@@ -275,4 +282,163 @@ pub fn read_concat<'py>(
         None => py.None().into_bound(py),
     };
     (values, counts, joined.shapes, fill).into_bound_py_any(py)
+}
+
+/// Where one dataset's arrays lie: its member (index into the set's views)
+/// and, per array asked about, its first data block (None: no block).
+type Place = (usize, Vec<Option<u32>>);
+
+/// Each live dataset's place, for `arrays`: one footer read per array and
+/// member (the digest `array_stats_by_dataset` reads), no data block.
+async fn places(set: &AtlasSet, arrays: &[String]) -> core::Result<HashMap<String, Place>> {
+    let views = set.collections().await?;
+    let mut out: HashMap<String, Place> = HashMap::new();
+    for (member, view) in views.iter().enumerate() {
+        for name in view.dataset_names() {
+            out.insert(name.to_owned(), (member, vec![None; arrays.len()]));
+        }
+        for (i, array) in arrays.iter().enumerate() {
+            let rows = match view.array_blocks_by_dataset(array).await {
+                Ok(rows) => rows,
+                // A member none of whose datasets holds the array: nothing to read there.
+                Err(AtlasError::ArrayNotFound { .. }) => continue,
+                Err(e) => return Err(e.into()),
+            };
+            for row in rows {
+                if let Some(slot) = out
+                    .get_mut(&row.dataset)
+                    .and_then(|(_, blocks)| blocks.get_mut(i))
+                {
+                    *slot = row.first_block;
+                }
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Whether a dataset at `next` can join a run whose newest blocks are
+/// `run`: the same member, and per array no block newer than the run's
+/// newest (or no block on either side). Writers fill blocks in dataset
+/// order but may put a small array into the block before when it still has
+/// room, so near a boundary the blocks go 0, 1, 0, 1: a straggler of an
+/// older block stays in the run, only a new block starts one.
+fn joins(run: &Place, next: &Place) -> bool {
+    run.0 == next.0
+        && run
+            .1
+            .iter()
+            .zip(&next.1)
+            .all(|(newest, b)| match (newest, b) {
+                (Some(newest), Some(b)) => b <= newest,
+                _ => true,
+            })
+}
+
+/// A run this many times shorter than the run before it in the same member
+/// is a sliver between two arrays' block boundaries, and joins that run.
+const SLIVER: usize = 8;
+
+/// `names` (in order) cut into `(start, stop)` ranges: a new range starts
+/// where any array enters a new block (slivers between the boundaries of
+/// different arrays join the range before); with `target`, ranges of one
+/// member are merged while they hold at most `target` datasets, and a run
+/// longer than that is cut into pieces of `target`.
+fn cut(order: &[Place], target: Option<usize>) -> Vec<(usize, usize)> {
+    let mut runs: Vec<(usize, usize, usize)> = Vec::new(); // (start, stop, member)
+    let mut current: Option<Place> = None;
+    for (i, place) in order.iter().enumerate() {
+        match current.as_mut() {
+            Some(run) if joins(run, place) => {
+                for (newest, b) in run.1.iter_mut().zip(&place.1) {
+                    *newest = (*newest).max(*b);
+                }
+                if let Some(last) = runs.last_mut() {
+                    last.1 = i.saturating_add(1);
+                }
+            }
+            _ => {
+                current = Some(place.clone());
+                runs.push((i, i.saturating_add(1), place.0));
+            }
+        }
+    }
+    let mut merged: Vec<(usize, usize, usize)> = Vec::with_capacity(runs.len());
+    for (start, stop, member) in runs {
+        match merged.last_mut() {
+            Some(last)
+                if last.2 == member
+                    && stop.saturating_sub(start).saturating_mul(SLIVER)
+                        <= last.1.saturating_sub(last.0) =>
+            {
+                last.1 = stop;
+            }
+            _ => merged.push((start, stop, member)),
+        }
+    }
+    let runs = merged;
+    let Some(target) = target.filter(|t| *t > 0) else {
+        return runs.into_iter().map(|(a, b, _)| (a, b)).collect();
+    };
+    let mut out: Vec<(usize, usize, usize)> = Vec::new();
+    for (start, stop, member) in runs {
+        let mut start = start;
+        while start < stop {
+            let room = match out.last() {
+                Some(&(a, b, m)) if m == member && b == start => {
+                    target.saturating_sub(b.saturating_sub(a))
+                }
+                _ => 0,
+            };
+            if room > 0 {
+                let end = stop.min(start.saturating_add(room));
+                if let Some(last) = out.last_mut() {
+                    last.1 = end;
+                }
+                start = end;
+            } else {
+                let end = stop.min(start.saturating_add(target));
+                out.push((start, end, member));
+                start = end;
+            }
+        }
+    }
+    out.into_iter().map(|(a, b, _)| (a, b)).collect()
+}
+
+/// `names` (in order) as `(start, stop)` index ranges that follow storage:
+/// a range never spans two members of a set, and a new range starts where
+/// any of `arrays` enters a new data block, so a task reading one range
+/// reads its blocks and at most a neighbour's edge. With `target_datasets`, neighbouring ranges of
+/// a member merge while they hold at most that many datasets, and a longer
+/// one is cut into pieces of that size. Reads segment footers only (one per
+/// array and member, none once read): no array data.
+#[pyfunction]
+#[pyo3(signature = (collection, arrays, names, target_datasets=None))]
+pub fn partitions(
+    py: Python<'_>,
+    collection: &PyCollection,
+    arrays: Vec<String>,
+    names: Vec<String>,
+    target_datasets: Option<usize>,
+) -> PyResult<Vec<(usize, usize)>> {
+    let set = collection.inner.set();
+    let order = run(py, || async {
+        let places = places(set, &arrays).await?;
+        let mut order = Vec::with_capacity(names.len());
+        for name in &names {
+            match places.get(name) {
+                Some(place) => order.push(place.clone()),
+                None => {
+                    // Not live: the error a read of it gives.
+                    set.dataset(name).await?;
+                    return Err(CoreError::invalid(format!(
+                        "dataset {name:?} is live but in no member's view"
+                    )));
+                }
+            }
+        }
+        Ok(order)
+    })?;
+    Ok(cut(&order, target_datasets))
 }

@@ -27,6 +27,10 @@ pub struct ArrayDigest {
     pub dtype: atlas_format::DType,
     /// The statistics its writer recorded, if any.
     pub stats: Option<ArrayStats>,
+    /// The lowest id of the data blocks its written chunks lie in (None:
+    /// nothing written). Writers fill blocks in array order, so arrays
+    /// sharing this id share a block: one read serves them all.
+    pub first_block: Option<u32>,
 }
 
 /// Every array of one segment, in segment order, with what screening found
@@ -55,10 +59,18 @@ impl SegmentDigest {
             segment: segment.name().to_owned(),
             arrays: segment
                 .arrays()
-                .map(|a| ArrayDigest {
+                .zip(
+                    segment
+                        .first_blocks()
+                        .iter()
+                        .copied()
+                        .chain(std::iter::repeat(None)),
+                )
+                .map(|(a, first_block)| ArrayDigest {
                     name: a.name().to_owned(),
                     dtype: a.dtype(),
                     stats: a.stats(),
+                    first_block,
                 })
                 .collect(),
             problems: segment.problems().clone(),
@@ -93,5 +105,6 @@ pub(crate) fn digest_of(array: &ArchivedArrayMeta) -> Result<ArrayDigest, Footer
         name: array.name.as_str().to_owned(),
         dtype: dtype_from_stored(&dtype),
         stats: stats.as_ref().map(stats_from_stored),
+        first_block: crate::screen::first_block(array),
     })
 }

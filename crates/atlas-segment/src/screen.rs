@@ -247,6 +247,10 @@ pub(crate) struct Screened {
     /// The block table and every unflagged array's chunk entries, for
     /// reading fixed-width arrays without array-format (see `blocks`).
     pub chunks: ChunkTable,
+    /// Per array, in footer order: the lowest data block id any of its
+    /// written chunks names (None: nothing written). What groups datasets
+    /// into the blocks they share without reading a block.
+    pub first_blocks: Vec<Option<u32>>,
 }
 
 /// Screens the footer at the end of `tail` (the last bytes of a segment of
@@ -295,9 +299,11 @@ pub(crate) fn screen_visiting(
             .filter_map(|b| b.lz4_at.map(|at| (at, b.decoded_len)))
             .collect(),
         chunks: ChunkTable::new(blocks.iter().map(|b| b.loc).collect(), footer.arrays.len()),
+        first_blocks: Vec::with_capacity(footer.arrays.len()),
     };
     for array in footer.arrays.iter() {
         visit(array)?;
+        screened.first_blocks.push(first_block(array));
         screened.chunks.begin_array();
         if let Err(problem) = screen_array(array, &blocks, &mut screened.chunks) {
             screened.chunks.reject_array();
@@ -307,6 +313,15 @@ pub(crate) fn screen_visiting(
         }
     }
     Ok(screened)
+}
+
+/// The lowest block id the written chunks of `array` name.
+pub(crate) fn first_block(array: &ArchivedArrayMeta) -> Option<u32> {
+    array
+        .chunks
+        .iter()
+        .map(|entry| entry.address.block_id.0.to_native())
+        .min()
 }
 
 /// The footer bytes in front of the trailer, and footer + trailer length.

@@ -32,6 +32,8 @@ pub struct Segment {
     file: ArrayFile,
     /// Array (dataset) name to why that array cannot be used.
     problems: HashMap<String, ArrayProblem>,
+    /// Per array in footer order, the lowest data block its chunks name.
+    first_blocks: Vec<Option<u32>>,
     len: u64,
     /// Reads fixed-width arrays block by block, each block decoded once.
     source: BlockSource,
@@ -49,11 +51,13 @@ impl std::fmt::Debug for Segment {
 
 impl Segment {
     /// A segment array-format opened as `file`, with what screening found
-    /// wrong with single arrays (`problems`) and its length in bytes.
+    /// wrong with single arrays (`problems`), each array's first data block
+    /// (`first_blocks`, footer order) and its length in bytes.
     pub(crate) fn new(
         name: &str,
         file: ArrayFile,
         problems: HashMap<String, ArrayProblem>,
+        first_blocks: Vec<Option<u32>>,
         len: u64,
         source: BlockSource,
     ) -> Self {
@@ -61,6 +65,7 @@ impl Segment {
             name: name.to_owned(),
             file,
             problems,
+            first_blocks,
             len,
             source,
         }
@@ -124,6 +129,12 @@ impl Segment {
     }
 
     /// Every array screening flagged, with why.
+    /// Per array in [`Segment::arrays`] order, the lowest data block id its
+    /// written chunks name (None: nothing written).
+    pub(crate) fn first_blocks(&self) -> &[Option<u32>] {
+        &self.first_blocks
+    }
+
     pub(crate) fn problems(&self) -> &HashMap<String, ArrayProblem> {
         &self.problems
     }

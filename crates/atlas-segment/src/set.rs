@@ -442,6 +442,7 @@ impl SegmentSet {
             name,
             file,
             screened.problems,
+            screened.first_blocks,
             len,
             source,
         ))))
@@ -562,6 +563,7 @@ impl SegmentSet {
             name,
             file,
             screened.problems,
+            screened.first_blocks,
             len,
             source,
         )))

@@ -602,3 +602,25 @@ async fn a_timestamp_equal_to_its_fill_value_is_null_as_numpy_reads_it_as_nat() 
     let cells: Vec<Option<i64>> = time.iter().collect();
     assert_eq!(cells, [None, Some(T0 + 1), None]);
 }
+
+#[tokio::test]
+async fn a_table_of_named_datasets_holds_their_rows_only_in_collection_order() {
+    let (op, _) = two_member_set().await;
+    let set = open_set(&op).await;
+    let all = expected_rows(&set).await;
+    let names = set.dataset_names().await.unwrap();
+    assert!(names.len() >= 3, "{names:?}");
+    // Asked for out of order, with a name no dataset has: collection order, the rest ignored.
+    let wanted = vec![
+        names[names.len() - 1].clone(),
+        names[0].clone(),
+        "no_such_dataset".to_owned(),
+    ];
+    let got = rows_of(&batches(&set, &all_four().datasets(wanted.clone())).await);
+    let expected: Vec<Row> = all
+        .into_iter()
+        .filter(|r| wanted.contains(&r.dataset))
+        .collect();
+    assert!(!expected.is_empty());
+    assert_eq!(got, expected);
+}

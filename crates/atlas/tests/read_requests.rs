@@ -813,6 +813,64 @@ async fn statistics_come_from_the_footer_alone_and_the_open_after_them_reads_not
     assert_eq!(stats.snapshot().reads, fold.reads + 1);
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn blocks_by_dataset_come_from_the_footer_alone_and_group_neighbours() {
+    // Enough datasets for the segment to outgrow the tail prefetch: its
+    // footer is then read alone, without the data in front of it.
+    let n = 2000;
+    let (op, stats, _) = counted_memory();
+    many_small_blocks(&op, n).await;
+    let atlas = Atlas::open((op.clone(), ""), &atlas::OpenOptions::default())
+        .await
+        .unwrap();
+    let v = atlas
+        .segments()
+        .into_iter()
+        .find(|s| s.name == "v")
+        .unwrap();
+    let footer = segment_footer_bytes(&op, "data.atlas", v.offset, v.len).await;
+    stats.reset();
+
+    let rows = atlas.array_blocks_by_dataset("v").await.unwrap();
+    let cost = stats.snapshot();
+    assert_eq!(
+        (cost.reads, cost.bytes_read),
+        (footer_reads(&ReadParallelism::default(), footer), footer),
+        "the footer, once, and no block"
+    );
+    assert_eq!(atlas.segments_opened(), 0, "array-format opened nothing");
+    assert_eq!(rows.len(), n);
+    let blocks: Vec<u32> = rows.iter().map(|r| r.first_block.unwrap()).collect();
+    assert_eq!(rows[17].dataset, uniform_name(17));
+    assert_eq!(blocks[0], 0);
+    // 64 floats (256 B) per dataset in 4 KiB blocks: neighbours share a
+    // block, and each next block starts where the last one ends.
+    assert!(
+        blocks.windows(2).all(|w| w[1] == w[0] || w[1] == w[0] + 1),
+        "{blocks:?}"
+    );
+    let distinct = usize::try_from(*blocks.last().unwrap()).unwrap() + 1;
+    assert!(
+        (n / 32..=n / 8).contains(&distinct),
+        "{distinct} blocks for {n} datasets"
+    );
+
+    // Once the segment is open the same answer comes from it, for nothing.
+    let fresh = Atlas::open((op, ""), &atlas::OpenOptions::default())
+        .await
+        .unwrap();
+    fresh
+        .dataset(&uniform_name(0))
+        .unwrap()
+        .read_array::<f32>("v", Region::all())
+        .await
+        .unwrap();
+    assert_eq!(fresh.segments_opened(), 1);
+    stats.reset();
+    assert_eq!(fresh.array_blocks_by_dataset("v").await.unwrap(), rows);
+    assert_eq!(stats.snapshot().reads, 0);
+}
+
 /// `uniform_collection(n)` opened over a counting memory store, and the size
 /// of its `v` segment's footer.
 async fn uniform_with_footer_of_v(

@@ -15,6 +15,8 @@
   engine="atlas", layout=...)`.
 - `open_mfdataarray(path, variable)`: one variable of many datasets as one
   dask-backed DataArray along a new dimension.
+- `to_dask_dataframe(path, arrays, where=..., attrs=[...])`: the long table
+  as a dask DataFrame, one partition per run of datasets sharing storage blocks.
 - `write(path_or_url, {name: xarray.Dataset})`: a new collection, mapped as
   `atlas create` maps NetCDF files.
   With `append=True`, one new member of a collection set, committed.
@@ -46,6 +48,7 @@ from ._errors import (
     StorageError,
 )
 from ._multi import open_mfdataarray
+from ._dask import to_dask_dataframe
 from ._views import open_dataset
 from ._write import WriteResult, write
 from ._ingest import IngestResult, ingest
@@ -75,4 +78,5 @@ __all__ = [
     "write",
     "IngestResult",
     "ingest",
+    "to_dask_dataframe",
 ]

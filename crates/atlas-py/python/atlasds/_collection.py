@@ -500,6 +500,61 @@ class Collection(Mapping[str, "Dataset"]):
         raised by the reader (as a pyarrow error carrying the message)."""
         return self._table(variables, where, attrs, rows_per_batch, False)
 
+    def partitions(
+        self,
+        arrays: str | Sequence[str],
+        names: Sequence[str] | None = None,
+        target_datasets: int | None = None,
+    ) -> list[list[str]]:
+        """`names` (default: every live dataset, in order) cut into runs that
+        follow storage, for one task each: a run never spans two members of a
+        set, and a new run starts where any of `arrays` enters a new data
+        block, so a task reads its own blocks (plus, at most, the edge of the
+        block before, where the writer tucked a small array into it).
+        With `target_datasets`, neighbouring runs of a member are merged while
+        they hold at most that many datasets, and a longer run is cut into
+        pieces of that size. Reads segment footers only (one per array and
+        member), never array data."""
+        if isinstance(arrays, str):
+            arrays = [arrays]
+        if names is None:
+            names = self.names()
+        elif isinstance(names, str):
+            raise InvalidArgument("names takes a list of dataset names, not one string")
+        names = list(names)
+        if target_datasets is not None and (
+            isinstance(target_datasets, bool)
+            or not isinstance(target_datasets, (int, np.integer))
+            or target_datasets < 1
+        ):
+            raise InvalidArgument(
+                f"target_datasets must be a positive integer, got {target_datasets!r}"
+            )
+        ranges = _native.partitions(
+            self._native,
+            list(arrays),
+            names,
+            None if target_datasets is None else int(target_datasets),
+        )
+        return [names[start:stop] for start, stop in ranges]
+
+    def to_dask_dataframe(
+        self,
+        arrays: str | Sequence[str],
+        where: str | None = None,
+        attrs: Sequence[str] | None = None,
+        *,
+        datasets_per_partition: int | None = None,
+    ) -> Any:
+        """`to_arrow`'s long table as a lazy `dask.dataframe.DataFrame`, one
+        partition per storage block run (see `partitions`); see
+        `atlasds.to_dask_dataframe`."""
+        from ._dask import to_dask_dataframe
+
+        return to_dask_dataframe(
+            self, arrays, where, attrs, datasets_per_partition=datasets_per_partition
+        )
+
     def to_pandas(
         self,
         variables: str | Sequence[str],
@@ -519,6 +574,7 @@ class Collection(Mapping[str, "Dataset"]):
         attrs: Sequence[str] | None,
         rows_per_batch: int | None,
         read_all: bool,
+        names: list[str] | None = None,
     ) -> pyarrow.RecordBatchReader:
         import pyarrow as pa
 
@@ -531,7 +587,7 @@ class Collection(Mapping[str, "Dataset"]):
         if rows_per_batch is not None and rows_per_batch < 1:
             raise InvalidArgument(f"rows_per_batch must be at least 1, not {rows_per_batch}")
         stream = self._native.table(
-            list(variables), list(attrs or []), where, rows_per_batch, read_all
+            list(variables), list(attrs or []), where, rows_per_batch, read_all, names
         )
         return pa.RecordBatchReader.from_stream(stream)
 

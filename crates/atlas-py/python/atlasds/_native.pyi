@@ -48,6 +48,7 @@ class _Collection:
         predicate: str | None = None,
         rows_per_batch: int | None = None,
         read_all: bool = True,
+        names: list[str] | None = None,
     ) -> _TableStream: ...
     def request_stats(
         self, reset: bool = False
@@ -130,3 +131,9 @@ def remove_members(
     storage: list[tuple[str, str]] = ...,
     anonymous: bool = False,
 ) -> list[str]: ...
+def partitions(
+    collection: _Collection,
+    arrays: list[str],
+    names: list[str],
+    target_datasets: int | None = None,
+) -> list[tuple[int, int]]: ...

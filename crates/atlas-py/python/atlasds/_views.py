@@ -14,10 +14,11 @@ rank-0 array) are per-dataset variables along ``profile`` in both layouts;
 the dataset name is the ``dataset(profile)`` coordinate (``cf_role =
 "profile_id"``), and the dataset attributes named in ``attrs`` become
 variables along ``profile``. Opening reads metadata only (segment footers:
-one segment open per variable). Values are dask arrays whose chunks cover
-``datasets_per_chunk`` consecutive datasets each, read by one native call
-per chunk and variable (`_native.read_concat`), so 30 000 datasets are tens
-of tasks. Fill values travel as ``_FillValue`` and are masked by xarray's CF
+one segment open per variable). Values are dask arrays whose chunks are runs
+of consecutive datasets sharing a member and a storage block of every
+variable (`Collection.partitions`, from the segment footers), at most
+``datasets_per_chunk`` datasets each, read by one native call per chunk and
+variable (`_native.read_concat`), so 30 000 datasets are tens of tasks. Fill values travel as ``_FillValue`` and are masked by xarray's CF
 decoding exactly as the ``atlas`` engine masks one dataset.
 """
 
@@ -218,8 +219,15 @@ def _task(key: str, func: Any, *args: Any) -> Any:
     return dask.delayed(call, name=f"{key}-call", pure=False)(dask_key_name=key)
 
 
-def _groups(count: int, per_chunk: int) -> list[slice]:
-    return [slice(i, min(i + per_chunk, count)) for i in range(0, count, per_chunk)]
+def _groups(
+    collection: Collection, variables: list[str], names: list[str], per_chunk: int
+) -> list[slice]:
+    """`names` cut into runs sharing a member and the storage blocks of
+    `variables`, at most `per_chunk` datasets each (footers only)."""
+    if not names or not variables:
+        return [slice(i, min(i + per_chunk, len(names))) for i in range(0, len(names), per_chunk)]
+    ranges = _native.partitions(collection._native, variables, names, per_chunk)
+    return [slice(start, stop) for start, stop in ranges]
 
 
 def _dask_array(parts: list[tuple[Any, tuple[int, ...]]], dtype: np.dtype) -> Any:
@@ -324,7 +332,7 @@ def open_dataset(
     described = _describe(collection, wanted, names) if names else []
     per_dataset = [v for v in described if v.per_dataset]
     along = [v for v in described if not v.per_dataset]
-    groups = _groups(len(names), int(datasets_per_chunk))
+    groups = _groups(collection, [v.name for v in described], names, int(datasets_per_chunk))
     token = uuid.uuid4().hex
     variables_out: dict[str, xr.Variable] = {}
 

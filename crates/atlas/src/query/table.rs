@@ -51,6 +51,8 @@ pub struct TableOptions {
     pub(crate) attributes: Vec<String>,
     /// Only the datasets this accepts.
     pub(crate) predicate: Option<Predicate>,
+    /// Only the datasets of these names (with the predicate: both).
+    pub(crate) names: Option<HashSet<String>>,
     /// Most rows in one batch.
     pub(crate) rows_per_batch: usize,
     /// Reads in flight per array.
@@ -63,6 +65,7 @@ impl Default for TableOptions {
             arrays: Vec::new(),
             attributes: Vec::new(),
             predicate: None,
+            names: None,
             rows_per_batch: DEFAULT_ROWS_PER_BATCH,
             concurrency: DEFAULT_CONCURRENCY,
         }
@@ -92,6 +95,14 @@ impl TableOptions {
     /// Rows of the datasets `predicate` accepts only; the others are not read.
     pub fn predicate(mut self, predicate: Predicate) -> Self {
         self.predicate = Some(predicate);
+        self
+    }
+
+    /// Rows of the live datasets of these names only (the others are not
+    /// read; names no live dataset has are ignored), still in collection
+    /// order: one partition of a table that many workers build in parts.
+    pub fn datasets<S: Into<String>>(mut self, names: impl IntoIterator<Item = S>) -> Self {
+        self.names = Some(names.into_iter().map(Into::into).collect());
         self
     }
 
@@ -232,7 +243,7 @@ pub(crate) async fn table_with(
     let declared = Declared::of(&views);
     let arrays = requested(Some(&options.arrays), &declared.arrays)?;
     let attributes = requested(Some(&options.attributes), &declared.attributes)?;
-    let (rows, mut facts) = selected(
+    let (mut rows, mut facts) = selected(
         &views,
         &declared,
         &attributes,
@@ -240,6 +251,9 @@ pub(crate) async fn table_with(
         options.predicate.as_ref(),
     )
     .await?;
+    if let Some(names) = &options.names {
+        rows.retain(|ds| names.contains(ds.name()));
+    }
 
     // One element type per array, and a column type for it.
     let mut dtypes: Vec<DType> = Vec::with_capacity(arrays.len());

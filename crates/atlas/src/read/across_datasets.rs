@@ -7,7 +7,7 @@ use atlas_segment::{ArrayRef, ArrayStats, Attr, Segment};
 
 use super::collection::Atlas;
 use super::dataset::{check_attr_type, check_dtype};
-use super::stats::DatasetStats;
+use super::stats::{DatasetBlock, DatasetStats};
 use crate::error::{AtlasError, Result};
 
 /// Per schema (by pool index), the type it declares for what is asked about, if any.
@@ -182,6 +182,51 @@ impl Atlas {
             .into_iter()
             .map(|(row, _)| row)
             .collect())
+    }
+
+    /// Each live dataset declaring `array`, in ordinal order, with the first
+    /// data block of the array's segment its values lie in: the grouping a
+    /// reader of many datasets follows so that one task reads whole blocks
+    /// (dask partitions, `read_many` batches).
+    ///
+    /// Read off the segment's footer like
+    /// [`array_stats_by_dataset`](Self::array_stats_by_dataset): the footer
+    /// once (none if the segment is open), no data block.
+    ///
+    /// # Errors
+    /// As [`array_stats`](Self::array_stats).
+    pub async fn array_blocks_by_dataset(&self, array: &str) -> Result<Vec<DatasetBlock>> {
+        let footer = self.footer();
+        let declared = declared_per_schema(footer, |s| s.array(array).map(|m| m.dtype()));
+        self.known_array(array, &declared)?;
+        let wanted = self.live_declaring(&declared).len();
+        if wanted == 0 {
+            return Ok(Vec::new());
+        }
+        let digest = self.digest(array).await?.ok_or_else(|| {
+            AtlasError::corrupt(format!(
+                "datasets declare array {array:?}, but the container has no segment for it"
+            ))
+        })?;
+        let mut rows = Vec::with_capacity(wanted);
+        for info in digest.arrays() {
+            let Some((ordinal, _)) = self.live_declaring_one(&info.name, &declared) else {
+                continue;
+            };
+            rows.push(DatasetBlock {
+                dataset: info.name.clone(),
+                ordinal,
+                first_block: info.first_block,
+            });
+        }
+        if rows.len() != wanted {
+            return Err(AtlasError::corrupt(format!(
+                "{wanted} live datasets declare array {array:?}, its segment holds {} of them",
+                rows.len()
+            )));
+        }
+        rows.sort_by_key(|row| row.ordinal);
+        Ok(rows)
     }
 
     /// Attribute `key` of every live dataset that declares it, in ordinal (write)

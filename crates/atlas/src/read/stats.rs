@@ -13,3 +13,17 @@ pub struct DatasetStats {
     /// Its statistics of the array.
     pub stats: ArrayStats,
 }
+
+/// Where one dataset's array starts among the data blocks of its segment, as
+/// [`crate::Atlas::array_blocks_by_dataset`] lists them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+pub struct DatasetBlock {
+    /// The dataset's name.
+    pub dataset: String,
+    /// The dataset's ordinal.
+    pub ordinal: u32,
+    /// The lowest data block id its written chunks lie in (None: nothing
+    /// written, it reads as fill). Datasets sharing it share a block.
+    pub first_block: Option<u32>,
+}
