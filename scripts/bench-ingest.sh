@@ -15,8 +15,9 @@ root="$(cd "$(dirname "$0")/.." && pwd)"
 dir="$1"
 per_member="${2:-2500}"
 target="${CARGO_TARGET_DIR:-$root/target}"
-bin="$target/release/atlas"
-lib="$target/release/lib_native.so"
+profile="${ATLAS_PROFILE:-release}"   # `debug` only to try the script out
+bin="$target/$profile/atlas"
+lib="$target/$profile/lib_native.so"
 py="$("$root/scripts/pyenv.sh")"
 atlas_py="$(dirname "$py")/atlas"
 out="$(mktemp -d)"
@@ -41,7 +42,8 @@ timed() {
 timed "atlas create -j 2 --max-datasets" "$bin" -q create --jobs 2 --max-datasets "$per_member" "$dir" "$out/cli-set"
 timed "atlas create -j 2 (one collection)" "$bin" -q create --jobs 2 "$dir" "$out/cli-lone"
 
-PYTHONPATH="$out/pkg" "$py" - "$dir" "$out/dask-set" "$per_member" <<'PY'
+# A file, not stdin: the cluster's worker processes are spawned and re-import it.
+cat >"$out/bench_ingest.py" <<'PY'
 import resource, sys, time
 import atlasds
 from distributed import Client, LocalCluster
@@ -49,16 +51,19 @@ from distributed import Client, LocalCluster
 def rss_mib():
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
-src, dst, per = sys.argv[1], sys.argv[2], int(sys.argv[3])
-with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster, Client(cluster) as client:
-    started = time.perf_counter()
-    result = atlasds.ingest([src], dst, client=client, datasets_per_member=per)
-    secs = time.perf_counter() - started
-    workers = client.run(rss_mib)
-n = len(result.written)
-label = "atlasds.ingest LocalCluster(2x1)"
-print(f"{label:34} {secs:7.1f} s {n / secs:7.0f} files/s  "
-      f"peak RSS client {rss_mib():.0f} MiB, workers "
-      + ", ".join(f"{v:.0f}" for v in workers.values()) + " MiB", file=sys.stderr)
+if __name__ == "__main__":
+    src, dst, per = sys.argv[1], sys.argv[2], int(sys.argv[3])
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0") as cluster, Client(cluster) as client:
+        started = time.perf_counter()
+        result = atlasds.ingest([src], dst, client=client, datasets_per_member=per)
+        secs = time.perf_counter() - started
+        workers = client.run(rss_mib)
+    n = len(result.written)
+    label = "atlasds.ingest LocalCluster(2x1)"
+    print(f"{label:34} {secs:7.1f} s {n / secs:7.0f} files/s  "
+          f"peak RSS client {rss_mib():.0f} MiB, workers "
+          + ", ".join(f"{v:.0f}" for v in workers.values()) + " MiB")
 PY
+PYTHONPATH="$out/pkg" "$py" "$out/bench_ingest.py" "$dir" "$out/dask-set" "$per_member" 2>"$out/err" || {
+  echo "atlasds.ingest failed:"; tail -5 "$out/err"; }
 timed "atlas-python atlas create" "$atlas_py" create -q "$dir" "$out/peer"
