@@ -46,7 +46,7 @@ if ! running; then
     --inMemoryPersistence --skipApiVersionCheck --loose --silent >"$state/log" 2>&1 9>&- &
   echo $! >"$pid_file"
   echo "$port" >"$port_file"
-  for _ in $(seq 100); do
+  for _ in $(seq 600); do  # up to 60 s: node starts slowly on a busy machine
     running && break
     sleep 0.1
   done

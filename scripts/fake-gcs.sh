@@ -43,7 +43,7 @@ if ! running; then
     -public-host "127.0.0.1:$port" -log-level error >"$state/log" 2>&1 9>&- &
   echo $! >"$pid_file"
   echo "$port" >"$port_file"
-  for _ in $(seq 100); do
+  for _ in $(seq 600); do  # up to 60 s on a busy machine
     running && break
     sleep 0.1
   done
