@@ -713,3 +713,18 @@ class Dataset:
     def stats(self, array: str) -> ArrayStats | None:
         """Statistics of `array` as its segment records them (None if it records none)."""
         return ArrayStats._from(self._collection._native.stats(array, self._name))
+
+
+def as_collection(
+    source: Any,
+    storage_options: dict[str, Any] | None,
+    refusal: str = "expected a path, URL or atlasds.Collection",
+) -> Collection:
+    """`source` as a Collection: itself, or a path or URL opened through the
+    handle cache (so tasks on one worker share one open); anything else is
+    refused with `refusal` and the type it got."""
+    if isinstance(source, Collection):
+        return source
+    if isinstance(source, (str, os.PathLike)):
+        return Collection.open(source, storage_options, cache=True)
+    raise InvalidArgument(f"{refusal}, not {type(source).__name__}")

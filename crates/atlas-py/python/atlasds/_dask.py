@@ -16,7 +16,7 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, Any, Sequence
 
-from ._collection import Collection, _nullable_pandas_dtype
+from ._collection import Collection, _nullable_pandas_dtype, as_collection
 from ._errors import InvalidArgument
 
 if TYPE_CHECKING:
@@ -24,16 +24,6 @@ if TYPE_CHECKING:
     import pyarrow
 
 __all__ = ["to_dask_dataframe"]
-
-
-def _open(source: Any, storage_options: dict[str, Any] | None) -> Collection:
-    if isinstance(source, Collection):
-        return source
-    if isinstance(source, (str, os.PathLike)):
-        return Collection.open(source, storage_options, cache=True)
-    raise InvalidArgument(
-        f"expected a path, URL or atlasds.Collection, not {type(source).__name__}"
-    )
 
 
 def _conform(table: pyarrow.Table, schema: pyarrow.Schema) -> pandas.DataFrame:
@@ -96,7 +86,7 @@ def to_dask_dataframe(
     """
     import dask.dataframe as dd
 
-    collection = _open(source, storage_options)
+    collection = as_collection(source, storage_options)
     if isinstance(arrays, str):
         arrays = [arrays]
     arrays = list(arrays)

@@ -35,7 +35,7 @@ from typing import Any, Iterable, Literal, Sequence
 import numpy as np
 
 from . import _native
-from ._collection import Collection, numpy_dtype
+from ._collection import Collection, as_collection, numpy_dtype
 from ._errors import InvalidArgument
 
 __all__ = ["open_dataset", "DATASETS_PER_CHUNK"]
@@ -88,14 +88,6 @@ class _Var:
     @property
     def complete(self) -> bool:
         return all(s is not None for s in self.shapes)
-
-
-def _collection(source: Any, storage_options: dict[str, Any] | None) -> Collection:
-    if isinstance(source, Collection):
-        return source
-    if isinstance(source, (str, os.PathLike)):
-        return Collection.open(source, storage_options, cache=True)
-    raise InvalidArgument(f"expected a path, URL or atlasds.Collection, not {type(source).__name__}")
 
 
 def _describe(collection: Collection, variables: list[str], names: list[str]) -> list[_Var]:
@@ -324,7 +316,7 @@ def open_dataset(
         raise InvalidArgument(f"layout must be 'ragged' or 'padded', not {layout!r}")
     if isinstance(datasets_per_chunk, bool) or not isinstance(datasets_per_chunk, (int, np.integer)) or datasets_per_chunk < 1:
         raise InvalidArgument(f"datasets_per_chunk must be a positive integer, got {datasets_per_chunk!r}")
-    collection = _collection(source, storage_options)
+    collection = as_collection(source, storage_options)
     names = collection.select(where) if where is not None else list(collection)
     if isinstance(variables, str):
         variables = [variables]

@@ -31,6 +31,7 @@ from xarray.backends import BackendArray, BackendEntrypoint
 from xarray.core import indexing
 
 from ._collection import (
+    as_collection,
     CONTAINER_FILE,
     SET_MANIFEST_FILE,
     ArrayLayout,
@@ -287,14 +288,7 @@ def _construct(
     )
 
 
-def _collection(filename_or_obj: Any, storage_options: dict[str, Any] | None) -> Collection:
-    if isinstance(filename_or_obj, Collection):
-        return filename_or_obj
-    if isinstance(filename_or_obj, (str, os.PathLike)):
-        return Collection.open(filename_or_obj, storage_options, cache=True)
-    raise InvalidArgument(
-        f"the atlas engine opens a path or an atlasds.Collection, not {type(filename_or_obj).__name__}"
-    )
+_ENGINE_REFUSAL = "the atlas engine opens a path or an atlasds.Collection"
 
 
 def _node_name(dataset: str) -> str:
@@ -387,7 +381,7 @@ class AtlasBackendEntrypoint(BackendEntrypoint):
         """One dataset (``group=NAME``), or with ``layout="ragged"`` or
         ``"padded"`` (and no group) the datasets ``where`` selects (default:
         all) as one Dataset: see `atlasds.open_dataset`."""
-        collection = _collection(filename_or_obj, storage_options)
+        collection = as_collection(filename_or_obj, storage_options, _ENGINE_REFUSAL)
         decoders = dict(
             mask_and_scale=mask_and_scale,
             decode_times=decode_times,
@@ -431,7 +425,7 @@ class AtlasBackendEntrypoint(BackendEntrypoint):
         storage_options: dict[str, Any] | None = None,
         **decoders: Any,
     ) -> dict[str, xr.Dataset]:
-        collection = _collection(filename_or_obj, storage_options)
+        collection = as_collection(filename_or_obj, storage_options, _ENGINE_REFUSAL)
         decoders = {k: v for k, v in decoders.items() if k in _DECODERS}
         groups: dict[str, xr.Dataset] = {"/": xr.Dataset()}
         for name, node in _nodes(collection, drop_variables, decoders):
@@ -446,7 +440,7 @@ class AtlasBackendEntrypoint(BackendEntrypoint):
         storage_options: dict[str, Any] | None = None,
         **decoders: Any,
     ) -> xr.DataTree:
-        collection = _collection(filename_or_obj, storage_options)
+        collection = as_collection(filename_or_obj, storage_options, _ENGINE_REFUSAL)
         decoders = {k: v for k, v in decoders.items() if k in _DECODERS}
         # Children handed over at once: no path parsing or per-insertion copy
         # of the growing root, which is what DataTree.from_dict spends its time on.
