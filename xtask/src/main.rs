@@ -19,7 +19,7 @@
 //! - `test`: the whole test suite: `cargo test --workspace`, then the Python
 //!   package's pytest suite (`scripts/py-test.sh`).
 //! - `py-fixture DIR`: writes the collection the Python suite reads (see `py_fixture`).
-//! - `bench-read DIR ARRAY`: reads a float32 array of every dataset from Rust
+//! - `bench-read DIR ARRAYS`: reads float32 arrays (`TEMP,PSAL`) of every dataset from Rust
 //!   (the baseline of the Python package's benchmark).
 //! - `public-api [--bless]`: lists the `atlas` facade's public items (every
 //!   feature on) from rustdoc JSON and compares the list with the committed
@@ -68,15 +68,15 @@ fn main() -> ExitCode {
             None => Err("usage: cargo xtask py-fixture DIR".to_owned()),
         },
         Some("bench-read") => match (arg(1), arg(2)) {
-            (Some(dir), Some(array)) => bench_read::run(Path::new(dir), array),
-            _ => Err("usage: cargo xtask bench-read DIR ARRAY".to_owned()),
+            (Some(dir), Some(arrays)) => bench_read::run(Path::new(dir), arrays),
+            _ => Err("usage: cargo xtask bench-read DIR ARRAYS".to_owned()),
         },
         Some("public-api") => public_api(arg(1) == Some("--bless")),
         Some("ci") => run(Command::new("bash").arg(root().join(".ci/run"))),
         _ => {
             eprintln!(
                 "usage: cargo xtask <bench [iterations] [--quick] [--dev] [atlas-bench options] | bench --sets [--quick] [--dev] [sets options] | bench-footer [iterations] [datasets] | \
-                 fuzz [seconds] | seed-fuzz | test | py-fixture DIR | bench-read DIR ARRAY | public-api [--bless] | ci>"
+                 fuzz [seconds] | seed-fuzz | test | py-fixture DIR | bench-read DIR ARRAYS | public-api [--bless] | ci>"
             );
             return ExitCode::from(2);
         }

@@ -544,6 +544,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(clear_cache, m)?)?;
     m.add_function(wrap_pyfunction!(views::shapes, m)?)?;
     m.add_function(wrap_pyfunction!(views::read_concat, m)?)?;
+    m.add_function(wrap_pyfunction!(views::read_many, m)?)?;
     m.add_function(wrap_pyfunction!(ingest::run_member_ids, m)?)?;
     m.add_function(wrap_pyfunction!(ingest::discover, m)?)?;
     m.add_function(wrap_pyfunction!(ingest::ingest_member, m)?)?;

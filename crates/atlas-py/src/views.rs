@@ -3,10 +3,12 @@
 //!
 //! Two functions: `shapes` gives, for some arrays and many datasets, each
 //! dataset's shape of each array plus the dtype, fill value and dimension
-//! names (one segment open per array, no array bytes); `read_concat` reads one
+//! names (one footer digest per array and member, no array bytes); `read_concat` reads one
 //! array of many datasets through [`AtlasSet::read_many`] (each member's
 //! segment prepared once, reads overlapped) into one flat buffer, so a dask
 //! task covering a thousand datasets is one Python call, not a thousand.
+//! `read_many` gives the same reads as one numpy array per dataset (the
+//! bulk form of `Dataset.read`).
 //! `partitions` says which datasets those tasks should cover: runs that
 //! share a member and a data block of every array asked about, read off the
 //! segment footers alone.
@@ -17,8 +19,8 @@ use atlas::{
     AnyArray, ArrayData, AtlasError, AtlasSet, DType, Dataset, FillValue, Order, Region, Timestamp,
 };
 use futures::StreamExt;
-use ndarray::Array1;
-use numpy::PyArray1;
+use ndarray::{Array1, Array2};
+use numpy::{PyArray1, PyArray2};
 use pyo3::IntoPyObjectExt;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
@@ -52,51 +54,71 @@ struct ArrayShapes {
     shapes: Vec<Option<Vec<u64>>>,
 }
 
-async fn array_shapes(datasets: &[Dataset], array: &str) -> core::Result<ArrayShapes> {
+/// Each of `names`' shape of `array` (None where the dataset does not
+/// declare it), and the layout of the first declaring one: one footer digest
+/// per member (what `array_stats_by_dataset` reads), no array-format open,
+/// then one footer lookup for the first dataset's fill value and dimensions.
+async fn array_shapes(set: &AtlasSet, array: &str, names: &[String]) -> core::Result<ArrayShapes> {
+    let mut found: HashMap<String, (DType, Vec<u64>)> = HashMap::new();
+    for view in set.collections().await? {
+        let rows = match view.array_shapes_by_dataset(array).await {
+            Ok(rows) => rows,
+            // A member none of whose datasets holds the array.
+            Err(AtlasError::ArrayNotFound { .. }) => continue,
+            Err(e) => return Err(e.into()),
+        };
+        found.extend(rows.into_iter().map(|r| (r.dataset, (r.dtype, r.shape))));
+    }
     let mut out = ArrayShapes {
         dtype: None,
         fill: None,
         dims: Vec::new(),
         chunk_shape: Vec::new(),
-        shapes: Vec::with_capacity(datasets.len()),
+        shapes: Vec::with_capacity(names.len()),
     };
-    // Opening the whole segment once (what an attribute read does) beats a
-    // footer lookup per dataset; the attributes themselves are not needed.
-    if let Some(first) = datasets.iter().find(|d| d.array_meta(array).is_some()) {
-        first.array_attributes(array).await?;
-    }
-    for dataset in datasets {
-        if dataset.array_meta(array).is_none() {
+    let mut first: Option<(&str, &DType)> = None;
+    for name in names {
+        let Some((dtype, shape)) = found.get(name) else {
+            // Not declared here, or not live: a name that is not live fails as a read would.
+            set.dataset(name).await?;
             out.shapes.push(None);
             continue;
+        };
+        match first {
+            None => first = Some((name, dtype)),
+            Some((_, first_dtype)) if first_dtype != dtype => {
+                return Err(CoreError::invalid(format!(
+                    "{array:?} is {} in one dataset and {} in {name:?}: one variable cannot hold both",
+                    first_dtype.display_name(),
+                    dtype.display_name()
+                )));
+            }
+            Some(_) => {}
         }
-        let layout = dataset.array_layout(array).await?;
-        let dtype = layout.dtype.display_name();
-        if let Some(first) = out.dtype.as_ref().filter(|d| **d != dtype) {
-            return Err(CoreError::invalid(format!(
-                "{array:?} is {first} in one dataset and {dtype} in {:?}: one variable cannot hold both",
-                dataset.name()
-            )));
-        }
-        if out.dtype.is_none() {
-            out.dtype = Some(dtype);
-            out.fill = layout
-                .fill_value
-                .as_ref()
-                .and_then(|f| core::scalar_of_fill(f, &layout.dtype));
-            out.dims = layout.dimension_names.clone();
-            out.chunk_shape = layout.chunk_shape.clone();
-        }
-        out.shapes.push(Some(layout.shape));
+        out.shapes.push(Some(shape.clone()));
+    }
+    if let Some((name, dtype)) = first {
+        let layout = set.dataset(name).await?.array_layout(array).await?;
+        out.dtype = Some(dtype.display_name());
+        out.fill = layout
+            .fill_value
+            .as_ref()
+            .and_then(|f| core::scalar_of_fill(f, &layout.dtype));
+        out.dims = layout.dimension_names;
+        out.chunk_shape = layout.chunk_shape;
     }
     Ok(out)
 }
 
-/// `{array: {dtype, fill, dims, chunk_shape, shapes}}` for each of `arrays`
-/// over the datasets `names` (in order): each dataset's shape of the array
-/// (None where it does not declare it), and the dtype name, fill value, dimension names and chunk shape
-/// of the first dataset declaring it (dtype None when none does). Reads
-/// segment footers only: one segment open per array and member.
+/// `{array: {dtype, fill, dims, chunk_shape, ranks, shape}}` for each of
+/// `arrays` over the datasets `names` (in order): `ranks` (int64, one per
+/// dataset, -1 where it does not declare the array) and `shape` (int64,
+/// one row per dataset, as many columns as the largest rank, each row its
+/// dataset's shape padded with 1), and the dtype name, fill value, dimension
+/// names and chunk shape of the first dataset declaring it (dtype None when
+/// none does). Reads segment footers only: one footer per array and member,
+/// no array-format open. Numpy arrays, not lists, so 30 000 datasets cross
+/// into Python as two buffers.
 #[pyfunction]
 pub fn shapes<'py>(
     py: Python<'py>,
@@ -106,24 +128,46 @@ pub fn shapes<'py>(
 ) -> PyResult<Bound<'py, PyDict>> {
     let set = collection.inner.set();
     let found = run(py, || async {
-        let datasets = handles(set, &names).await?;
         let mut out = Vec::with_capacity(arrays.len());
         for array in &arrays {
-            out.push(array_shapes(&datasets, array).await?);
+            out.push(array_shapes(set, array, &names).await?);
         }
         Ok(out)
     })?;
     let dict = PyDict::new(py);
     for (array, found) in arrays.iter().zip(found) {
+        let (ranks, matrix) = shape_matrix(&found.shapes);
         let entry = PyDict::new(py);
         entry.set_item("dtype", found.dtype)?;
         entry.set_item("fill", convert::optional_scalar(py, found.fill.as_ref())?)?;
         entry.set_item("dims", found.dims)?;
         entry.set_item("chunk_shape", found.chunk_shape)?;
-        entry.set_item("shapes", found.shapes)?;
+        entry.set_item("ranks", PyArray1::from_vec(py, ranks))?;
+        entry.set_item("shape", PyArray2::from_owned_array(py, matrix))?;
         dict.set_item(array, entry)?;
     }
     Ok(dict)
+}
+
+/// Per dataset its rank (-1: not declared), and its shape as one row of a
+/// matrix as wide as the largest rank, padded with 1 (so a row's product is
+/// the dataset's element count).
+fn shape_matrix(shapes: &[Option<Vec<u64>>]) -> (Vec<i64>, Array2<i64>) {
+    let width = shapes.iter().flatten().map(Vec::len).max().unwrap_or(0);
+    let mut matrix = Array2::<i64>::ones((shapes.len(), width));
+    let mut ranks = Vec::with_capacity(shapes.len());
+    for (mut row, shape) in matrix.rows_mut().into_iter().zip(shapes) {
+        match shape {
+            None => ranks.push(-1),
+            Some(shape) => {
+                ranks.push(i64::try_from(shape.len()).unwrap_or(i64::MAX));
+                for (cell, &n) in row.iter_mut().zip(shape) {
+                    *cell = i64::try_from(n).unwrap_or(i64::MAX);
+                }
+            }
+        }
+    }
+    (ranks, matrix)
 }
 
 /// The arrays of one `read_concat`, end to end.
@@ -282,6 +326,34 @@ pub fn read_concat<'py>(
         None => py.None().into_bound(py),
     };
     (values, counts, joined.shapes, fill).into_bound_py_any(py)
+}
+
+/// `array` of each of `names` (in order) as numpy arrays, as `read` gives
+/// each one, read in one call with the GIL released through
+/// [`AtlasSet::read_many`] (each member's segment prepared once, each block
+/// decoded once, reads overlapped): the Python loop over thousands of
+/// datasets pays one crossing per batch, not per dataset.
+#[pyfunction]
+pub fn read_many<'py>(
+    py: Python<'py>,
+    collection: &PyCollection,
+    array: &str,
+    names: Vec<String>,
+) -> PyResult<Vec<Bound<'py, PyAny>>> {
+    let set = collection.inner.set();
+    let reads = run(py, || async {
+        let datasets = handles(set, &names).await?;
+        let mut reads = set.read_many(datasets, array, Region::all(), CONCURRENCY, Order::AsGiven);
+        let mut out = Vec::with_capacity(names.len());
+        while let Some((_, read)) = reads.next().await {
+            out.push(with_nat(read?));
+        }
+        Ok(out)
+    })?;
+    reads
+        .into_iter()
+        .map(|values| convert::values(py, values))
+        .collect()
 }
 
 /// Where one dataset's arrays lie: its member (index into the set's views)

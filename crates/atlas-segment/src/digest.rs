@@ -1,5 +1,5 @@
 //! What the statistics calls need of a segment, taken from its footer
-//! without array-format's open: each array's name, type and statistics.
+//! without array-format's open: each array's name, type, shape and statistics.
 //!
 //! array-format's open decodes its whole footer into memory (chunk tables,
 //! attribute columns, an index by name), which for a segment of tens of
@@ -31,6 +31,9 @@ pub struct ArrayDigest {
     /// nothing written). Writers fill blocks in array order, so arrays
     /// sharing this id share a block: one read serves them all.
     pub first_block: Option<u32>,
+    /// Its shape, as the segment records it (what a collection-wide view
+    /// needs to lay datasets end to end without opening the segment).
+    pub shape: Vec<u64>,
 }
 
 /// Every array of one segment, in segment order, with what screening found
@@ -71,6 +74,7 @@ impl SegmentDigest {
                     dtype: a.dtype(),
                     stats: a.stats(),
                     first_block,
+                    shape: a.shape().iter().map(|&n| u64::from(n)).collect(),
                 })
                 .collect(),
             problems: segment.problems().clone(),
@@ -106,5 +110,10 @@ pub(crate) fn digest_of(array: &ArchivedArrayMeta) -> Result<ArrayDigest, Footer
         dtype: dtype_from_stored(&dtype),
         stats: stats.as_ref().map(stats_from_stored),
         first_block: crate::screen::first_block(array),
+        shape: array
+            .shape
+            .iter()
+            .map(|n| u64::from(n.to_native()))
+            .collect(),
     })
 }

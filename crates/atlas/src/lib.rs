@@ -115,8 +115,8 @@ pub use query::{
     QueryError, RecordBatch, Schema, SchemaRef, StatField, TableOptions, TableStream, Value,
 };
 pub use read::{
-    ArrayLayout, Atlas, Dataset, DatasetBlock, DatasetStats, DeleteOutcome, OpenOptions, Order,
-    Region, SegmentInfo, Selection,
+    ArrayLayout, Atlas, Dataset, DatasetBlock, DatasetShape, DatasetStats, DeleteOutcome,
+    OpenOptions, Order, Region, SegmentInfo, Selection,
 };
 pub use set::integrity::{ChecksumMismatch, ChecksumPart};
 pub use set::{

@@ -47,6 +47,9 @@ variable-width `StringDType` (numpy >= 2), `object` an array of `str`, and
 `auto` the first when numpy has it."""
 
 HAS_STRINGDTYPE = hasattr(np.dtypes, "StringDType")
+
+READ_MANY_BATCH = 1000
+"""Datasets `Collection.read_many` reads per native call by default."""
 """Whether this numpy has `StringDType` (numpy >= 2)."""
 
 
@@ -63,6 +66,19 @@ def _string_dtype(strings: Strings) -> np.dtype:
     raise InvalidArgument(
         f"strings must be 'auto', 'object' or 'stringdtype', not {strings!r}"
     )
+
+
+def _strings_as(values: np.ndarray, wanted: np.dtype, atlas_dtype: Any) -> np.ndarray:
+    """`values` as `read` returns them: text in the `wanted` string dtype.
+    Strings and binary both arrive as objects; an empty array says which by
+    its layout (`atlas_dtype()`, asked only then)."""
+    if values.dtype != object or wanted == values.dtype:
+        return values
+    if values.size:
+        text = isinstance(next(iter(values.flat)), str)
+    else:
+        text = atlas_dtype() == "string"
+    return values.astype(wanted) if text else values
 
 
 def numpy_dtype(atlas_dtype: str, strings: Strings = "object") -> np.dtype:
@@ -392,6 +408,38 @@ class Collection(Mapping[str, "Dataset"]):
         counts, reads = found
         return {**counts, "read_log": reads}
 
+    def read_many(
+        self,
+        array: str,
+        names: Sequence[str] | None = None,
+        *,
+        strings: Strings = "auto",
+        batch: int = READ_MANY_BATCH,
+    ) -> Iterator[tuple[str, np.ndarray]]:
+        """`(name, values)` for `array` of each of `names` (default: every live
+        dataset, in ordinal order), in that order; each `values` is what
+        `self[name].read(array, strings=strings)` gives. Reads `batch`
+        datasets per native call with the GIL released (blocks decoded once,
+        reads overlapped), so a loop over every dataset costs about what the
+        same reads cost from Rust; memory holds one batch at a time. A name
+        that is not live raises `NotFound`, a dataset without `array` too."""
+        if isinstance(names, str):
+            raise InvalidArgument("names takes a list of dataset names, not one string")
+        if isinstance(batch, bool) or not isinstance(batch, (int, np.integer)) or batch < 1:
+            raise InvalidArgument(f"batch must be a positive integer, got {batch!r}")
+        wanted = _string_dtype(strings)
+        listed = self.names() if names is None else list(names)
+        return self._read_batches(array, listed, wanted, int(batch))
+
+    def _read_batches(
+        self, array: str, names: list[str], wanted: np.dtype, batch: int
+    ) -> Iterator[tuple[str, np.ndarray]]:
+        native = self._native
+        for start in range(0, len(names), batch):
+            chunk = names[start : start + batch]
+            for name, values in zip(chunk, _native.read_many(native, array, chunk)):
+                yield name, _strings_as(values, wanted, lambda n=name: native.layout(n, array)["dtype"])
+
     def select(self, where: str) -> list[str]:
         """Names of the live datasets an `atlas --where` expression accepts
         (e.g. ``"TEMP.max > 20 and cycle >= 3"``), in `names()` order. Reads
@@ -700,15 +748,7 @@ class Dataset:
         wanted = _string_dtype(strings)
         native = self._collection._native
         values = native.read(self._name, array, region)
-        if values.dtype == object and wanted != values.dtype:
-            # Strings and binary both arrive as objects; an empty array says which by its layout.
-            if values.size:
-                text = isinstance(next(iter(values.flat)), str)
-            else:
-                text = native.layout(self._name, array)["dtype"] == "string"
-            if text:
-                values = values.astype(wanted)
-        return values
+        return _strings_as(values, wanted, lambda: native.layout(self._name, array)["dtype"])
 
     def stats(self, array: str) -> ArrayStats | None:
         """Statistics of `array` as its segment records them (None if it records none)."""

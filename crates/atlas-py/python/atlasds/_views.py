@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import functools
 import json
-import math
 import os
 import uuid
 from dataclasses import dataclass
@@ -69,25 +68,26 @@ class _Var:
     dtype: np.dtype  # what `read_concat` returns
     fill: Any
     dims: tuple[str, ...]
-    shapes: list[tuple[int, ...] | None]
+    ranks: np.ndarray  # int64 per dataset, -1 where it does not declare the variable
+    shape: np.ndarray  # int64 (datasets, largest rank), each row padded with 1
     attrs: dict[str, Any]
 
     @property
+    def present(self) -> np.ndarray:
+        return self.ranks >= 0
+
+    @property
     def sizes(self) -> np.ndarray:
-        return np.fromiter(
-            (0 if s is None else math.prod(s) for s in self.shapes),
-            dtype=np.int64,
-            count=len(self.shapes),
-        )
+        return np.where(self.present, self.shape.prod(axis=1), 0)
 
     @property
     def per_dataset(self) -> bool:
         """One element in every dataset declaring it (a scalar of each dataset)."""
-        return all(s is None or all(n == 1 for n in s) for s in self.shapes)
+        return bool(np.all(self.shape[self.present] == 1))
 
     @property
     def complete(self) -> bool:
-        return all(s is not None for s in self.shapes)
+        return bool(np.all(self.present))
 
 
 def _describe(collection: Collection, variables: list[str], names: list[str]) -> list[_Var]:
@@ -97,8 +97,8 @@ def _describe(collection: Collection, variables: list[str], names: list[str]) ->
         entry = found[name]
         if entry["dtype"] is None:
             raise InvalidArgument(f"no selected dataset of {collection.location} holds {name!r}")
-        shapes = [None if s is None else tuple(s) for s in entry["shapes"]]
-        first = next(i for i, s in enumerate(shapes) if s is not None)
+        ranks = entry["ranks"]
+        first = int(np.flatnonzero(ranks >= 0)[0])
         attrs = collection[names[first]].array_attrs(name)
         out.append(
             _Var(
@@ -107,7 +107,8 @@ def _describe(collection: Collection, variables: list[str], names: list[str]) ->
                 dtype=numpy_dtype(entry["dtype"]),
                 fill=entry["fill"],
                 dims=tuple(entry["dims"]),
-                shapes=shapes,
+                ranks=ranks,
+                shape=entry["shape"],
                 attrs=attrs,
             )
         )
@@ -349,7 +350,7 @@ def open_dataset(
         row_size = first.sizes
         for var in along[1:]:
             sizes = var.sizes
-            both = np.array([s is not None for s in var.shapes]) & np.array([s is not None for s in first.shapes])
+            both = var.present & first.present
             if not np.array_equal(sizes[both], row_size[both]):
                 i = int(np.flatnonzero(sizes[both] != row_size[both])[0])
                 name = np.asarray(names, dtype=object)[both][i]
@@ -375,11 +376,13 @@ def open_dataset(
             obs_coords.append(var.name)
     elif layout == "padded":
         for var in along:
-            rank = max(len(s) for s in var.shapes if s is not None)
-            if any(s is not None and len(s) != rank for s in var.shapes):
+            ranks = var.ranks[var.present]
+            rank = int(ranks.max())
+            if np.any(ranks != rank):
                 raise InvalidArgument(f"{var.name!r} has different ranks across datasets")
-            shape = tuple(max(s[i] for s in var.shapes if s is not None) for i in range(rank))
-            needs_padding = any(s != shape for s in var.shapes)
+            stored = var.shape[var.present]
+            shape = tuple(int(n) for n in stored.max(axis=0))
+            needs_padding = not var.complete or bool(np.any(stored != np.array(shape, dtype=np.int64)))
             dtype = _encoded_dtype(var, needs_padding)
             pad = _pad_value(var, dtype) if needs_padding else None
             parts = [

@@ -3,11 +3,11 @@
 //! memory, never a lookup per dataset.
 
 use atlas_format::{CollectionFooter, DATASETS_SEGMENT, DType, SchemaView};
-use atlas_segment::{ArrayRef, ArrayStats, Attr, Segment};
+use atlas_segment::{ArrayDigest, ArrayRef, ArrayStats, Attr, Segment};
 
 use super::collection::Atlas;
 use super::dataset::{check_attr_type, check_dtype};
-use super::stats::{DatasetBlock, DatasetStats};
+use super::stats::{DatasetBlock, DatasetShape, DatasetStats};
 use crate::error::{AtlasError, Result};
 
 /// Per schema (by pool index), the type it declares for what is asked about, if any.
@@ -196,6 +196,52 @@ impl Atlas {
     /// # Errors
     /// As [`array_stats`](Self::array_stats).
     pub async fn array_blocks_by_dataset(&self, array: &str) -> Result<Vec<DatasetBlock>> {
+        self.digest_rows(array, |info, ordinal, _| {
+            Ok(DatasetBlock {
+                dataset: info.name.clone(),
+                ordinal,
+                first_block: info.first_block,
+            })
+        })
+        .await
+    }
+
+    /// Each live dataset declaring `array`, in ordinal order, with its shape
+    /// and element type as the segment records them: what a view laying many
+    /// datasets end to end (a ragged or padded table) needs before it reads
+    /// a value.
+    ///
+    /// Read off the segment's footer like
+    /// [`array_stats_by_dataset`](Self::array_stats_by_dataset): the footer
+    /// once (none if the segment is open), no data block, no array-format
+    /// open.
+    ///
+    /// # Errors
+    /// As [`array_stats`](Self::array_stats), which also fails when screening
+    /// found a dataset's array damaged or its segment's type differs from the
+    /// one its dataset declares.
+    pub async fn array_shapes_by_dataset(&self, array: &str) -> Result<Vec<DatasetShape>> {
+        self.digest_rows(array, |info, ordinal, declared| {
+            check_dtype(array, declared, &info.dtype, &info.name)?;
+            Ok(DatasetShape {
+                dataset: info.name.clone(),
+                ordinal,
+                dtype: info.dtype.clone(),
+                shape: info.shape.clone(),
+            })
+        })
+        .await
+    }
+
+    /// One row per live dataset declaring `array`, in ordinal order, made by
+    /// `row` from what the segment's footer digest holds for it (with the
+    /// dataset's ordinal and declared type); checks that screening passed
+    /// each one and that the segment holds every such dataset.
+    async fn digest_rows<T>(
+        &self,
+        array: &str,
+        row: impl Fn(&ArrayDigest, u32, &DType) -> Result<T>,
+    ) -> Result<Vec<T>> {
         let footer = self.footer();
         let declared = declared_per_schema(footer, |s| s.array(array).map(|m| m.dtype()));
         self.known_array(array, &declared)?;
@@ -210,14 +256,11 @@ impl Atlas {
         })?;
         let mut rows = Vec::with_capacity(wanted);
         for info in digest.arrays() {
-            let Some((ordinal, _)) = self.live_declaring_one(&info.name, &declared) else {
+            let Some((ordinal, dtype)) = self.live_declaring_one(&info.name, &declared) else {
                 continue;
             };
-            rows.push(DatasetBlock {
-                dataset: info.name.clone(),
-                ordinal,
-                first_block: info.first_block,
-            });
+            digest.check(&info.name)?;
+            rows.push((ordinal, row(info, ordinal, dtype)?));
         }
         if rows.len() != wanted {
             return Err(AtlasError::corrupt(format!(
@@ -225,8 +268,8 @@ impl Atlas {
                 rows.len()
             )));
         }
-        rows.sort_by_key(|row| row.ordinal);
-        Ok(rows)
+        rows.sort_by_key(|(ordinal, _)| *ordinal);
+        Ok(rows.into_iter().map(|(_, row)| row).collect())
     }
 
     /// Attribute `key` of every live dataset that declares it, in ordinal (write)

@@ -29,4 +29,4 @@ pub use delete::DeleteOutcome;
 pub use many::Order;
 pub(crate) use many::read_many;
 pub use region::{Region, Selection};
-pub use stats::{DatasetBlock, DatasetStats};
+pub use stats::{DatasetBlock, DatasetShape, DatasetStats};

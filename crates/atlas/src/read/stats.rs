@@ -1,5 +1,6 @@
-//! Statistics of one array per dataset, as the across-datasets questions list them.
+//! Statistics, blocks and shapes of one array per dataset, as the across-datasets questions list them.
 
+use atlas_format::DType;
 use atlas_segment::ArrayStats;
 
 /// One dataset's statistics of one array, as [`crate::Atlas::array_stats_by_dataset`] lists them.
@@ -26,4 +27,19 @@ pub struct DatasetBlock {
     /// The lowest data block id its written chunks lie in (None: nothing
     /// written, it reads as fill). Datasets sharing it share a block.
     pub first_block: Option<u32>,
+}
+
+/// One dataset's shape and element type of one array, as
+/// [`crate::Atlas::array_shapes_by_dataset`] lists them.
+#[derive(Debug, Clone, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+pub struct DatasetShape {
+    /// The dataset's name.
+    pub dataset: String,
+    /// The dataset's ordinal.
+    pub ordinal: u32,
+    /// The array's element type, as its segment records it.
+    pub dtype: DType,
+    /// The array's shape, as its segment records it.
+    pub shape: Vec<u64>,
 }
