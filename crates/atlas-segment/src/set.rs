@@ -448,10 +448,11 @@ impl SegmentSet {
         ))))
     }
 
-    /// Reads the front of segment `index`'s data region (up to
-    /// [`READ_AHEAD_MAX`](crate::READ_AHEAD_MAX) bytes) in one go, for a
-    /// caller about to read most of its arrays; the segment must be open
-    /// ([`SegmentSet::get`]), else nothing is read. Returns the bytes read.
+    /// Sends for the front of segment `index`'s data region (up to
+    /// [`READ_AHEAD_MAX`](crate::READ_AHEAD_MAX) bytes) as concurrent
+    /// pieces, without waiting for them, for a caller about to read most of
+    /// its arrays; the segment must be open ([`SegmentSet::get`]), else
+    /// nothing is read. Returns the bytes sent for.
     pub async fn prefetch_data(
         &self,
         index: usize,
@@ -552,6 +553,8 @@ impl SegmentSet {
         // A tail no larger than the prefetch stays: a small segment's reads then cost nothing.
         let keep_tail = tail.len() as u64 <= self.prefetch;
         self.register(name, &path, range.offset, len, tail, &screened)?;
+        // Opened whole: a read of its first block is probably a walk's first.
+        self.store.ramp_from_start(&path);
         let file = self.open_file(name, &path).await?;
         if !keep_tail {
             self.store.release_tail(&path);

@@ -484,8 +484,8 @@ impl Atlas {
     }
 
     /// Opens the segment of variable `name` and, when `readers` datasets
-    /// will read at least half of its arrays, reads the front of its data
-    /// region in one request (see `SegmentSet::prefetch_data`), so a sweep
+    /// will read at least half of its arrays, sends for the front of its
+    /// data region at once (see `SegmentSet::prefetch_data`), so a sweep
     /// costs one round trip instead of one per read-ahead window.
     pub(crate) async fn prepare_sweep(&self, name: &str, readers: usize) -> Result<()> {
         let Some((index, range)) = self.directory().segment_range(name) else {
