@@ -198,6 +198,18 @@ impl<H: Clone> ReadAhead<H> {
         self.last_end = Some(0);
     }
 
+    /// Keeps `handle`, the front of the data region `0..end` already read,
+    /// as [`prefetch`](Self::prefetch) would have sent it: one piece.
+    pub(crate) fn prefetched(&mut self, end: u64, handle: H) {
+        self.pieces.clear();
+        self.pieces.push_back((0..end, handle));
+        self.window = end
+            .saturating_mul(2)
+            .clamp(READ_AHEAD_START, READ_AHEAD_MAX);
+        self.last_window = 0..end;
+        self.last_end = Some(0);
+    }
+
     /// Forgets every piece (after one failed: the next reads fetch anew).
     pub(crate) fn reset(&mut self) {
         let from_start = self.from_start;

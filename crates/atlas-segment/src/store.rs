@@ -419,6 +419,19 @@ impl SegmentStore {
         Ok(end)
     }
 
+    /// Keeps `front`, the first bytes of `path`'s data region read by the
+    /// caller, for the reads that follow (which then read ahead from its end).
+    pub(crate) fn prefetched_front(&self, path: &Path, front: Bytes) {
+        if let Some(seg) = self.read_map().get(path.as_ref()) {
+            let end = front.len() as u64;
+            let piece: Piece = futures::future::ready(Some(front)).boxed().shared();
+            seg.ahead
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .prefetched(end, piece);
+        }
+    }
+
     /// Makes a read at the first byte of `path`'s data region fetch a
     /// window ahead at once (see [`crate::read_ahead`]): for a segment opened
     /// whole, whose reader will probably walk it.

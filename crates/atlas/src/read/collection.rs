@@ -491,8 +491,15 @@ impl Atlas {
         let Some((index, range)) = self.directory().segment_range(name) else {
             return Ok(());
         };
+        let most = |arrays: usize| readers > 1 && readers.saturating_mul(2) >= arrays;
+        let expected = usize::try_from(range.arrays_hint).unwrap_or(usize::MAX);
+        if range.arrays_hint > 0 && most(expected) {
+            // The data front goes out with the footer's rest.
+            self.inner.segments.prepare_sweep(index, &range).await?;
+            return Ok(());
+        }
         let segment = self.inner.segments.get(index, &range).await?;
-        if readers.saturating_mul(2) >= segment.array_count() && readers > 1 {
+        if most(segment.array_count()) {
             self.inner.segments.prefetch_data(index, &range).await?;
         }
         Ok(())
