@@ -198,6 +198,26 @@ impl<H: Clone> ReadAhead<H> {
         self.last_end = Some(0);
     }
 
+    /// Starts a walk from the start of the data region before any read
+    /// asks: sends the window a first read at offset 0 would send
+    /// ([`READ_AHEAD_FROM_START`], at most to `limit`), its front up to
+    /// `first_end` (the first block) as pieces of their own. Nothing
+    /// happens once reads or pieces have begun.
+    pub(crate) fn start_walk(
+        &mut self,
+        first_end: u64,
+        limit: u64,
+        policy: &ReadParallelism,
+        mut send: impl FnMut(Range<u64>) -> H,
+    ) {
+        let end = READ_AHEAD_FROM_START.min(limit);
+        if self.last_end.is_some() || !self.pieces.is_empty() || end == 0 {
+            return;
+        }
+        self.send_window(0..end, first_end.min(end), policy, &mut send);
+        self.last_end = Some(0);
+    }
+
     /// Keeps `handle`, the front of the data region `0..end` already read,
     /// as [`prefetch`](Self::prefetch) would have sent it: one piece.
     pub(crate) fn prefetched(&mut self, end: u64, handle: H) {
@@ -293,6 +313,25 @@ mod tests {
                 1000 + 6 * MIB..READ_AHEAD_FROM_START,
             ]
         );
+    }
+
+    #[test]
+    fn a_walk_started_before_any_read_sends_what_a_first_read_at_0_would() {
+        let policy = ReadParallelism::default();
+        let mut started = ReadAhead::default();
+        let mut sent = Vec::new();
+        started.start_walk(1000, FAR, &policy, |r| {
+            sent.push(r.clone());
+            r
+        });
+        let mut ramped = ReadAhead::default();
+        ramped.ramp_from_start();
+        let (by_read, _) = read(&mut ramped, 0..1000, FAR, &policy);
+        assert_eq!(sent, by_read);
+        // The first read then waits for the first piece, and sends nothing.
+        assert_eq!(read(&mut started, 0..1000, FAR, &policy), (vec![], None));
+        // A second start does nothing.
+        started.start_walk(1000, FAR, &policy, |_| panic!("sent again"));
     }
 
     #[test]

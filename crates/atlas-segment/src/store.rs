@@ -419,6 +419,23 @@ impl SegmentStore {
         Ok(end)
     }
 
+    /// Sends the window a walk from the start of `path`'s data region
+    /// begins with, before the first read asks (see
+    /// [`ReadAhead::start_walk`]); `first_end` is where its first block ends.
+    pub(crate) fn start_walk(&self, path: &Path, first_end: u64) {
+        let p = path.as_ref();
+        let Ok(seg) = self.lookup(p) else {
+            return;
+        };
+        let (Some(limit), Ok(mut send)) = (seg.ahead_limit(), self.sender(p, &seg)) else {
+            return;
+        };
+        seg.ahead
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .start_walk(first_end, limit, &self.parallelism, &mut send);
+    }
+
     /// Keeps `front`, the first bytes of `path`'s data region read by the
     /// caller, for the reads that follow (which then read ahead from its end).
     pub(crate) fn prefetched_front(&self, path: &Path, front: Bytes) {

@@ -944,3 +944,48 @@ async fn read_many_reads_the_data_front_together_with_the_rest_of_the_footer() {
         assert_eq!(values[0], (i * 10) as f32);
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reading_the_first_dataset_starts_a_walk_but_asking_its_layout_does_not() {
+    let n = 4000;
+    let (op, stats, _) = counted_memory();
+    many_small_blocks(&op, n).await;
+    let opened = || async {
+        let atlas = Atlas::open((op.clone(), ""), &atlas::OpenOptions::default())
+            .await
+            .unwrap();
+        // The footer in hand: the segment then opens whole.
+        atlas.array_stats("v").await.unwrap();
+        stats.reset();
+        atlas
+    };
+    let atlas = opened().await;
+    let first = atlas.dataset(&uniform_name(0)).unwrap();
+    first.array_layout("v").await.unwrap();
+    assert_eq!(atlas.segments_opened(), 1);
+    assert_eq!(stats.snapshot().reads, 0, "the layout reads no data");
+
+    let atlas = opened().await;
+    let v = atlas
+        .segments()
+        .into_iter()
+        .find(|v| v.name == "v")
+        .unwrap();
+    let footer = segment_footer_bytes(&op, "data.atlas", v.offset, v.len).await;
+    stats.reset();
+    let first = atlas.dataset(&uniform_name(0)).unwrap();
+    first.read_array::<f32>("v", Region::all()).await.unwrap();
+    let cost = stats.snapshot();
+    // The data region (under the 8 MiB first window, so all of it) in
+    // one read: not split below 4 MiB.
+    assert_eq!(
+        (cost.reads, cost.bytes_read),
+        (1, v.len - footer),
+        "{cost:?}"
+    );
+    // The walk goes on without another read.
+    for d in atlas.datasets() {
+        d.read_array::<f32>("v", Region::all()).await.unwrap();
+    }
+    assert_eq!(stats.snapshot().reads, 1);
+}

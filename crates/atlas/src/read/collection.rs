@@ -519,23 +519,28 @@ impl Atlas {
     /// whole segment when it is open or its footer small, else one found for
     /// that array alone by a lookup in the segment footer. `None` if the
     /// container has no segment for `name`.
+    /// `reading`: the caller reads the array's data next (a walk from the
+    /// start of the segment's data may begin; see `SegmentSet::get_array_to_read`).
     pub(crate) async fn segment_holding(
         &self,
         name: &str,
         dataset: &str,
         ordinal: u32,
+        reading: bool,
     ) -> Result<Option<Arc<Segment>>> {
         let directory = self.directory();
         let Some((index, range)) = directory.segment_range(name) else {
             return Ok(None);
         };
         let position = || directory.position_in_segment(name, ordinal);
-        Ok(Some(
-            self.inner
-                .segments
-                .get_array(index, &range, dataset, position)
-                .await?,
-        ))
+        let segments = &self.inner.segments;
+        Ok(Some(if reading {
+            segments
+                .get_array_to_read(index, &range, dataset, position)
+                .await?
+        } else {
+            segments.get_array(index, &range, dataset, position).await?
+        }))
     }
 
     /// Whether the container has a segment for `name`.
