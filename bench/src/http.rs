@@ -119,8 +119,9 @@ async fn upload_dir(op: &Operator, base: &Path, dir: &Path, prefix: &str) -> Res
 
 /// An `object_store::ObjectStore` that reads through an OpenDAL operator:
 /// `head` is a stat, a ranged get one ranged read (a suffix or open-ended
-/// one learns the length with a stat first, kept per path); nothing else
-/// is supported. For atlas-rust, which reads through object_store.
+/// one needs the length: from the last `head` of that path, else a stat
+/// first); nothing else is supported. For atlas-rust, which reads through
+/// object_store.
 pub struct OpendalStore {
     op: Operator,
     sizes: Mutex<HashMap<String, u64>>,
@@ -218,6 +219,11 @@ impl ObjectStore for OpendalStore {
             version: None,
         };
         if options.head {
+            // A HEAD is always a request, as on object_store's S3 client.
+            self.sizes
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .remove(path);
             let size = self.size(path).await?;
             return Ok(one_shot(meta(size), 0..0, Bytes::new()));
         }
@@ -337,6 +343,9 @@ mod tests {
         assert_eq!(&tail.bytes().await.expect("body")[..], &body[9_984..]);
         let r = meter.reading();
         assert_eq!((r.reads, r.stats), (2, 1), "{r:?}");
+        // Every head is a request of its own.
+        store.head(&path).await.expect("head");
+        assert_eq!(meter.reading().stats, 2);
         // The operator reads the same object.
         let op = http.operator("c", &meter).expect("operator");
         assert_eq!(op.read("sub/x").await.expect("read").to_vec(), body);
