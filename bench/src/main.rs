@@ -6,7 +6,7 @@
 //! ```text
 //! atlas-bench [--quick] [--profiles N] [--tiny N] [--opens N] [--no-zarrs]
 //!             [--latency 20ms] [--bandwidth 100MB/s] [--work DIR]
-//!             [--split auto|on|off] [--json FILE]
+//!             [--split auto|on|off] [--http] [--json FILE]
 //! atlas-bench write [--quick] [--cases argo,grid,tiny] [--writers 1,2,4] ...
 //! atlas-bench sets [--quick] [--profiles N] [--member-size N] [--steps A,B,C] ...
 //! ```
@@ -25,7 +25,10 @@
 //! an object store on the simulated store (`ReadParallelism::default()`) and
 //! as its backend says on local disk (whole reads), `on` and `off` force
 //! split or whole reads on both. `--json FILE` also writes every figure of
-//! the tables to FILE (`report::Report`).
+//! the tables to FILE (`report::Report`). `--http` adds a third read table:
+//! the same steps against atlas-testkit's in-process S3 server behind its
+//! fault proxy, every GET held back by the `--latency` (20 ms if none), see
+//! `http.rs`; `--quick` runs do not include it unless asked.
 
 #![allow(
     clippy::unwrap_used,
@@ -37,6 +40,7 @@
 
 mod digest;
 mod error;
+mod http;
 mod measure;
 mod meter;
 mod ours;
@@ -109,6 +113,7 @@ struct Options {
     quick: bool,
     split: Split,
     json: Option<PathBuf>,
+    http: bool,
 }
 
 /// How our Atlas splits big reads (`--split`).
@@ -206,6 +211,7 @@ fn parse_options(args: &[String]) -> Result<Options> {
         quick: false,
         split: Split::Auto,
         json: None,
+        http: false,
     };
     let mut explicit = (None, None);
     let mut it = args.iter();
@@ -230,6 +236,7 @@ fn parse_options(args: &[String]) -> Result<Options> {
             "--work" => o.work = PathBuf::from(value(a)?),
             "--split" => o.split = Split::parse(&value(a)?)?,
             "--json" => o.json = Some(PathBuf::from(value(a)?)),
+            "--http" => o.http = true,
             other => return Err(BenchError::Usage(format!("unknown argument {other:?}"))),
         }
     }
@@ -611,11 +618,81 @@ fn run(o: &Options) -> Result {
             tiny,
         });
     }
+    if o.http {
+        report.stores.push(rt.block_on(http_reads(
+            o,
+            &impls,
+            [&ours_dir, &peer_dir, &zarr_dir],
+            &floors,
+        ))?);
+    }
     if let Some(path) = &o.json {
         report.write_json(path)?;
         eprintln!("wrote {}", path.display());
     }
     Ok(())
+}
+
+/// The read steps of `impls` over S3 on HTTP (see `http.rs`): the
+/// collections in `dirs` (ours, atlas-rust's, zarrs') uploaded to the
+/// in-process server, each read through the slow proxy; prints the table.
+async fn http_reads(
+    o: &Options,
+    impls: &[Impl],
+    dirs: [&Path; 3],
+    floors: &Floors,
+) -> Result<StoreReport> {
+    let delay = if o.sim.latency.is_zero() {
+        Duration::from_millis(20)
+    } else {
+        o.sim.latency
+    };
+    let [ours_dir, peer_dir, zarr_dir] = dirs;
+    let mut collections = vec![("ours", ours_dir), ("peer", peer_dir)];
+    if impls.contains(&Impl::Zarr) {
+        collections.push(("zarr", zarr_dir));
+    }
+    eprintln!("uploading to the in-process S3 server");
+    let http = http::HttpStore::start(delay, &collections).await?;
+    eprintln!("reading (S3 over HTTP)");
+    // The latency is real here; the bandwidth is whatever loopback gives.
+    let sim = Simulation {
+        latency: delay,
+        bandwidth: None,
+    };
+    let options = o.split.options(Simulation::default());
+    let mut columns: Vec<(Impl, Costs)> = Vec::new();
+    for imp in impls {
+        let meter = Meter::default();
+        let costs = match imp {
+            Impl::Ours => {
+                let counting = atlas_io::CountingLayer::new();
+                let op = http
+                    .raw_operator("ours")?
+                    .layer(counting.clone())
+                    .layer(meter::MeterLayer::new(meter.clone()));
+                ours::read_steps(&op, &meter, &counting, &options).await?
+            }
+            Impl::Peer => peer::read_steps(&http.object_store("peer", &meter)?, &meter).await?,
+            Impl::Zarr => {
+                zarr::read_steps_on(&zarr::store_on(http.operator("zarr", &meter)?), &meter).await?
+            }
+        };
+        columns.push((*imp, costs));
+    }
+    let store = format!(
+        "S3 over HTTP (in-process s3s server behind a proxy holding each GET {} ms)",
+        delay.as_millis()
+    );
+    let rows = report::read_rows(sim, &columns, floors);
+    report::print_reads(&store, sim, &rows);
+    Ok(StoreReport {
+        store,
+        sim,
+        split: o.split.arg().to_owned(),
+        reads: rows,
+        tiny: Vec::new(),
+    })
 }
 
 fn main() -> ExitCode {

@@ -14,7 +14,7 @@
 
 use std::fmt;
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use bytes::Bytes;
@@ -87,6 +87,17 @@ impl Reading {
 struct State {
     reading: Reading,
     in_flight: u64,
+    /// With `ATLAS_BENCH_TRACE` set: when the counts were last reset, and
+    /// each request's start and end since then (end `None` while in flight).
+    since: Option<Instant>,
+    timeline: Vec<(Duration, Option<Duration>)>,
+}
+
+/// Whether meters keep a timeline of their requests (`ATLAS_BENCH_TRACE`
+/// set): for finding where a step's time goes, not for the tables.
+fn tracing_requests() -> bool {
+    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *ON.get_or_init(|| std::env::var_os("ATLAS_BENCH_TRACE").is_some())
 }
 
 /// The shared counters and the simulation; cheap to clone.
@@ -116,7 +127,25 @@ impl Meter {
 
     /// Zeroes the counts (requests in flight stay in flight).
     pub fn reset(&self) {
-        self.lock().reading = Reading::default();
+        let mut s = self.lock();
+        s.reading = Reading::default();
+        s.timeline.clear();
+        s.since = tracing_requests().then(Instant::now);
+    }
+
+    /// With `ATLAS_BENCH_TRACE` set, each request since the last reset as
+    /// "start–end" in ms from the reset, in start order; else empty.
+    pub fn timeline(&self) -> String {
+        let ms = |d: Duration| d.as_secs_f64() * 1e3;
+        self.lock()
+            .timeline
+            .iter()
+            .map(|(a, b)| match b {
+                Some(b) => format!("{:.1}–{:.1}", ms(*a), ms(*b)),
+                None => format!("{:.1}–", ms(*a)),
+            })
+            .collect::<Vec<_>>()
+            .join(", ")
     }
 
     /// Starts one read (`stat = false`) or stat; the request is in flight until
@@ -133,8 +162,13 @@ impl Meter {
         }
         s.in_flight += 1;
         s.reading.max_in_flight = s.reading.max_in_flight.max(s.in_flight);
+        let traced = s.since.map(|since| {
+            s.timeline.push((since.elapsed(), None));
+            (since, s.timeline.len() - 1)
+        });
         InFlight {
             meter: self.clone(),
+            traced,
         }
     }
 
@@ -164,12 +198,20 @@ impl Meter {
 /// One request in flight; dropping it ends the request.
 struct InFlight {
     meter: Meter,
+    /// The reset it started after and its place in the timeline, if traced.
+    traced: Option<(Instant, usize)>,
 }
 
 impl Drop for InFlight {
     fn drop(&mut self) {
         let mut s = self.meter.lock();
         s.in_flight = s.in_flight.saturating_sub(1);
+        if let Some((since, at)) = self.traced
+            && s.since == Some(since)
+            && let Some(entry) = s.timeline.get_mut(at)
+        {
+            entry.1 = Some(since.elapsed());
+        }
     }
 }
 

@@ -221,6 +221,7 @@ pub async fn read_steps(
         Ok(values)
     })
     .await?;
+    trace(meter, Step::Sweep, &c);
     costs.push((Step::Sweep, c));
 
     let probe = probe_index(datasets);
@@ -258,8 +259,21 @@ pub async fn read_steps(
     .await?;
     check_counts(counting, &c.io)?;
     expect_count("TEMP arrays", read, datasets)?;
+    trace(meter, Step::Many, &c);
     costs.push((Step::Many, c));
     Ok(costs)
+}
+
+/// With `ATLAS_BENCH_TRACE` set, prints when each request of `step` ran.
+fn trace(meter: &Meter, step: Step, cost: &crate::measure::Cost) {
+    let timeline = meter.timeline();
+    if !timeline.is_empty() {
+        eprintln!(
+            "trace {}: {:.1} ms; requests (ms) {timeline}",
+            step.key(),
+            cost.wall.as_secs_f64() * 1e3
+        );
+    }
 }
 
 fn expect_count(what: &str, got: usize, want: usize) -> Result {

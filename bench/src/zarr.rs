@@ -287,7 +287,20 @@ fn min_max_fill(values: &[f32]) -> (f32, f32, u64) {
 /// so the statistics steps read the values and compute them, and the sweep
 /// reads the whole variable once and splits it (as a Zarr user would).
 pub async fn read_steps(dir: &Path, meter: &Meter) -> Result<Costs> {
-    let store = store(dir, meter)?;
+    read_steps_on(&store(dir, meter)?, meter).await
+}
+
+/// A zarrs store over `op` (already metered).
+pub fn store_on(op: Operator) -> AsyncReadableWritableListableStorage {
+    Arc::new(AsyncOpendalStore::new(op))
+}
+
+/// [`read_steps`] over any zarrs store (metered by `meter`).
+pub async fn read_steps_on(
+    store: &AsyncReadableWritableListableStorage,
+    meter: &Meter,
+) -> Result<Costs> {
+    let store = store.clone();
     let mut costs = Costs::new();
     let (z, c) = measure(meter, Opened::open(&store, &ALL_ARRAYS)).await?;
     costs.push((Step::Open, c));

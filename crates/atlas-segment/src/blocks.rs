@@ -154,6 +154,14 @@ impl ChunkTable {
         }
     }
 
+    /// Where the block at the start of the data region ends, if one starts there.
+    pub(crate) fn first_block_end(&self) -> Option<u64> {
+        self.blocks
+            .iter()
+            .find(|b| b.offset == 0)
+            .and_then(|b| b.offset.checked_add(b.compressed))
+    }
+
     /// Blocks in the segment.
     #[cfg(test)]
     pub(crate) fn block_count(&self) -> usize {

@@ -294,6 +294,33 @@ impl SegmentSet {
         array: &str,
         position: impl FnOnce() -> u64,
     ) -> Result<Arc<Segment>, SegmentError> {
+        self.get_array_for(index, range, array, position, false)
+            .await
+    }
+
+    /// [`SegmentSet::get_array`] for a caller about to read the array's
+    /// data: when that opens the whole segment for the array at position 0,
+    /// the walk from the start of the data region that such a read begins
+    /// is sent at once, while array-format parses the footer.
+    pub async fn get_array_to_read(
+        &self,
+        index: usize,
+        range: &SegmentRange,
+        array: &str,
+        position: impl FnOnce() -> u64,
+    ) -> Result<Arc<Segment>, SegmentError> {
+        self.get_array_for(index, range, array, position, true)
+            .await
+    }
+
+    async fn get_array_for(
+        &self,
+        index: usize,
+        range: &SegmentRange,
+        array: &str,
+        position: impl FnOnce() -> u64,
+        reading: bool,
+    ) -> Result<Arc<Segment>, SegmentError> {
         let cell = self
             .cells
             .get(index)
@@ -307,7 +334,7 @@ impl SegmentSet {
         }
         // The rest (a lookup or an open) is boxed so this future stays small
         // for the common case above.
-        Box::pin(self.get_array_cold(cell, key, range, array, position)).await
+        Box::pin(self.get_array_cold(cell, key, range, array, position, reading)).await
     }
 
     /// [`SegmentSet::get_array`] when neither the segment (whose `cell` it
@@ -319,12 +346,19 @@ impl SegmentSet {
         range: &SegmentRange,
         array: &str,
         position: impl FnOnce() -> u64,
+        reading: bool,
     ) -> Result<Arc<Segment>, SegmentError> {
         let index = key.0;
         let expected_footer = range.arrays_hint.saturating_mul(FOOTER_BYTES_PER_ARRAY);
         let small = LOOKUP_MIN_FOOTER.max(self.prefetch);
         let footer_in_hand = self.pending().contains_key(&index);
         if expected_footer <= small || footer_in_hand || self.singles().len() >= LOOKUP_LIMIT {
+            if reading && position() == 0 {
+                return cell
+                    .get_or_try_init(|| self.open_for(index, range, true))
+                    .await
+                    .cloned();
+            }
             return self.get(index, range).await;
         }
         let _one_at_a_time = self.lookups.lock().await;
@@ -448,10 +482,11 @@ impl SegmentSet {
         ))))
     }
 
-    /// Reads the front of segment `index`'s data region (up to
-    /// [`READ_AHEAD_MAX`](crate::READ_AHEAD_MAX) bytes) in one go, for a
-    /// caller about to read most of its arrays; the segment must be open
-    /// ([`SegmentSet::get`]), else nothing is read. Returns the bytes read.
+    /// Sends for the front of segment `index`'s data region (up to
+    /// [`READ_AHEAD_MAX`](crate::READ_AHEAD_MAX) bytes) as concurrent
+    /// pieces, without waiting for them, for a caller about to read most of
+    /// its arrays; the segment must be open ([`SegmentSet::get`]), else
+    /// nothing is read. Returns the bytes sent for.
     pub async fn prefetch_data(
         &self,
         index: usize,
@@ -463,18 +498,112 @@ impl SegmentSet {
             .map_err(|e| store_error(&range.name, e))
     }
 
+    /// Opens segment `index` for a caller about to read most of its arrays
+    /// and gets the front of its data region (up to
+    /// [`READ_AHEAD_MAX`](crate::READ_AHEAD_MAX) bytes) under way. When the
+    /// footer must still be read, the data front is read together with the
+    /// footer's rest as soon as the first tail read tells where the data
+    /// ends: one round trip less than opening, then prefetching. Returns
+    /// the data bytes read or sent for; a failed data read is left to the
+    /// reads that follow (they fetch what they need).
+    pub async fn prepare_sweep(
+        &self,
+        index: usize,
+        range: &SegmentRange,
+    ) -> Result<u64, SegmentError> {
+        let cell = self
+            .cells
+            .get(index)
+            .ok_or_else(|| no_segment(range, index))?;
+        let footer_in_hand = self.pending().contains_key(&index);
+        if cell.initialized() || footer_in_hand {
+            self.get(index, range).await?;
+            return self.prefetch_data(index, range).await;
+        }
+        let front = std::sync::Mutex::new(None);
+        let segment = cell
+            .get_or_try_init(|| async {
+                let mut decoder = TailDecoder::new(range.len, self.prefetch);
+                let first = self.step_tail(range, &mut decoder).await?;
+                // Data below the first tail read and the footer, at most a window.
+                let data_end = decoder.in_hand().map_or(0, |(tail, footer)| {
+                    range
+                        .len
+                        .saturating_sub(footer)
+                        .min(range.len.saturating_sub(tail.len() as u64))
+                        .min(crate::READ_AHEAD_MAX)
+                });
+                let footer = async {
+                    match first {
+                        Some(tail) => Ok(tail.bytes),
+                        None => self.finish_tail(range, decoder).await,
+                    }
+                };
+                let data = async {
+                    if data_end == 0 {
+                        return None;
+                    }
+                    match self.read(range, 0..data_end).await {
+                        Ok(bytes) => Some(bytes),
+                        Err(e) => {
+                            tracing::debug!(segment = %range.name, %e, "the data front failed");
+                            None
+                        }
+                    }
+                };
+                let (tail, data) = futures::join!(footer, data);
+                let segment = self.open_footer(index, range, tail?).await?;
+                *front.lock().unwrap_or_else(|e| e.into_inner()) = data;
+                Ok::<_, SegmentError>(segment)
+            })
+            .await?
+            .clone();
+        drop(segment);
+        let front = front.into_inner().unwrap_or_else(|e| e.into_inner());
+        match front {
+            Some(bytes) => {
+                let n = bytes.len() as u64;
+                self.store
+                    .prefetched_front(&segment_path(index as u64), bytes);
+                Ok(n)
+            }
+            // Opened meanwhile by another caller, or nothing read.
+            None => self.prefetch_data(index, range).await,
+        }
+    }
+
     /// The segments opened so far.
     pub fn opened(&self) -> usize {
         self.cells.iter().filter(|c| c.initialized()).count()
     }
 
     async fn open(&self, index: usize, range: &SegmentRange) -> Result<Arc<Segment>, SegmentError> {
+        self.open_for(index, range, false).await
+    }
+
+    /// Opens segment `index`; `walk`: a walk from the start of its data
+    /// region is about to begin (see [`SegmentSet::get_array_to_read`]).
+    async fn open_for(
+        &self,
+        index: usize,
+        range: &SegmentRange,
+        walk: bool,
+    ) -> Result<Arc<Segment>, SegmentError> {
         let pending = self.pending().remove(&index);
         let opened = match pending {
-            Some((tail, screened)) => self.open_screened(index, range, tail, screened).await,
+            Some((tail, screened)) => {
+                self.open_screened_for(index, range, tail, screened, walk)
+                    .await
+            }
             None => {
                 let tail = self.read_footer(range).await?;
-                self.open_footer(index, range, tail).await
+                let screened =
+                    screen::screen(&tail, range.len).map_err(|problem| SegmentError::Footer {
+                        segment: range.name.clone(),
+                        problem,
+                    })?;
+                self.open_screened_for(index, range, tail, screened, walk)
+                    .await
             }
         };
         // A digest that read the footer meanwhile has nothing left to give.
@@ -546,12 +675,31 @@ impl SegmentSet {
         tail: Bytes,
         screened: screen::Screened,
     ) -> Result<Arc<Segment>, SegmentError> {
+        self.open_screened_for(index, range, tail, screened, false)
+            .await
+    }
+
+    /// [`SegmentSet::open_screened`]; `walk`: send the first window of a
+    /// walk from the start of the data region before array-format parses.
+    async fn open_screened_for(
+        &self,
+        index: usize,
+        range: &SegmentRange,
+        tail: Bytes,
+        screened: screen::Screened,
+        walk: bool,
+    ) -> Result<Arc<Segment>, SegmentError> {
         let name = range.name.as_str();
         let len = range.len;
         let path = segment_path(index as u64);
         // A tail no larger than the prefetch stays: a small segment's reads then cost nothing.
         let keep_tail = tail.len() as u64 <= self.prefetch;
         self.register(name, &path, range.offset, len, tail, &screened)?;
+        // Opened whole: a read of its first block is probably a walk's first.
+        self.store.ramp_from_start(&path);
+        if walk && let Some(first_end) = screened.chunks.first_block_end() {
+            self.store.start_walk(&path, first_end);
+        }
         let file = self.open_file(name, &path).await?;
         if !keep_tail {
             self.store.release_tail(&path);

@@ -13,13 +13,17 @@
 //! - reads that fall inside a prefetched tail are served from memory, so a
 //!   trailer + footer lookup costs nothing after [`SegmentStore::prefetch_tail`];
 //! - a read of the data region that starts where the previous one ended is
-//!   read ahead: the fetch grows to a window
+//!   read ahead: a window
 //!   ([`READ_AHEAD_START`](crate::READ_AHEAD_START), doubling up to
-//!   [`READ_AHEAD_MAX`](crate::READ_AHEAD_MAX), never past the footer) and
-//!   the next reads are served from it, so walking a segment's blocks in
-//!   order costs a few requests, not one per block; any other read fetches
-//!   exactly its range (the decisions are [`crate::read_ahead`]'s; this store
-//!   only fetches what it is told);
+//!   [`READ_AHEAD_MAX`](crate::READ_AHEAD_MAX), never past the footer) is
+//!   sent as concurrent pieces, each read waits for the pieces it covers,
+//!   and the next window is sent while the walk is in the second half of
+//!   the last, so walking a segment's blocks in order costs a few requests,
+//!   not one per block, and decoding overlaps the arrival of later pieces;
+//!   any other read fetches exactly its range (the decisions are
+//!   [`crate::read_ahead`]'s; this store only fetches what it is told). A
+//!   piece that fails is not fatal: the read that needed it fetches its own
+//!   range directly, which reports the error if it persists;
 //! - any other path is `NotFound`; writes, deletes, copies and lists are `NotSupported`;
 //! - an LZ4 block whose 4-byte size prefix disagrees with the size its footer
 //!   declares (see [`SegmentStore::expect_lz4_prefixes`]) is refused before
@@ -41,7 +45,8 @@ use std::sync::{Arc, Mutex, RwLock};
 
 use async_trait::async_trait;
 use bytes::Bytes;
-use futures::StreamExt;
+use futures::future::{BoxFuture, Shared};
+use futures::{FutureExt, StreamExt};
 use object_store::path::Path;
 use object_store::{
     Attributes, GetOptions, GetResult, GetResultPayload, MultipartUpload, ObjectMeta, ObjectStore,
@@ -49,10 +54,10 @@ use object_store::{
 };
 use opendal::Operator;
 
-use atlas_io::read::{ReadParallelism, concat, read_split};
+use atlas_io::read::{ReadParallelism, concat, read_range, read_split};
 use atlas_io::{IoError, IoErrorKind};
 
-use crate::read_ahead::{ReadAhead, Step};
+use crate::read_ahead::ReadAhead;
 use crate::tail::{ARRF_TRAILER_LEN, TailDecoder, TailError, TailStep, check_trailer};
 
 const STORE_NAME: &str = "SegmentStore";
@@ -169,8 +174,12 @@ struct Segment {
     /// known; until then nothing is read ahead.
     data_end: Option<u64>,
     /// Sequential-read state, shared by the clones `lookup` hands out.
-    ahead: Arc<Mutex<ReadAhead>>,
+    ahead: Arc<Mutex<ReadAhead<Piece>>>,
 }
+
+/// A piece of the data region fetched ahead: its bytes once they land, `None`
+/// if the fetch failed (the read that needs it then fetches directly).
+type Piece = Shared<BoxFuture<'static, Option<Bytes>>>;
 
 impl Segment {
     fn tail_start(&self) -> u64 {
@@ -386,11 +395,12 @@ impl SegmentStore {
         Ok(())
     }
 
-    /// Reads the front of `path`'s data region, up to `max` bytes, in one
-    /// (possibly split) read and keeps it for the reads that follow, which
-    /// then go on reading ahead from its end. For a caller about to read most
-    /// of a segment's arrays; nothing happens before the footer is known, and
-    /// the bytes read are returned as a count.
+    /// Sends the front of `path`'s data region, up to `max` bytes, as
+    /// concurrent pieces (split as the store's policy says) and returns at
+    /// once; the reads that follow wait for the pieces they cover, and a walk
+    /// into the second half sends the next window. For a caller about to
+    /// read most of a segment's arrays; nothing happens before the footer is
+    /// known. Returns the bytes sent for.
     pub async fn prefetch_data(&self, path: &Path, max: u64) -> Result<u64, StoreError> {
         let p = path.as_ref();
         let seg = self.lookup(p)?;
@@ -401,12 +411,91 @@ impl SegmentStore {
         if end == 0 {
             return Ok(0);
         }
-        let bytes = self.fetch(p, &seg, 0..end).await?;
+        let mut send = self.sender(p, &seg)?;
         seg.ahead
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .prefetched(bytes);
+            .prefetch(end, &self.parallelism, &mut send);
         Ok(end)
+    }
+
+    /// Sends the window a walk from the start of `path`'s data region
+    /// begins with, before the first read asks (see
+    /// [`ReadAhead::start_walk`]); `first_end` is where its first block ends.
+    pub(crate) fn start_walk(&self, path: &Path, first_end: u64) {
+        let p = path.as_ref();
+        let Ok(seg) = self.lookup(p) else {
+            return;
+        };
+        let (Some(limit), Ok(mut send)) = (seg.ahead_limit(), self.sender(p, &seg)) else {
+            return;
+        };
+        seg.ahead
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .start_walk(first_end, limit, &self.parallelism, &mut send);
+    }
+
+    /// Keeps `front`, the first bytes of `path`'s data region read by the
+    /// caller, for the reads that follow (which then read ahead from its end).
+    pub(crate) fn prefetched_front(&self, path: &Path, front: Bytes) {
+        if let Some(seg) = self.read_map().get(path.as_ref()) {
+            let end = front.len() as u64;
+            let piece: Piece = futures::future::ready(Some(front)).boxed().shared();
+            seg.ahead
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .prefetched(end, piece);
+        }
+    }
+
+    /// Makes a read at the first byte of `path`'s data region fetch a
+    /// window ahead at once (see [`crate::read_ahead`]): for a segment opened
+    /// whole, whose reader will probably walk it.
+    pub(crate) fn ramp_from_start(&self, path: &Path) {
+        if let Some(seg) = self.read_map().get(path.as_ref()) {
+            seg.ahead
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .ramp_from_start();
+        }
+    }
+
+    /// What sends a piece of `seg`'s data region: the read is started at
+    /// once (on the runtime when there is one) and its bytes are shared.
+    fn sender(
+        &self,
+        path: &str,
+        seg: &Segment,
+    ) -> Result<impl FnMut(Range<u64>) -> Piece + '_, StoreError> {
+        let (op, container, offset) = (self.op.clone(), self.container.clone(), seg.offset);
+        // The caller checked offset + len; the pieces lie inside the segment.
+        if offset.checked_add(seg.len).is_none() {
+            return Err(StoreError::OutOfRange {
+                path: path.to_string(),
+                offset,
+                len: seg.len,
+            });
+        }
+        let requests = &self.requests;
+        Ok(move |rel: Range<u64>| -> Piece {
+            requests.fetch_add(1, Ordering::Relaxed);
+            let abs = offset.saturating_add(rel.start)..offset.saturating_add(rel.end);
+            let (op, container) = (op.clone(), container.clone());
+            let read = async move {
+                read_range(&op, &container, abs)
+                    .await
+                    .map_err(|e| tracing::debug!(%e, "a read-ahead piece failed"))
+                    .ok()
+            };
+            match tokio::runtime::Handle::try_current() {
+                Ok(runtime) => {
+                    let task = runtime.spawn(read);
+                    async move { task.await.ok().flatten() }.boxed().shared()
+                }
+                Err(_) => read.boxed().shared(),
+            }
+        })
     }
 
     /// Reads `rel` (relative to the segment, within it) from the container.
@@ -468,7 +557,7 @@ impl SegmentStore {
     }
 
     /// Reads `rel` of the data region, ahead (never past `limit`) when it
-    /// continues the last read.
+    /// continues the last read: from the pieces sent ahead, then directly.
     async fn read_data(
         &self,
         path: &str,
@@ -476,13 +565,36 @@ impl SegmentStore {
         rel: Range<u64>,
         limit: u64,
     ) -> Result<Bytes, StoreError> {
-        let lock = || seg.ahead.lock().unwrap_or_else(|e| e.into_inner());
-        let fetch = match lock().plan(rel, limit) {
-            Step::Served(bytes) => return Ok(bytes),
-            Step::Fetch(fetch) => fetch,
-        };
-        let fetched = self.fetch(path, seg, fetch.range()).await?;
-        Ok(lock().fetched(fetch, fetched))
+        let mut send = self.sender(path, seg)?;
+        let plan = seg.ahead.lock().unwrap_or_else(|e| e.into_inner()).plan(
+            rel.clone(),
+            limit,
+            &self.parallelism,
+            &mut send,
+        );
+        let mut parts = Vec::with_capacity(plan.pieces.len().saturating_add(1));
+        for (range, piece) in plan.pieces {
+            let Some(bytes) = piece.await else {
+                // A piece failed: forget them all and read this range alone.
+                seg.ahead.lock().unwrap_or_else(|e| e.into_inner()).reset();
+                return self.fetch(path, seg, rel).await;
+            };
+            let from = rel.start.max(range.start).saturating_sub(range.start);
+            let to = rel.end.min(range.end).saturating_sub(range.start);
+            let part = usize::try_from(from)
+                .ok()
+                .zip(usize::try_from(to).ok())
+                .filter(|(a, b)| a <= b && *b <= bytes.len())
+                .map(|(a, b)| bytes.slice(a..b));
+            match part {
+                Some(part) => parts.push(part),
+                None => return self.fetch(path, seg, rel).await,
+            }
+        }
+        if let Some(direct) = plan.direct {
+            parts.push(self.fetch(path, seg, direct).await?);
+        }
+        Ok(concat(parts))
     }
 
     /// Reads `rel` of the segment at `path` as array-format's block reads

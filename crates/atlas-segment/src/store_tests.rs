@@ -426,21 +426,39 @@ async fn walking_the_data_region_in_order_reads_ahead_in_a_few_requests_and_neve
         at = end;
     }
     let log = layer.stats().read_log();
-    // The first block alone, then windows of 4, 8 and 16 MiB (cut at the
-    // footer), each split into parts as the default policy says.
-    let (b, mib) = (block as u64, 1024 * 1024);
-    let windows = [
-        0..b,
-        b..b + 4 * mib,
-        b + 4 * mib..b + 12 * mib,
-        b + 12 * mib..data as u64,
-    ];
+    // The first block alone; then windows of 4, 8 and 16 MiB (the last cut
+    // at the footer), each sent as the block asked for (the first window
+    // only) and parts of at most 2 MiB.
     let policy = atlas_io::ReadParallelism::default();
-    let parts: u64 = windows.iter().map(|w| policy.requests(w)).sum();
-    assert_eq!(parts, 1 + 2 + 4 + 4);
+    let (b, mib) = (block as u64, 1024 * 1024);
+    let cut = |r: std::ops::Range<u64>| atlas_io::read::piece_count(&r, policy.part_size);
+    let parts = 1
+        + 1
+        + cut(2 * b..b + 4 * mib)
+        + cut(b + 4 * mib..b + 12 * mib)
+        + cut(b + 12 * mib..data as u64);
+    assert_eq!(parts, 1 + 1 + 2 + 4 + 4);
     assert_eq!(log.len() as u64, parts, "{log:?}");
-    let read: u64 = log.iter().filter_map(|r| r.range.size()).sum();
-    assert_eq!(read, data as u64, "every data byte once, no footer byte");
+    assert_eq!(store.requests(), parts);
+    assert_tiles(&log, 1000, data as u64, policy.part_size);
+}
+
+/// The reads of `log` (container offsets, the segment at `offset`) cover
+/// `0..data` of the segment exactly once, in order, with no gap and no
+/// overlap, none larger than `max_part` and none past `data`.
+fn assert_tiles(log: &[atlas_io::ReadRecord], offset: u64, data: u64, max_part: u64) {
+    let mut ranges: Vec<(u64, u64)> = log
+        .iter()
+        .map(|r| (r.range.offset() - offset, r.range.size().unwrap()))
+        .collect();
+    ranges.sort_unstable();
+    let mut at = 0;
+    for (start, size) in ranges {
+        assert_eq!(start, at, "no gap, no overlap at {at}: {log:?}");
+        assert!(size <= max_part, "a read of {size} bytes");
+        at += size;
+    }
+    assert_eq!(at, data, "every data byte once, no footer byte");
 }
 
 #[tokio::test]
@@ -482,4 +500,92 @@ async fn reads_that_do_not_continue_the_last_one_fetch_exactly_their_range() {
         .map(|r| r.range.size())
         .collect();
     assert_eq!(sizes, vec![Some(100_000); 3]);
+}
+
+/// Walks `0..data` of segment 0 in `block`-byte reads, checking every byte.
+async fn walk(store: &SegmentStore, seg: &[u8], data: usize, block: usize) {
+    let mut at = 0;
+    while at < data {
+        let end = (at + block).min(data);
+        let got = store
+            .get_range(&segment_path(0), at as u64..end as u64)
+            .await
+            .unwrap();
+        assert_eq!(&got[..], &seg[at..end], "bytes {at}..{end}");
+        at = end;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_walk_from_the_start_of_a_segment_opened_whole_sends_its_first_window_at_once() {
+    let (data, block) = (7 * 1024 * 1024 + 12_345, 500 * 1024);
+    let (store, layer, seg) = store_with_data_region(data, 3000).await;
+    store.ramp_from_start(&segment_path(0));
+    layer
+        .faults()
+        .set_latency(std::time::Duration::from_millis(20));
+    walk(&store, &seg, data, block).await;
+    let log = layer.stats().read_log();
+    // The first block, then the rest of the 8 MiB window (here the whole
+    // data region) in 2 MiB parts, all sent together: one round trip.
+    let policy = atlas_io::ReadParallelism::default();
+    let rest = atlas_io::read::piece_count(&(block as u64..data as u64), policy.part_size);
+    assert_eq!(log.len() as u64, 1 + rest, "{log:?}");
+    assert_eq!(
+        layer.stats().max_reads_in_flight(),
+        1 + rest,
+        "every piece in flight at once"
+    );
+    assert_tiles(&log, 1000, data as u64, policy.part_size);
+}
+
+#[tokio::test]
+async fn a_first_read_at_the_start_of_a_segment_not_opened_whole_is_exact() {
+    let (store, layer, seg) = store_with_data_region(7 * 1024 * 1024, 3000).await;
+    let got = store.get_range(&segment_path(0), 0..1000).await.unwrap();
+    assert_eq!(&got[..], &seg[..1000]);
+    let sizes: Vec<_> = layer
+        .stats()
+        .read_log()
+        .iter()
+        .map(|r| r.range.size())
+        .collect();
+    assert_eq!(sizes, vec![Some(1000)]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_read_ahead_piece_that_fails_costs_the_read_a_direct_fetch_not_its_bytes() {
+    let (data, block) = (7 * 1024 * 1024, 500 * 1024);
+    let (store, layer, seg) = store_with_data_region(data, 3000).await;
+    store.ramp_from_start(&segment_path(0));
+    // The third request is the second piece of the first window.
+    layer.faults().fail_nth_read(3);
+    walk(&store, &seg, data, block).await;
+    let log = layer.stats().read_log();
+    // The block over the failed piece was fetched alone (the window's other
+    // pieces were dropped with it) and the walk went on reading ahead from
+    // there: every byte arrived right (`walk` checks them).
+    let policy = atlas_io::ReadParallelism::default();
+    let first_window =
+        1 + atlas_io::read::piece_count(&(block as u64..data as u64), policy.part_size);
+    assert!(log.len() as u64 > first_window, "{log:?}");
+    let read: u64 = log.iter().filter_map(|r| r.range.size()).sum();
+    assert!(read >= data as u64, "{read} bytes read");
+}
+
+#[tokio::test]
+async fn a_read_whose_piece_and_direct_fetch_both_fail_fails_with_the_cause() {
+    let (data, block) = (7 * 1024 * 1024, 500 * 1024);
+    let (store, layer, _seg) = store_with_data_region(data, 3000).await;
+    store.ramp_from_start(&segment_path(0));
+    layer.faults().fail_reads_matching("data.atlas");
+    let err = store
+        .get_range(&segment_path(0), 0..block as u64)
+        .await
+        .unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("injected failure of reads matching"),
+        "{err}"
+    );
 }

@@ -891,3 +891,101 @@ async fn uniform_with_footer_of_v(
     let footer = segment_footer_bytes(&op, "data.atlas", v.offset, v.len).await;
     (atlas, stats, footer, op)
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn read_many_reads_the_data_front_together_with_the_rest_of_the_footer() {
+    let n = 10_000;
+    let (op, stats, faults) = counted_memory();
+    op.write("data.atlas", uniform_collection(n).await)
+        .await
+        .unwrap();
+    let atlas = Atlas::open((op.clone(), ""), &atlas::OpenOptions::default())
+        .await
+        .unwrap();
+    let v = atlas
+        .segments()
+        .into_iter()
+        .find(|v| v.name == "v")
+        .unwrap();
+    let footer = segment_footer_bytes(&op, "data.atlas", v.offset, v.len).await;
+    assert!(footer > atlas_segment::DEFAULT_PREFETCH, "{footer}");
+    let data = v.len - footer;
+    stats.reset();
+    faults.set_latency(std::time::Duration::from_millis(30));
+    let results: Vec<_> = atlas
+        .read_many(atlas.datasets(), "v", Region::all(), 8, Order::AsGiven)
+        .collect()
+        .await;
+    let cost = stats.snapshot();
+    // The tail, then the footer's rest and the data region at once.
+    assert_eq!(
+        cost.reads,
+        footer_reads(&ReadParallelism::default(), footer) + 1,
+        "{cost:?}"
+    );
+    assert_eq!(
+        cost.bytes_read,
+        footer + data,
+        "the footer and the data, once"
+    );
+    assert_eq!(
+        stats.max_reads_in_flight(),
+        2,
+        "the footer's rest and the data front in flight together"
+    );
+    let ranges = ranges_read(&stats, "data.atlas");
+    assert_eq!(ranges.first(), Some(&(v.offset..v.offset + data)));
+    assert_eq!(results.len(), n);
+    for (i, (name, result)) in results.into_iter().enumerate().step_by(997) {
+        assert_eq!(name, uniform_name(i));
+        let ArrayData::Float32(values) = result.unwrap().into_data() else {
+            panic!("v is float32")
+        };
+        assert_eq!(values[0], (i * 10) as f32);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reading_the_first_dataset_starts_a_walk_but_asking_its_layout_does_not() {
+    let n = 4000;
+    let (op, stats, _) = counted_memory();
+    many_small_blocks(&op, n).await;
+    let opened = || async {
+        let atlas = Atlas::open((op.clone(), ""), &atlas::OpenOptions::default())
+            .await
+            .unwrap();
+        // The footer in hand: the segment then opens whole.
+        atlas.array_stats("v").await.unwrap();
+        stats.reset();
+        atlas
+    };
+    let atlas = opened().await;
+    let first = atlas.dataset(&uniform_name(0)).unwrap();
+    first.array_layout("v").await.unwrap();
+    assert_eq!(atlas.segments_opened(), 1);
+    assert_eq!(stats.snapshot().reads, 0, "the layout reads no data");
+
+    let atlas = opened().await;
+    let v = atlas
+        .segments()
+        .into_iter()
+        .find(|v| v.name == "v")
+        .unwrap();
+    let footer = segment_footer_bytes(&op, "data.atlas", v.offset, v.len).await;
+    stats.reset();
+    let first = atlas.dataset(&uniform_name(0)).unwrap();
+    first.read_array::<f32>("v", Region::all()).await.unwrap();
+    let cost = stats.snapshot();
+    // The data region (under the 8 MiB first window, so all of it) in
+    // one read: not split below 4 MiB.
+    assert_eq!(
+        (cost.reads, cost.bytes_read),
+        (1, v.len - footer),
+        "{cost:?}"
+    );
+    // The walk goes on without another read.
+    for d in atlas.datasets() {
+        d.read_array::<f32>("v", Region::all()).await.unwrap();
+    }
+    assert_eq!(stats.snapshot().reads, 1);
+}

@@ -484,15 +484,22 @@ impl Atlas {
     }
 
     /// Opens the segment of variable `name` and, when `readers` datasets
-    /// will read at least half of its arrays, reads the front of its data
-    /// region in one request (see `SegmentSet::prefetch_data`), so a sweep
+    /// will read at least half of its arrays, sends for the front of its
+    /// data region at once (see `SegmentSet::prefetch_data`), so a sweep
     /// costs one round trip instead of one per read-ahead window.
     pub(crate) async fn prepare_sweep(&self, name: &str, readers: usize) -> Result<()> {
         let Some((index, range)) = self.directory().segment_range(name) else {
             return Ok(());
         };
+        let most = |arrays: usize| readers > 1 && readers.saturating_mul(2) >= arrays;
+        let expected = usize::try_from(range.arrays_hint).unwrap_or(usize::MAX);
+        if range.arrays_hint > 0 && most(expected) {
+            // The data front goes out with the footer's rest.
+            self.inner.segments.prepare_sweep(index, &range).await?;
+            return Ok(());
+        }
         let segment = self.inner.segments.get(index, &range).await?;
-        if readers.saturating_mul(2) >= segment.array_count() && readers > 1 {
+        if most(segment.array_count()) {
             self.inner.segments.prefetch_data(index, &range).await?;
         }
         Ok(())
@@ -512,23 +519,28 @@ impl Atlas {
     /// whole segment when it is open or its footer small, else one found for
     /// that array alone by a lookup in the segment footer. `None` if the
     /// container has no segment for `name`.
+    /// `reading`: the caller reads the array's data next (a walk from the
+    /// start of the segment's data may begin; see `SegmentSet::get_array_to_read`).
     pub(crate) async fn segment_holding(
         &self,
         name: &str,
         dataset: &str,
         ordinal: u32,
+        reading: bool,
     ) -> Result<Option<Arc<Segment>>> {
         let directory = self.directory();
         let Some((index, range)) = directory.segment_range(name) else {
             return Ok(None);
         };
         let position = || directory.position_in_segment(name, ordinal);
-        Ok(Some(
-            self.inner
-                .segments
-                .get_array(index, &range, dataset, position)
-                .await?,
-        ))
+        let segments = &self.inner.segments;
+        Ok(Some(if reading {
+            segments
+                .get_array_to_read(index, &range, dataset, position)
+                .await?
+        } else {
+            segments.get_array(index, &range, dataset, position).await?
+        }))
     }
 
     /// Whether the container has a segment for `name`.

@@ -131,8 +131,14 @@ impl Dataset {
     /// open or small, else one found for this array alone by a few small
     /// reads of the segment footer (its attributes are not in it).
     async fn segment_holding(&self, array: &str) -> Result<Arc<Segment>> {
+        self.segment_for(array, false).await
+    }
+
+    /// [`segment_holding`](Self::segment_holding); `reading`: the array's
+    /// data is read next.
+    async fn segment_for(&self, array: &str, reading: bool) -> Result<Arc<Segment>> {
         self.atlas
-            .segment_holding(array, &self.name, self.ordinal)
+            .segment_holding(array, &self.name, self.ordinal, reading)
             .await?
             .ok_or_else(|| {
                 AtlasError::corrupt(format!(
@@ -262,7 +268,7 @@ impl Dataset {
                 requested: T::ATLAS_DTYPE.display_name(),
             });
         }
-        let segment = self.segment_holding(array).await?;
+        let segment = self.segment_for(array, true).await?;
         let resolved = self.checked_region::<T>(&meta, &segment, &region.into())?;
         let data = segment
             .read::<T>(&self.name, &resolved.origin, &resolved.extent)
@@ -280,7 +286,7 @@ impl Dataset {
     pub async fn read_any(&self, array: &str, region: impl Into<Region>) -> Result<AnyArray> {
         self.ensure_live()?;
         let meta = self.declared(array)?;
-        let segment = self.segment_holding(array).await?;
+        let segment = self.segment_for(array, true).await?;
         let resolved = self.checked_region::<u64>(&meta, &segment, &region.into())?;
         let info = self.info(&meta, &segment)?;
         let data = segment
