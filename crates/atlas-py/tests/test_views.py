@@ -11,7 +11,7 @@ import xarray as xr
 
 import atlasds
 from atlasds import _native
-from conftest import DEMO_PROFILES, fixture
+from conftest import DEMO_PROFILES, atlas_json, fixture
 
 FIXTURES = ["small", "mixed", "deleted"]
 
@@ -214,3 +214,18 @@ def test_dataset_attributes_become_profile_variables(kinds):
 def test_an_unknown_layout_is_refused(demo):
     with pytest.raises(atlasds.InvalidArgument, match="layout"):
         atlasds.open_dataset(demo, ["TEMP"], layout="wide")
+
+
+@pytest.mark.parametrize(
+    "where",
+    ["LATITUDE.max > 0 and TEMP.count >= 60", "PRES.max > 1500 or LATITUDE.min < -30"],
+)
+def test_where_selects_exactly_what_atlas_ls_where_lists(demo, where):
+    listed = [row["name"] for row in atlas_json("ls", str(demo), "--where", where)]
+    assert 0 < len(listed) < DEMO_PROFILES
+    collection = atlasds.Collection.open(demo)
+    assert collection.select(where) == listed
+    ds = atlasds.open_dataset(demo, ["TEMP", "LATITUDE"], where=where)
+    assert ds["dataset"].values.tolist() == listed
+    table = collection.to_arrow(["TEMP"], where=where)
+    assert list(dict.fromkeys(table.column("dataset").to_pylist())) == listed
