@@ -138,6 +138,16 @@ impl ReadParallelism {
 /// Errors if the backend returns fewer bytes than the range holds (a short read),
 /// including when the range runs past the end of the object.
 pub async fn read_range(op: &Operator, path: &str, range: Range<u64>) -> Result<Bytes, IoError> {
+    read_range_pieces(op, path, range).await.map(concat)
+}
+
+/// [`read_range`], answered with the buffers the backend returned, in order
+/// and not joined: for a caller that copies them somewhere anyway.
+async fn read_range_pieces(
+    op: &Operator,
+    path: &str,
+    range: Range<u64>,
+) -> Result<Vec<Bytes>, IoError> {
     if range.start > range.end {
         return Err(IoError::new(
             IoErrorKind::Other,
@@ -148,7 +158,7 @@ pub async fn read_range(op: &Operator, path: &str, range: Range<u64>) -> Result<
     }
     let expected = range.end - range.start;
     if expected == 0 {
-        return Ok(Bytes::new());
+        return Ok(Vec::new());
     }
     let buf = op
         .read_with(path)
@@ -159,7 +169,7 @@ pub async fn read_range(op: &Operator, path: &str, range: Range<u64>) -> Result<
     if actual != expected {
         return Err(IoError::new_short_read("read", path, range, actual));
     }
-    Ok(buf.to_bytes())
+    Ok(Iterator::collect(buf))
 }
 
 /// True if the operator accepts suffix ranges (`bytes=-n`), natively or simulated.
@@ -271,7 +281,19 @@ pub async fn read_split(
     range: Range<u64>,
     policy: &ReadParallelism,
 ) -> Result<Bytes, IoError> {
-    let mut out = read_ranges(op, path, std::slice::from_ref(&range), policy).await?;
+    read_split_pieces(op, path, range, policy).await.map(concat)
+}
+
+/// [`read_split`], answered with the buffers the parts arrived in, in order
+/// and not joined (no copy): for a caller that copies them into a buffer of
+/// its own anyway, such as a segment footer that must end up aligned.
+pub async fn read_split_pieces(
+    op: &Operator,
+    path: &str,
+    range: Range<u64>,
+    policy: &ReadParallelism,
+) -> Result<Vec<Bytes>, IoError> {
+    let mut out = fetch_ranges(op, path, std::slice::from_ref(&range), policy).await?;
     Ok(out.pop().unwrap_or_default())
 }
 
@@ -283,6 +305,17 @@ pub async fn read_ranges(
     ranges: &[Range<u64>],
     policy: &ReadParallelism,
 ) -> Result<Vec<Bytes>, IoError> {
+    let fetched = fetch_ranges(op, path, ranges, policy).await?;
+    Ok(fetched.into_iter().map(concat).collect())
+}
+
+/// The GETs of [`read_ranges`]; the buffers of each input range, in order.
+async fn fetch_ranges(
+    op: &Operator,
+    path: &str,
+    ranges: &[Range<u64>],
+    policy: &ReadParallelism,
+) -> Result<Vec<Vec<Bytes>>, IoError> {
     let mut pieces: Vec<(usize, Range<u64>)> = Vec::new();
     for (i, r) in ranges.iter().enumerate() {
         if r.start > r.end {
@@ -295,18 +328,18 @@ pub async fn read_ranges(
         }
         pieces.extend(policy.parts(r.clone()).into_iter().map(|p| (i, p)));
     }
-    let fetched: Vec<(usize, Bytes)> = futures::stream::iter(pieces)
-        .map(|(i, p)| async move { read_range(op, path, p).await.map(|b| (i, b)) })
+    let fetched: Vec<(usize, Vec<Bytes>)> = futures::stream::iter(pieces)
+        .map(|(i, p)| async move { read_range_pieces(op, path, p).await.map(|b| (i, b)) })
         .buffered(policy.max_concurrency.max(1))
         .try_collect()
         .await?;
     let mut out: Vec<Vec<Bytes>> = vec![Vec::new(); ranges.len()];
-    for (i, b) in fetched {
+    for (i, bufs) in fetched {
         if let Some(slot) = out.get_mut(i) {
-            slot.push(b);
+            slot.extend(bufs);
         }
     }
-    Ok(out.into_iter().map(concat).collect())
+    Ok(out)
 }
 
 /// Joins buffers; a single buffer is returned without copying.

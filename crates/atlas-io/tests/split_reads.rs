@@ -7,7 +7,9 @@
 use std::ops::Range;
 use std::time::Duration;
 
-use atlas_io::{CountingLayer, IoErrorKind, ReadParallelism, RetryPolicy, read_split};
+use atlas_io::{
+    CountingLayer, IoErrorKind, ReadParallelism, RetryPolicy, read_split, read_split_pieces,
+};
 use bytes::Bytes;
 use opendal::{BytesRange, Operator};
 
@@ -85,6 +87,34 @@ async fn a_split_read_is_ceil_len_over_part_gets_that_tile_the_range_exactly() {
         assert_eq!(pair[0].end, pair[1].start, "no gap, no overlap: {pair:?}");
     }
     assert!(ranges.iter().all(|r| r.end - r.start <= 1000), "{ranges:?}");
+}
+
+#[tokio::test]
+async fn a_split_read_in_pieces_costs_the_same_gets_and_its_pieces_join_to_the_range_in_order() {
+    let (op, counting) = setup(&RetryPolicy::no_retries()).await;
+    let range = 1234..8765;
+    let pieces = read_split_pieces(&op, "obj", range.clone(), &small_parts())
+        .await
+        .unwrap();
+
+    assert!(
+        pieces.len() >= 8,
+        "at least one piece per part: {}",
+        pieces.len()
+    );
+    let joined: Vec<u8> = pieces.iter().flat_map(|p| p.iter().copied()).collect();
+    assert_eq!(Bytes::from(joined), data(OBJECT).slice(1234..8765));
+    let counts = counting.stats().snapshot();
+    assert_eq!(counts.reads, small_parts().requests(&range));
+    assert_eq!(counts.bytes_read, 7531);
+    assert!(
+        read_split_pieces(&op, "obj", 5..5, &small_parts())
+            .await
+            .unwrap()
+            .is_empty(),
+        "an empty range is no piece and no GET"
+    );
+    assert_eq!(counting.stats().snapshot().reads, counts.reads);
 }
 
 #[tokio::test]

@@ -25,8 +25,8 @@ use rkyv::rancor;
 use rkyv::util::AlignedVec;
 
 use crate::mirror::{
-    ArchivedArrayMeta, ArchivedBlockMeta, ArchivedDiskValue, ArchivedFooter, ArrayMeta, BlockMeta,
-    FOOTER_VERSION, Footer,
+    ARCHIVE_ALIGN, ArchivedArrayMeta, ArchivedBlockMeta, ArchivedDiskValue, ArchivedFooter,
+    ArrayMeta, BlockMeta, FOOTER_VERSION, Footer,
 };
 use crate::tail::ARRF_TRAILER_LEN;
 
@@ -34,8 +34,8 @@ use crate::tail::ARRF_TRAILER_LEN;
 /// length (rkyv with 64-bit pointers, as array-format archives).
 const VEC_HEADER: usize = 16;
 const _: () = assert!(size_of::<rkyv::vec::ArchivedVec<u32>>() == VEC_HEADER);
-/// Alignment the archive is laid out for (rkyv's `AlignedVec`).
-const ALIGN: u64 = 16;
+/// Alignment the archive is laid out for.
+const ALIGN: u64 = ARCHIVE_ALIGN as u64;
 /// Least slack read on either side of the estimated place of an entry's parts.
 const WINDOW_SLACK: u64 = 8 * 1024;
 /// A plan whose ranges span more than this is not worth it: read the footer.

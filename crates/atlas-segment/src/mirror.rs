@@ -21,6 +21,10 @@ use array_format::layout::ChunkEntry;
 use array_format::{ArrayStats, DType, FillValue};
 use rkyv::{Archive, Deserialize, Serialize};
 
+/// Alignment an archive's bytes must have to be read in place (rkyv's
+/// `AlignedVec`, which array-format archives into and reads from).
+pub(crate) const ARCHIVE_ALIGN: usize = 16;
+
 /// array-format's footer version this mirror matches (the screen refuses any other).
 pub(crate) const FOOTER_VERSION: u32 = 6;
 

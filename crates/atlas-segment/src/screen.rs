@@ -25,7 +25,7 @@ use array_format::block::ArchivedCodecId;
 use rkyv::util::AlignedVec;
 
 use crate::blocks::{BlockCodec, BlockLoc, ChunkTable};
-use crate::mirror::{ArchivedArrayMeta, ArchivedFooter, FOOTER_VERSION};
+use crate::mirror::{ARCHIVE_ALIGN, ArchivedArrayMeta, ArchivedFooter, FOOTER_VERSION};
 use crate::tail::ARRF_TRAILER_LEN;
 
 /// [`ARRF_TRAILER_LEN`] as a slice length.
@@ -275,9 +275,18 @@ pub(crate) fn screen_visiting(
             size: footer_total,
             available: segment_len,
         })?;
-    let mut aligned: AlignedVec = AlignedVec::with_capacity(footer_bytes.len());
-    aligned.extend_from_slice(footer_bytes);
-    let footer = rkyv::access::<ArchivedFooter, rkyv::rancor::Error>(&aligned).map_err(|e| {
+    // A footer read in two pieces arrives aligned (see `tail`) and is
+    // validated where it lies; one inside the first read is copied.
+    let copy: AlignedVec;
+    let archive: &[u8] = if footer_bytes.as_ptr().align_offset(ARCHIVE_ALIGN) == 0 {
+        footer_bytes
+    } else {
+        let mut aligned = AlignedVec::with_capacity(footer_bytes.len());
+        aligned.extend_from_slice(footer_bytes);
+        copy = aligned;
+        &copy
+    };
+    let footer = rkyv::access::<ArchivedFooter, rkyv::rancor::Error>(archive).map_err(|e| {
         FooterProblem::DoesNotValidate {
             message: e.to_string(),
         }

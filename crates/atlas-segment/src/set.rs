@@ -643,8 +643,8 @@ impl SegmentSet {
         match decoder.try_decode().map_err(tail_error)? {
             TailStep::Done(tail) => Ok(Some(tail)),
             TailStep::NeedsData(rel) => {
-                let bytes = self.read(range, rel.clone()).await?;
-                decoder.push(rel, bytes).map_err(tail_error)?;
+                let pieces = self.read_pieces(range, rel.clone()).await?;
+                decoder.push_pieces(rel, pieces).map_err(tail_error)?;
                 Ok(None)
             }
         }
@@ -773,6 +773,18 @@ impl SegmentSet {
     /// one ranged read, split into concurrent parts when it is big enough
     /// (see [`ReadParallelism`]).
     async fn read(&self, range: &SegmentRange, rel: Range<u64>) -> Result<Bytes, SegmentError> {
+        self.read_pieces(range, rel)
+            .await
+            .map(atlas_io::read::concat)
+    }
+
+    /// [`SegmentSet::read`], answered with the buffers as they arrived, not
+    /// joined (one piece when the open's probe holds the range).
+    async fn read_pieces(
+        &self,
+        range: &SegmentRange,
+        rel: Range<u64>,
+    ) -> Result<Vec<Bytes>, SegmentError> {
         let start = range.offset.checked_add(rel.start);
         let end = range.offset.checked_add(rel.end);
         let (Some(start), Some(end)) = (start, end) else {
@@ -790,10 +802,13 @@ impl SegmentSet {
                 .filter(|(f, t)| f <= t && *t <= self.probe.len())
                 .map(|(f, t)| self.probe.slice(f..t))
             {
-                return Ok(bytes);
+                return Ok(vec![bytes]);
             }
         }
-        Ok(atlas_io::read_split(&self.op, &self.container, start..end, &self.parallelism).await?)
+        Ok(
+            atlas_io::read_split_pieces(&self.op, &self.container, start..end, &self.parallelism)
+                .await?,
+        )
     }
 }
 

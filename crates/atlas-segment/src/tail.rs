@@ -28,9 +28,11 @@
 
 use std::ops::Range;
 
-use bytes::Bytes;
-
 use atlas_io::read::concat;
+use bytes::Bytes;
+use rkyv::util::AlignedVec;
+
+use crate::mirror::ARCHIVE_ALIGN;
 
 /// Size of array-format's trailer: `footer_size: u64 LE` then `b"ARRF"`.
 pub const ARRF_TRAILER_LEN: u64 = 12;
@@ -202,6 +204,14 @@ impl TailDecoder {
     /// about the trailer is final, one about the push itself leaves the
     /// request outstanding.
     pub fn push(&mut self, range: Range<u64>, bytes: Bytes) -> Result<(), TailError> {
+        self.push_pieces(range, vec![bytes])
+    }
+
+    /// [`push`](Self::push) of the answer in `pieces`, consecutive buffers
+    /// as a read delivered them. They are copied once, into the tail, when
+    /// the answer completes the footer; a first answer in one piece is kept
+    /// as it is.
+    pub fn push_pieces(&mut self, range: Range<u64>, pieces: Vec<Bytes>) -> Result<(), TailError> {
         let wanted = match self.try_decode() {
             Ok(TailStep::NeedsData(wanted)) => wanted,
             Ok(TailStep::Done(_)) | Err(_) => {
@@ -217,22 +227,23 @@ impl TailDecoder {
                 got: range,
             });
         }
-        if bytes.len() as u64 != wanted.end.saturating_sub(wanted.start) {
-            return Err(TailError::WrongLength {
-                wanted,
-                got: bytes.len() as u64,
-            });
+        let got = pieces.iter().map(|p| p.len() as u64).sum::<u64>();
+        if got != wanted.end.saturating_sub(wanted.start) {
+            return Err(TailError::WrongLength { wanted, got });
         }
         self.state = match std::mem::replace(&mut self.state, State::Start) {
-            State::Start => match check_trailer(&bytes, self.segment_len) {
-                Ok(footer_total) => State::Tail {
-                    tail: bytes,
-                    footer_total,
-                },
-                Err(e) => State::Failed(e),
-            },
+            State::Start => {
+                let bytes = concat(pieces);
+                match check_trailer(&bytes, self.segment_len) {
+                    Ok(footer_total) => State::Tail {
+                        tail: bytes,
+                        footer_total,
+                    },
+                    Err(e) => State::Failed(e),
+                }
+            }
             State::Tail { tail, footer_total } => State::Tail {
-                tail: concat(vec![bytes, tail]),
+                tail: join_aligned(&pieces, &tail),
                 footer_total,
             },
             failed @ State::Failed(_) => failed,
@@ -252,6 +263,20 @@ impl TailDecoder {
             State::Start | State::Failed(_) => None,
         }
     }
+}
+
+/// `front`'s pieces then `back`, in one buffer whose first byte is aligned
+/// as rkyv lays out archives. After a second read the tail starts exactly
+/// where the footer starts, so the screen validates the footer where it lies
+/// instead of copying it into aligned memory once more.
+fn join_aligned(front: &[Bytes], back: &[u8]) -> Bytes {
+    let len = front.iter().map(Bytes::len).sum::<usize>() + back.len();
+    let mut joined = AlignedVec::<{ ARCHIVE_ALIGN }>::with_capacity(len);
+    for piece in front {
+        joined.extend_from_slice(piece);
+    }
+    joined.extend_from_slice(back);
+    Bytes::from_owner(joined)
 }
 
 #[cfg(test)]
@@ -324,6 +349,54 @@ mod tests {
         );
         assert_eq!(tail.footer_offset(), 5000);
         assert_eq!(&tail.bytes[..], &seg[footer_start as usize..]);
+        assert_eq!(
+            tail.bytes.as_ptr().align_offset(ARCHIVE_ALIGN),
+            0,
+            "a footer read in two pieces starts aligned, ready to validate in place"
+        );
+    }
+
+    #[test]
+    fn an_answer_in_pieces_is_joined_in_order_and_checked_as_a_whole() {
+        let seg = segment(5000, 3000);
+        let len = seg.len() as u64;
+        let mut decoder = TailDecoder::new(len, 1024);
+        let first = len - 1024..len;
+        let piece = |r: Range<u64>| Bytes::copy_from_slice(&seg[r.start as usize..r.end as usize]);
+        decoder
+            .push_pieces(
+                first.clone(),
+                vec![piece(first.start..len - 100), piece(len - 100..len)],
+            )
+            .unwrap();
+        let footer_start = len - 3012;
+        let TailStep::NeedsData(second) = decoder.try_decode().unwrap() else {
+            panic!("the footer is longer than the first read")
+        };
+        let short = vec![piece(footer_start..footer_start + 10)];
+        assert_eq!(
+            decoder.push_pieces(second.clone(), short),
+            Err(TailError::WrongLength {
+                wanted: second.clone(),
+                got: 10
+            })
+        );
+        let split = footer_start + 700;
+        decoder
+            .push_pieces(
+                second.clone(),
+                vec![
+                    piece(footer_start..split),
+                    Bytes::new(),
+                    piece(split..second.end),
+                ],
+            )
+            .unwrap();
+        let TailStep::Done(tail) = decoder.try_decode().unwrap() else {
+            panic!("the footer is whole")
+        };
+        assert_eq!(&tail.bytes[..], &seg[footer_start as usize..]);
+        assert_eq!(tail.bytes.as_ptr().align_offset(ARCHIVE_ALIGN), 0);
     }
 
     #[test]
