@@ -6,7 +6,7 @@
 //! ```text
 //! atlas-bench [--quick] [--profiles N] [--tiny N] [--opens N] [--no-zarrs]
 //!             [--latency 20ms] [--bandwidth 100MB/s] [--work DIR]
-//!             [--split auto|on|off] [--http] [--json FILE]
+//!             [--split auto|on|off] [--http] [--rounds N] [--json FILE]
 //! atlas-bench write [--quick] [--cases argo,grid,tiny] [--writers 1,2,4] ...
 //! atlas-bench sets [--quick] [--profiles N] [--member-size N] [--steps A,B,C] ...
 //! ```
@@ -28,7 +28,9 @@
 //! the tables to FILE (`report::Report`). `--http` adds a third read table:
 //! the same steps against atlas-testkit's in-process S3 server behind its
 //! fault proxy, every GET held back by the `--latency` (20 ms if none), see
-//! `http.rs`; `--quick` runs do not include it unless asked.
+//! `http.rs`; `--quick` runs do not include it unless asked. `--rounds N`
+//! (5; 1 with `--quick`) runs every implementation's read steps N times,
+//! taking turns, and reports each step's median round.
 
 #![allow(
     clippy::unwrap_used,
@@ -114,6 +116,7 @@ struct Options {
     split: Split,
     json: Option<PathBuf>,
     http: bool,
+    rounds: usize,
 }
 
 /// How our Atlas splits big reads (`--split`).
@@ -212,8 +215,9 @@ fn parse_options(args: &[String]) -> Result<Options> {
         split: Split::Auto,
         json: None,
         http: false,
+        rounds: 5,
     };
-    let mut explicit = (None, None);
+    let mut explicit = (None, None, None);
     let mut it = args.iter();
     while let Some(a) = it.next() {
         let mut value = |name: &str| {
@@ -237,6 +241,7 @@ fn parse_options(args: &[String]) -> Result<Options> {
             "--split" => o.split = Split::parse(&value(a)?)?,
             "--json" => o.json = Some(PathBuf::from(value(a)?)),
             "--http" => o.http = true,
+            "--rounds" => explicit.2 = Some(number(value(a)?)?.max(1)),
             other => return Err(BenchError::Usage(format!("unknown argument {other:?}"))),
         }
     }
@@ -244,7 +249,9 @@ fn parse_options(args: &[String]) -> Result<Options> {
         o.profiles = 2_000;
         o.tiny = 10_000;
         o.opens = 5;
+        o.rounds = 1;
     }
+    o.rounds = explicit.2.unwrap_or(o.rounds);
     o.profiles = explicit.0.unwrap_or(o.profiles).max(1);
     o.tiny = explicit.1.unwrap_or(o.tiny).max(1);
     Ok(o)
@@ -463,6 +470,7 @@ fn run(o: &Options) -> Result {
         tiny: o.tiny,
         cores,
         quick: o.quick,
+        rounds: o.rounds,
         ..Report::default()
     };
 
@@ -561,22 +569,33 @@ fn run(o: &Options) -> Result {
     }
     for (store, sim) in stores {
         eprintln!("reading ({store})");
-        let mut columns: Vec<(Impl, Costs)> = Vec::new();
         let options = o.split.options(sim);
-        for imp in &impls {
-            let meter = Meter::new(sim);
-            let costs = rt.block_on(async {
-                match imp {
-                    Impl::Ours => {
-                        let (op, counting) = ours::operator(&ours_dir, &meter)?;
-                        ours::read_steps(&op, &meter, &counting, &options).await
+        // Rounds alternate between the implementations, so a slow moment
+        // of the machine falls on all of them; each step reports its median.
+        let mut rounds: Vec<Vec<Costs>> = vec![Vec::new(); impls.len()];
+        for _ in 0..o.rounds {
+            for (imp, runs) in impls.iter().zip(&mut rounds) {
+                let meter = Meter::new(sim);
+                let costs = rt.block_on(async {
+                    match imp {
+                        Impl::Ours => {
+                            let (op, counting) = ours::operator(&ours_dir, &meter)?;
+                            ours::read_steps(&op, &meter, &counting, &options).await
+                        }
+                        Impl::Peer => {
+                            peer::read_steps(&peer::store(&peer_dir, &meter)?, &meter).await
+                        }
+                        Impl::Zarr => zarr::read_steps(&zarr_dir, &meter).await,
                     }
-                    Impl::Peer => peer::read_steps(&peer::store(&peer_dir, &meter)?, &meter).await,
-                    Impl::Zarr => zarr::read_steps(&zarr_dir, &meter).await,
-                }
-            })?;
-            columns.push((*imp, costs));
+                })?;
+                runs.push(costs);
+            }
         }
+        let columns: Vec<(Impl, Costs)> = impls
+            .iter()
+            .zip(&rounds)
+            .map(|(imp, runs)| (*imp, measure::median_costs(runs)))
+            .collect();
         let rows = report::read_rows(sim, &columns, &floors);
         report::print_reads(store, sim, &rows);
 
@@ -661,25 +680,33 @@ async fn http_reads(
         bandwidth: None,
     };
     let options = o.split.options(Simulation::default());
-    let mut columns: Vec<(Impl, Costs)> = Vec::new();
-    for imp in impls {
-        let meter = Meter::default();
-        let costs = match imp {
-            Impl::Ours => {
-                let counting = atlas_io::CountingLayer::new();
-                let op = http
-                    .raw_operator("ours")?
-                    .layer(counting.clone())
-                    .layer(meter::MeterLayer::new(meter.clone()));
-                ours::read_steps(&op, &meter, &counting, &options).await?
-            }
-            Impl::Peer => peer::read_steps(&http.object_store("peer", &meter)?, &meter).await?,
-            Impl::Zarr => {
-                zarr::read_steps_on(&zarr::store_on(http.operator("zarr", &meter)?), &meter).await?
-            }
-        };
-        columns.push((*imp, costs));
+    let mut rounds: Vec<Vec<Costs>> = vec![Vec::new(); impls.len()];
+    for _ in 0..o.rounds {
+        for (imp, runs) in impls.iter().zip(&mut rounds) {
+            let meter = Meter::default();
+            let costs = match imp {
+                Impl::Ours => {
+                    let counting = atlas_io::CountingLayer::new();
+                    let op = http
+                        .raw_operator("ours")?
+                        .layer(counting.clone())
+                        .layer(meter::MeterLayer::new(meter.clone()));
+                    ours::read_steps(&op, &meter, &counting, &options).await?
+                }
+                Impl::Peer => peer::read_steps(&http.object_store("peer", &meter)?, &meter).await?,
+                Impl::Zarr => {
+                    let store = zarr::store_on(http.operator("zarr", &meter)?);
+                    zarr::read_steps_on(&store, &meter).await?
+                }
+            };
+            runs.push(costs);
+        }
     }
+    let columns: Vec<(Impl, Costs)> = impls
+        .iter()
+        .zip(&rounds)
+        .map(|(imp, runs)| (*imp, measure::median_costs(runs)))
+        .collect();
     let store = format!(
         "S3 over HTTP (in-process s3s server behind a proxy holding each GET {} ms)",
         delay.as_millis()

@@ -116,7 +116,60 @@ pub async fn measure<T>(meter: &Meter, f: impl Future<Output = Result<T>>) -> Re
 /// The steps one implementation ran, in order.
 pub type Costs = Vec<(Step, Cost)>;
 
+/// Each step's median round of `rounds` (each a run of the same steps in the
+/// same order): the round whose wall time is the median for that step, its
+/// I/O with it. An even count takes the lower middle. Steps missing from a
+/// round are left out.
+pub fn median_costs(rounds: &[Costs]) -> Costs {
+    let Some(first) = rounds.first() else {
+        return Costs::new();
+    };
+    first
+        .iter()
+        .map(|(step, _)| {
+            let mut seen: Vec<Cost> = rounds
+                .iter()
+                .filter_map(|r| r.iter().find(|(s, _)| s == step).map(|(_, c)| *c))
+                .collect();
+            seen.sort_by_key(|c| c.wall);
+            let mid = seen.len().saturating_sub(1) / 2;
+            (*step, seen.get(mid).copied().unwrap_or_default())
+        })
+        .collect()
+}
+
 /// The dataset the single-dataset steps read: the middle one.
 pub fn probe_index(datasets: usize) -> usize {
     datasets / 2
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cost(ms: u64, requests: u64) -> Cost {
+        Cost {
+            wall: Duration::from_millis(ms),
+            io: Reading {
+                reads: requests,
+                ..Reading::default()
+            },
+        }
+    }
+
+    #[test]
+    fn each_step_reports_its_median_round_with_that_rounds_io() {
+        let rounds = vec![
+            vec![(Step::Open, cost(9, 1)), (Step::Sweep, cost(40, 5))],
+            vec![(Step::Open, cost(3, 2)), (Step::Sweep, cost(90, 6))],
+            vec![(Step::Open, cost(5, 3)), (Step::Sweep, cost(50, 7))],
+        ];
+        let median = median_costs(&rounds);
+        assert_eq!(
+            median,
+            vec![(Step::Open, cost(5, 3)), (Step::Sweep, cost(50, 7))]
+        );
+        assert_eq!(median_costs(&rounds[..2])[0], (Step::Open, cost(3, 2)));
+        assert!(median_costs(&[]).is_empty());
+    }
 }

@@ -240,7 +240,7 @@ pub fn print_reads(store: &str, sim: Simulation, rows: &[ReadRow]) {
     };
     println!("\n## Reads: {store}{how}\n");
     println!(
-        "Each cell: wall time · requests (GET + HEAD) · bytes read · round trips on the critical path.\n"
+        "Each cell: wall time (the median round of `--rounds`) · requests (GET + HEAD) · bytes read · round trips on the critical path.\n"
     );
     let columns: Vec<Impl> = rows
         .first()
@@ -367,6 +367,8 @@ pub struct Report {
     pub cores: usize,
     /// Whether this was a `--quick` run.
     pub quick: bool,
+    /// Rounds of read steps per implementation; each step is its median round.
+    pub rounds: usize,
     /// The cross-read checks: what, datasets read, whether values were equal.
     pub cross_read: Vec<(String, usize, bool)>,
     /// The writes, profiles then tiny datasets.
@@ -474,6 +476,7 @@ impl Report {
             "tiny": self.tiny,
             "cores": self.cores,
             "quick": self.quick,
+            "rounds": self.rounds,
             "floor_concurrency": FLOOR_CONCURRENCY,
             "cross_read": self.cross_read.iter().map(|(what, datasets, equal)| json!({
                 "what": what, "datasets": datasets, "values_equal": equal,
@@ -534,6 +537,7 @@ mod tests {
             tiny: 10,
             cores: 2,
             quick: true,
+            rounds: 3,
             cross_read: vec![("ours reads ours".into(), 30, true)],
             writes: vec![WriteRow {
                 imp: Impl::Ours,
@@ -556,6 +560,7 @@ mod tests {
         };
         let v = report.to_json();
         assert_eq!(v["profiles"], 30);
+        assert_eq!(v["rounds"], 3);
         assert_eq!(v["writes"][0]["implementation"], "ours");
         assert_eq!(v["writes"][0]["seconds"], 1.5);
         assert_eq!(v["writes"][0]["peak_rss_kib"], 2048);
