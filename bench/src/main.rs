@@ -570,32 +570,18 @@ fn run(o: &Options) -> Result {
     for (store, sim) in stores {
         eprintln!("reading ({store})");
         let options = o.split.options(sim);
-        // Rounds alternate between the implementations, so a slow moment
-        // of the machine falls on all of them; each step reports its median.
-        let mut rounds: Vec<Vec<Costs>> = vec![Vec::new(); impls.len()];
-        for _ in 0..o.rounds {
-            for (imp, runs) in impls.iter().zip(&mut rounds) {
-                let meter = Meter::new(sim);
-                let costs = rt.block_on(async {
-                    match imp {
-                        Impl::Ours => {
-                            let (op, counting) = ours::operator(&ours_dir, &meter)?;
-                            ours::read_steps(&op, &meter, &counting, &options).await
-                        }
-                        Impl::Peer => {
-                            peer::read_steps(&peer::store(&peer_dir, &meter)?, &meter).await
-                        }
-                        Impl::Zarr => zarr::read_steps(&zarr_dir, &meter).await,
-                    }
-                })?;
-                runs.push(costs);
+        let (ours_dir, peer_dir, zarr_dir, options) = (&ours_dir, &peer_dir, &zarr_dir, &options);
+        let columns = rt.block_on(in_rounds(o.rounds, &impls, |imp| async move {
+            let meter = Meter::new(sim);
+            match imp {
+                Impl::Ours => {
+                    let (op, counting) = ours::operator(ours_dir, &meter)?;
+                    ours::read_steps(&op, &meter, &counting, options).await
+                }
+                Impl::Peer => peer::read_steps(&peer::store(peer_dir, &meter)?, &meter).await,
+                Impl::Zarr => zarr::read_steps(zarr_dir, &meter).await,
             }
-        }
-        let columns: Vec<(Impl, Costs)> = impls
-            .iter()
-            .zip(&rounds)
-            .map(|(imp, runs)| (*imp, measure::median_costs(runs)))
-            .collect();
+        }))?;
         let rows = report::read_rows(sim, &columns, &floors);
         report::print_reads(store, sim, &rows);
 
@@ -611,7 +597,7 @@ fn run(o: &Options) -> Result {
                     match imp {
                         Impl::Ours => {
                             let (op, _) = ours::operator(&d, &meter)?;
-                            measure::measure(&meter, ours::open(&op, &options)).await
+                            measure::measure(&meter, ours::open(&op, options)).await
                         }
                         _ => {
                             let store = peer::store(&d, &meter)?;
@@ -680,33 +666,26 @@ async fn http_reads(
         bandwidth: None,
     };
     let options = o.split.options(Simulation::default());
-    let mut rounds: Vec<Vec<Costs>> = vec![Vec::new(); impls.len()];
-    for _ in 0..o.rounds {
-        for (imp, runs) in impls.iter().zip(&mut rounds) {
-            let meter = Meter::default();
-            let costs = match imp {
-                Impl::Ours => {
-                    let counting = atlas_io::CountingLayer::new();
-                    let op = http
-                        .raw_operator("ours")?
-                        .layer(counting.clone())
-                        .layer(meter::MeterLayer::new(meter.clone()));
-                    ours::read_steps(&op, &meter, &counting, &options).await?
-                }
-                Impl::Peer => peer::read_steps(&http.object_store("peer", &meter)?, &meter).await?,
-                Impl::Zarr => {
-                    let store = zarr::store_on(http.operator("zarr", &meter)?);
-                    zarr::read_steps_on(&store, &meter).await?
-                }
-            };
-            runs.push(costs);
+    let (http, options) = (&http, &options);
+    let columns = in_rounds(o.rounds, impls, |imp| async move {
+        let meter = Meter::default();
+        match imp {
+            Impl::Ours => {
+                let counting = atlas_io::CountingLayer::new();
+                let op = http
+                    .raw_operator("ours")?
+                    .layer(counting.clone())
+                    .layer(meter::MeterLayer::new(meter.clone()));
+                ours::read_steps(&op, &meter, &counting, options).await
+            }
+            Impl::Peer => peer::read_steps(&http.object_store("peer", &meter)?, &meter).await,
+            Impl::Zarr => {
+                let store = zarr::store_on(http.operator("zarr", &meter)?);
+                zarr::read_steps_on(&store, &meter).await
+            }
         }
-    }
-    let columns: Vec<(Impl, Costs)> = impls
-        .iter()
-        .zip(&rounds)
-        .map(|(imp, runs)| (*imp, measure::median_costs(runs)))
-        .collect();
+    })
+    .await?;
     let store = format!(
         "S3 over HTTP (in-process s3s server behind a proxy holding each GET {} ms)",
         delay.as_millis()
@@ -720,6 +699,31 @@ async fn http_reads(
         reads: rows,
         tiny: Vec::new(),
     })
+}
+
+/// Every implementation's read `steps`, `rounds` times over, the
+/// implementations taking turns so that a slow moment of the machine falls
+/// on all of them; each step reports its median round.
+async fn in_rounds<F, Fut>(
+    rounds: usize,
+    impls: &[Impl],
+    mut steps: F,
+) -> Result<Vec<(Impl, Costs)>>
+where
+    F: FnMut(Impl) -> Fut,
+    Fut: std::future::Future<Output = Result<Costs>>,
+{
+    let mut runs: Vec<Vec<Costs>> = vec![Vec::new(); impls.len()];
+    for _ in 0..rounds {
+        for (imp, of_imp) in impls.iter().zip(&mut runs) {
+            of_imp.push(steps(*imp).await?);
+        }
+    }
+    Ok(impls
+        .iter()
+        .zip(&runs)
+        .map(|(imp, of_imp)| (*imp, measure::median_costs(of_imp)))
+        .collect())
 }
 
 fn main() -> ExitCode {
