@@ -123,6 +123,20 @@ impl Segment {
             })
     }
 
+    /// [`Segment::array`], looking first at footer position `hint`: where
+    /// the caller can guess the position (a dataset's ordinal, in a segment
+    /// written in ordinal order), one name comparison replaces a lookup in
+    /// the name index; a wrong or out-of-range guess costs that comparison.
+    pub fn array_near(&self, array: &str, hint: usize) -> Result<ArrayRef<'_>, SegmentError> {
+        match self.file.arrays().get(hint) {
+            Some(info) if info.name.as_str() == array => {
+                self.check(array)?;
+                Ok(ArrayRef { info })
+            }
+            _ => self.array(array),
+        }
+    }
+
     /// Why screening flagged array `array`, if it did.
     pub fn problem(&self, array: &str) -> Option<&ArrayProblem> {
         self.problems.get(array)
@@ -180,7 +194,19 @@ impl Segment {
         origin: &[u64],
         extent: &[u64],
     ) -> Result<ArrayD<T>, SegmentError> {
-        let found = self.array(array)?;
+        self.read_found(self.array(array)?, origin, extent).await
+    }
+
+    /// [`Segment::read`] of an array already found in this segment (by
+    /// [`Segment::array`] or [`Segment::array_near`]), without looking its
+    /// name up again.
+    pub async fn read_found<T: Element>(
+        &self,
+        found: ArrayRef<'_>,
+        origin: &[u64],
+        extent: &[u64],
+    ) -> Result<ArrayD<T>, SegmentError> {
+        let array = found.name();
         let stored = found.dtype();
         if stored != T::ATLAS_DTYPE {
             return Err(SegmentError::DTypeMismatch {
@@ -229,10 +255,22 @@ impl Segment {
         origin: &[u64],
         extent: &[u64],
     ) -> Result<ArrayData, SegmentError> {
-        let dtype = self.array(array)?.dtype();
+        self.read_any_found(self.array(array)?, origin, extent)
+            .await
+    }
+
+    /// [`Segment::read_any`] of an array already found in this segment,
+    /// without looking its name up again.
+    pub async fn read_any_found(
+        &self,
+        found: ArrayRef<'_>,
+        origin: &[u64],
+        extent: &[u64],
+    ) -> Result<ArrayData, SegmentError> {
+        let (array, dtype) = (found.name(), found.dtype());
         macro_rules! read {
             ($variant:ident, $t:ty) => {
-                ArrayData::$variant(self.read::<$t>(array, origin, extent).await?)
+                ArrayData::$variant(self.read_found::<$t>(found, origin, extent).await?)
             };
         }
         Ok(match dtype {

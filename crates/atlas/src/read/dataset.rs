@@ -150,7 +150,9 @@ impl Dataset {
 
     /// The segment's record of this dataset's `array`, checked against the footer.
     fn info<'s>(&self, meta: &ArrayMeta<'_>, segment: &'s Segment) -> Result<ArrayRef<'s>> {
-        let info = segment.array(&self.name)?;
+        // Written from one task, a segment holds its datasets in ordinal order.
+        let hint = usize::try_from(self.ordinal).unwrap_or(usize::MAX);
+        let info = segment.array_near(&self.name, hint)?;
         check_dtype(meta.name(), meta.dtype(), &info.dtype(), &self.name)?;
         Ok(info)
     }
@@ -269,9 +271,9 @@ impl Dataset {
             });
         }
         let segment = self.segment_for(array, true).await?;
-        let resolved = self.checked_region::<T>(&meta, &segment, &region.into())?;
+        let (resolved, info) = self.checked_region::<T>(&meta, &segment, &region.into())?;
         let data = segment
-            .read::<T>(&self.name, &resolved.origin, &resolved.extent)
+            .read_found::<T>(info, &resolved.origin, &resolved.extent)
             .await?;
         data.into_shape_with_order(ndarray::IxDyn(&resolved.shape))
             .map_err(|e| AtlasError::corrupt(format!("{array:?} read back in another shape: {e}")))
@@ -287,10 +289,9 @@ impl Dataset {
         self.ensure_live()?;
         let meta = self.declared(array)?;
         let segment = self.segment_for(array, true).await?;
-        let resolved = self.checked_region::<u64>(&meta, &segment, &region.into())?;
-        let info = self.info(&meta, &segment)?;
+        let (resolved, info) = self.checked_region::<u64>(&meta, &segment, &region.into())?;
         let data = segment
-            .read_any(&self.name, &resolved.origin, &resolved.extent)
+            .read_any_found(info, &resolved.origin, &resolved.extent)
             .await?
             .into_shape(&resolved.shape)
             .ok_or_else(|| AtlasError::corrupt(format!("{array:?} read back in another shape")))?;
@@ -310,12 +311,12 @@ impl Dataset {
 
     /// Checks a region against the array's shape and the read budget. `T`
     /// sizes the elements (8 bytes for an untyped read).
-    fn checked_region<T>(
+    fn checked_region<'s, T>(
         &self,
         meta: &ArrayMeta<'_>,
-        segment: &Segment,
+        segment: &'s Segment,
         region: &Region,
-    ) -> Result<Resolved> {
+    ) -> Result<(Resolved, ArrayRef<'s>)> {
         let array = meta.name();
         let info = self.info(meta, segment)?;
         let resolved = region.resolve(array, info.shape())?;
@@ -338,7 +339,7 @@ impl Dataset {
                 ),
             ));
         }
-        Ok(resolved)
+        Ok((resolved, info))
     }
 
     async fn datasets_segment(&self) -> Result<Arc<Segment>> {
