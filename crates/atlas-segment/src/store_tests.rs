@@ -415,16 +415,7 @@ async fn walking_the_data_region_in_order_reads_ahead_in_a_few_requests_and_neve
 {
     let (data, block) = (20 * 1024 * 1024, 400 * 1024);
     let (store, layer, seg) = store_with_data_region(data, 3000).await;
-    let mut at = 0;
-    while at < data {
-        let end = (at + block).min(data);
-        let got = store
-            .get_range(&segment_path(0), at as u64..end as u64)
-            .await
-            .unwrap();
-        assert_eq!(&got[..], &seg[at..end], "bytes {at}..{end}");
-        at = end;
-    }
+    walk(&store, &seg, data, block).await;
     let log = layer.stats().read_log();
     // The first block alone; then windows of 4, 8 and 16 MiB (the last cut
     // at the footer), each sent as the block asked for (the first window
@@ -466,16 +457,7 @@ async fn read_ahead_windows_stay_whole_when_reads_are_not_split() {
     let (data, block) = (20 * 1024 * 1024, 400 * 1024);
     let (store, layer, seg) = store_with_data_region(data, 3000).await;
     let store = store.with_read_parallelism(atlas_io::ReadParallelism::single());
-    let mut at = 0;
-    while at < data {
-        let end = (at + block).min(data);
-        let got = store
-            .get_range(&segment_path(0), at as u64..end as u64)
-            .await
-            .unwrap();
-        assert_eq!(&got[..], &seg[at..end], "bytes {at}..{end}");
-        at = end;
-    }
+    walk(&store, &seg, data, block).await;
     let log = layer.stats().read_log();
     // The first block alone, then windows of 4, 8 and 16 MiB, one GET each.
     assert_eq!(log.len(), 4, "{log:?}");

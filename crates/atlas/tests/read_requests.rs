@@ -380,7 +380,12 @@ async fn the_first_use_of_a_segment_reads_its_footer_in_parts_and_nothing_else()
 #[tokio::test]
 async fn one_array_of_a_segment_with_a_large_footer_costs_a_few_small_reads() {
     let n = 10_000;
-    let (atlas, stats, footer, _) = uniform_with_footer_of_v(n).await;
+    let UniformV {
+        atlas,
+        stats,
+        footer,
+        ..
+    } = uniform_with_footer_of_v(n).await;
     assert!(footer > 1024 * 1024, "footer of {footer} bytes");
     stats.reset();
     for i in [0, 4321, n - 1] {
@@ -438,7 +443,13 @@ async fn one_array_of_a_segment_with_a_large_footer_costs_a_few_small_reads() {
 #[tokio::test]
 async fn statistics_layouts_and_attributes_across_10_000_datasets_open_one_segment() {
     let n = 10_000;
-    let (atlas, stats, footer_v, op) = uniform_with_footer_of_v(n).await;
+    let UniformV {
+        atlas,
+        stats,
+        footer: footer_v,
+        op,
+        ..
+    } = uniform_with_footer_of_v(n).await;
     let d = atlas
         .segments()
         .into_iter()
@@ -775,7 +786,12 @@ async fn sweeping_a_variable_over_many_blocks_costs_a_few_reads_not_one_per_bloc
 #[tokio::test]
 async fn statistics_come_from_the_footer_alone_and_the_open_after_them_reads_nothing_again() {
     let n = 10_000;
-    let (atlas, stats, footer, _) = uniform_with_footer_of_v(n).await;
+    let UniformV {
+        atlas,
+        stats,
+        footer,
+        ..
+    } = uniform_with_footer_of_v(n).await;
     stats.reset();
 
     let folded = atlas.array_stats("v").await.unwrap().unwrap();
@@ -871,30 +887,19 @@ async fn blocks_by_dataset_come_from_the_footer_alone_and_group_neighbours() {
     assert_eq!(stats.snapshot().reads, 0);
 }
 
-/// `uniform_collection(n)` opened over a counting memory store, and the size
-/// of its `v` segment's footer.
-async fn uniform_with_footer_of_v(
-    n: usize,
-) -> (Atlas, atlas_io::RequestStats, u64, opendal::Operator) {
-    let (op, stats, _) = counted_memory();
-    op.write("data.atlas", uniform_collection(n).await)
-        .await
-        .unwrap();
-    let atlas = Atlas::open((op.clone(), ""), &atlas::OpenOptions::default())
-        .await
-        .unwrap();
-    let v = atlas
-        .segments()
-        .into_iter()
-        .find(|v| v.name == "v")
-        .unwrap();
-    let footer = segment_footer_bytes(&op, "data.atlas", v.offset, v.len).await;
-    (atlas, stats, footer, op)
+/// `uniform_collection(n)` opened over a counting memory store.
+struct UniformV {
+    atlas: Atlas,
+    stats: atlas_io::RequestStats,
+    faults: atlas_io::Faults,
+    op: opendal::Operator,
+    /// The `v` segment.
+    v: atlas::SegmentInfo,
+    /// Bytes of the `v` segment's footer with its trailer.
+    footer: u64,
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn read_many_reads_the_data_front_together_with_the_rest_of_the_footer() {
-    let n = 10_000;
+async fn uniform_with_footer_of_v(n: usize) -> UniformV {
     let (op, stats, faults) = counted_memory();
     op.write("data.atlas", uniform_collection(n).await)
         .await
@@ -908,6 +913,27 @@ async fn read_many_reads_the_data_front_together_with_the_rest_of_the_footer() {
         .find(|v| v.name == "v")
         .unwrap();
     let footer = segment_footer_bytes(&op, "data.atlas", v.offset, v.len).await;
+    UniformV {
+        atlas,
+        stats,
+        faults,
+        op,
+        v,
+        footer,
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn read_many_reads_the_data_front_together_with_the_rest_of_the_footer() {
+    let n = 10_000;
+    let UniformV {
+        atlas,
+        stats,
+        faults,
+        v,
+        footer,
+        ..
+    } = uniform_with_footer_of_v(n).await;
     assert!(footer > atlas_segment::DEFAULT_PREFETCH, "{footer}");
     let data = v.len - footer;
     stats.reset();
