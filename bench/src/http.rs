@@ -84,7 +84,7 @@ impl HttpStore {
 }
 
 /// An S3 operator on the in-process server's bucket at `endpoint`, under `root`.
-fn s3_operator(endpoint: &str, root: &str) -> Result<Operator> {
+pub(crate) fn s3_operator(endpoint: &str, root: &str) -> Result<Operator> {
     // Our facade installs OpenDAL's HTTP transport on open; the peers and
     // the upload do not go through it.
     atlas_io::install_http_transport();

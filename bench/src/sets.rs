@@ -597,20 +597,6 @@ async fn append_cost(op: &Operator, meter: &Meter, members: usize) -> Result<App
     Ok(AppendCost { io, outcome, wall })
 }
 
-/// The S3 operator on the in-process server's bucket under `root`, metered.
-fn s3_operator(server: &atlas_testkit::S3Server, root: &str, meter: &Meter) -> Result<Operator> {
-    let builder = opendal::services::S3::default()
-        .bucket(atlas_testkit::BUCKET)
-        .endpoint(server.endpoint())
-        .region(atlas_testkit::REGION)
-        .access_key_id(atlas_testkit::ACCESS_KEY)
-        .secret_access_key(atlas_testkit::SECRET_KEY)
-        .root(root)
-        .disable_config_load()
-        .disable_ec2_metadata();
-    Ok(Operator::new(builder)?.layer(MeterLayer::new(meter.clone())))
-}
-
 /// Runs the three parts and prints their tables.
 pub fn run(o: &SetsOptions) -> Result {
     std::fs::create_dir_all(&o.work)?;
@@ -667,7 +653,8 @@ pub fn run(o: &SetsOptions) -> Result {
     let server = atlas_testkit::S3Server::start();
     let meter = Meter::default();
     let s3 = rt.block_on(append_cost(
-        &s3_operator(&server, "/append/", &meter)?,
+        &crate::http::s3_operator(server.endpoint(), "/append/")?
+            .layer(MeterLayer::new(meter.clone())),
         &meter,
         members,
     ))?;
