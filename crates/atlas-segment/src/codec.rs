@@ -1,4 +1,4 @@
-//! The block codecs a writer hands to array-format.
+//! The block codecs a segment writer compresses with.
 //!
 //! [`Codec::Lz4`] and [`Codec::Uncompressed`] are array-format's own
 //! `Lz4Codec` and `NoCompression`. [`Codec::Zstd`] is [`ParallelZstd`]: the
@@ -6,11 +6,11 @@
 //! reader decodes it with array-format's `decompress_by_id` (which calls
 //! `zstd::bulk::decompress`), but a block of [`MT_MIN_BLOCK`] bytes or more is
 //! compressed by several zstd worker threads (zstdmt). A block is compressed
-//! while its variable's lock is held (array-format compresses inside
-//! `write_array` when a block fills), so this is what lets a collection with
-//! one big variable use more than one core.
+//! while its variable's lock is held (the segment writer compresses a block
+//! as the chunk that fills it is written), so this is what lets a collection
+//! with one big variable use more than one core.
 
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use array_format::block::CodecId;
 use array_format::{CompressionCodec, Error as AfError, Lz4Codec, NoCompression, ZstdCodec};
@@ -99,30 +99,17 @@ impl CompressionCodec for ParallelZstd {
     }
 }
 
-/// A fresh array-format writer for one variable, with the configured codec.
-pub(crate) fn new_array_writer(config: &WriteOptions) -> array_format::ArrayWriter {
-    let block_target_size = config.block_target_size;
+/// The block codec a segment writer compresses with, from its options.
+pub(crate) fn block_codec(config: &WriteOptions) -> Arc<dyn CompressionCodec> {
     match config.codec {
         Codec::Zstd if config.parallel_zstd => {
-            array_format::ArrayWriter::new(array_format::WriterConfig {
-                codec: ParallelZstd::with_available_parallelism(config.zstd_level),
-                block_target_size,
-            })
+            Arc::new(ParallelZstd::with_available_parallelism(config.zstd_level))
         }
-        Codec::Zstd => array_format::ArrayWriter::new(array_format::WriterConfig {
-            codec: ZstdCodec {
-                level: config.zstd_level,
-            },
-            block_target_size,
+        Codec::Zstd => Arc::new(ZstdCodec {
+            level: config.zstd_level,
         }),
-        Codec::Lz4 => array_format::ArrayWriter::new(array_format::WriterConfig {
-            codec: Lz4Codec,
-            block_target_size,
-        }),
-        Codec::Uncompressed => array_format::ArrayWriter::new(array_format::WriterConfig {
-            codec: NoCompression,
-            block_target_size,
-        }),
+        Codec::Lz4 => Arc::new(Lz4Codec),
+        Codec::Uncompressed => Arc::new(NoCompression),
     }
 }
 

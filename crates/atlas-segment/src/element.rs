@@ -1,9 +1,12 @@
 //! The element types an array can hold.
 
-use array_format::{ArrayElement, TimestampNs};
+use array_format::{ArrayElement, FillValue as StoredFill, StatValue, TimestampNs};
 use atlas_format::DType;
-use ndarray::{ArrayD, ArrayViewD};
+use ndarray::ArrayD;
+#[cfg(test)]
+use ndarray::ArrayViewD;
 
+use crate::pack::{ChunkStats, PackError, chunk_stats, pack_variable};
 use crate::value::{FillValue, Timestamp, fill_to_stored};
 
 /// A Rust type that can be an array element: the integers, `f32`, `f64`,
@@ -44,41 +47,122 @@ pub(crate) mod sealed {
         type Stored: ArrayElement;
         /// An array read back, as this type.
         fn from_stored(a: ArrayD<Self::Stored>) -> ArrayD<Self>;
-        /// Calls `f` with `view` as array-format's type.
+        /// Calls `f` with `view` as array-format's type (the tests write the
+        /// same arrays through array-format's own writer).
+        #[cfg(test)]
         fn with_stored<R>(
             view: ArrayViewD<'_, Self>,
             f: impl FnOnce(ArrayViewD<'_, Self::Stored>) -> R,
         ) -> R;
+        /// Appends `values`, one chunk, to `out` encoded as array-format
+        /// encodes them, and returns their statistics as it computes them
+        /// (nulls counted against `fill` converted to this type).
+        fn pack(
+            values: &[Self],
+            fill: Option<&StoredFill>,
+            out: &mut Vec<u8>,
+        ) -> Result<ChunkStats, PackError>;
     }
 }
 
+/// A fixed-width chunk: the values' bytes in native order (what
+/// array-format copies), and their statistics.
+macro_rules! pack_fixed {
+    ($values:ident, $out:ident, $fill:expr, $lt:expr, $stat:expr) => {{
+        $out.reserve(std::mem::size_of_val($values));
+        for v in $values {
+            $out.extend_from_slice(&v.to_ne_bytes());
+        }
+        let fill = $fill;
+        Ok(chunk_stats($values, |v| fill == Some(v), $lt, $stat))
+    }};
+}
+
 macro_rules! same_stored {
-    ($($ty:ty),*) => {$(
+    ($($ty:ty => $pack:ident),* $(,)?) => {$(
         impl sealed::Sealed for $ty {
             type Stored = $ty;
             fn from_stored(a: ArrayD<Self>) -> ArrayD<Self> {
                 a
             }
+            #[cfg(test)]
             fn with_stored<R>(view: ArrayViewD<'_, Self>, f: impl FnOnce(ArrayViewD<'_, Self>) -> R) -> R {
                 f(view)
             }
+            fn pack(
+                values: &[Self],
+                fill: Option<&StoredFill>,
+                out: &mut Vec<u8>,
+            ) -> Result<ChunkStats, PackError> {
+                same_stored!(@$pack $ty, values, fill, out)
+            }
         }
     )*};
+    (@signed $ty:ty, $values:ident, $fill:ident, $out:ident) => {
+        pack_fixed!(
+            $values,
+            $out,
+            match $fill {
+                Some(StoredFill::Int(v)) => Some(*v as $ty),
+                Some(StoredFill::UInt(v)) => Some(*v as $ty),
+                _ => None,
+            },
+            |a: $ty, b: $ty| a < b,
+            |v: $ty| StatValue::Int(i64::from(v))
+        )
+    };
+    (@unsigned $ty:ty, $values:ident, $fill:ident, $out:ident) => {
+        pack_fixed!(
+            $values,
+            $out,
+            match $fill {
+                Some(StoredFill::UInt(v)) => Some(*v as $ty),
+                Some(StoredFill::Int(v)) => Some(*v as $ty),
+                _ => None,
+            },
+            |a: $ty, b: $ty| a < b,
+            |v: $ty| StatValue::UInt(u64::from(v))
+        )
+    };
+    (@float $ty:ty, $values:ident, $fill:ident, $out:ident) => {{
+        $out.reserve(std::mem::size_of_val($values));
+        for v in $values {
+            $out.extend_from_slice(&v.to_ne_bytes());
+        }
+        let fill: Option<$ty> = match $fill {
+            Some(StoredFill::Float(v)) => Some(*v as $ty),
+            _ => None,
+        };
+        let is_fill = |v: $ty| fill.is_some_and(|f| if f.is_nan() { v.is_nan() } else { v == f });
+        Ok(chunk_stats(
+            $values,
+            is_fill,
+            |a: $ty, b: $ty| a.total_cmp(&b).is_lt(),
+            |v: $ty| StatValue::Float(f64::from(v)),
+        ))
+    }};
+    (@variable $ty:ty, $values:ident, $fill:ident, $out:ident) => {{
+        let fill = match $fill {
+            Some(StoredFill::String(s)) => Some(s.as_bytes()),
+            _ => None,
+        };
+        pack_variable($values.iter().map(|v| AsRef::<[u8]>::as_ref(v)), fill, $out)
+    }};
 }
 
 same_stored!(
-    i8,
-    i16,
-    i32,
-    i64,
-    u8,
-    u16,
-    u32,
-    u64,
-    f32,
-    f64,
-    String,
-    Vec<u8>
+    i8 => signed,
+    i16 => signed,
+    i32 => signed,
+    i64 => signed,
+    u8 => unsigned,
+    u16 => unsigned,
+    u32 => unsigned,
+    u64 => unsigned,
+    f32 => float,
+    f64 => float,
+    String => variable,
+    Vec<u8> => variable,
 );
 
 macro_rules! elements {
@@ -121,12 +205,33 @@ impl sealed::Sealed for Timestamp {
     fn from_stored(a: ArrayD<TimestampNs>) -> ArrayD<Self> {
         a.mapv(|t| Timestamp(t.0))
     }
+    #[cfg(test)]
     fn with_stored<R>(
         view: ArrayViewD<'_, Self>,
         f: impl FnOnce(ArrayViewD<'_, TimestampNs>) -> R,
     ) -> R {
         let stored = view.mapv(|t| TimestampNs(t.0));
         f(stored.view())
+    }
+    fn pack(
+        values: &[Self],
+        fill: Option<&StoredFill>,
+        out: &mut Vec<u8>,
+    ) -> Result<ChunkStats, PackError> {
+        out.reserve(std::mem::size_of_val(values));
+        for v in values {
+            out.extend_from_slice(&v.0.to_ne_bytes());
+        }
+        let fill = match fill {
+            Some(StoredFill::TimestampNs(v) | StoredFill::Int(v)) => Some(*v),
+            _ => None,
+        };
+        Ok(chunk_stats(
+            values,
+            |v| fill == Some(v.0),
+            |a, b| a.0 < b.0,
+            |v| StatValue::TimestampNs(v.0),
+        ))
     }
 }
 

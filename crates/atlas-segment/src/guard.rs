@@ -33,8 +33,3 @@ fn describe(payload: Box<dyn std::any::Any + Send>) -> Panicked {
 pub(crate) async fn guarded<F: Future>(fut: F) -> Result<F::Output, Panicked> {
     AssertUnwindSafe(fut).catch_unwind().await.map_err(describe)
 }
-
-/// Runs a synchronous array-format call; a panic inside it becomes `Err`.
-pub(crate) fn guarded_sync<T>(f: impl FnOnce() -> T) -> Result<T, Panicked> {
-    std::panic::catch_unwind(AssertUnwindSafe(f)).map_err(describe)
-}

@@ -14,6 +14,8 @@
 //! - [`segment`]: [`Segment`] (one opened segment) and its views [`ArrayRef`]
 //!   and [`AttributeColumn`];
 //! - [`writer`]: [`SegmentWriter`] and the [`ContainerSink`] it appends to;
+//!   the file itself is built without array-format's writer, to the same
+//!   bytes (`pack`);
 //! - [`spool`]: segments finished into temporary storage ([`SpooledSegment`]),
 //!   so a commit finishes several at once and appends them in order;
 //! - [`screen`]: the footer screen and its typed findings;
@@ -47,6 +49,7 @@ pub mod error;
 mod guard;
 mod lookup;
 mod mirror;
+mod pack;
 mod read_ahead;
 pub mod screen;
 pub mod segment;
@@ -61,6 +64,8 @@ pub mod writer;
 
 #[cfg(test)]
 mod blocks_tests;
+#[cfg(test)]
+mod pack_tests;
 #[cfg(test)]
 mod sink_tests;
 #[cfg(test)]

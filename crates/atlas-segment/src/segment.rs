@@ -23,7 +23,6 @@ use crate::guard::guarded;
 use crate::screen::ArrayProblem;
 use crate::track::track_io;
 use crate::value::{ArrayStats, FillValue, dtype_from_stored, fill_from_stored, stats_from_stored};
-use crate::writer::to_usizes;
 
 /// One opened segment: its arrays' layouts, statistics and attributes in
 /// memory, their data on demand.
@@ -370,4 +369,16 @@ impl AttributeColumn<'_> {
     pub fn is_empty(&self) -> bool {
         self.cells.is_empty()
     }
+}
+
+/// `v` as `usize`s, or `InvalidRegion` naming `array` for a value that does not fit.
+fn to_usizes(v: &[u64], array: &str) -> Result<Vec<usize>, SegmentError> {
+    v.iter()
+        .map(|&x| {
+            usize::try_from(x).map_err(|_| SegmentError::InvalidRegion {
+                array: array.to_owned(),
+                what: format!("{x} does not fit in memory"),
+            })
+        })
+        .collect()
 }

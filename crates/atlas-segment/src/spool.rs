@@ -1,13 +1,13 @@
 //! Segments finished into temporary storage, so that a commit can finish
 //! several at once and still append them to the container in order.
 //!
-//! array-format's `ArrayWriter::finish` builds and serialises a segment's
-//! footer (most of a commit's CPU time) and then writes the segment through
-//! an `object_store::ObjectStore`. The container sink accepts one segment at
+//! Finishing a segment compresses its last block and builds and archives its
+//! footer (most of a commit's CPU time), then writes the segment through an
+//! `object_store::ObjectStore`. The container sink accepts one segment at
 //! a time, so finishing straight into it serialises the footers one after
 //! another. [`SegmentWriter::finish_spooled`](crate::SegmentWriter::finish_spooled)
-//! finishes into a [`SpoolStore`] instead: a single `put` (what array-format's
-//! buffered writer does for a segment under its 10 MiB buffer) stays in memory
+//! finishes into a [`SpoolStore`] instead: a single `put` (what the segment
+//! writer's buffered upload does for a segment under its 8 MiB buffer) stays in memory
 //! as the bytes it already is, a multipart upload goes to an anonymous
 //! temporary file, so memory does not grow by the segments' data. The
 //! resulting [`SpooledSegment`] is then appended to the container with

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use array_format::ArrayWriter;
+use array_format::ArrayElement;
 use atlas_format::Codec;
 use atlas_io::{IoError, IoErrorKind};
 use bytes::Bytes;
@@ -12,13 +12,13 @@ use ndarray::ArrayViewD;
 use object_store::ObjectStore;
 
 use crate::attr::Attr;
-use crate::codec::new_array_writer;
+use crate::codec::block_codec;
 use crate::element::{Element, sealed::Sealed};
 use crate::error::SegmentError;
-use crate::guard::{guarded, guarded_sync};
+use crate::pack::{Pack, PackError};
 use crate::sink::{SinkStore, WrittenSegment};
 use crate::spool::{SpoolStore, SpooledSegment};
-use crate::value::{FillValue, fill_to_stored};
+use crate::value::{FillValue, dtype_from_stored, fill_to_stored};
 
 /// Raw bytes packed into one block before it is compressed, by default (8 MiB).
 pub const DEFAULT_BLOCK_TARGET_SIZE: usize = array_format::DEFAULT_BLOCK_TARGET_SIZE;
@@ -141,9 +141,11 @@ impl ContainerSink {
 
 /// One segment under construction: arrays defined, written and given
 /// attributes, then appended to a container with [`SegmentWriter::finish`].
+/// Each write is one whole chunk; blocks spill to a temporary file as they
+/// fill. The bytes are array-format's, built without its writer (`pack`).
 pub struct SegmentWriter {
     name: String,
-    inner: ArrayWriter,
+    inner: Pack,
 }
 
 impl std::fmt::Debug for SegmentWriter {
@@ -154,33 +156,12 @@ impl std::fmt::Debug for SegmentWriter {
     }
 }
 
-/// `v` as `usize`s, or `InvalidRegion` naming `array` for a value that does not fit.
-pub(crate) fn to_usizes(v: &[u64], array: &str) -> Result<Vec<usize>, SegmentError> {
-    v.iter()
-        .map(|&x| {
-            usize::try_from(x).map_err(|_| SegmentError::InvalidRegion {
-                array: array.to_owned(),
-                what: format!("{x} does not fit in memory"),
-            })
-        })
-        .collect()
-}
-
 impl SegmentWriter {
     /// A writer for the segment called `name` (used in errors).
     pub fn new(name: &str, options: &WriteOptions) -> Result<Self, SegmentError> {
-        // array-format `expect`s on creating its block temp file.
-        let inner = guarded_sync(|| new_array_writer(options)).map_err(|p| {
-            SegmentError::Io(IoError::new(
-                IoErrorKind::Other,
-                "write",
-                "block temp file",
-                p.to_string(),
-            ))
-        })?;
         Ok(Self {
             name: name.to_owned(),
-            inner,
+            inner: Pack::new(block_codec(options), options.block_target_size),
         })
     }
 
@@ -189,30 +170,28 @@ impl SegmentWriter {
         &self.name
     }
 
-    fn refused(&self, array: &str, e: array_format::Error) -> SegmentError {
+    fn refused(&self, array: &str, e: PackError) -> SegmentError {
+        let array = array.to_owned();
         match e {
-            array_format::Error::Io(io) => SegmentError::Io(IoError::new(
+            PackError::Unknown => SegmentError::InvalidRegion {
+                array,
+                what: format!("not defined in segment {:?}", self.name),
+            },
+            PackError::Exists => SegmentError::InvalidRegion {
+                array,
+                what: format!("already defined in segment {:?}", self.name),
+            },
+            PackError::DType(stored, requested) => SegmentError::DTypeMismatch {
+                array,
+                stored: dtype_from_stored(&stored),
+                requested: dtype_from_stored(&requested),
+            },
+            PackError::Region(what) => SegmentError::InvalidRegion { array, what },
+            PackError::Io(what) => SegmentError::Io(IoError::new(
                 IoErrorKind::Other,
                 "write",
-                "block temp file",
-                format!("segment {:?}, array {array:?}: {io}", self.name),
-            )),
-            other => SegmentError::corrupt(&self.name, Some(array), other.to_string()),
-        }
-    }
-
-    fn run<R>(
-        &mut self,
-        array: &str,
-        f: impl FnOnce(&mut ArrayWriter) -> array_format::Result<R>,
-    ) -> Result<R, SegmentError> {
-        match guarded_sync(|| f(&mut self.inner)) {
-            Ok(Ok(r)) => Ok(r),
-            Ok(Err(e)) => Err(self.refused(array, e)),
-            Err(p) => Err(SegmentError::corrupt(
-                &self.name,
-                Some(array),
-                p.to_string(),
+                "segment",
+                format!("segment {:?}, array {array:?}: {what}", self.name),
             )),
         }
     }
@@ -227,31 +206,30 @@ impl SegmentWriter {
         chunk_shape: Option<&[u64]>,
         fill: Option<&FillValue>,
     ) -> Result<(), SegmentError> {
-        let shape = to_usizes(shape, array)?;
-        let chunk_shape = chunk_shape.map(|c| to_usizes(c, array)).transpose()?;
-        let fill = fill.map(fill_to_stored);
-        self.run(array, |w| {
-            w.define_array::<<T as Sealed>::Stored>(
+        let dtype = <<T as Sealed>::Stored as ArrayElement>::DTYPE;
+        self.inner
+            .define(
                 array,
+                dtype,
                 dimension_names,
                 shape,
                 chunk_shape,
-                fill,
+                fill.map(fill_to_stored),
             )
-        })
+            .map_err(|e| self.refused(array, e))
     }
 
-    /// Writes `data` into `array` with its first element at `origin`.
+    /// Writes `data`, one whole chunk of `array` (clipped at the array's
+    /// edge), with its first element at `origin`.
     pub fn write_array<T: Element>(
         &mut self,
         array: &str,
         origin: &[u64],
         data: ArrayViewD<'_, T>,
     ) -> Result<(), SegmentError> {
-        let origin = to_usizes(origin, array)?;
-        self.run(array, |w| {
-            T::with_stored(data, |stored| w.write_array(array, origin, stored))
-        })
+        self.inner
+            .write(array, origin, data)
+            .map_err(|e| self.refused(array, e))
     }
 
     /// Sets attribute `key` of `array`.
@@ -261,26 +239,20 @@ impl SegmentWriter {
         key: &str,
         value: &Attr,
     ) -> Result<(), SegmentError> {
-        let value = value.to_stored();
-        self.run(array, |w| w.set_attribute(array, key, value))
+        self.inner
+            .set_attribute(array, key, value.to_stored())
+            .map_err(|e| self.refused(array, e))
     }
 
     /// Appends the finished segment to `sink`; returns where it landed.
     /// Nothing is read back.
     pub async fn finish(self, sink: &ContainerSink) -> Result<WrittenSegment, SegmentError> {
         let path = sink.next_path();
-        let store = sink.store();
         let name = self.name;
-        let finished = guarded(self.inner.finish(store, path.clone())).await;
-        match finished {
-            // The returned reader is built from the footer in memory.
-            Ok(Ok(file)) => drop(file),
-            Ok(Err(array_format::Error::Storage(msg))) => {
-                return Err(finish_io(&name, msg));
-            }
-            Ok(Err(array_format::Error::Io(err))) => return Err(finish_io(&name, err.to_string())),
-            Ok(Err(other)) => return Err(SegmentError::corrupt(&name, None, other.to_string())),
-            Err(p) => return Err(SegmentError::corrupt(&name, None, p.to_string())),
+        match self.inner.finish(sink.store(), path.clone()).await {
+            Ok(()) => {}
+            Err(PackError::Io(what)) => return Err(finish_io(&name, what)),
+            Err(other) => return Err(SegmentError::corrupt(&name, None, format!("{other:?}"))),
         }
         sink.inner.segment(&path).ok_or_else(|| {
             SegmentError::corrupt(&name, None, "the sink did not record the segment")
@@ -297,14 +269,10 @@ impl SegmentWriter {
         let store: Arc<dyn ObjectStore> = Arc::new(spool.clone());
         let name = self.name;
         let path = object_store::path::Path::from("segment");
-        match guarded(self.inner.finish(store, path)).await {
-            Ok(Ok(file)) => drop(file),
-            Ok(Err(array_format::Error::Storage(msg))) => return Err(spool_failed(&name, msg)),
-            Ok(Err(array_format::Error::Io(err))) => {
-                return Err(spool_failed(&name, err.to_string()));
-            }
-            Ok(Err(other)) => return Err(SegmentError::corrupt(&name, None, other.to_string())),
-            Err(p) => return Err(SegmentError::corrupt(&name, None, p.to_string())),
+        match self.inner.finish(store, path).await {
+            Ok(()) => {}
+            Err(PackError::Io(what)) => return Err(spool_failed(&name, what)),
+            Err(other) => return Err(SegmentError::corrupt(&name, None, format!("{other:?}"))),
         }
         spool
             .take(&name)

@@ -1,7 +1,7 @@
-//! One array-format writer per variable, each behind its own lock.
+//! One segment writer per variable, each behind its own lock.
 //!
-//! array-format's `ArrayWriter` takes `&mut self` for everything and is not
-//! `Sync`, so each variable's writer sits in its own mutex. A dataset pushes
+//! A `SegmentWriter` takes `&mut self` for everything, so each variable's
+//! writer sits in its own mutex. A dataset pushes
 //! each of its arrays into that array's variable while holding only that
 //! variable's lock, so datasets whose arrays live in different variables, or
 //! that reach a shared variable at different moments, compress in parallel.
@@ -25,8 +25,8 @@ use crate::error::Result;
 #[derive(Default)]
 pub(crate) struct VarState {
     writer: Option<SegmentWriter>,
-    /// Bytes in the writer's open (not yet compressed) block, as array-format
-    /// fills it: one allocation per chunk pushed, flushed once it reaches the
+    /// Bytes in the writer's open (not yet compressed) block, as the segment
+    /// writer fills it: one allocation per chunk pushed, flushed once it reaches the
     /// block target size.
     open_block: u64,
     /// The writer's block size, fixed when it is created (0 before).
@@ -60,8 +60,8 @@ pub(crate) trait PushJob {
 
 impl Variable {
     fn lock(&self) -> MutexGuard<'_, VarState> {
-        // A panic inside array-format is caught before it unwinds through the
-        // lock, so a poisoned lock only means a panic elsewhere; the writer's
+        // The segment writer does not panic, so a poisoned lock only means a
+        // panic elsewhere; the writer's
         // state is then unknown and the collection is poisoned by the caller.
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
