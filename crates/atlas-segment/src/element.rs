@@ -68,13 +68,12 @@ pub(crate) mod sealed {
 /// A fixed-width chunk: the values' bytes in native order (what
 /// array-format copies), and their statistics.
 macro_rules! pack_fixed {
-    ($values:ident, $out:ident, $fill:expr, $lt:expr, $stat:expr) => {{
+    ($values:ident, $out:ident, $is_fill:expr, $lt:expr, $stat:expr) => {{
         $out.reserve(std::mem::size_of_val($values));
         for v in $values {
             $out.extend_from_slice(&v.to_ne_bytes());
         }
-        let fill = $fill;
-        Ok(chunk_stats($values, |v| fill == Some(v), $lt, $stat))
+        Ok(chunk_stats($values, $is_fill, $lt, $stat))
     }};
 }
 
@@ -99,47 +98,39 @@ macro_rules! same_stored {
         }
     )*};
     (@signed $ty:ty, $values:ident, $fill:ident, $out:ident) => {
-        pack_fixed!(
-            $values,
-            $out,
-            match $fill {
-                Some(StoredFill::Int(v)) => Some(*v as $ty),
-                Some(StoredFill::UInt(v)) => Some(*v as $ty),
-                _ => None,
-            },
-            |a: $ty, b: $ty| a < b,
-            |v: $ty| StatValue::Int(i64::from(v))
-        )
+        same_stored!(@int $ty, Int, i64, $values, $fill, $out)
     };
     (@unsigned $ty:ty, $values:ident, $fill:ident, $out:ident) => {
+        same_stored!(@int $ty, UInt, u64, $values, $fill, $out)
+    };
+    // Integers: a fill given as `Int` or `UInt`, converted with `as`.
+    (@int $ty:ty, $stat:ident, $wide:ty, $values:ident, $fill:ident, $out:ident) => {{
+        let fill = match $fill {
+            Some(StoredFill::Int(v)) => Some(*v as $ty),
+            Some(StoredFill::UInt(v)) => Some(*v as $ty),
+            _ => None,
+        };
         pack_fixed!(
             $values,
             $out,
-            match $fill {
-                Some(StoredFill::UInt(v)) => Some(*v as $ty),
-                Some(StoredFill::Int(v)) => Some(*v as $ty),
-                _ => None,
-            },
+            |v: $ty| fill == Some(v),
             |a: $ty, b: $ty| a < b,
-            |v: $ty| StatValue::UInt(u64::from(v))
+            |v: $ty| StatValue::$stat(<$wide>::from(v))
         )
-    };
+    }};
+    // Floats: only a `Float` fill; a NaN fill matches every NaN.
     (@float $ty:ty, $values:ident, $fill:ident, $out:ident) => {{
-        $out.reserve(std::mem::size_of_val($values));
-        for v in $values {
-            $out.extend_from_slice(&v.to_ne_bytes());
-        }
         let fill: Option<$ty> = match $fill {
             Some(StoredFill::Float(v)) => Some(*v as $ty),
             _ => None,
         };
-        let is_fill = |v: $ty| fill.is_some_and(|f| if f.is_nan() { v.is_nan() } else { v == f });
-        Ok(chunk_stats(
+        pack_fixed!(
             $values,
-            is_fill,
+            $out,
+            |v: $ty| fill.is_some_and(|f| if f.is_nan() { v.is_nan() } else { v == f }),
             |a: $ty, b: $ty| a.total_cmp(&b).is_lt(),
-            |v: $ty| StatValue::Float(f64::from(v)),
-        ))
+            |v: $ty| StatValue::Float(f64::from(v))
+        )
     }};
     (@variable $ty:ty, $values:ident, $fill:ident, $out:ident) => {{
         let fill = match $fill {
