@@ -54,6 +54,35 @@ macro_rules! attr_mapping {
                 }
             }
 
+            /// Rebuilds a value from a footer's value pool entry, `string`
+            /// resolving string pool indices; `None` when one does not resolve.
+            pub(crate) fn from_disk(
+                value: crate::mirror::DiskValue,
+                mut string: impl FnMut(u32) -> Option<String>,
+            ) -> Option<Self> {
+                use crate::mirror::DiskValue as D;
+                Some(match value {
+                    $(D::$s(v) => Attr::$s(v),)*
+                    D::String(i) => Attr::String(string(i)?),
+                    D::Binary(v) => Attr::Binary(v.into_vec()),
+                    $(D::$l(v) => Attr::$l(v.into_vec()),)*
+                    D::StringList(v) => Attr::StringList(v.iter().map(|&i| string(i)).collect::<Option<_>>()?),
+                    D::BinaryList(v) => Attr::BinaryList(v.into_vec().into_iter().map(<[u8]>::into_vec).collect()),
+                })
+            }
+
+            /// Bytes the value takes on the heap (for memory budgets).
+            pub(crate) fn heap_bytes(&self) -> usize {
+                match self {
+                    $(Attr::$s(_) => 0,)*
+                    Attr::String(v) => v.len(),
+                    Attr::Binary(v) => v.len(),
+                    $(Attr::$l(v) => std::mem::size_of_val(v.as_slice()),)*
+                    Attr::StringList(v) => v.iter().map(|s| s.len().saturating_add(std::mem::size_of::<String>())).sum(),
+                    Attr::BinaryList(v) => v.iter().map(|b| b.len().saturating_add(std::mem::size_of::<Vec<u8>>())).sum(),
+                }
+            }
+
             /// The value as a segment stores it.
             pub(crate) fn to_stored(&self) -> AttributeValue {
                 match self {

@@ -117,7 +117,13 @@ impl ChunkTable {
     }
 
     /// Adds a chunk entry to the array begun last.
-    pub(crate) fn push_chunk(&mut self, coord: &[u32], block: u32, offset: u32, size: u32) {
+    pub(crate) fn push_chunk(
+        &mut self,
+        coord: impl IntoIterator<Item = u32>,
+        block: u32,
+        offset: u32,
+        size: u32,
+    ) {
         let (Some(Some(range)), Ok(coord_at), Ok(next)) = (
             self.arrays.last_mut(),
             u32::try_from(self.coords.len()),
@@ -129,7 +135,7 @@ impl ChunkTable {
             return;
         };
         range.1 = next;
-        self.coords.extend_from_slice(coord);
+        self.coords.extend(coord);
         self.chunks.push(ChunkLoc {
             coord_at,
             block,

@@ -36,7 +36,7 @@ fn spec() -> impl Strategy<Value = Spec> {
         any::<bool>(),
         prop::option::of(0u8..5),
         any::<u64>(),
-        prop::collection::vec((0u8..5, 0u8..8), 0..4),
+        prop::collection::vec((0u8..5, 0u8..13), 0..4),
         any::<bool>(),
     )
         .prop_map(|(kind, dims, chunked, fill, seed, attrs, reversed)| Spec {
@@ -104,7 +104,12 @@ fn attr(i: u8) -> Attr {
         4 => Attr::Binary(vec![1, 2]),
         5 => Attr::Float32(f32::NAN),
         6 => Attr::String("a".into()),
-        _ => Attr::Int64(-1),
+        7 => Attr::Int64(-1),
+        8 => Attr::BoolList(vec![true, false]),
+        9 => Attr::BinaryList(vec![vec![], vec![7, 8]]),
+        10 => Attr::UInt16(7),
+        11 => Attr::Float64List(vec![-0.0, f64::INFINITY]),
+        _ => Attr::UInt64List(vec![u64::MAX]),
     }
 }
 
@@ -279,6 +284,51 @@ proptest! {
     ) {
         let (ours, theirs) = both(&specs, block, true);
         prop_assert_eq!(ours, theirs);
+    }
+}
+
+/// Attribute `key` of every array in the segment `bytes`, as array-format's
+/// open decodes it.
+fn array_formats_column(bytes: &[u8], key: &str) -> Option<Vec<Option<Attr>>> {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let store = Arc::new(InMemory::new());
+        let path = object_store::path::Path::from("f");
+        store
+            .put(&path, bytes::Bytes::copy_from_slice(bytes).into())
+            .await
+            .unwrap();
+        let file = array_format::ArrayFile::open(store, path, array_format::ReadConfig::default())
+            .await
+            .unwrap();
+        file.attribute_column(key).map(|cells| {
+            cells
+                .iter()
+                .map(|c| c.as_ref().map(Attr::from_stored))
+                .collect()
+        })
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(100))]
+
+    #[test]
+    fn attributes_read_off_the_footer_equal_array_formats_columns(
+        specs in prop::collection::vec(spec(), 0..6),
+    ) {
+        let (ours, _) = both(&specs, 64, true);
+        for key in KEYS.iter().chain(&["late", "absent", "degree_Celsius"]) {
+            let off_footer = crate::digest::attribute_cells(&ours, key).unwrap();
+            // Debug output, so that NaN values compare equal.
+            prop_assert_eq!(
+                format!("{off_footer:?}"),
+                format!("{:?}", array_formats_column(&ours, key)),
+                "key {}", key
+            );
+        }
     }
 }
 

@@ -20,8 +20,9 @@
 
 use std::collections::HashMap;
 
-use array_format::DType;
 use array_format::block::ArchivedCodecId;
+use array_format::dtype::ArchivedDType;
+use rkyv::Archived;
 use rkyv::util::AlignedVec;
 
 use crate::blocks::{BlockCodec, BlockLoc, ChunkTable};
@@ -130,6 +131,27 @@ pub enum FooterProblem {
         /// Bytes the columns would take.
         bytes: u64,
     },
+    /// An attribute of an array names an entry its footer's pools lack.
+    #[error("array {array:?}: attribute {pool} {index} is outside the footer's pool of {len}")]
+    AttributePool {
+        /// The array.
+        array: String,
+        /// Which pool: `key`, `value` or `string`.
+        pool: &'static str,
+        /// The index named.
+        index: u32,
+        /// Entries in that pool.
+        len: usize,
+    },
+    /// One attribute's values over every array would take more memory than
+    /// a footer of this size may cost (values are pooled and shared).
+    #[error("attribute {key:?} over every array would take over {budget} bytes in memory")]
+    AttributeValues {
+        /// The attribute.
+        key: String,
+        /// The bytes allowed.
+        budget: u64,
+    },
 }
 
 /// Why one array of a segment cannot be used (the others still can).
@@ -178,12 +200,6 @@ pub enum ArrayProblem {
         nulls: u64,
         /// Rows recorded.
         rows: u64,
-    },
-    /// The element type does not decode.
-    #[error("dtype does not decode: {message}")]
-    DType {
-        /// rkyv's explanation.
-        message: String,
     },
     /// A chunk coordinate of the wrong rank.
     #[error("chunk coordinate of {axes} axes in an array of {rank}")]
@@ -258,16 +274,17 @@ pub(crate) struct Screened {
 ///
 /// `Err` means the segment as a whole cannot be handed to array-format.
 pub(crate) fn screen(tail: &[u8], segment_len: u64) -> Result<Screened, FooterProblem> {
-    screen_visiting(tail, segment_len, |_| Ok(()))
+    screen_collecting(tail, segment_len, |_, _| Ok(())).map(|(screened, _)| screened)
 }
 
-/// [`screen`], handing each archived array, validated, to `visit` as well:
-/// for what a caller reads from the footer without array-format's open.
-pub(crate) fn screen_visiting(
+/// [`screen`], also making one `T` of each archived array, validated, and
+/// the first data block its chunks name, in footer order: for what a caller
+/// reads from the footer without array-format's open.
+pub(crate) fn screen_collecting<T>(
     tail: &[u8],
     segment_len: u64,
-    mut visit: impl FnMut(&ArchivedArrayMeta) -> Result<(), FooterProblem>,
-) -> Result<Screened, FooterProblem> {
+    mut collect: impl FnMut(&ArchivedArrayMeta, Option<u32>) -> Result<T, FooterProblem>,
+) -> Result<(Screened, Vec<T>), FooterProblem> {
     let (footer_bytes, footer_total) = footer_slice(tail)?;
     let data_end = segment_len
         .checked_sub(footer_total)
@@ -275,6 +292,28 @@ pub(crate) fn screen_visiting(
             size: footer_total,
             available: segment_len,
         })?;
+    validated(footer_bytes, |footer| {
+        screen_footer(footer, footer_bytes.len() as u64, data_end, &mut collect)
+    })
+}
+
+/// Validates the footer at the end of `tail` (which the screen has passed
+/// before) and hands it to `f` with its length in bytes: for what a caller
+/// reads off the footer again without array-format's open.
+pub(crate) fn with_footer<T>(
+    tail: &[u8],
+    f: impl FnOnce(&ArchivedFooter, u64) -> Result<T, FooterProblem>,
+) -> Result<T, FooterProblem> {
+    let (footer_bytes, _) = footer_slice(tail)?;
+    validated(footer_bytes, |footer| f(footer, footer_bytes.len() as u64))
+}
+
+/// `f` of the archive in `footer_bytes` once rkyv has validated it and its
+/// version is the one the mirror matches.
+fn validated<T>(
+    footer_bytes: &[u8],
+    f: impl FnOnce(&ArchivedFooter) -> Result<T, FooterProblem>,
+) -> Result<T, FooterProblem> {
     // A footer read in two pieces arrives aligned (see `tail`) and is
     // validated where it lies; one inside the first read is copied.
     let copy: AlignedVec;
@@ -298,8 +337,19 @@ pub(crate) fn screen_visiting(
             expected: FOOTER_VERSION,
         });
     }
+    f(footer)
+}
+
+/// The screen of a validated footer of `footer_len` bytes in front of a
+/// data region ending at `data_end`.
+fn screen_footer<T>(
+    footer: &ArchivedFooter,
+    footer_len: u64,
+    data_end: u64,
+    collect: &mut impl FnMut(&ArchivedArrayMeta, Option<u32>) -> Result<T, FooterProblem>,
+) -> Result<(Screened, Vec<T>), FooterProblem> {
     let blocks = screen_blocks(footer, data_end)?;
-    screen_attribute_memory(footer, footer_bytes.len() as u64)?;
+    screen_attribute_memory(footer, footer_len)?;
     let mut screened = Screened {
         array_count: footer.arrays.len(),
         problems: HashMap::new(),
@@ -310,9 +360,11 @@ pub(crate) fn screen_visiting(
         chunks: ChunkTable::new(blocks.iter().map(|b| b.loc).collect(), footer.arrays.len()),
         first_blocks: Vec::with_capacity(footer.arrays.len()),
     };
+    let mut collected = Vec::with_capacity(footer.arrays.len());
     for array in footer.arrays.iter() {
-        visit(array)?;
-        screened.first_blocks.push(first_block(array));
+        let first = first_block(array);
+        collected.push(collect(array, first)?);
+        screened.first_blocks.push(first);
         screened.chunks.begin_array();
         if let Err(problem) = screen_array(array, &blocks, &mut screened.chunks) {
             screened.chunks.reject_array();
@@ -321,11 +373,11 @@ pub(crate) fn screen_visiting(
                 .insert(array.name.as_str().to_owned(), problem);
         }
     }
-    Ok(screened)
+    Ok((screened, collected))
 }
 
 /// The lowest block id the written chunks of `array` name.
-pub(crate) fn first_block(array: &ArchivedArrayMeta) -> Option<u32> {
+fn first_block(array: &ArchivedArrayMeta) -> Option<u32> {
     array
         .chunks
         .iter()
@@ -446,9 +498,19 @@ fn screen_blocks(footer: &ArchivedFooter, data_end: u64) -> Result<Vec<BlockBoun
     Ok(out)
 }
 
+/// The most attribute values read off a footer of `footer_len` bytes may
+/// take in memory: values are pooled, so a footer can name one large value
+/// for every array.
+pub(crate) fn attribute_budget(footer_len: u64) -> u64 {
+    footer_len
+        .saturating_mul(ATTRIBUTE_EXPANSION)
+        .max(ATTRIBUTE_FLOOR_BYTES)
+}
+
 /// array-format allocates one cell per array per distinct attribute key.
 fn screen_attribute_memory(footer: &ArchivedFooter, footer_len: u64) -> Result<(), FooterProblem> {
-    let mut keys = std::collections::HashSet::new();
+    // A segment's arrays mostly share a handful of keys: a fast fixed-seed hash.
+    let mut keys = hashbrown::HashSet::with_hasher(foldhash::fast::FixedState::default());
     for array in footer.arrays.iter() {
         for pair in array.attributes.iter() {
             keys.insert(pair.0.to_native());
@@ -456,10 +518,7 @@ fn screen_attribute_memory(footer: &ArchivedFooter, footer_len: u64) -> Result<(
     }
     let cells = (keys.len() as u64).saturating_mul(footer.arrays.len() as u64);
     let bytes = cells.saturating_mul(ATTRIBUTE_CELL_BYTES);
-    let budget = footer_len
-        .saturating_mul(ATTRIBUTE_EXPANSION)
-        .max(ATTRIBUTE_FLOOR_BYTES);
-    if bytes > budget {
+    if bytes > attribute_budget(footer_len) {
         return Err(FooterProblem::AttributeMemory {
             keys: keys.len(),
             arrays: footer.arrays.len(),
@@ -469,21 +528,44 @@ fn screen_attribute_memory(footer: &ArchivedFooter, footer_len: u64) -> Result<(
     Ok(())
 }
 
+/// An archived list of `u32`s, widened.
+fn widened(values: &[Archived<u32>]) -> Vec<u64> {
+    values.iter().map(|v| u64::from(v.to_native())).collect()
+}
+
+/// An archived list of `u32`s, as native integers.
+fn native(values: &[Archived<u32>]) -> Vec<u32> {
+    values.iter().map(|v| v.to_native()).collect()
+}
+
+/// The bytes one element of an archived type takes, if fixed (array-format's
+/// `DType::element_size`, read off the archive without arithmetic that can overflow).
+fn element_size(dtype: &ArchivedDType) -> Option<u64> {
+    match dtype {
+        ArchivedDType::Bool | ArchivedDType::Int8 | ArchivedDType::UInt8 => Some(1),
+        ArchivedDType::Int16 | ArchivedDType::UInt16 => Some(2),
+        ArchivedDType::Int32 | ArchivedDType::UInt32 | ArchivedDType::Float32 => Some(4),
+        ArchivedDType::Int64
+        | ArchivedDType::UInt64
+        | ArchivedDType::Float64
+        | ArchivedDType::TimestampNs => Some(8),
+        ArchivedDType::FixedSizeList { child, size } => {
+            element_size(child).map(|c| c.saturating_mul(u64::from(size.to_native())))
+        }
+        ArchivedDType::String | ArchivedDType::Binary | ArchivedDType::List { .. } => None,
+    }
+}
+
+/// Checks one array's shape, statistics and chunk entries in place (no
+/// copy of what is fine: a segment holds tens of thousands of arrays), and
+/// adds its chunks to `table`.
 fn screen_array(
     array: &ArchivedArrayMeta,
     blocks: &[BlockBound],
     table: &mut ChunkTable,
 ) -> Result<(), ArrayProblem> {
-    let shape: Vec<u64> = array
-        .shape
-        .iter()
-        .map(|d| u64::from(d.to_native()))
-        .collect();
-    let chunk: Vec<u64> = array
-        .chunk_shape
-        .iter()
-        .map(|d| u64::from(d.to_native()))
-        .collect();
+    let shape = array.shape.as_slice();
+    let chunk = array.chunk_shape.as_slice();
     let rank = shape.len();
     if chunk.len() != rank {
         return Err(ArrayProblem::ChunkRank {
@@ -495,19 +577,19 @@ fn screen_array(
     if names != 0 && names != rank {
         return Err(ArrayProblem::DimensionNames { names, rank });
     }
-    if let Some(axis) = chunk.iter().position(|&c| c == 0) {
+    if let Some(axis) = chunk.iter().position(|c| c.to_native() == 0) {
         return Err(ArrayProblem::ZeroChunk { axis });
     }
     let elements = shape
         .iter()
-        .try_fold(1u64, |acc, &d| acc.checked_mul(d))
+        .try_fold(1u64, |acc, d| acc.checked_mul(u64::from(d.to_native())))
         .ok_or(ArrayProblem::ElementCountOverflows)?;
     if let Some(stats) = array.stats.as_ref() {
         let rows = stats.row_count.to_native();
         let nulls = stats.null_count.to_native();
         if rows != elements {
             return Err(ArrayProblem::RowCount {
-                shape,
+                shape: widened(shape),
                 elements,
                 rows,
             });
@@ -516,15 +598,10 @@ fn screen_array(
             return Err(ArrayProblem::NullCount { nulls, rows });
         }
     }
-    let element_size = rkyv::deserialize::<DType, rkyv::rancor::Error>(&array.dtype)
-        .map_err(|e| ArrayProblem::DType {
-            message: e.to_string(),
-        })?
-        .element_size()
-        .map(|s| s as u64);
-    let mut previous: Option<Vec<u32>> = None;
+    let element_size = element_size(&array.dtype);
+    let mut previous: Option<&[Archived<u32>]> = None;
     for entry in array.chunks.iter() {
-        let coord: Vec<u32> = entry.coord.iter().map(|c| c.to_native()).collect();
+        let coord = entry.coord.as_slice();
         if coord.len() != rank {
             return Err(ArrayProblem::CoordRank {
                 axes: coord.len(),
@@ -532,14 +609,23 @@ fn screen_array(
             });
         }
         let mut chunk_elements: u64 = 1;
-        for ((&c, &extent), &len) in coord.iter().zip(&chunk).zip(&shape) {
-            let start = u64::from(c).saturating_mul(extent);
+        for ((c, extent), len) in coord.iter().zip(chunk).zip(shape) {
+            let (extent, len) = (u64::from(extent.to_native()), u64::from(len.to_native()));
+            let start = u64::from(c.to_native()).saturating_mul(extent);
             if start >= len {
-                return Err(ArrayProblem::ChunkOutside { coord, shape });
+                return Err(ArrayProblem::ChunkOutside {
+                    coord: native(coord),
+                    shape: widened(shape),
+                });
             }
             chunk_elements = chunk_elements.saturating_mul(extent.min(len.saturating_sub(start)));
         }
-        if previous.as_ref().is_some_and(|p| *p >= coord) {
+        let ascending = previous.is_none_or(|p| {
+            p.iter()
+                .map(|c| c.to_native())
+                .lt(coord.iter().map(|c| c.to_native()))
+        });
+        if !ascending {
             return Err(ArrayProblem::Unsorted);
         }
         previous = Some(coord);
@@ -570,7 +656,7 @@ fn screen_array(
             }
         }
         table.push_chunk(
-            previous.as_deref().unwrap_or_default(),
+            coord.iter().map(|c| c.to_native()),
             block_id,
             address.offset.to_native(),
             address.size.to_native(),
@@ -581,12 +667,13 @@ fn screen_array(
 
 #[cfg(test)]
 mod tests {
-    use array_format::ArrayStats;
     use array_format::address::{BlockId, ChunkAddress};
     use array_format::block::CodecId;
     use array_format::layout::ChunkEntry;
+    use array_format::{ArrayStats, DType};
 
     use super::*;
+    use crate::Attr;
     use crate::mirror::{ArrayMeta, BlockMeta, DiskValue, Footer};
 
     /// `data`, then the archived `footer`, then the ARRF trailer.
@@ -819,6 +906,65 @@ mod tests {
         let err = screen(&bytes, bytes.len() as u64).unwrap_err();
         assert!(
             matches!(err, FooterProblem::AttributeMemory { keys: 7_000, .. }),
+            "{err}"
+        );
+    }
+
+    /// A footer of arrays `a0`.. whose attribute `units` names value `value`
+    /// (string 0 is the key), with `values` in its value pool.
+    fn footer_naming_value(arrays: u32, value: u32, values: Vec<DiskValue>) -> Vec<u8> {
+        let mut f = footer(vec![], vec![]);
+        f.strings = vec!["units".into(), "K".into()];
+        f.values = values;
+        for i in 0..arrays {
+            let mut a = array(&format!("a{i}"), vec![1], vec![1], vec![]);
+            a.attributes = vec![(0, value)];
+            f.arrays.push(a);
+        }
+        segment(&f, &[])
+    }
+
+    #[test]
+    fn attributes_naming_entries_outside_the_pools_are_refused() {
+        let bytes = footer_naming_value(2, 5, vec![DiskValue::String(1)]);
+        let err = crate::digest::attribute_cells(&bytes, "units").unwrap_err();
+        assert_eq!(
+            err,
+            FooterProblem::AttributePool {
+                array: "a0".into(),
+                pool: "value",
+                index: 5,
+                len: 1
+            }
+        );
+        let bytes = footer_naming_value(2, 0, vec![DiskValue::StringList(Box::new([1, 9]))]);
+        let err = crate::digest::attribute_cells(&bytes, "units").unwrap_err();
+        assert!(
+            matches!(
+                err,
+                FooterProblem::AttributePool {
+                    pool: "string",
+                    index: 9,
+                    len: 2,
+                    ..
+                }
+            ),
+            "{err}"
+        );
+        // The good footer reads.
+        let bytes = footer_naming_value(2, 0, vec![DiskValue::String(1)]);
+        let cells = crate::digest::attribute_cells(&bytes, "units").unwrap();
+        assert_eq!(cells, Some(vec![Some(Attr::String("K".into())); 2]));
+    }
+
+    #[test]
+    fn one_large_value_named_by_every_array_is_refused_before_it_exhausts_memory() {
+        // 2 000 arrays naming one 1 MB value: 2 GB decoded from a footer of about 1 MB.
+        let large = DiskValue::Binary(vec![7u8; 1 << 20].into_boxed_slice());
+        let bytes = footer_naming_value(2_000, 0, vec![large]);
+        let err = crate::digest::attribute_cells(&bytes, "units").unwrap_err();
+        assert!(
+            matches!(&err, FooterProblem::AttributeValues { key, .. } if key == "units"),
             "{err}"
         );
     }

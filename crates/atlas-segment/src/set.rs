@@ -27,8 +27,9 @@ use object_store::path::Path;
 use opendal::Operator;
 use tokio::sync::OnceCell;
 
+use crate::attr::Attr;
 use crate::blocks::{BlockSlots, BlockSource, ChunkTable};
-use crate::digest::{SegmentDigest, digest_of};
+use crate::digest::{self, SegmentDigest, digest_of};
 use crate::error::SegmentError;
 use crate::guard::guarded;
 use crate::lookup::{self, Miss};
@@ -255,15 +256,11 @@ impl SegmentSet {
                 return Ok(Arc::new(SegmentDigest::of_segment(segment)));
             }
             let tail = self.read_footer(range).await?;
-            let mut arrays = Vec::new();
-            let screened = screen::screen_visiting(&tail, range.len, |array| {
-                arrays.push(digest_of(array)?);
-                Ok(())
-            })
-            .map_err(|problem| SegmentError::Footer {
-                segment: range.name.clone(),
-                problem,
-            })?;
+            let (screened, arrays) = screen::screen_collecting(&tail, range.len, digest_of)
+                .map_err(|problem| SegmentError::Footer {
+                    segment: range.name.clone(),
+                    problem,
+                })?;
             let digest = SegmentDigest::new(&range.name, arrays, screened.problems.clone());
             if self.cells.get(index).and_then(OnceCell::get).is_none() {
                 self.pending().insert(index, (tail, screened));
@@ -272,6 +269,43 @@ impl SegmentSet {
         })
         .await
         .cloned()
+    }
+
+    /// Attribute `key` of every array of segment `index`, in segment order
+    /// (`None` for an array without it; `None` for the whole when no array
+    /// stores it), beside the segment's digest, whose arrays are in the same
+    /// order.
+    ///
+    /// From the segment if it is open; else read off its footer as
+    /// [`SegmentSet::digest`] does (the footer once, none if it is in hand),
+    /// without array-format's open, decoding only the values asked for.
+    pub async fn attribute_cells(
+        &self,
+        index: usize,
+        range: &SegmentRange,
+        key: &str,
+    ) -> Result<(Arc<SegmentDigest>, Option<Vec<Option<Attr>>>), SegmentError> {
+        let digest = self.digest(index, range).await?;
+        let in_hand = self.pending().get(&index).map(|(tail, _)| tail.clone());
+        let cells = match in_hand {
+            Some(tail) => {
+                digest::attribute_cells(&tail, key).map_err(|problem| SegmentError::Footer {
+                    segment: range.name.clone(),
+                    problem,
+                })?
+            }
+            // Open, or being opened (which takes the footer in hand).
+            None => self
+                .get(index, range)
+                .await?
+                .attribute_column(key)
+                .map(|column| {
+                    (0..column.len())
+                        .map(|position| column.get(position))
+                        .collect()
+                }),
+        };
+        Ok((digest, cells))
     }
 
     fn pending(&self) -> std::sync::MutexGuard<'_, HashMap<usize, (Bytes, screen::Screened)>> {

@@ -156,6 +156,29 @@ fn stat_from_stored(v: &array_format::StatValue) -> Stat {
     }
 }
 
+/// [`stat_from_stored`] read off a validated archive, without deserialising.
+fn stat_from_archived(v: &array_format::stats::ArchivedStatValue) -> Stat {
+    use array_format::stats::ArchivedStatValue as S;
+    match v {
+        S::Int(n) => Stat::Int(n.to_native()),
+        S::UInt(n) => Stat::UInt(n.to_native()),
+        S::Float(x) => Stat::Float(x.to_native()),
+        S::TimestampNs(n) => Stat::Timestamp(Timestamp(n.to_native())),
+        S::Bytes(b) => Stat::Bytes(b.as_slice().to_vec()),
+    }
+}
+
+/// [`stats_from_stored`] read off a validated archive: no copy of the array
+/// name that array-format repeats inside its statistics.
+pub(crate) fn stats_from_archived(s: &array_format::stats::ArchivedArrayStats) -> ArrayStats {
+    ArrayStats {
+        min: s.min.as_ref().map(stat_from_archived),
+        max: s.max.as_ref().map(stat_from_archived),
+        null_count: s.null_count.to_native(),
+        row_count: s.row_count.to_native(),
+    }
+}
+
 pub(crate) fn stats_from_stored(s: &array_format::ArrayStats) -> ArrayStats {
     ArrayStats {
         min: s.min.as_ref().map(stat_from_stored),

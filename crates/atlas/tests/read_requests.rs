@@ -784,7 +784,8 @@ async fn sweeping_a_variable_over_many_blocks_costs_a_few_reads_not_one_per_bloc
 }
 
 #[tokio::test]
-async fn statistics_come_from_the_footer_alone_and_the_open_after_them_reads_nothing_again() {
+async fn statistics_and_attributes_come_from_the_footer_alone_and_the_open_after_them_reads_nothing_again()
+ {
     let n = 10_000;
     let UniformV {
         atlas,
@@ -807,15 +808,23 @@ async fn statistics_come_from_the_footer_alone_and_the_open_after_them_reads_not
     );
     assert_eq!(atlas.segments_opened(), 0, "array-format opened nothing");
 
-    // Attributes need the segment open: it opens from the footer in hand.
+    // Attributes come off the footer in hand too: no read, no open.
     let units = atlas
         .attributes_by_dataset(Some("v"), "units")
         .await
         .unwrap();
     assert_eq!(units.len(), n);
-    assert_eq!(atlas.segments_opened(), 1);
-    assert_eq!(stats.snapshot().reads, fold.reads, "no read for the open");
-    // A read then costs its block alone.
+    assert_eq!(
+        units[4321],
+        (uniform_name(4321), atlas::Attr::String("K".into()))
+    );
+    assert_eq!(atlas.segments_opened(), 0, "array-format opened nothing");
+    assert_eq!(
+        stats.snapshot().reads,
+        fold.reads,
+        "no read for the attributes"
+    );
+    // A read then opens the segment from the footer in hand and costs its block alone.
     let data = atlas
         .dataset(&uniform_name(77))
         .unwrap()
@@ -885,6 +894,34 @@ async fn blocks_by_dataset_come_from_the_footer_alone_and_group_neighbours() {
     stats.reset();
     assert_eq!(fresh.array_blocks_by_dataset("v").await.unwrap(), rows);
     assert_eq!(stats.snapshot().reads, 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dataset_attributes_come_off_the_footer_each_with_its_own_value() {
+    let n = 5_000;
+    let UniformV { atlas, stats, .. } = uniform_with_footer_of_v(n).await;
+    stats.reset();
+    let idx = atlas.attributes_by_dataset(None, "idx").await.unwrap();
+    let expected: Vec<_> = (0..n)
+        .map(|i| (uniform_name(i), atlas::Attr::Int64(i as i64)))
+        .collect();
+    assert_eq!(idx, expected);
+    assert_eq!(atlas.segments_opened(), 0, "array-format opened nothing");
+    let first = stats.snapshot();
+    assert!(first.reads >= 1, "{first:?}");
+    // Asked again, or for another key of the same segment: the footer is in hand.
+    assert_eq!(
+        atlas.attributes_by_dataset(None, "idx").await.unwrap(),
+        expected
+    );
+    assert!(
+        atlas
+            .attributes_by_dataset(None, "no-such-key")
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    assert_eq!(stats.snapshot().reads, first.reads);
 }
 
 /// `uniform_collection(n)` opened over a counting memory store.

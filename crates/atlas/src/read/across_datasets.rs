@@ -1,9 +1,9 @@
 //! Questions about one array name (or one attribute key) across every live
-//! dataset: one segment open and one pass over what array-format holds in
-//! memory, never a lookup per dataset.
+//! dataset: one read of the segment's footer (none if it is in hand) and one
+//! pass over it, without array-format's open and never a lookup per dataset.
 
 use atlas_format::{CollectionFooter, DATASETS_SEGMENT, DType, SchemaView};
-use atlas_segment::{ArrayDigest, ArrayRef, ArrayStats, Attr, Segment};
+use atlas_segment::{ArrayDigest, ArrayStats, Attr};
 
 use super::collection::Atlas;
 use super::dataset::{check_attr_type, check_dtype};
@@ -25,51 +25,46 @@ fn declared_per_schema<'f>(
         .collect()
 }
 
-/// One array of a segment that belongs to a live dataset declaring what is asked about.
-struct LiveArray<'a, 'f> {
-    /// Position of the array in the segment (and in its attribute columns).
-    position: usize,
-    /// What the segment holds for it.
-    info: ArrayRef<'a>,
-    /// The dataset's ordinal.
-    ordinal: u32,
-    /// The type the dataset's schema declares.
-    dtype: &'f DType,
+/// Finds a segment's arrays among the live datasets declaring something,
+/// name by name in segment order. A segment holds its datasets in ordinal
+/// order when one task wrote it, so each name is first compared with the
+/// dataset after the last one found, and looked up by hash only when that
+/// guess misses: one string comparison per array instead of a hash lookup
+/// (a cache miss each in a collection of tens of thousands of datasets).
+struct LiveFinder<'a, 'f> {
+    atlas: &'a Atlas,
+    /// Per schema, the type it declares for what is asked about, if any.
+    declared: &'a [Option<&'f DType>],
+    /// The ordinal guessed for the next name.
+    next: usize,
+}
+
+impl<'f> LiveFinder<'_, 'f> {
+    /// The ordinal and declared type of dataset `name`, if it is live and
+    /// its schema declares something.
+    fn find(&mut self, name: &str) -> Option<(u32, &'f DType)> {
+        let datasets = &self.atlas.footer().datasets;
+        let (index, &schema) = match datasets.get_index(self.next) {
+            Some((guess, schema)) if guess.as_str() == name => (self.next, schema),
+            _ => datasets
+                .get_full(name)
+                .map(|(index, _, schema)| (index, schema))?,
+        };
+        self.next = index.saturating_add(1);
+        let ordinal = u32::try_from(index).ok()?;
+        let dtype = self.declared.get(schema as usize).copied().flatten()?;
+        self.atlas.is_live(ordinal).then_some((ordinal, dtype))
+    }
 }
 
 impl Atlas {
-    /// The arrays of a segment that are live datasets declaring something (per
-    /// `declared`), in segment order: one hash lookup per array, no lookup per dataset.
-    fn live_arrays<'a, 'f>(
-        &'a self,
-        segment: &'a Segment,
-        declared: &'a [Option<&'f DType>],
-    ) -> impl Iterator<Item = LiveArray<'a, 'f>> + 'a {
-        segment
-            .arrays()
-            .enumerate()
-            .filter_map(move |(position, info)| {
-                let (ordinal, dtype) = self.live_declaring_one(info.name(), declared)?;
-                Some(LiveArray {
-                    position,
-                    info,
-                    ordinal,
-                    dtype,
-                })
-            })
-    }
-
-    /// The ordinal and declared type of dataset `name`, if it is live and its
-    /// schema declares something (per `declared`).
-    fn live_declaring_one<'f>(
-        &self,
-        name: &str,
-        declared: &[Option<&'f DType>],
-    ) -> Option<(u32, &'f DType)> {
-        let (index, _, &schema) = self.footer().datasets.get_full(name)?;
-        let ordinal = u32::try_from(index).ok()?;
-        let dtype = declared.get(schema as usize).copied().flatten()?;
-        self.is_live(ordinal).then_some((ordinal, dtype))
+    /// A [`LiveFinder`] for the datasets declaring something (per `declared`).
+    fn live_finder<'a, 'f>(&'a self, declared: &'a [Option<&'f DType>]) -> LiveFinder<'a, 'f> {
+        LiveFinder {
+            atlas: self,
+            declared,
+            next: 0,
+        }
     }
 
     /// The declared types of the live datasets whose schema declares something
@@ -97,53 +92,6 @@ impl Atlas {
         Ok(())
     }
 
-    /// Every live dataset's statistics of `array`, in ordinal order, with the
-    /// declared type; beside them, the type the first live declaring dataset declares.
-    async fn stats_rows(&self, array: &str) -> Result<(Vec<(DatasetStats, DType)>, Option<DType>)> {
-        let footer = self.footer();
-        let declared = declared_per_schema(footer, |s| s.array(array).map(|m| m.dtype()));
-        self.known_array(array, &declared)?;
-        let wanted = self.live_declaring(&declared);
-        let Some(&first) = wanted.first() else {
-            return Ok((Vec::new(), None));
-        };
-        // The footer's digest: names, types and statistics, without an open.
-        let digest = self.digest(array).await?.ok_or_else(|| {
-            AtlasError::corrupt(format!(
-                "datasets declare array {array:?}, but the container has no segment for it"
-            ))
-        })?;
-        let mut rows = Vec::with_capacity(wanted.len());
-        let mut seen = 0usize;
-        // One pass over the segment's arrays; a hash lookup finds each one's dataset.
-        for info in digest.arrays() {
-            let Some((ordinal, dtype)) = self.live_declaring_one(&info.name, &declared) else {
-                continue;
-            };
-            seen = seen.saturating_add(1);
-            digest.check(&info.name)?;
-            check_dtype(array, dtype, &info.dtype, &info.name)?;
-            if let Some(stats) = &info.stats {
-                rows.push((
-                    DatasetStats {
-                        dataset: info.name.clone(),
-                        ordinal,
-                        stats: stats.clone(),
-                    },
-                    dtype.clone(),
-                ));
-            }
-        }
-        if seen != wanted.len() {
-            return Err(AtlasError::corrupt(format!(
-                "{} live datasets declare array {array:?}, its segment holds {seen} of them",
-                wanted.len()
-            )));
-        }
-        rows.sort_by_key(|(row, _)| row.ordinal);
-        Ok((rows, Some(first.clone())))
-    }
-
     /// Statistics of `array` folded over every live dataset: counts add, min of
     /// mins, max of maxes. Datasets whose declared type for `array` differs from
     /// the first live declaring dataset's cannot be compared and stay out of the
@@ -155,15 +103,23 @@ impl Atlas {
     /// [`AtlasError::CorruptSegment`] when the segment's footer is damaged, [`AtlasError::Io`] when
     /// storage fails.
     pub async fn array_stats(&self, array: &str) -> Result<Option<ArrayStats>> {
-        let (rows, reference) = self.stats_rows(array).await?;
+        let rows = self
+            .digest_rows(array, |info, _, declared| {
+                check_dtype(array, declared, &info.dtype, &info.name)?;
+                Ok((declared.clone(), info.stats.clone()))
+            })
+            .await?;
+        let Some((reference, _)) = rows.first() else {
+            return Ok(None);
+        };
         let mut folded: Option<ArrayStats> = None;
-        for (row, dtype) in &rows {
-            if reference.as_ref() != Some(dtype) {
+        for (dtype, stats) in &rows {
+            let Some(stats) = stats.as_ref().filter(|_| dtype == reference) else {
                 continue;
-            }
+            };
             match folded.as_mut() {
-                Some(acc) => acc.merge(&row.stats),
-                None => folded = Some(row.stats.clone()),
+                Some(acc) => acc.merge(stats),
+                None => folded = Some(stats.clone()),
             }
         }
         Ok(folded)
@@ -175,13 +131,17 @@ impl Atlas {
     /// # Errors
     /// As [`array_stats`](Self::array_stats).
     pub async fn array_stats_by_dataset(&self, array: &str) -> Result<Vec<DatasetStats>> {
-        Ok(self
-            .stats_rows(array)
-            .await?
-            .0
-            .into_iter()
-            .map(|(row, _)| row)
-            .collect())
+        let rows = self
+            .digest_rows(array, |info, ordinal, declared| {
+                check_dtype(array, declared, &info.dtype, &info.name)?;
+                Ok(info.stats.as_ref().map(|stats| DatasetStats {
+                    dataset: info.name.clone(),
+                    ordinal,
+                    stats: stats.clone(),
+                }))
+            })
+            .await?;
+        Ok(rows.into_iter().flatten().collect())
     }
 
     /// Each live dataset declaring `array`, in ordinal order, with the first
@@ -255,8 +215,9 @@ impl Atlas {
             ))
         })?;
         let mut rows = Vec::with_capacity(wanted);
+        let mut finder = self.live_finder(&declared);
         for info in digest.arrays() {
-            let Some((ordinal, dtype)) = self.live_declaring_one(&info.name, &declared) else {
+            let Some((ordinal, dtype)) = finder.find(&info.name) else {
                 continue;
             };
             digest.check(&info.name)?;
@@ -275,8 +236,10 @@ impl Atlas {
     /// Attribute `key` of every live dataset that declares it, in ordinal (write)
     /// order: dataset-level when `array` is `None`, else on that array.
     ///
-    /// No request when no live dataset declares it; otherwise one open of the
-    /// segment and one pass over its attribute column.
+    /// No request when no live dataset declares it; otherwise one read of the
+    /// segment's footer (none if the segment is open or its footer in hand)
+    /// and one pass over it, decoding only this attribute's values, without
+    /// array-format's open.
     ///
     /// # Errors
     /// [`AtlasError::ArrayNotFound`] for an array the collection does not have,
@@ -307,33 +270,33 @@ impl Atlas {
         if wanted.is_empty() {
             return Ok(Vec::new());
         }
-        let segment = self.segment(segment_name).await?.ok_or_else(|| {
-            AtlasError::corrupt(format!(
-                "datasets declare attribute {key:?}, but the container has no {segment_name:?} segment"
-            ))
-        })?;
-        let column = segment.attribute_column(key).ok_or_else(|| {
+        let (digest, cells) = self
+            .attribute_cells(segment_name, key)
+            .await?
+            .ok_or_else(|| {
+                AtlasError::corrupt(format!(
+                    "datasets declare attribute {key:?}, but the container has no {segment_name:?} segment"
+                ))
+            })?;
+        let cells = cells.ok_or_else(|| {
             AtlasError::corrupt(format!(
                 "datasets declare attribute {key:?}, but segment {segment_name:?} stores it nowhere"
             ))
         })?;
         let mut rows: Vec<(u32, String, Attr)> = Vec::with_capacity(wanted.len());
-        for LiveArray {
-            position,
-            info,
-            ordinal,
-            dtype,
-            ..
-        } in self.live_arrays(&segment, &declared)
-        {
-            let attr = column.get(position).ok_or_else(|| {
+        let mut finder = self.live_finder(&declared);
+        for (info, cell) in digest.arrays().iter().zip(cells) {
+            let Some((ordinal, dtype)) = finder.find(&info.name) else {
+                continue;
+            };
+            let attr = cell.ok_or_else(|| {
                 AtlasError::corrupt(format!(
                     "segment {segment_name:?}: dataset {:?} declares attribute {key:?}, but none is stored",
-                    info.name()
+                    info.name
                 ))
             })?;
-            check_attr_type(&attr, dtype, segment_name, info.name(), key)?;
-            rows.push((ordinal, info.name().to_owned(), attr));
+            check_attr_type(&attr, dtype, segment_name, &info.name, key)?;
+            rows.push((ordinal, info.name.clone(), attr));
         }
         if rows.len() != wanted.len() {
             return Err(AtlasError::corrupt(format!(

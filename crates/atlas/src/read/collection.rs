@@ -13,7 +13,7 @@ use atlas_io::open::{OpenError, open_collection_with};
 use atlas_io::{IoErrorKind, MultipartUploads, ReadParallelism, object_path};
 use opendal::Operator;
 
-use atlas_segment::{Segment, SegmentDigest, SegmentOptions, SegmentSet};
+use atlas_segment::{Attr, Segment, SegmentDigest, SegmentOptions, SegmentSet};
 
 use super::dataset::Dataset;
 use super::directory::{Directory, MaskState};
@@ -513,6 +513,25 @@ impl Atlas {
             return Ok(None);
         };
         Ok(Some(self.inner.segments.digest(index, &range).await?))
+    }
+
+    /// Attribute `key` of every array of segment `name`, in segment order,
+    /// beside the segment's digest (see `SegmentSet::attribute_cells`); `None`
+    /// if the container has no such segment.
+    pub(crate) async fn attribute_cells(
+        &self,
+        name: &str,
+        key: &str,
+    ) -> Result<Option<(Arc<SegmentDigest>, Option<Vec<Option<Attr>>>)>> {
+        let Some((index, range)) = self.directory().segment_range(name) else {
+            return Ok(None);
+        };
+        Ok(Some(
+            self.inner
+                .segments
+                .attribute_cells(index, &range, key)
+                .await?,
+        ))
     }
 
     /// A segment holding array `name` of `dataset` (ordinal `ordinal`): the
