@@ -97,7 +97,8 @@ impl Atlas {
     /// the first live declaring dataset's cannot be compared and stay out of the
     /// fold. `None` when no live dataset records statistics for it.
     ///
-    /// One open of the array's segment (none if already open), one pass.
+    /// The segment's footer once (none if the segment is open or its footer
+    /// in hand), one pass over it, no array-format open.
     ///
     /// # Errors
     /// [`AtlasError::CorruptSegment`] when the segment's footer is damaged, [`AtlasError::Io`] when
@@ -106,7 +107,7 @@ impl Atlas {
         let rows = self
             .digest_rows(array, |info, _, declared| {
                 check_dtype(array, declared, &info.dtype, &info.name)?;
-                Ok((declared.clone(), info.stats.clone()))
+                Ok(Some((declared.clone(), info.stats.clone())))
             })
             .await?;
         let Some((reference, _)) = rows.first() else {
@@ -131,17 +132,15 @@ impl Atlas {
     /// # Errors
     /// As [`array_stats`](Self::array_stats).
     pub async fn array_stats_by_dataset(&self, array: &str) -> Result<Vec<DatasetStats>> {
-        let rows = self
-            .digest_rows(array, |info, ordinal, declared| {
-                check_dtype(array, declared, &info.dtype, &info.name)?;
-                Ok(info.stats.as_ref().map(|stats| DatasetStats {
-                    dataset: info.name.clone(),
-                    ordinal,
-                    stats: stats.clone(),
-                }))
-            })
-            .await?;
-        Ok(rows.into_iter().flatten().collect())
+        self.digest_rows(array, |info, ordinal, declared| {
+            check_dtype(array, declared, &info.dtype, &info.name)?;
+            Ok(info.stats.as_ref().map(|stats| DatasetStats {
+                dataset: info.name.clone(),
+                ordinal,
+                stats: stats.clone(),
+            }))
+        })
+        .await
     }
 
     /// Each live dataset declaring `array`, in ordinal order, with the first
@@ -157,11 +156,11 @@ impl Atlas {
     /// As [`array_stats`](Self::array_stats).
     pub async fn array_blocks_by_dataset(&self, array: &str) -> Result<Vec<DatasetBlock>> {
         self.digest_rows(array, |info, ordinal, _| {
-            Ok(DatasetBlock {
+            Ok(Some(DatasetBlock {
                 dataset: info.name.clone(),
                 ordinal,
                 first_block: info.first_block,
-            })
+            }))
         })
         .await
     }
@@ -183,24 +182,25 @@ impl Atlas {
     pub async fn array_shapes_by_dataset(&self, array: &str) -> Result<Vec<DatasetShape>> {
         self.digest_rows(array, |info, ordinal, declared| {
             check_dtype(array, declared, &info.dtype, &info.name)?;
-            Ok(DatasetShape {
+            Ok(Some(DatasetShape {
                 dataset: info.name.clone(),
                 ordinal,
                 dtype: info.dtype.clone(),
                 shape: info.shape.clone(),
-            })
+            }))
         })
         .await
     }
 
     /// One row per live dataset declaring `array`, in ordinal order, made by
     /// `row` from what the segment's footer digest holds for it (with the
-    /// dataset's ordinal and declared type); checks that screening passed
-    /// each one and that the segment holds every such dataset.
+    /// dataset's ordinal and declared type; `None` leaves the dataset out of
+    /// the answer); checks that screening passed each one and that the
+    /// segment holds every such dataset.
     async fn digest_rows<T>(
         &self,
         array: &str,
-        row: impl Fn(&ArrayDigest, u32, &DType) -> Result<T>,
+        row: impl Fn(&ArrayDigest, u32, &DType) -> Result<Option<T>>,
     ) -> Result<Vec<T>> {
         let footer = self.footer();
         let declared = declared_per_schema(footer, |s| s.array(array).map(|m| m.dtype()));
@@ -215,21 +215,27 @@ impl Atlas {
             ))
         })?;
         let mut rows = Vec::with_capacity(wanted);
+        let mut seen = 0usize;
         let mut finder = self.live_finder(&declared);
         for info in digest.arrays() {
             let Some((ordinal, dtype)) = finder.find(&info.name) else {
                 continue;
             };
+            seen = seen.saturating_add(1);
             digest.check(&info.name)?;
-            rows.push((ordinal, row(info, ordinal, dtype)?));
+            if let Some(row) = row(info, ordinal, dtype)? {
+                rows.push((ordinal, row));
+            }
         }
-        if rows.len() != wanted {
+        if seen != wanted {
             return Err(AtlasError::corrupt(format!(
-                "{wanted} live datasets declare array {array:?}, its segment holds {} of them",
-                rows.len()
+                "{wanted} live datasets declare array {array:?}, its segment holds {seen} of them"
             )));
         }
-        rows.sort_by_key(|(ordinal, _)| *ordinal);
+        // Already in order when one task wrote the segment: then no sort.
+        if !rows.is_sorted_by_key(|(ordinal, _)| *ordinal) {
+            rows.sort_by_key(|(ordinal, _)| *ordinal);
+        }
         Ok(rows.into_iter().map(|(_, row)| row).collect())
     }
 
