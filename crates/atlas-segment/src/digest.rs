@@ -1,13 +1,15 @@
-//! What the statistics calls need of a segment, taken from its footer
-//! without array-format's open: each array's name, type, shape and statistics.
+//! What the calls across datasets need of a segment, taken from its footer
+//! without array-format's open: each array's name, type, shape and
+//! statistics, and one attribute of every array.
 //!
 //! array-format's open decodes its whole footer into memory (chunk tables,
 //! attribute columns, an index by name), which for a segment of tens of
 //! thousands of arrays costs more than reading the footer. A fold of
 //! statistics needs three fields per array, so they are read off the archive
 //! while the screen validates and walks it anyway: one validation, no full
-//! decode. The footer bytes are kept for an open that may follow, which then
-//! reads nothing again.
+//! decode. The footer bytes are kept for an attribute asked for next (read
+//! off the archive again, only its values decoded) and for an open that may
+//! follow, which then reads nothing again.
 
 use std::collections::HashMap;
 use std::collections::hash_map::Entry;

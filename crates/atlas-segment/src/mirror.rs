@@ -6,8 +6,8 @@
 //! same archived layout: these. rkyv (same version, same features as
 //! array-format's) validates a footer's bytes against them, and then the
 //! screen ([`crate::screen`]), the one-array lookup ([`crate::lookup`]) and
-//! the statistics digest ([`crate::digest`]) read the validated archive in
-//! place. A test writes a segment with array-format and reads its footer back
+//! the digest of statistics and attributes ([`crate::digest`]) read the
+//! validated archive in place. A test writes a segment with array-format and reads its footer back
 //! through the mirror, so a layout that drifts fails here first.
 //!
 //! Upgrading array-format means re-checking these against its private types.
