@@ -43,6 +43,7 @@ macro_rules! attr_mapping {
     (scalars: $($s:ident),*; lists: $($l:ident => $child:ident),*) => {
         impl Attr {
             /// Rebuilds a value from what a segment stores; the stored tag alone decides the variant.
+            #[cfg(test)]
             pub(crate) fn from_stored(value: &AttributeValue) -> Self {
                 match value {
                     $(AttributeValue::$s(v) => Attr::$s(*v),)*

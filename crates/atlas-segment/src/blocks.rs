@@ -35,14 +35,16 @@ use std::sync::Arc;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use array_format::{ArrayElement, ArrayInfo, CompressionCodec, Lz4Codec};
+use array_format::{ArrayElement, CompressionCodec, Lz4Codec};
 use bytes::Bytes;
 use ndarray::{ArrayD, IxDyn, SliceInfo, SliceInfoElem};
 use object_store::path::Path;
 use tokio::sync::OnceCell;
 
 use crate::error::SegmentError;
+use crate::segment::ArrayRef;
 use crate::store::{SegmentStore, StoreError};
+use crate::value::dtype_from_stored;
 
 /// Decoded blocks kept per segment: enough for the reads a bounded
 /// `read_many` has in flight, which walk the blocks in order.
@@ -227,22 +229,26 @@ pub(crate) struct BlockSource {
 
 impl BlockSource {
     /// Reads the region `origin`/`extent` (both empty: the whole array) of
-    /// `info`, the array at footer position `position`, or `None` when this
-    /// path does not handle it (see the module docs).
+    /// `array`, or `None` when this path does not handle it (see the module
+    /// docs).
     pub(crate) async fn read<S: ArrayElement>(
         &self,
         segment: &str,
-        position: usize,
-        info: &ArrayInfo,
+        array: ArrayRef<'_>,
         origin: &[usize],
         extent: &[usize],
     ) -> Option<Result<ArrayD<S>, SegmentError>> {
-        if info.dtype != S::DTYPE || S::DTYPE.element_size().is_none() {
+        if S::DTYPE.element_size().is_none() || array.dtype() != dtype_from_stored(&S::DTYPE) {
             return None;
         }
-        let chunks = self.table.chunks_of(position)?;
-        let full: Vec<usize> = info.shape.iter().map(|&d| d as usize).collect();
-        let chunk_shape: Vec<usize> = info.chunk_shape.iter().map(|&d| d as usize).collect();
+        let chunks = self.table.chunks_of(array.position())?;
+        let meta = array.meta();
+        let full: Vec<usize> = meta.shape.iter().map(|d| d.to_native() as usize).collect();
+        let chunk_shape: Vec<usize> = meta
+            .chunk_shape
+            .iter()
+            .map(|d| d.to_native() as usize)
+            .collect();
         let rank = full.len();
         if chunk_shape.len() != rank {
             return None;
@@ -265,7 +271,7 @@ impl BlockSource {
             }
         }
         Some(
-            self.assemble(segment, info, chunks, &full, &chunk_shape, &wanted)
+            self.assemble(segment, array, chunks, &full, &chunk_shape, &wanted)
                 .await,
         )
     }
@@ -273,20 +279,20 @@ impl BlockSource {
     async fn assemble<S: ArrayElement>(
         &self,
         segment: &str,
-        info: &ArrayInfo,
+        array: ArrayRef<'_>,
         chunks: &[ChunkLoc],
         full: &[usize],
         chunk_shape: &[usize],
         wanted: &[Range<usize>],
     ) -> Result<ArrayD<S>, SegmentError> {
-        let name = info.name.as_str();
+        let name = array.name();
         let corrupt =
             |what: &str| SegmentError::corrupt(segment, Some(name), format!("reading: {what}"));
         let out_shape: Vec<usize> = wanted
             .iter()
             .map(|r| r.end.saturating_sub(r.start))
             .collect();
-        let fill = S::fill_element(info.fill_value.as_ref());
+        let fill = S::fill_element(array.stored_fill().as_ref());
         let mut output: Option<ArrayD<S>> = None;
         for chunk in chunks {
             let coord = self

@@ -174,3 +174,54 @@ async fn a_chunked_array_with_unwritten_chunks_reads_the_fill_in_between() {
         "read by this crate, not array-format"
     );
 }
+
+#[tokio::test]
+async fn fixed_width_reads_layouts_and_attributes_never_open_the_segment_in_array_format() {
+    let mut w = ArrayWriter::new(WriterConfig::new(ZstdCodec::default()));
+    for i in 0..20 {
+        let name = format!("d{i:04}");
+        let data = values(i);
+        w.define_array::<f32>(&name, vec!["x".into()], vec![data.len()], None, None)
+            .unwrap();
+        let data = ndarray::Array::from_vec(data).into_dyn();
+        w.write_array(&name, vec![0], data.view()).unwrap();
+        w.set_attribute(
+            &name,
+            "units",
+            array_format::AttributeValue::String(format!("u{i}").into()),
+        )
+        .unwrap();
+    }
+    w.define_array::<String>("names", vec![], vec![2], None, None)
+        .unwrap();
+    let strings = ndarray::Array::from_vec(vec!["a".to_owned(), "bc".to_owned()]).into_dyn();
+    w.write_array("names", vec![0], strings.view()).unwrap();
+    let store = Arc::new(object_store::memory::InMemory::new());
+    let path = object_store::path::Path::from("seg");
+    w.finish(store.clone(), path.clone()).await.unwrap();
+    let bytes = store.get(&path).await.unwrap().bytes().await.unwrap();
+
+    let (set, range) = set_over(bytes).await;
+    let seg = set.get(0, &range).await.unwrap();
+    for i in 0..20 {
+        let name = format!("d{i:04}");
+        let got = seg.read::<f32>(&name, &[], &[]).await.unwrap();
+        assert_eq!(got.iter().copied().collect::<Vec<_>>(), values(i));
+        let info = seg.array(&name).unwrap();
+        assert_eq!(info.shape(), vec![values(i).len() as u32]);
+        assert_eq!(info.dimension_names(), vec!["x".to_owned()]);
+        assert_eq!(
+            seg.attribute(&name, "units").unwrap(),
+            Some(crate::Attr::String(format!("u{i}")))
+        );
+    }
+    let column = seg.attribute_cells("units").unwrap().unwrap();
+    assert_eq!(column.len(), 21);
+    assert_eq!(column.last(), Some(&None));
+    assert!(!seg.array_format_opened());
+
+    // A string array is array-format's to read: the open happens then, once.
+    let got = seg.read::<String>("names", &[], &[]).await.unwrap();
+    assert_eq!(got.iter().cloned().collect::<Vec<_>>(), ["a", "bc"]);
+    assert!(seg.array_format_opened());
+}

@@ -11,8 +11,8 @@
 //! What lives here:
 //! - [`set`]: [`SegmentSet`] (every segment of a container, opened once on
 //!   first use, with its options and caches);
-//! - [`segment`]: [`Segment`] (one opened segment) and its views [`ArrayRef`]
-//!   and [`AttributeColumn`];
+//! - [`segment`]: [`Segment`] (one opened segment, its footer read in
+//!   place) and its view of one array, [`ArrayRef`];
 //! - [`writer`]: [`SegmentWriter`] and the [`ContainerSink`] it appends to;
 //!   the file itself is built without array-format's writer, to the same
 //!   bytes (`pack`);
@@ -26,8 +26,10 @@
 //! - privately, without I/O: the decoder that reads a segment's tail and
 //!   checks its trailer (`tail`), the mirror of array-format's footer types
 //!   that the screen, the one-array lookup and the digest validate footers
-//!   with (`mirror`), the one-array footer lookup (`lookup`), and the
-//!   read-ahead decisions over a segment's data region (`read_ahead`);
+//!   with (`mirror`), a validated footer held with its bytes and its index
+//!   by name (`archive`), attribute values read off it (`attributes`), the
+//!   one-array footer lookup (`lookup`), and the read-ahead decisions over
+//!   a segment's data region (`read_ahead`);
 //! - privately, beside array-format's read path: the reads of fixed-width
 //!   arrays that decode each block once for every array in it (`blocks`);
 //! - privately, around array-format's calls: the object_store shims it reads
@@ -40,7 +42,9 @@
 mod refusals;
 
 pub mod any;
+mod archive;
 pub mod attr;
+mod attributes;
 mod blocks;
 mod codec;
 pub mod digest;
@@ -81,7 +85,7 @@ pub use element::Element;
 pub use error::SegmentError;
 pub use read_ahead::{READ_AHEAD_MAX, READ_AHEAD_START};
 pub use screen::{ArrayProblem, FooterProblem};
-pub use segment::{ArrayRef, AttributeColumn, Segment};
+pub use segment::{ArrayRef, Segment};
 pub use set::{DEFAULT_BLOCK_CACHE_BYTES, SegmentOptions, SegmentRange, SegmentSet, open_bytes};
 pub use sink::{SinkError, WrittenSegment};
 pub use spool::SpooledSegment;

@@ -441,7 +441,11 @@ mod tests {
             assert_eq!(got.blocks, full.blocks);
             // The mini footer is a footer the screen accepts.
             let data_end = (file.len() - arch.len() - 12) as u64;
-            let screened = crate::screen::screen(&mini, data_end + mini.len() as u64).unwrap();
+            let screened = crate::screen::screen(
+                &bytes::Bytes::from(mini.clone()),
+                data_end + mini.len() as u64,
+            )
+            .unwrap();
             assert!(screened.problems.is_empty());
         }
     }

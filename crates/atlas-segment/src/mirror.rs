@@ -129,7 +129,7 @@ mod tests {
         let bytes = store.get(&path).await.unwrap().bytes().await.unwrap();
 
         let screened = crate::screen::screen(&bytes, bytes.len() as u64).unwrap();
-        assert_eq!(screened.array_count, 2);
+        assert_eq!(screened.archive.footer().arrays.len(), 2);
         assert!(screened.problems.is_empty(), "{:?}", screened.problems);
 
         let size_at = bytes.len() - ARRF_TRAILER_LEN as usize;

@@ -20,13 +20,16 @@
 
 use std::collections::HashMap;
 
+use std::ops::Range;
+
 use array_format::block::ArchivedCodecId;
 use array_format::dtype::ArchivedDType;
+use bytes::Bytes;
 use rkyv::Archived;
-use rkyv::util::AlignedVec;
 
+use crate::archive::{FooterArchive, NameIndex};
 use crate::blocks::{BlockCodec, BlockLoc, ChunkTable};
-use crate::mirror::{ARCHIVE_ALIGN, ArchivedArrayMeta, ArchivedFooter, FOOTER_VERSION};
+use crate::mirror::{ArchivedArrayMeta, ArchivedFooter};
 use crate::tail::ARRF_TRAILER_LEN;
 
 /// [`ARRF_TRAILER_LEN`] as a slice length.
@@ -152,6 +155,12 @@ pub enum FooterProblem {
         /// The bytes allowed.
         budget: u64,
     },
+    /// Two arrays of one name (array-format refuses such a footer whole).
+    #[error("array {name:?} is defined twice")]
+    DuplicateArray {
+        /// The name.
+        name: String,
+    },
 }
 
 /// Why one array of a segment cannot be used (the others still can).
@@ -251,10 +260,12 @@ pub enum ArrayProblem {
 }
 
 /// What screening found acceptable, and what it found wrong with single arrays.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(crate) struct Screened {
-    /// Arrays in the segment.
-    pub array_count: usize,
+    /// The footer, validated, read in place from here on.
+    pub archive: FooterArchive,
+    /// Its arrays by name.
+    pub names: NameIndex,
     /// Array name to why it cannot be used.
     pub problems: HashMap<String, ArrayProblem>,
     /// `(offset, declared size)` of every LZ4 block: the size prefix inside
@@ -273,7 +284,7 @@ pub(crate) struct Screened {
 /// `segment_len` bytes, trailer included, already checked by the segment store).
 ///
 /// `Err` means the segment as a whole cannot be handed to array-format.
-pub(crate) fn screen(tail: &[u8], segment_len: u64) -> Result<Screened, FooterProblem> {
+pub(crate) fn screen(tail: &Bytes, segment_len: u64) -> Result<Screened, FooterProblem> {
     screen_collecting(tail, segment_len, |_, _| Ok(())).map(|(screened, _)| screened)
 }
 
@@ -281,99 +292,61 @@ pub(crate) fn screen(tail: &[u8], segment_len: u64) -> Result<Screened, FooterPr
 /// the first data block its chunks name, in footer order: for what a caller
 /// reads from the footer without array-format's open.
 pub(crate) fn screen_collecting<T>(
-    tail: &[u8],
+    tail: &Bytes,
     segment_len: u64,
     mut collect: impl FnMut(&ArchivedArrayMeta, Option<u32>) -> Result<T, FooterProblem>,
 ) -> Result<(Screened, Vec<T>), FooterProblem> {
-    let (footer_bytes, footer_total) = footer_slice(tail)?;
+    let (footer_range, footer_total) = footer_slice(tail)?;
     let data_end = segment_len
         .checked_sub(footer_total)
         .ok_or(FooterProblem::BeyondTail {
             size: footer_total,
             available: segment_len,
         })?;
-    validated(footer_bytes, |footer| {
-        screen_footer(footer, footer_bytes.len() as u64, data_end, &mut collect)
-    })
+    let archive = FooterArchive::new(tail.slice(footer_range))?;
+    screen_footer(archive, data_end, &mut collect)
 }
 
-/// Validates the footer at the end of `tail` (which the screen has passed
-/// before) and hands it to `f` with its length in bytes: for what a caller
-/// reads off the footer again without array-format's open.
-pub(crate) fn with_footer<T>(
-    tail: &[u8],
-    f: impl FnOnce(&ArchivedFooter, u64) -> Result<T, FooterProblem>,
-) -> Result<T, FooterProblem> {
-    let (footer_bytes, _) = footer_slice(tail)?;
-    validated(footer_bytes, |footer| f(footer, footer_bytes.len() as u64))
-}
-
-/// `f` of the archive in `footer_bytes` once rkyv has validated it and its
-/// version is the one the mirror matches.
-fn validated<T>(
-    footer_bytes: &[u8],
-    f: impl FnOnce(&ArchivedFooter) -> Result<T, FooterProblem>,
-) -> Result<T, FooterProblem> {
-    // A footer read in two pieces arrives aligned (see `tail`) and is
-    // validated where it lies; one inside the first read is copied.
-    let copy: AlignedVec;
-    let archive: &[u8] = if footer_bytes.as_ptr().align_offset(ARCHIVE_ALIGN) == 0 {
-        footer_bytes
-    } else {
-        let mut aligned = AlignedVec::with_capacity(footer_bytes.len());
-        aligned.extend_from_slice(footer_bytes);
-        copy = aligned;
-        &copy
-    };
-    let footer = rkyv::access::<ArchivedFooter, rkyv::rancor::Error>(archive).map_err(|e| {
-        FooterProblem::DoesNotValidate {
-            message: e.to_string(),
-        }
-    })?;
-    let version = footer.version.to_native();
-    if version != FOOTER_VERSION {
-        return Err(FooterProblem::Version {
-            found: version,
-            expected: FOOTER_VERSION,
-        });
-    }
-    f(footer)
-}
-
-/// The screen of a validated footer of `footer_len` bytes in front of a
-/// data region ending at `data_end`.
+/// The screen of a validated footer in front of a data region ending at
+/// `data_end`.
 fn screen_footer<T>(
-    footer: &ArchivedFooter,
-    footer_len: u64,
+    archive: FooterArchive,
     data_end: u64,
     collect: &mut impl FnMut(&ArchivedArrayMeta, Option<u32>) -> Result<T, FooterProblem>,
 ) -> Result<(Screened, Vec<T>), FooterProblem> {
+    let footer = archive.footer();
     let blocks = screen_blocks(footer, data_end)?;
-    screen_attribute_memory(footer, footer_len)?;
-    let mut screened = Screened {
-        array_count: footer.arrays.len(),
-        problems: HashMap::new(),
-        lz4_blocks: blocks
-            .iter()
-            .filter_map(|b| b.lz4_at.map(|at| (at, b.decoded_len)))
-            .collect(),
-        chunks: ChunkTable::new(blocks.iter().map(|b| b.loc).collect(), footer.arrays.len()),
-        first_blocks: Vec::with_capacity(footer.arrays.len()),
-    };
+    screen_attribute_memory(footer, archive.len())?;
+    let names = NameIndex::new(footer.arrays.as_slice())?;
+    let lz4_blocks = blocks
+        .iter()
+        .filter_map(|b| b.lz4_at.map(|at| (at, b.decoded_len)))
+        .collect();
+    let mut problems = HashMap::new();
+    let mut chunks = ChunkTable::new(blocks.iter().map(|b| b.loc).collect(), footer.arrays.len());
+    let mut first_blocks = Vec::with_capacity(footer.arrays.len());
     let mut collected = Vec::with_capacity(footer.arrays.len());
     for array in footer.arrays.iter() {
         let first = first_block(array);
         collected.push(collect(array, first)?);
-        screened.first_blocks.push(first);
-        screened.chunks.begin_array();
-        if let Err(problem) = screen_array(array, &blocks, &mut screened.chunks) {
-            screened.chunks.reject_array();
-            screened
-                .problems
-                .insert(array.name.as_str().to_owned(), problem);
+        first_blocks.push(first);
+        chunks.begin_array();
+        if let Err(problem) = screen_array(array, &blocks, &mut chunks) {
+            chunks.reject_array();
+            problems.insert(array.name.as_str().to_owned(), problem);
         }
     }
-    Ok((screened, collected))
+    Ok((
+        Screened {
+            archive,
+            names,
+            problems,
+            lz4_blocks,
+            chunks,
+            first_blocks,
+        },
+        collected,
+    ))
 }
 
 /// The lowest block id the written chunks of `array` name.
@@ -385,8 +358,9 @@ fn first_block(array: &ArchivedArrayMeta) -> Option<u32> {
         .min()
 }
 
-/// The footer bytes in front of the trailer, and footer + trailer length.
-fn footer_slice(tail: &[u8]) -> Result<(&[u8], u64), FooterProblem> {
+/// Where in `tail` the footer in front of the trailer lies, and footer +
+/// trailer length.
+fn footer_slice(tail: &[u8]) -> Result<(Range<usize>, u64), FooterProblem> {
     let trailer_start = tail
         .len()
         .checked_sub(TRAILER_BYTES)
@@ -397,16 +371,14 @@ fn footer_slice(tail: &[u8]) -> Result<(&[u8], u64), FooterProblem> {
         .ok_or(FooterProblem::TailTooShort)?;
     let size = u64::from_le_bytes(size_bytes);
     let footer_size = usize::try_from(size).map_err(|_| FooterProblem::SizeOverflows { size })?;
-    let beyond = FooterProblem::BeyondTail {
-        size,
-        available: trailer_start as u64,
-    };
     let footer_start = trailer_start
         .checked_sub(footer_size)
-        .ok_or(beyond.clone())?;
-    let footer = tail.get(footer_start..trailer_start).ok_or(beyond)?;
+        .ok_or(FooterProblem::BeyondTail {
+            size,
+            available: trailer_start as u64,
+        })?;
     let total = size.saturating_add(ARRF_TRAILER_LEN);
-    Ok((footer, total))
+    Ok((footer_start..trailer_start, total))
 }
 
 /// What a chunk check needs to know about a block: the bytes it decodes to.
@@ -674,7 +646,19 @@ mod tests {
 
     use super::*;
     use crate::Attr;
-    use crate::mirror::{ArrayMeta, BlockMeta, DiskValue, Footer};
+    use crate::attributes;
+    use crate::mirror::{ArrayMeta, BlockMeta, DiskValue, FOOTER_VERSION, Footer};
+
+    /// [`super::screen`] of bytes in hand.
+    fn screen(tail: &[u8], segment_len: u64) -> Result<Screened, FooterProblem> {
+        super::screen(&Bytes::copy_from_slice(tail), segment_len)
+    }
+
+    /// Attribute `key` of every array of the segment `bytes`, off its archive.
+    fn cells(bytes: &[u8], key: &str) -> Result<Option<Vec<Option<Attr>>>, FooterProblem> {
+        let screened = screen(bytes, bytes.len() as u64)?;
+        attributes::attribute_cells(&screened.archive, key)
+    }
 
     /// `data`, then the archived `footer`, then the ARRF trailer.
     fn segment(footer: &Footer, data: &[u8]) -> Vec<u8> {
@@ -886,7 +870,7 @@ mod tests {
         assert_eq!(problem("unsorted"), Some(ArrayProblem::Unsorted));
         assert_eq!(problem("zero"), Some(ArrayProblem::ZeroChunk { axis: 0 }));
         assert_eq!(screened.problems.len(), 6);
-        assert_eq!(screened.array_count, 7);
+        assert_eq!(screened.archive.footer().arrays.len(), 7);
     }
 
     #[test]
@@ -927,7 +911,7 @@ mod tests {
     #[test]
     fn attributes_naming_entries_outside_the_pools_are_refused() {
         let bytes = footer_naming_value(2, 5, vec![DiskValue::String(1)]);
-        let err = crate::digest::attribute_cells(&bytes, "units").unwrap_err();
+        let err = cells(&bytes, "units").unwrap_err();
         assert_eq!(
             err,
             FooterProblem::AttributePool {
@@ -938,7 +922,7 @@ mod tests {
             }
         );
         let bytes = footer_naming_value(2, 0, vec![DiskValue::StringList(Box::new([1, 9]))]);
-        let err = crate::digest::attribute_cells(&bytes, "units").unwrap_err();
+        let err = cells(&bytes, "units").unwrap_err();
         assert!(
             matches!(
                 err,
@@ -953,8 +937,59 @@ mod tests {
         );
         // The good footer reads.
         let bytes = footer_naming_value(2, 0, vec![DiskValue::String(1)]);
-        let cells = crate::digest::attribute_cells(&bytes, "units").unwrap();
-        assert_eq!(cells, Some(vec![Some(Attr::String("K".into())); 2]));
+        let good = cells(&bytes, "units").unwrap();
+        assert_eq!(good, Some(vec![Some(Attr::String("K".into())); 2]));
+    }
+
+    #[test]
+    fn one_arrays_attributes_naming_entries_outside_the_pools_are_refused() {
+        let bytes = footer_naming_value(2, 5, vec![DiskValue::String(1)]);
+        let screened = screen(&bytes, bytes.len() as u64).unwrap();
+        for err in [
+            attributes::attribute_of(&screened.archive, 1, "units").unwrap_err(),
+            attributes::attributes_of(&screened.archive, 1).unwrap_err(),
+        ] {
+            assert_eq!(
+                err,
+                FooterProblem::AttributePool {
+                    array: "a1".into(),
+                    pool: "value",
+                    index: 5,
+                    len: 1
+                }
+            );
+        }
+        let bytes = footer_naming_value(2, 0, vec![DiskValue::String(1)]);
+        let screened = screen(&bytes, bytes.len() as u64).unwrap();
+        assert_eq!(
+            attributes::attribute_of(&screened.archive, 1, "units").unwrap(),
+            Some(Attr::String("K".into()))
+        );
+        assert_eq!(
+            attributes::attribute_of(&screened.archive, 1, "other").unwrap(),
+            None
+        );
+        assert_eq!(
+            attributes::attributes_of(&screened.archive, 0).unwrap(),
+            vec![("units".to_owned(), Attr::String("K".into()))]
+        );
+    }
+
+    #[test]
+    fn two_arrays_of_one_name_are_refused() {
+        let mut f = footer(vec![], vec![]);
+        for _ in 0..2 {
+            f.arrays.push(array("twice", vec![1], vec![1], vec![]));
+        }
+        f.arrays
+            .insert(1, array("between", vec![1], vec![1], vec![]));
+        let bytes = segment(&f, &[]);
+        assert_eq!(
+            screen(&bytes, bytes.len() as u64).unwrap_err(),
+            FooterProblem::DuplicateArray {
+                name: "twice".into()
+            }
+        );
     }
 
     #[test]
@@ -962,7 +997,7 @@ mod tests {
         // 2 000 arrays naming one 1 MB value: 2 GB decoded from a footer of about 1 MB.
         let large = DiskValue::Binary(vec![7u8; 1 << 20].into_boxed_slice());
         let bytes = footer_naming_value(2_000, 0, vec![large]);
-        let err = crate::digest::attribute_cells(&bytes, "units").unwrap_err();
+        let err = cells(&bytes, "units").unwrap_err();
         assert!(
             matches!(&err, FooterProblem::AttributeValues { key, .. } if key == "units"),
             "{err}"

@@ -1,34 +1,45 @@
-//! [`Segment`]: one opened segment, and the views of it the API hands out
-//! ([`ArrayRef`]: one array's layout and statistics; [`AttributeColumn`]:
-//! one attribute over every array).
+//! [`Segment`]: one opened segment, and the view of one of its arrays the
+//! API hands out ([`ArrayRef`]: layout and statistics).
 //!
-//! A segment is opened by [`crate::SegmentSet`] (its footer screened first);
-//! from then on its arrays' layouts, statistics and attributes are in memory
-//! and reads fetch only data blocks. Every read runs under the panic guard,
-//! and I/O failures array-format flattens into strings are recovered by
-//! `track`, so an error still says not-found versus transient.
+//! A segment is opened by [`crate::SegmentSet`]: its footer screened, then
+//! kept validated and read in place (`archive`), so layouts, statistics and
+//! attributes cost no decode of the whole footer and reads of fixed-width
+//! arrays fetch only data blocks (`blocks`). array-format opens the segment
+//! only when a read needs its own path. Every array-format call runs under
+//! the panic guard, and I/O failures array-format flattens into strings are
+//! recovered by `track`, so an error still says not-found versus transient.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
-use array_format::{ArrayFile, ArrayInfo, AttributeValue};
+use array_format::{ArrayFile, BlockCache, ReadConfig};
 use atlas_format::DType;
 use ndarray::ArrayD;
+use object_store::ObjectStore;
+use object_store::path::Path;
+use tokio::sync::OnceCell;
 
 use crate::any::ArrayData;
+use crate::archive::{FooterArchive, NameIndex};
 use crate::attr::Attr;
-use crate::blocks::BlockSource;
+use crate::attributes;
+use crate::blocks::{BlockSource, ChunkTable};
 use crate::element::{Element, sealed::Sealed};
 use crate::error::SegmentError;
 use crate::guard::guarded;
-use crate::screen::ArrayProblem;
+use crate::mirror::ArchivedArrayMeta;
+use crate::screen::{ArrayProblem, Screened};
 use crate::track::track_io;
-use crate::value::{ArrayStats, FillValue, dtype_from_stored, fill_from_stored, stats_from_stored};
+use crate::value::{
+    ArrayStats, FillValue, dtype_from_archived, fill_from_stored, stats_from_archived,
+};
 
-/// One opened segment: its arrays' layouts, statistics and attributes in
-/// memory, their data on demand.
+/// One opened segment: its footer validated and read in place (layouts,
+/// statistics and attributes without a decoded copy), its data on demand.
 pub struct Segment {
     name: String,
-    file: ArrayFile,
+    archive: FooterArchive,
+    names: NameIndex,
     /// Array (dataset) name to why that array cannot be used.
     problems: HashMap<String, ArrayProblem>,
     /// Per array in footer order, the lowest data block its chunks name.
@@ -36,6 +47,10 @@ pub struct Segment {
     len: u64,
     /// Reads fixed-width arrays block by block, each block decoded once.
     source: BlockSource,
+    /// array-format's open of the segment, made the first time a read
+    /// needs it (strings, bool and list elements, unknown codecs).
+    file: OnceCell<ArrayFile>,
+    opener: FileOpener,
 }
 
 impl std::fmt::Debug for Segment {
@@ -43,42 +58,88 @@ impl std::fmt::Debug for Segment {
         f.debug_struct("Segment")
             .field("name", &self.name)
             .field("len", &self.len)
-            .field("arrays", &self.file.arrays().len())
+            .field("arrays", &self.array_count())
+            .field("array_format_open", &self.file.initialized())
             .finish_non_exhaustive()
     }
 }
 
+/// How a segment has array-format open it when a read needs it: the
+/// segment registered in the store array-format reads through.
+#[derive(Clone)]
+pub(crate) struct FileOpener {
+    pub store: Arc<dyn ObjectStore>,
+    pub path: Path,
+    pub cache: Option<Arc<BlockCache>>,
+}
+
+impl FileOpener {
+    /// array-format's open, guarded, checked to see the arrays the screen counted.
+    async fn open(&self, name: &str, arrays: usize) -> Result<ArrayFile, SegmentError> {
+        let config = ReadConfig {
+            cache_capacity: 0,
+            io_cache_capacity: 0,
+            cache: self.cache.clone(),
+        };
+        let (opened, failure) = track_io(guarded(ArrayFile::open(
+            self.store.clone(),
+            self.path.clone(),
+            config,
+        )))
+        .await;
+        let file = match opened {
+            Ok(Ok(file)) => file,
+            Ok(Err(e)) => {
+                return Err(match failure {
+                    Some(f) => SegmentError::Io(f.into_error()),
+                    None => {
+                        SegmentError::corrupt(name, None, format!("array-format refused it: {e}"))
+                    }
+                });
+            }
+            Err(panicked) => return Err(SegmentError::corrupt(name, None, panicked.to_string())),
+        };
+        if file.arrays().len() != arrays {
+            return Err(SegmentError::corrupt(
+                name,
+                None,
+                format!(
+                    "array-format sees {} arrays, the footer holds {arrays}",
+                    file.arrays().len()
+                ),
+            ));
+        }
+        Ok(file)
+    }
+}
+
 impl Segment {
-    /// A segment array-format opened as `file`, with what screening found
-    /// wrong with single arrays (`problems`), each array's first data block
-    /// (`first_blocks`, footer order) and its length in bytes.
+    /// A segment whose footer the screen passed with the findings
+    /// `screened`, `len` bytes long, reading its blocks through what
+    /// `source` makes of the chunk table, and opened in array-format by
+    /// `opener` if a read needs it.
     pub(crate) fn new(
         name: &str,
-        file: ArrayFile,
-        problems: HashMap<String, ArrayProblem>,
-        first_blocks: Vec<Option<u32>>,
+        screened: Screened,
         len: u64,
-        source: BlockSource,
+        source: impl FnOnce(ChunkTable) -> BlockSource,
+        opener: FileOpener,
     ) -> Self {
         Self {
             name: name.to_owned(),
-            file,
-            problems,
-            first_blocks,
+            archive: screened.archive,
+            names: screened.names,
+            problems: screened.problems,
+            first_blocks: screened.first_blocks,
             len,
-            source,
+            source: source(screened.chunks),
+            file: OnceCell::new(),
+            opener,
         }
     }
 
-    /// Position of `info` (one of this segment's arrays) in footer order.
-    fn position_of(&self, info: &ArrayInfo) -> Option<usize> {
-        let arrays = self.file.arrays();
-        let at = (info as *const ArrayInfo as usize).checked_sub(arrays.as_ptr() as usize)?;
-        let position = at.checked_div(std::mem::size_of::<ArrayInfo>())?;
-        arrays
-            .get(position)
-            .filter(|a| std::ptr::eq(*a, info))
-            .map(|_| position)
+    fn metas(&self) -> &[ArchivedArrayMeta] {
+        self.archive.footer().arrays.as_slice()
     }
 
     /// The segment's (variable's) name.
@@ -98,21 +159,30 @@ impl Segment {
 
     /// Arrays in the segment.
     pub fn array_count(&self) -> usize {
-        self.file.arrays().len()
+        self.metas().len()
+    }
+
+    /// Whether array-format has opened the segment (a read needed it).
+    pub fn array_format_opened(&self) -> bool {
+        self.file.initialized()
     }
 
     /// Every array in segment order (damaged ones included: see [`Segment::problem`]).
     pub fn arrays(&self) -> impl Iterator<Item = ArrayRef<'_>> {
-        self.file.arrays().iter().map(|info| ArrayRef { info })
+        self.metas()
+            .iter()
+            .enumerate()
+            .map(|(position, meta)| ArrayRef { meta, position })
     }
 
     /// The array called `array`, screened: `Array` if screening found it
     /// damaged, `Corrupt` if the segment holds none.
     pub fn array(&self, array: &str) -> Result<ArrayRef<'_>, SegmentError> {
         self.check(array)?;
-        self.file
-            .array(array)
-            .map(|info| ArrayRef { info })
+        let metas = self.metas();
+        self.names
+            .find(metas, array)
+            .and_then(|position| metas.get(position).map(|meta| ArrayRef { meta, position }))
             .ok_or_else(|| {
                 SegmentError::corrupt(
                     &self.name,
@@ -127,10 +197,13 @@ impl Segment {
     /// written in ordinal order), one name comparison replaces a lookup in
     /// the name index; a wrong or out-of-range guess costs that comparison.
     pub fn array_near(&self, array: &str, hint: usize) -> Result<ArrayRef<'_>, SegmentError> {
-        match self.file.arrays().get(hint) {
-            Some(info) if info.name.as_str() == array => {
+        match self.metas().get(hint) {
+            Some(meta) if meta.name.as_str() == array => {
                 self.check(array)?;
-                Ok(ArrayRef { info })
+                Ok(ArrayRef {
+                    meta,
+                    position: hint,
+                })
             }
             _ => self.array(array),
         }
@@ -141,13 +214,13 @@ impl Segment {
         self.problems.get(array)
     }
 
-    /// Every array screening flagged, with why.
     /// Per array in [`Segment::arrays`] order, the lowest data block id its
     /// written chunks name (None: nothing written).
     pub(crate) fn first_blocks(&self) -> &[Option<u32>] {
         &self.first_blocks
     }
 
+    /// Every array screening flagged, with why.
     pub(crate) fn problems(&self) -> &HashMap<String, ArrayProblem> {
         &self.problems
     }
@@ -157,29 +230,42 @@ impl Segment {
         SegmentError::screened(&self.name, array, &self.problems)
     }
 
-    /// Attribute `key` of array `array`, if stored.
-    pub fn attribute(&self, array: &str, key: &str) -> Option<Attr> {
-        self.file.get_attribute(array, key).map(Attr::from_stored)
+    fn footer_error(&self, problem: crate::screen::FooterProblem) -> SegmentError {
+        SegmentError::Footer {
+            segment: self.name.clone(),
+            problem,
+        }
     }
 
-    /// Every attribute of array `array` as `(key, value)`, in the segment's
-    /// key order; empty if the array does not exist.
-    pub fn attributes(&self, array: &str) -> Vec<(String, Attr)> {
-        self.file
-            .attributes(array)
-            .map(|it| {
-                it.map(|(k, v)| (k.to_string(), Attr::from_stored(v)))
-                    .collect()
-            })
-            .unwrap_or_default()
+    /// Attribute `key` of array `array`, if stored (`None` too if the
+    /// segment has no such array).
+    pub fn attribute(&self, array: &str, key: &str) -> Result<Option<Attr>, SegmentError> {
+        let Some(position) = self.names.find(self.metas(), array) else {
+            return Ok(None);
+        };
+        attributes::attribute_of(&self.archive, position, key).map_err(|p| self.footer_error(p))
     }
 
-    /// The column of attribute `key` over every array, in segment order; `None`
-    /// if no array stores it.
-    pub fn attribute_column(&self, key: &str) -> Option<AttributeColumn<'_>> {
+    /// Every attribute of array `array` as `(key, value)`, in the order the
+    /// array stores them; empty if the array does not exist.
+    pub fn attributes(&self, array: &str) -> Result<Vec<(String, Attr)>, SegmentError> {
+        let Some(position) = self.names.find(self.metas(), array) else {
+            return Ok(Vec::new());
+        };
+        attributes::attributes_of(&self.archive, position).map_err(|p| self.footer_error(p))
+    }
+
+    /// Attribute `key` of every array, in segment order (`None` for an array
+    /// without it); `None` if no array stores it.
+    pub fn attribute_cells(&self, key: &str) -> Result<Option<Vec<Option<Attr>>>, SegmentError> {
+        attributes::attribute_cells(&self.archive, key).map_err(|p| self.footer_error(p))
+    }
+
+    /// array-format's open of this segment, made on first use.
+    async fn file(&self) -> Result<&ArrayFile, SegmentError> {
         self.file
-            .attribute_column(key)
-            .map(|cells| AttributeColumn { cells })
+            .get_or_try_init(|| self.opener.open(&self.name, self.array_count()))
+            .await
     }
 
     /// Reads the region of `array` from `origin` with `extent` (both empty:
@@ -217,19 +303,18 @@ impl Segment {
         let (origin, extent) = (to_usizes(origin, array)?, to_usizes(extent, array)?);
         // Fixed-width arrays: read here, each block decoded once for every
         // array in it; anything else goes through array-format.
-        if let Some(position) = self.position_of(found.info)
-            && let Some(read) = self
-                .source
-                .read::<<T as Sealed>::Stored>(&self.name, position, found.info, &origin, &extent)
-                .await
+        if let Some(read) = self
+            .source
+            .read::<<T as Sealed>::Stored>(&self.name, found, &origin, &extent)
+            .await
         {
             return read.map(T::from_stored);
         }
+        let file = self.file().await?;
         // Boxed: array-format's read future is large, and moving it through
         // the guard, the tracking scope and every caller cost a copy per read.
         let (outcome, failure) = track_io(guarded(Box::pin(
-            self.file
-                .read_array::<<T as Sealed>::Stored>(array, origin, extent),
+            file.read_array::<<T as Sealed>::Stored>(array, origin, extent),
         )))
         .await;
         match outcome {
@@ -296,78 +381,93 @@ impl Segment {
     }
 }
 
-/// One array of a segment as its footer records it (no data).
-#[derive(Debug, Clone, Copy)]
+/// One array of a segment as its footer records it (no data), read in
+/// place from the footer archive.
+#[derive(Clone, Copy)]
 pub struct ArrayRef<'a> {
-    info: &'a ArrayInfo,
+    meta: &'a ArchivedArrayMeta,
+    position: usize,
+}
+
+impl std::fmt::Debug for ArrayRef<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ArrayRef")
+            .field("name", &self.name())
+            .field("position", &self.position)
+            .finish_non_exhaustive()
+    }
 }
 
 impl<'a> ArrayRef<'a> {
     /// The array's (dataset's) name.
     pub fn name(&self) -> &'a str {
-        self.info.name.as_str()
+        self.meta.name.as_str()
+    }
+
+    /// Its position in the segment (footer order).
+    pub fn position(&self) -> usize {
+        self.position
     }
 
     /// The stored element type.
     pub fn dtype(&self) -> DType {
-        dtype_from_stored(&self.info.dtype)
+        dtype_from_archived(&self.meta.dtype)
     }
 
     /// Length of each axis.
-    pub fn shape(&self) -> &'a [u32] {
-        &self.info.shape
+    pub fn shape(&self) -> Vec<u32> {
+        self.meta.shape.iter().map(|d| d.to_native()).collect()
     }
 
     /// Extent of one chunk along each axis.
-    pub fn chunk_shape(&self) -> &'a [u32] {
-        &self.info.chunk_shape
+    pub fn chunk_shape(&self) -> Vec<u32> {
+        self.meta
+            .chunk_shape
+            .iter()
+            .map(|d| d.to_native())
+            .collect()
     }
 
     /// Name of each axis.
-    pub fn dimension_names(&self) -> &'a [String] {
-        &self.info.dimension_names
+    pub fn dimension_names(&self) -> Vec<String> {
+        self.meta
+            .dimension_names
+            .iter()
+            .map(|n| n.as_str().to_owned())
+            .collect()
     }
 
     /// What unwritten elements read as; `None` means zero (or empty).
     pub fn fill(&self) -> Option<FillValue> {
-        self.info.fill_value.as_ref().map(fill_from_stored)
+        self.stored_fill().as_ref().map(fill_from_stored)
+    }
+
+    /// The fill value as array-format's type.
+    pub(crate) fn stored_fill(&self) -> Option<array_format::FillValue> {
+        rkyv::deserialize::<Option<array_format::FillValue>, rkyv::rancor::Error>(
+            &self.meta.fill_value,
+        )
+        .ok()
+        .flatten()
     }
 
     /// The statistics the writer recorded, if any.
     pub fn stats(&self) -> Option<ArrayStats> {
-        self.info.stats.as_ref().map(stats_from_stored)
+        self.meta.stats.as_ref().map(stats_from_archived)
     }
 
     /// Coordinates (in chunks) of every written chunk, sorted; unwritten
     /// chunks read as the fill value.
-    pub fn written_chunks(&self) -> impl Iterator<Item = &'a [u32]> + 'a {
-        self.info.written_chunks()
-    }
-}
-
-/// One attribute key's values over the arrays of a segment, in segment order.
-#[derive(Debug, Clone, Copy)]
-pub struct AttributeColumn<'a> {
-    cells: &'a [Option<AttributeValue>],
-}
-
-impl AttributeColumn<'_> {
-    /// The value of the array at `position`; `None` if it stores none.
-    pub fn get(&self, position: usize) -> Option<Attr> {
-        self.cells
-            .get(position)
-            .and_then(Option::as_ref)
-            .map(Attr::from_stored)
+    pub fn written_chunks(&self) -> impl Iterator<Item = Vec<u32>> + 'a {
+        self.meta
+            .chunks
+            .iter()
+            .map(|c| c.coord.iter().map(|x| x.to_native()).collect())
     }
 
-    /// Cells in the column (one per array).
-    pub fn len(&self) -> usize {
-        self.cells.len()
-    }
-
-    /// Whether the column has no cells.
-    pub fn is_empty(&self) -> bool {
-        self.cells.is_empty()
+    /// The archived record.
+    pub(crate) fn meta(&self) -> &'a ArchivedArrayMeta {
+        self.meta
     }
 }
 

@@ -19,7 +19,7 @@ use std::ops::Range;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use array_format::{ArrayFile, BlockCache, ReadConfig};
+use array_format::BlockCache;
 use atlas_io::ReadParallelism;
 use bytes::Bytes;
 use object_store::ObjectStore;
@@ -28,16 +28,16 @@ use opendal::Operator;
 use tokio::sync::OnceCell;
 
 use crate::attr::Attr;
+use crate::attributes;
 use crate::blocks::{BlockSlots, BlockSource, ChunkTable};
-use crate::digest::{self, SegmentDigest, digest_of};
+use crate::digest::{SegmentDigest, digest_of};
 use crate::error::SegmentError;
-use crate::guard::guarded;
 use crate::lookup::{self, Miss};
 use crate::screen;
-use crate::segment::Segment;
+use crate::segment::{FileOpener, Segment};
 use crate::store::{SegmentStore, StoreError, segment_path};
 use crate::tail::{ARRF_TRAILER_LEN, DEFAULT_PREFETCH, Tail, TailDecoder, TailError, TailStep};
-use crate::track::{KindTrackingStore, track_io};
+use crate::track::KindTrackingStore;
 
 /// Bytes of footer array-format spends per array in a segment (about 330 measured), rounded up.
 const FOOTER_BYTES_PER_ARRAY: u64 = 512;
@@ -286,24 +286,17 @@ impl SegmentSet {
         key: &str,
     ) -> Result<(Arc<SegmentDigest>, Option<Vec<Option<Attr>>>), SegmentError> {
         let digest = self.digest(index, range).await?;
-        let in_hand = self.pending().get(&index).map(|(tail, _)| tail.clone());
+        let in_hand = self
+            .pending()
+            .get(&index)
+            .map(|(_, screened)| attributes::attribute_cells(&screened.archive, key));
         let cells = match in_hand {
-            Some(tail) => {
-                digest::attribute_cells(&tail, key).map_err(|problem| SegmentError::Footer {
-                    segment: range.name.clone(),
-                    problem,
-                })?
-            }
+            Some(cells) => cells.map_err(|problem| SegmentError::Footer {
+                segment: range.name.clone(),
+                problem,
+            })?,
             // Open, or being opened (which takes the footer in hand).
-            None => self
-                .get(index, range)
-                .await?
-                .attribute_column(key)
-                .map(|column| {
-                    (0..column.len())
-                        .map(|position| column.get(position))
-                        .collect()
-                }),
+            None => self.get(index, range).await?.attribute_cells(key)?,
         };
         Ok((digest, cells))
     }
@@ -335,7 +328,7 @@ impl SegmentSet {
     /// [`SegmentSet::get_array`] for a caller about to read the array's
     /// data: when that opens the whole segment for the array at position 0,
     /// the walk from the start of the data region that such a read begins
-    /// is sent at once, while array-format parses the footer.
+    /// is sent at once.
     pub async fn get_array_to_read(
         &self,
         index: usize,
@@ -421,7 +414,7 @@ impl SegmentSet {
         }
         cell.get_or_try_init(|| async move {
             let tail = self.finish_tail(range, decoder).await?;
-            self.open_footer(index, range, tail).await
+            self.open_footer(index, range, tail)
         })
         .await
         .cloned()
@@ -497,22 +490,18 @@ impl SegmentSet {
             })?;
         let path = Path::from(format!("seg/{index}/{position}"));
         self.register(name, &path, range.offset, virtual_len, mini, &screened)?;
-        let file = self.open_file(name, &path).await?;
-        check_count(name, &file, screened.array_count)?;
         tracing::debug!(
             segment = name,
             array,
             position,
             "opened one array by lookup"
         );
-        let source = self.source(index, &path, screened.chunks);
         Ok(Ok(Arc::new(Segment::new(
             name,
-            file,
-            screened.problems,
-            screened.first_blocks,
+            screened,
             len,
-            source,
+            |table| self.source(index, &path, table),
+            self.opener(&path),
         ))))
     }
 
@@ -586,7 +575,7 @@ impl SegmentSet {
                     }
                 };
                 let (tail, data) = futures::join!(footer, data);
-                let segment = self.open_footer(index, range, tail?).await?;
+                let segment = self.open_footer(index, range, tail?)?;
                 *front.lock().unwrap_or_else(|e| e.into_inner()) = data;
                 Ok::<_, SegmentError>(segment)
             })
@@ -625,10 +614,7 @@ impl SegmentSet {
     ) -> Result<Arc<Segment>, SegmentError> {
         let pending = self.pending().remove(&index);
         let opened = match pending {
-            Some((tail, screened)) => {
-                self.open_screened_for(index, range, tail, screened, walk)
-                    .await
-            }
+            Some((tail, screened)) => self.open_screened(index, range, tail, screened, walk),
             None => {
                 let tail = self.read_footer(range).await?;
                 let screened =
@@ -636,8 +622,7 @@ impl SegmentSet {
                         segment: range.name.clone(),
                         problem,
                     })?;
-                self.open_screened_for(index, range, tail, screened, walk)
-                    .await
+                self.open_screened(index, range, tail, screened, walk)
             }
         };
         // A digest that read the footer meanwhile has nothing left to give.
@@ -684,9 +669,8 @@ impl SegmentSet {
         }
     }
 
-    /// Screens the footer at the end of `tail` and has array-format open the
-    /// segment from it.
-    async fn open_footer(
+    /// Screens the footer at the end of `tail` and opens the segment from it.
+    fn open_footer(
         &self,
         index: usize,
         range: &SegmentRange,
@@ -697,25 +681,13 @@ impl SegmentSet {
                 segment: range.name.clone(),
                 problem,
             })?;
-        self.open_screened(index, range, tail, screened).await
+        self.open_screened(index, range, tail, screened, false)
     }
 
-    /// Has array-format open the segment whose footer, at the end of `tail`,
-    /// the screen passed with the findings `screened`.
-    async fn open_screened(
-        &self,
-        index: usize,
-        range: &SegmentRange,
-        tail: Bytes,
-        screened: screen::Screened,
-    ) -> Result<Arc<Segment>, SegmentError> {
-        self.open_screened_for(index, range, tail, screened, false)
-            .await
-    }
-
-    /// [`SegmentSet::open_screened`]; `walk`: send the first window of a
-    /// walk from the start of the data region before array-format parses.
-    async fn open_screened_for(
+    /// Opens the segment whose footer, at the end of `tail`, the screen
+    /// passed with the findings `screened`; `walk`: send the first window of
+    /// a walk from the start of the data region at once.
+    fn open_screened(
         &self,
         index: usize,
         range: &SegmentRange,
@@ -726,28 +698,22 @@ impl SegmentSet {
         let name = range.name.as_str();
         let len = range.len;
         let path = segment_path(index as u64);
-        // A tail no larger than the prefetch stays: a small segment's reads then cost nothing.
-        let keep_tail = tail.len() as u64 <= self.prefetch;
+        // The tail stays registered: the footer in it is the archive the
+        // segment reads in place, and what array-format opens from if a read
+        // needs it.
         self.register(name, &path, range.offset, len, tail, &screened)?;
         // Opened whole: a read of its first block is probably a walk's first.
         self.store.ramp_from_start(&path);
         if walk && let Some(first_end) = screened.chunks.first_block_end() {
             self.store.start_walk(&path, first_end);
         }
-        let file = self.open_file(name, &path).await?;
-        if !keep_tail {
-            self.store.release_tail(&path);
-        }
-        check_count(name, &file, screened.array_count)?;
         tracing::debug!(segment = name, len, "opened segment");
-        let source = self.source(index, &path, screened.chunks);
         Ok(Arc::new(Segment::new(
             name,
-            file,
-            screened.problems,
-            screened.first_blocks,
+            screened,
             len,
-            source,
+            |table| self.source(index, &path, table),
+            self.opener(&path),
         )))
     }
 
@@ -771,35 +737,13 @@ impl SegmentSet {
         Ok(())
     }
 
-    /// array-format's open of the registered segment at `path`, guarded; the
-    /// registration is dropped if it fails.
-    async fn open_file(&self, name: &str, path: &Path) -> Result<ArrayFile, SegmentError> {
-        let config = ReadConfig {
-            cache_capacity: 0,
-            io_cache_capacity: 0,
+    /// How a segment registered at `path` is opened by array-format when a
+    /// read needs it.
+    fn opener(&self, path: &Path) -> FileOpener {
+        FileOpener {
+            store: self.tracked.clone(),
+            path: path.clone(),
             cache: self.cache.clone(),
-        };
-        let (opened, failure) = track_io(guarded(ArrayFile::open(
-            self.tracked.clone(),
-            path.clone(),
-            config,
-        )))
-        .await;
-        match opened {
-            Ok(Ok(file)) => Ok(file),
-            Ok(Err(e)) => {
-                self.store.remove(path);
-                Err(match failure {
-                    Some(f) => SegmentError::Io(f.into_error()),
-                    None => {
-                        SegmentError::corrupt(name, None, format!("array-format refused it: {e}"))
-                    }
-                })
-            }
-            Err(panicked) => {
-                self.store.remove(path);
-                Err(SegmentError::corrupt(name, None, panicked.to_string()))
-            }
         }
     }
 
@@ -844,21 +788,6 @@ impl SegmentSet {
                 .await?,
         )
     }
-}
-
-/// `Corrupt` unless array-format sees as many arrays as the screen counted.
-fn check_count(name: &str, file: &ArrayFile, screened: usize) -> Result<(), SegmentError> {
-    if file.arrays().len() == screened {
-        return Ok(());
-    }
-    Err(SegmentError::corrupt(
-        name,
-        None,
-        format!(
-            "array-format sees {} arrays, the footer holds {screened}",
-            file.arrays().len()
-        ),
-    ))
 }
 
 /// The error for a segment index the container does not have.

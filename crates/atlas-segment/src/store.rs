@@ -363,13 +363,6 @@ impl SegmentStore {
         self.write_map().remove(path.as_ref()).is_some()
     }
 
-    /// Drops the prefetched tail of `path` (e.g. once array-format has opened it).
-    pub fn release_tail(&self, path: &Path) {
-        if let Some(seg) = self.write_map().get_mut(path.as_ref()) {
-            seg.tail = Bytes::new();
-        }
-    }
-
     /// Reads the last `min(len, n)` bytes of the segment (at least the trailer) in
     /// one read, validates the trailer, and if the footer is longer than that,
     /// reads the missing front part with exactly one more (possibly split) read.

@@ -145,18 +145,7 @@ pub(crate) fn fill_to_stored(fill: &FillValue) -> array_format::FillValue {
     }
 }
 
-fn stat_from_stored(v: &array_format::StatValue) -> Stat {
-    use array_format::StatValue as S;
-    match v {
-        S::Int(n) => Stat::Int(*n),
-        S::UInt(n) => Stat::UInt(*n),
-        S::Float(x) => Stat::Float(*x),
-        S::TimestampNs(n) => Stat::Timestamp(Timestamp(*n)),
-        S::Bytes(b) => Stat::Bytes(b.clone()),
-    }
-}
-
-/// [`stat_from_stored`] read off a validated archive, without deserialising.
+/// One archived statistic as ours, read in place without deserialising.
 fn stat_from_archived(v: &array_format::stats::ArchivedStatValue) -> Stat {
     use array_format::stats::ArchivedStatValue as S;
     match v {
@@ -168,8 +157,8 @@ fn stat_from_archived(v: &array_format::stats::ArchivedStatValue) -> Stat {
     }
 }
 
-/// [`stats_from_stored`] read off a validated archive: no copy of the array
-/// name that array-format repeats inside its statistics.
+/// An array's archived statistics as ours, read in place: no copy of the
+/// array name that array-format repeats inside its statistics.
 pub(crate) fn stats_from_archived(s: &array_format::stats::ArchivedArrayStats) -> ArrayStats {
     ArrayStats {
         min: s.min.as_ref().map(stat_from_archived),
@@ -179,43 +168,53 @@ pub(crate) fn stats_from_archived(s: &array_format::stats::ArchivedArrayStats) -
     }
 }
 
-pub(crate) fn stats_from_stored(s: &array_format::ArrayStats) -> ArrayStats {
-    ArrayStats {
-        min: s.min.as_ref().map(stat_from_stored),
-        max: s.max.as_ref().map(stat_from_stored),
-        null_count: s.null_count,
-        row_count: s.row_count,
-    }
+/// Defines a conversion into the footer dtype from one of array-format's
+/// element type enums (its own, or the archived one read in place), whose
+/// variants match by name; `$size` reads a fixed-size list's length.
+macro_rules! dtype_conversion {
+    ($(#[$doc:meta])* $name:ident($from:ty), $size:expr) => {
+        $(#[$doc])*
+        pub(crate) fn $name(dtype: &$from) -> atlas_format::DType {
+            use atlas_format::DType;
+            type A = $from;
+            match dtype {
+                A::Bool => DType::Bool,
+                A::Int8 => DType::Int8,
+                A::Int16 => DType::Int16,
+                A::Int32 => DType::Int32,
+                A::Int64 => DType::Int64,
+                A::UInt8 => DType::UInt8,
+                A::UInt16 => DType::UInt16,
+                A::UInt32 => DType::UInt32,
+                A::UInt64 => DType::UInt64,
+                A::Float32 => DType::Float32,
+                A::Float64 => DType::Float64,
+                A::String => DType::String,
+                A::Binary => DType::Binary,
+                A::TimestampNs => DType::TimestampNs,
+                A::FixedSizeList { child, size } => DType::FixedSizeList {
+                    child: Box::new($name(child)),
+                    size: ($size)(size),
+                },
+                A::List { child } => DType::List {
+                    child: Box::new($name(child)),
+                },
+            }
+        }
+    };
 }
 
-/// The footer dtype of an array-format element type.
-pub(crate) fn dtype_from_stored(dtype: &array_format::DType) -> atlas_format::DType {
-    use array_format::DType as A;
-    use atlas_format::DType;
-    match dtype {
-        A::Bool => DType::Bool,
-        A::Int8 => DType::Int8,
-        A::Int16 => DType::Int16,
-        A::Int32 => DType::Int32,
-        A::Int64 => DType::Int64,
-        A::UInt8 => DType::UInt8,
-        A::UInt16 => DType::UInt16,
-        A::UInt32 => DType::UInt32,
-        A::UInt64 => DType::UInt64,
-        A::Float32 => DType::Float32,
-        A::Float64 => DType::Float64,
-        A::String => DType::String,
-        A::Binary => DType::Binary,
-        A::TimestampNs => DType::TimestampNs,
-        A::FixedSizeList { child, size } => DType::FixedSizeList {
-            child: Box::new(dtype_from_stored(child)),
-            size: *size,
-        },
-        A::List { child } => DType::List {
-            child: Box::new(dtype_from_stored(child)),
-        },
-    }
-}
+dtype_conversion!(
+    /// The footer dtype of an archived array-format element type (read in place).
+    dtype_from_archived(array_format::dtype::ArchivedDType),
+    |size: &rkyv::rend::u32_le| size.to_native()
+);
+
+dtype_conversion!(
+    /// The footer dtype of an array-format element type.
+    dtype_from_stored(array_format::DType),
+    |size: &u32| *size
+);
 
 #[cfg(test)]
 mod tests {
@@ -227,6 +226,63 @@ mod tests {
             max,
             null_count: nulls,
             row_count: rows,
+        }
+    }
+
+    #[test]
+    fn archived_and_stored_element_types_convert_to_the_same_footer_dtype() {
+        use array_format::DType as A;
+        let scalars = [
+            A::Bool,
+            A::Int8,
+            A::Int16,
+            A::Int32,
+            A::Int64,
+            A::UInt8,
+            A::UInt16,
+            A::UInt32,
+            A::UInt64,
+            A::Float32,
+            A::Float64,
+            A::String,
+            A::Binary,
+            A::TimestampNs,
+        ];
+        let nested = [
+            A::FixedSizeList {
+                child: Box::new(A::Float32),
+                size: 3,
+            },
+            nested_list(),
+        ];
+        for dtype in scalars.into_iter().chain(nested) {
+            let bytes = rkyv::to_bytes::<rkyv::rancor::Error>(&dtype).unwrap();
+            let archived =
+                rkyv::access::<array_format::dtype::ArchivedDType, rkyv::rancor::Error>(&bytes)
+                    .unwrap();
+            assert_eq!(
+                dtype_from_archived(archived),
+                dtype_from_stored(&dtype),
+                "{dtype:?}"
+            );
+        }
+        assert_eq!(
+            dtype_from_stored(&nested_list()),
+            atlas_format::DType::List {
+                child: Box::new(atlas_format::DType::FixedSizeList {
+                    child: Box::new(atlas_format::DType::UInt16),
+                    size: 70_000,
+                }),
+            }
+        );
+    }
+
+    fn nested_list() -> array_format::DType {
+        array_format::DType::List {
+            child: Box::new(array_format::DType::FixedSizeList {
+                child: Box::new(array_format::DType::UInt16),
+                size: 70_000,
+            }),
         }
     }
 

@@ -106,6 +106,10 @@ fn classify(err: &AtlasError) -> String {
         || text.contains("nulls in")
     {
         "array screened (shape, chunk table, counts)"
+    } else if text.contains("defined twice") {
+        "two arrays of one name in a segment"
+    } else if text.contains("outside the footer's pool") {
+        "attribute naming a pool entry the footer lacks"
     } else if text.contains("refused it") {
         "array-format refused the segment at open"
     } else if text.contains("but stored as") {

@@ -298,13 +298,13 @@ impl Dataset {
         let names = info.dimension_names();
         let dimension_names = if names.len() == resolved.kept.len() {
             names
-                .iter()
+                .into_iter()
                 .zip(&resolved.kept)
                 .filter(|(_, keep)| **keep)
-                .map(|(n, _)| n.clone())
+                .map(|(n, _)| n)
                 .collect()
         } else {
-            names.to_vec()
+            names
         };
         Ok(AnyArray::new(data, info.fill(), dimension_names))
     }
@@ -319,7 +319,7 @@ impl Dataset {
     ) -> Result<(Resolved, ArrayRef<'s>)> {
         let array = meta.name();
         let info = self.info(meta, segment)?;
-        let resolved = region.resolve(array, info.shape())?;
+        let resolved = region.resolve(array, &info.shape())?;
         let elements = resolved
             .extent
             .iter()
@@ -388,7 +388,7 @@ pub(crate) fn layout_of(dtype: &DType, info: &ArrayRef<'_>) -> Result<ArrayLayou
         dtype: dtype.clone(),
         shape,
         chunk_shape: info.chunk_shape().iter().map(|&c| u64::from(c)).collect(),
-        dimension_names: info.dimension_names().to_vec(),
+        dimension_names: info.dimension_names(),
         fill_value: info.fill(),
         element_count,
     })
@@ -401,7 +401,7 @@ pub(crate) fn stored_attr(
     key: &str,
     declared: &DType,
 ) -> Result<Attr> {
-    let attr = segment.attribute(array_name, key).ok_or_else(|| {
+    let attr = segment.attribute(array_name, key)?.ok_or_else(|| {
         AtlasError::corrupt(format!(
             "segment {:?}: dataset {array_name:?} declares attribute {key:?}, but none is stored",
             segment.name()

@@ -75,7 +75,11 @@ impl Written {
 
     /// The attributes of array `dataset` in segment `variable`, sorted by key.
     pub async fn attributes(&self, variable: &str, dataset: &str) -> Vec<(String, Attr)> {
-        let mut out = self.segment(variable).await.attributes(dataset);
+        let mut out = self
+            .segment(variable)
+            .await
+            .attributes(dataset)
+            .expect("attributes read");
         out.sort_by(|a, b| a.0.cmp(&b.0));
         out
     }
