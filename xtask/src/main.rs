@@ -52,6 +52,9 @@ mod py_fixture;
 type Result<T = (), E = String> = std::result::Result<T, E>;
 
 fn main() -> ExitCode {
+    if let Some(rustdoc) = std::env::var_os(WRAPPED_RUSTDOC) {
+        return rustdoc_with_json(rustdoc);
+    }
     let args: Vec<String> = std::env::args().skip(1).collect();
     let arg = |i: usize| args.get(i).map(String::as_str);
     let result = match arg(0) {
@@ -538,18 +541,52 @@ fn fuzz(seconds: u64) -> Result {
 /// Where the committed listing of the facade's public surface lives.
 const PUBLIC_API_LISTING: &str = "crates/atlas/public-api.txt";
 
-/// Builds the facade's rustdoc JSON (a target directory of its own, so the
-/// test build is not invalidated) and compares its public items with
+/// Set by [`public_api`] for the `cargo rustdoc` it runs, to the real
+/// rustdoc: cargo then calls this binary as its rustdoc (`RUSTDOC`), and
+/// [`rustdoc_with_json`] runs that rustdoc.
+const WRAPPED_RUSTDOC: &str = "ATLAS_XTASK_WRAPPED_RUSTDOC";
+
+/// This process as cargo's rustdoc: runs the real one with its arguments and
+/// `RUSTC_BOOTSTRAP=1`, which rustdoc's JSON output needs (it is unstable).
+/// Set on rustdoc alone, build scripts do not see it: several (proc-macro2,
+/// anyhow, thiserror) rerun when it changes, which would rebuild everything
+/// above them and keep `public-api` from sharing clippy's dependency builds.
+fn rustdoc_with_json(rustdoc: std::ffi::OsString) -> ExitCode {
+    match Command::new(&rustdoc)
+        .args(std::env::args_os().skip(1))
+        .env("RUSTC_BOOTSTRAP", "1")
+        .env_remove(WRAPPED_RUSTDOC)
+        .status()
+    {
+        Ok(status) if status.success() => ExitCode::SUCCESS,
+        Ok(status) => ExitCode::from(
+            status
+                .code()
+                .and_then(|c| u8::try_from(c).ok())
+                .unwrap_or(1),
+        ),
+        Err(e) => {
+            eprintln!("xtask: cannot run {}: {e}", rustdoc.to_string_lossy());
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Builds the facade's rustdoc JSON and compares its public items with
 /// [`PUBLIC_API_LISTING`], or rewrites the listing with `bless`.
 ///
-/// rustdoc's JSON output is unstable: `RUSTC_BOOTSTRAP` enables it on the
-/// pinned stable toolchain, and `public-api` is pinned to the JSON format
-/// version that toolchain writes.
+/// rustdoc's JSON output is unstable: this binary stands in as cargo's
+/// rustdoc and enables it for rustdoc alone ([`rustdoc_with_json`]), so the
+/// dependencies' check builds are the ones clippy left in `target/` (a cold
+/// CI run saves about two minutes of a separate target directory).
+/// `public-api` is pinned to the JSON format version the pinned toolchain
+/// writes.
 fn public_api(bless: bool) -> Result {
-    let target = root().join("target/public-api");
+    let xtask = std::env::current_exe().map_err(|e| format!("locating xtask: {e}"))?;
+    let rustdoc = std::env::var_os("RUSTDOC").unwrap_or_else(|| "rustdoc".into());
     run(cargo()
-        .env("RUSTC_BOOTSTRAP", "1")
-        .env("CARGO_TARGET_DIR", &target)
+        .env("RUSTDOC", &xtask)
+        .env(WRAPPED_RUSTDOC, &rustdoc)
         .args([
             "rustdoc",
             "--quiet",
@@ -560,6 +597,9 @@ fn public_api(bless: bool) -> Result {
             "--all-features",
         ])
         .args(["--", "-Z", "unstable-options", "--output-format", "json"]))?;
+    // Relative to the workspace root, where cargo ran, if relative at all.
+    let target =
+        root().join(std::env::var_os("CARGO_TARGET_DIR").unwrap_or_else(|| "target".into()));
     let api = public_api::Builder::from_rustdoc_json(target.join("doc/atlas.json"))
         .omit_blanket_impls(true)
         .omit_auto_trait_impls(true)
