@@ -15,7 +15,7 @@ use std::collections::HashMap;
 
 use crate::error::SegmentError;
 use crate::mirror::ArchivedArrayMeta;
-use crate::screen::{ArrayProblem, FooterProblem};
+use crate::screen::ArrayProblem;
 use crate::segment::Segment;
 use crate::value::{ArrayStats, dtype_from_archived, stats_from_archived};
 
@@ -66,7 +66,7 @@ impl SegmentDigest {
             arrays: segment
                 .arrays()
                 .zip(first_blocks.chain(std::iter::repeat(None)))
-                .map(|(a, first_block)| array_digest(a.meta(), first_block))
+                .map(|(a, first_block)| digest_of(a.meta(), first_block))
                 .collect(),
             problems: segment.problems().clone(),
         }
@@ -87,15 +87,8 @@ impl SegmentDigest {
 }
 
 /// The digest of one archived array (validated by the screen), whose written
-/// chunks start in block `first_block`; for the screen's walk.
-pub(crate) fn digest_of(
-    array: &ArchivedArrayMeta,
-    first_block: Option<u32>,
-) -> Result<ArrayDigest, FooterProblem> {
-    Ok(array_digest(array, first_block))
-}
-
-fn array_digest(array: &ArchivedArrayMeta, first_block: Option<u32>) -> ArrayDigest {
+/// chunks start in block `first_block`.
+pub(crate) fn digest_of(array: &ArchivedArrayMeta, first_block: Option<u32>) -> ArrayDigest {
     ArrayDigest {
         name: array.name.as_str().to_owned(),
         dtype: dtype_from_archived(&array.dtype),

@@ -285,7 +285,7 @@ pub(crate) struct Screened {
 ///
 /// `Err` means the segment as a whole cannot be handed to array-format.
 pub(crate) fn screen(tail: &Bytes, segment_len: u64) -> Result<Screened, FooterProblem> {
-    screen_collecting(tail, segment_len, |_, _| Ok(())).map(|(screened, _)| screened)
+    screen_collecting(tail, segment_len, |_, _| ()).map(|(screened, _)| screened)
 }
 
 /// [`screen`], also making one `T` of each archived array, validated, and
@@ -294,7 +294,7 @@ pub(crate) fn screen(tail: &Bytes, segment_len: u64) -> Result<Screened, FooterP
 pub(crate) fn screen_collecting<T>(
     tail: &Bytes,
     segment_len: u64,
-    mut collect: impl FnMut(&ArchivedArrayMeta, Option<u32>) -> Result<T, FooterProblem>,
+    mut collect: impl FnMut(&ArchivedArrayMeta, Option<u32>) -> T,
 ) -> Result<(Screened, Vec<T>), FooterProblem> {
     let (footer_range, footer_total) = footer_slice(tail)?;
     let data_end = segment_len
@@ -312,7 +312,7 @@ pub(crate) fn screen_collecting<T>(
 fn screen_footer<T>(
     archive: FooterArchive,
     data_end: u64,
-    collect: &mut impl FnMut(&ArchivedArrayMeta, Option<u32>) -> Result<T, FooterProblem>,
+    collect: &mut impl FnMut(&ArchivedArrayMeta, Option<u32>) -> T,
 ) -> Result<(Screened, Vec<T>), FooterProblem> {
     let footer = archive.footer();
     let blocks = screen_blocks(footer, data_end)?;
@@ -328,7 +328,7 @@ fn screen_footer<T>(
     let mut collected = Vec::with_capacity(footer.arrays.len());
     for array in footer.arrays.iter() {
         let first = first_block(array);
-        collected.push(collect(array, first)?);
+        collected.push(collect(array, first));
         first_blocks.push(first);
         chunks.begin_array();
         if let Err(problem) = screen_array(array, &blocks, &mut chunks) {
