@@ -6,12 +6,13 @@
 //! a read. This module lets rkyv validate the footer against the mirror of
 //! array-format's private footer types (`mirror`) and walks the
 //! validated archive in place, the way array-format will. Nothing is copied
-//! out but what the checks need.
+//! out but what the checks need, and the validated archive is what the open
+//! segment then reads (`archive`).
 //!
 //! Checks that make the whole segment unusable: the footer version, the block
 //! table (dense ids, every block inside the data region, a zstd block's
-//! declared size within what zstd can expand to), and the memory array-format
-//! would spend on attribute columns. Checks that make one array unusable
+//! declared size within what zstd can expand to), two arrays of one name, and
+//! the memory array-format would spend on attribute columns. Checks that make one array unusable
 //! (recorded, reported when that array is used): rank agreement between shape,
 //! chunk shape and dimension names, chunk extents of zero, the recorded row
 //! count against the shape, and every chunk entry (rank, inside the grid,
@@ -19,7 +20,6 @@
 //! fixed-width types exactly the bytes its elements take).
 
 use std::collections::HashMap;
-
 use std::ops::Range;
 
 use array_format::block::ArchivedCodecId;
@@ -283,7 +283,7 @@ pub(crate) struct Screened {
 /// Screens the footer at the end of `tail` (the last bytes of a segment of
 /// `segment_len` bytes, trailer included, already checked by the segment store).
 ///
-/// `Err` means the segment as a whole cannot be handed to array-format.
+/// `Err` means the segment as a whole cannot be used (nor handed to array-format).
 pub(crate) fn screen(tail: &Bytes, segment_len: u64) -> Result<Screened, FooterProblem> {
     screen_collecting(tail, segment_len, |_, _| ()).map(|(screened, _)| screened)
 }
