@@ -6,7 +6,7 @@
 //! ```text
 //! atlas-bench [--quick] [--profiles N] [--tiny N] [--opens N] [--no-zarrs]
 //!             [--latency 20ms] [--bandwidth 100MB/s] [--work DIR]
-//!             [--split auto|on|off] [--http] [--rounds N] [--json FILE]
+//!             [--split auto|on|off] [--part-size BYTES] [--http] [--rounds N] [--json FILE]
 //! atlas-bench write [--quick] [--cases argo,grid,tiny] [--writers 1,2,4] ...
 //! atlas-bench sets [--quick] [--profiles N] [--member-size N] [--steps A,B,C] ...
 //! ```
@@ -24,7 +24,10 @@
 //! `--split` says how our Atlas splits big reads: `auto` (the default) as
 //! an object store on the simulated store (`ReadParallelism::default()`) and
 //! as its backend says on local disk (whole reads), `on` and `off` force
-//! split or whole reads on both. `--json FILE` also writes every figure of
+//! split or whole reads on both; `--part-size` sets the size of a split
+//! read's parts (2 MiB by default, `ReadParallelism::default()`; e.g.
+//! `1MiB`), to weigh fewer round-trip-bound bytes per part against more
+//! GETs. `--json FILE` also writes every figure of
 //! the tables to FILE (`report::Report`). `--http` adds a third read table:
 //! the same steps against atlas-testkit's in-process S3 server behind its
 //! fault proxy, every GET held back by the `--latency` (20 ms if none), see
@@ -114,6 +117,8 @@ struct Options {
     work: PathBuf,
     quick: bool,
     split: Split,
+    /// Bytes per part of a split read (`--part-size`).
+    part_size: u64,
     json: Option<PathBuf>,
     http: bool,
     rounds: usize,
@@ -142,13 +147,15 @@ impl Split {
         }
     }
 
-    /// The open options of our Atlas on a store simulated by `sim`.
-    fn options(self, sim: Simulation) -> atlas::OpenOptions {
+    /// The open options of our Atlas on a store simulated by `sim`, split
+    /// reads in parts of `part_size` bytes.
+    fn options(self, sim: Simulation, part_size: u64) -> atlas::OpenOptions {
         let o = atlas::OpenOptions::default();
+        let split = atlas::ReadParallelism::default().part_size(part_size);
         match self {
-            Split::Auto if sim.is_active() => o.read_parallelism(atlas::ReadParallelism::default()),
+            Split::Auto if sim.is_active() => o.read_parallelism(split),
             Split::Auto => o,
-            Split::On => o.read_parallelism(atlas::ReadParallelism::default()),
+            Split::On => o.read_parallelism(split),
             Split::Off => o.read_parallelism(atlas::ReadParallelism::single()),
         }
     }
@@ -203,6 +210,27 @@ fn parse_bandwidth(s: &str) -> Result<f64> {
     Ok(v * scale)
 }
 
+/// A size in bytes: a number with an optional unit (`B`, `KiB`, `MiB`, `KB`, `MB`).
+fn parse_bytes(s: &str) -> Result<u64> {
+    let bad = || BenchError::Usage(format!("bad size {s:?} (e.g. 1MiB)"));
+    let units = [
+        ("MiB", 1 << 20),
+        ("KiB", 1 << 10),
+        ("MB", 1_000_000),
+        ("KB", 1_000),
+        ("B", 1),
+    ];
+    let (num, scale) = units
+        .iter()
+        .find_map(|(u, f)| s.strip_suffix(u).map(|n| (n, *f)))
+        .unwrap_or((s, 1));
+    let v: u64 = num.trim().parse().map_err(|_| bad())?;
+    match v.checked_mul(scale) {
+        Some(bytes) if bytes > 0 => Ok(bytes),
+        _ => Err(bad()),
+    }
+}
+
 fn parse_options(args: &[String]) -> Result<Options> {
     let mut o = Options {
         profiles: 30_000,
@@ -213,6 +241,7 @@ fn parse_options(args: &[String]) -> Result<Options> {
         work: PathBuf::from("target/bench-work"),
         quick: false,
         split: Split::Auto,
+        part_size: atlas::ReadParallelism::default().part_size,
         json: None,
         http: false,
         rounds: 5,
@@ -239,6 +268,7 @@ fn parse_options(args: &[String]) -> Result<Options> {
             "--bandwidth" => o.sim.bandwidth = Some(parse_bandwidth(&value(a)?)?),
             "--work" => o.work = PathBuf::from(value(a)?),
             "--split" => o.split = Split::parse(&value(a)?)?,
+            "--part-size" => o.part_size = parse_bytes(&value(a)?)?,
             "--json" => o.json = Some(PathBuf::from(value(a)?)),
             "--http" => o.http = true,
             "--rounds" => explicit.2 = Some(number(value(a)?)?.max(1)),
@@ -569,7 +599,7 @@ fn run(o: &Options) -> Result {
     }
     for (store, sim) in stores {
         eprintln!("reading ({store})");
-        let options = o.split.options(sim);
+        let options = o.split.options(sim, o.part_size);
         let (ours_dir, peer_dir, zarr_dir, options) = (&ours_dir, &peer_dir, &zarr_dir, &options);
         let columns = rt.block_on(in_rounds(o.rounds, &impls, |imp| async move {
             let meter = Meter::new(sim);
@@ -619,6 +649,7 @@ fn run(o: &Options) -> Result {
             store: store.to_owned(),
             sim,
             split: o.split.arg().to_owned(),
+            part_size: o.part_size,
             reads: rows,
             tiny,
         });
@@ -665,7 +696,7 @@ async fn http_reads(
         latency: delay,
         bandwidth: None,
     };
-    let options = o.split.options(Simulation::default());
+    let options = o.split.options(Simulation::default(), o.part_size);
     let (http, options) = (&http, &options);
     let columns = in_rounds(o.rounds, impls, |imp| async move {
         let meter = Meter::default();
@@ -696,6 +727,7 @@ async fn http_reads(
         store,
         sim,
         split: o.split.arg().to_owned(),
+        part_size: o.part_size,
         reads: rows,
         tiny: Vec::new(),
     })
@@ -762,6 +794,25 @@ mod tests {
             parse_bandwidth("0MB/s"),
             Err(BenchError::Usage(_))
         ));
+    }
+
+    #[test]
+    fn part_sizes_take_binary_and_decimal_units_and_refuse_zero_or_junk() {
+        assert_eq!(parse_bytes("1MiB").ok(), Some(1 << 20));
+        assert_eq!(parse_bytes("512KiB").ok(), Some(512 << 10));
+        assert_eq!(parse_bytes("2MB").ok(), Some(2_000_000));
+        assert_eq!(parse_bytes("4096").ok(), Some(4096));
+        for bad in ["0MiB", "big", "-1MiB", "99999999999999999999MiB"] {
+            assert!(
+                matches!(parse_bytes(bad), Err(BenchError::Usage(_))),
+                "{bad}"
+            );
+        }
+        let args = |a: &[&str]| a.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let default = parse_options(&args(&[])).ok().map(|o| o.part_size);
+        assert_eq!(default, Some(atlas::ReadParallelism::default().part_size));
+        let set = parse_options(&args(&["--part-size", "1MiB"])).ok();
+        assert_eq!(set.map(|o| o.part_size), Some(1 << 20));
     }
 
     #[test]
