@@ -187,44 +187,41 @@ fn parse_duration(s: &str) -> Result<Duration> {
     Ok(Duration::from_secs_f64(v * scale))
 }
 
+/// Byte units the size options take, longest suffix first.
+const BYTE_UNITS: [(&str, u64); 7] = [
+    ("GiB", 1 << 30),
+    ("MiB", 1 << 20),
+    ("KiB", 1 << 10),
+    ("GB", 1_000_000_000),
+    ("MB", 1_000_000),
+    ("KB", 1_000),
+    ("B", 1),
+];
+
+/// `s` without its byte unit, and the unit's bytes (`default` without one).
+fn split_byte_unit(s: &str, default: u64) -> (&str, u64) {
+    BYTE_UNITS
+        .iter()
+        .find_map(|(u, f)| s.strip_suffix(u).map(|n| (n.trim(), *f)))
+        .unwrap_or((s.trim(), default))
+}
+
+/// Bytes per second: a number with an optional byte unit and `/s` (MB if none).
 fn parse_bandwidth(s: &str) -> Result<f64> {
     let bad = || BenchError::Usage(format!("bad bandwidth {s:?} (e.g. 100MB/s)"));
-    let t = s.strip_suffix("/s").unwrap_or(s);
-    let units = [
-        ("GiB", 1024.0 * 1024.0 * 1024.0),
-        ("MiB", 1024.0 * 1024.0),
-        ("KiB", 1024.0),
-        ("GB", 1e9),
-        ("MB", 1e6),
-        ("KB", 1e3),
-        ("B", 1.0),
-    ];
-    let (num, scale) = units
-        .iter()
-        .find_map(|(u, f)| t.strip_suffix(u).map(|n| (n, *f)))
-        .unwrap_or((t, 1e6));
-    let v: f64 = num.trim().parse().map_err(|_| bad())?;
+    let (num, scale) = split_byte_unit(s.strip_suffix("/s").unwrap_or(s), 1_000_000);
+    let v: f64 = num.parse().map_err(|_| bad())?;
     if !(v.is_finite() && v > 0.0) {
         return Err(bad());
     }
-    Ok(v * scale)
+    Ok(v * scale as f64)
 }
 
-/// A size in bytes: a number with an optional unit (`B`, `KiB`, `MiB`, `KB`, `MB`).
+/// A size in bytes: a whole number with an optional byte unit (bytes if none).
 fn parse_bytes(s: &str) -> Result<u64> {
     let bad = || BenchError::Usage(format!("bad size {s:?} (e.g. 1MiB)"));
-    let units = [
-        ("MiB", 1 << 20),
-        ("KiB", 1 << 10),
-        ("MB", 1_000_000),
-        ("KB", 1_000),
-        ("B", 1),
-    ];
-    let (num, scale) = units
-        .iter()
-        .find_map(|(u, f)| s.strip_suffix(u).map(|n| (n, *f)))
-        .unwrap_or((s, 1));
-    let v: u64 = num.trim().parse().map_err(|_| bad())?;
+    let (num, scale) = split_byte_unit(s, 1);
+    let v: u64 = num.parse().map_err(|_| bad())?;
     match v.checked_mul(scale) {
         Some(bytes) if bytes > 0 => Ok(bytes),
         _ => Err(bad()),
