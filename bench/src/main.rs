@@ -6,7 +6,7 @@
 //! ```text
 //! atlas-bench [--quick] [--profiles N] [--tiny N] [--opens N] [--no-zarrs]
 //!             [--latency 20ms] [--bandwidth 100MB/s] [--work DIR]
-//!             [--split auto|on|off] [--part-size BYTES] [--http] [--rounds N] [--json FILE]
+//!             [--split auto|on|off] [--min-part-size BYTES] [--http] [--rounds N] [--json FILE]
 //! atlas-bench write [--quick] [--cases argo,grid,tiny] [--writers 1,2,4] ...
 //! atlas-bench sets [--quick] [--profiles N] [--member-size N] [--steps A,B,C] ...
 //! ```
@@ -24,10 +24,10 @@
 //! `--split` says how our Atlas splits big reads: `auto` (the default) as
 //! an object store on the simulated store (`ReadParallelism::default()`) and
 //! as its backend says on local disk (whole reads), `on` and `off` force
-//! split or whole reads on both; `--part-size` sets the size of a split
-//! read's parts (2 MiB by default, `ReadParallelism::default()`; e.g.
-//! `1MiB`), to weigh fewer round-trip-bound bytes per part against more
-//! GETs. `--json FILE` also writes every figure of
+//! split or whole reads on both; `--min-part-size` sets the smallest part a
+//! split read is cut into (1 MiB by default, `ReadParallelism::default()`;
+//! e.g. `2MiB`), to weigh fewer round-trip-bound bytes per part against
+//! more GETs. `--json FILE` also writes every figure of
 //! the tables to FILE (`report::Report`). `--http` adds a third read table:
 //! the same steps against atlas-testkit's in-process S3 server behind its
 //! fault proxy, every GET held back by the `--latency` (20 ms if none), see
@@ -117,8 +117,8 @@ struct Options {
     work: PathBuf,
     quick: bool,
     split: Split,
-    /// Bytes per part of a split read (`--part-size`).
-    part_size: u64,
+    /// The smallest part of a split read, in bytes (`--min-part-size`).
+    min_part_size: u64,
     json: Option<PathBuf>,
     http: bool,
     rounds: usize,
@@ -148,10 +148,10 @@ impl Split {
     }
 
     /// The open options of our Atlas on a store simulated by `sim`, split
-    /// reads in parts of `part_size` bytes.
-    fn options(self, sim: Simulation, part_size: u64) -> atlas::OpenOptions {
+    /// reads in parts of at least `min_part_size` bytes.
+    fn options(self, sim: Simulation, min_part_size: u64) -> atlas::OpenOptions {
         let o = atlas::OpenOptions::default();
-        let split = atlas::ReadParallelism::default().part_size(part_size);
+        let split = atlas::ReadParallelism::default().min_part_size(min_part_size);
         match self {
             Split::Auto if sim.is_active() => o.read_parallelism(split),
             Split::Auto => o,
@@ -238,7 +238,7 @@ fn parse_options(args: &[String]) -> Result<Options> {
         work: PathBuf::from("target/bench-work"),
         quick: false,
         split: Split::Auto,
-        part_size: atlas::ReadParallelism::default().part_size,
+        min_part_size: atlas::ReadParallelism::default().min_part_size,
         json: None,
         http: false,
         rounds: 5,
@@ -265,7 +265,7 @@ fn parse_options(args: &[String]) -> Result<Options> {
             "--bandwidth" => o.sim.bandwidth = Some(parse_bandwidth(&value(a)?)?),
             "--work" => o.work = PathBuf::from(value(a)?),
             "--split" => o.split = Split::parse(&value(a)?)?,
-            "--part-size" => o.part_size = parse_bytes(&value(a)?)?,
+            "--min-part-size" => o.min_part_size = parse_bytes(&value(a)?)?,
             "--json" => o.json = Some(PathBuf::from(value(a)?)),
             "--http" => o.http = true,
             "--rounds" => explicit.2 = Some(number(value(a)?)?.max(1)),
@@ -596,7 +596,7 @@ fn run(o: &Options) -> Result {
     }
     for (store, sim) in stores {
         eprintln!("reading ({store})");
-        let options = o.split.options(sim, o.part_size);
+        let options = o.split.options(sim, o.min_part_size);
         let (ours_dir, peer_dir, zarr_dir, options) = (&ours_dir, &peer_dir, &zarr_dir, &options);
         let columns = rt.block_on(in_rounds(o.rounds, &impls, |imp| async move {
             let meter = Meter::new(sim);
@@ -646,7 +646,7 @@ fn run(o: &Options) -> Result {
             store: store.to_owned(),
             sim,
             split: o.split.arg().to_owned(),
-            part_size: o.part_size,
+            min_part_size: o.min_part_size,
             reads: rows,
             tiny,
         });
@@ -693,7 +693,7 @@ async fn http_reads(
         latency: delay,
         bandwidth: None,
     };
-    let options = o.split.options(Simulation::default(), o.part_size);
+    let options = o.split.options(Simulation::default(), o.min_part_size);
     let (http, options) = (&http, &options);
     let columns = in_rounds(o.rounds, impls, |imp| async move {
         let meter = Meter::default();
@@ -724,7 +724,7 @@ async fn http_reads(
         store,
         sim,
         split: o.split.arg().to_owned(),
-        part_size: o.part_size,
+        min_part_size: o.min_part_size,
         reads: rows,
         tiny: Vec::new(),
     })
@@ -806,10 +806,13 @@ mod tests {
             );
         }
         let args = |a: &[&str]| a.iter().map(|s| s.to_string()).collect::<Vec<_>>();
-        let default = parse_options(&args(&[])).ok().map(|o| o.part_size);
-        assert_eq!(default, Some(atlas::ReadParallelism::default().part_size));
-        let set = parse_options(&args(&["--part-size", "1MiB"])).ok();
-        assert_eq!(set.map(|o| o.part_size), Some(1 << 20));
+        let default = parse_options(&args(&[])).ok().map(|o| o.min_part_size);
+        assert_eq!(
+            default,
+            Some(atlas::ReadParallelism::default().min_part_size)
+        );
+        let set = parse_options(&args(&["--min-part-size", "2MiB"])).ok();
+        assert_eq!(set.map(|o| o.min_part_size), Some(2 << 20));
     }
 
     #[test]

@@ -154,13 +154,17 @@ pub async fn read_steps(
     options: &atlas::OpenOptions,
 ) -> Result<Costs> {
     let mut costs = Costs::new();
+    let mut record = |step: Step, cost: crate::measure::Cost| {
+        trace(meter, step, &cost);
+        costs.push((step, cost));
+    };
     counting.stats().reset();
     let (atlas, c) = measure(meter, async {
         Ok(Atlas::open((op.clone(), ""), options).await?)
     })
     .await?;
     check_counts(counting, &c.io)?;
-    costs.push((Step::Open, c));
+    record(Step::Open, c);
     let datasets = atlas.dataset_count();
 
     let (_, c) = measure(meter, async {
@@ -174,7 +178,7 @@ pub async fn read_steps(
         Ok(arrays)
     })
     .await?;
-    costs.push((Step::Catalogue, c));
+    record(Step::Catalogue, c);
 
     let (stats, c) = measure(meter, async { Ok(atlas.array_stats("TEMP").await?) }).await?;
     let stats = stats.ok_or_else(|| BenchError::Mismatch("no TEMP statistics".into()))?;
@@ -184,14 +188,14 @@ pub async fn read_steps(
             stats.null_count
         )));
     }
-    costs.push((Step::Stats, c));
+    record(Step::Stats, c);
 
     let (rows, c) = measure(meter, async {
         Ok(atlas.array_stats_by_dataset("PSAL").await?.len())
     })
     .await?;
     expect_count("PSAL statistics", rows, datasets)?;
-    costs.push((Step::StatsByDataset, c));
+    record(Step::StatsByDataset, c);
 
     let (rows, c) = measure(meter, async {
         Ok(atlas
@@ -201,7 +205,7 @@ pub async fn read_steps(
     })
     .await?;
     expect_count("platform numbers", rows, datasets)?;
-    costs.push((Step::AttrsByDataset, c));
+    record(Step::AttrsByDataset, c);
 
     let (rows, c) = measure(meter, async {
         Ok(atlas
@@ -211,7 +215,7 @@ pub async fn read_steps(
     })
     .await?;
     expect_count("JULD units", rows, datasets)?;
-    costs.push((Step::ArrayAttrsByDataset, c));
+    record(Step::ArrayAttrsByDataset, c);
 
     let (_, c) = measure(meter, async {
         let mut values = 0usize;
@@ -221,14 +225,13 @@ pub async fn read_steps(
         Ok(values)
     })
     .await?;
-    trace(meter, Step::Sweep, &c);
-    costs.push((Step::Sweep, c));
+    record(Step::Sweep, c);
 
     let probe = probe_index(datasets);
     let (_, c) = measure(meter, read_one(&atlas, probe, "PRES")).await?;
-    costs.push((Step::OneFirst, c));
+    record(Step::OneFirst, c);
     let (_, c) = measure(meter, read_one(&atlas, probe, "PRES")).await?;
-    costs.push((Step::OneWarm, c));
+    record(Step::OneWarm, c);
 
     counting.stats().reset();
     let (_, c) = measure(meter, async {
@@ -237,7 +240,7 @@ pub async fn read_steps(
     })
     .await?;
     check_counts(counting, &c.io)?;
-    costs.push((Step::OneCold, c));
+    record(Step::OneCold, c);
 
     counting.stats().reset();
     let (read, c) = measure(meter, async {
@@ -259,8 +262,7 @@ pub async fn read_steps(
     .await?;
     check_counts(counting, &c.io)?;
     expect_count("TEMP arrays", read, datasets)?;
-    trace(meter, Step::Many, &c);
-    costs.push((Step::Many, c));
+    record(Step::Many, c);
     Ok(costs)
 }
 

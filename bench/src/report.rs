@@ -386,8 +386,8 @@ pub struct StoreReport {
     pub sim: Simulation,
     /// How our reads were split on this store ("auto", "on", "off").
     pub split: String,
-    /// Bytes per part of a split read.
-    pub part_size: u64,
+    /// The smallest part of a split read, in bytes.
+    pub min_part_size: u64,
     /// The read table's rows.
     pub reads: Vec<ReadRow>,
     /// Opens of the tiny collection.
@@ -467,7 +467,7 @@ impl Report {
                     "latency_ms": millis(s.sim.latency),
                     "bandwidth_bytes_per_s": s.sim.bandwidth,
                     "split_reads": s.split,
-                    "part_size": s.part_size,
+                    "min_part_size": s.min_part_size,
                     "reads": reads,
                     "tiny_opens": tiny,
                 })
@@ -553,7 +553,7 @@ mod tests {
                 store: "simulated object store".into(),
                 sim,
                 split: "on".into(),
-                part_size: 2 << 20,
+                min_part_size: 1 << 20,
                 reads: rows,
                 tiny: vec![TinyRow {
                     imp: Impl::Ours,

@@ -44,7 +44,7 @@ pub use mask_store::{
 pub use path::object_path;
 pub use read::{
     ReadParallelism, Snapshot, read_optional, read_range, read_ranges, read_split,
-    read_split_pieces, read_suffix, split_into_pieces, stat_len, supports_suffix_reads,
+    read_split_pieces, read_suffix, stat_len, supports_suffix_reads,
 };
 pub use retry::RetryPolicy;
 pub use transport::install_http_transport;

@@ -17,47 +17,54 @@ use opendal::{BytesRange, Operator};
 
 use crate::error::{IoError, IoErrorKind};
 
-/// Part size of [`ReadParallelism::default`]: 2 MiB.
-pub const DEFAULT_PART_SIZE: u64 = 2 * 1024 * 1024;
+/// Smallest part of a split read under [`ReadParallelism::default`]: 1 MiB.
+pub const DEFAULT_MIN_PART_SIZE: u64 = 1024 * 1024;
+/// Largest part of a split read under [`ReadParallelism::default`]: 16 MiB.
+pub const DEFAULT_MAX_PART_SIZE: u64 = 16 * 1024 * 1024;
 /// Parts in flight at once under [`ReadParallelism::default`].
 pub const DEFAULT_MAX_CONCURRENCY: usize = 16;
-/// Smallest read [`ReadParallelism::default`] splits: 4 MiB.
-pub const DEFAULT_MIN_SPLIT: u64 = 4 * 1024 * 1024;
 
 /// How a big read is split into ranged GETs fetched concurrently.
 ///
 /// Object stores (S3, GCS, Azure) stream one ranged GET at roughly one
 /// connection's bandwidth, and serve parallel GETs of the same object about
-/// that fast each; so a footer or data region of several MiB arrives sooner
-/// as a few parts at once than as one GET. A read of at least
-/// [`min_split`](Self::min_split) bytes becomes `ceil(len / part_size)`
-/// consecutive parts (the last one shorter), at most
-/// [`max_concurrency`](Self::max_concurrency) in flight, reassembled in order;
-/// a smaller read stays one GET. Each part is a request of its own through
-/// the operator's layers, so it is retried and timed out alone.
+/// that fast each, so a read of several MiB arrives sooner as parts fetched
+/// at once than as one GET: it takes one request's latency plus the
+/// transfer of its largest part. A read is therefore spread evenly over as
+/// many parts as may be in flight ([`max_concurrency`](Self::max_concurrency)),
+/// as long as no part is smaller than [`min_part_size`](Self::min_part_size)
+/// (so requests stay at most one per `min_part_size` bytes: GETs cost money),
+/// and over more parts when that is needed to keep every part within
+/// [`max_part_size`](Self::max_part_size) (so a retried part is bounded).
+/// Parts are consecutive and differ in length by at most one byte; they are
+/// reassembled in order. A read shorter than twice `min_part_size` stays one
+/// GET (unless it exceeds `max_part_size`: the maximum wins over the minimum). Each part is a request of its own through the operator's layers, so
+/// it is retried and timed out alone.
 ///
-/// The default (2 MiB parts, 16 at once, split from 4 MiB) suits object
-/// stores: a 10 MB segment footer costs 5 GETs sent together, requests stay
-/// one per 2 MiB. [`ReadParallelism::single`] never splits, the better choice
-/// on local disk ([`ReadParallelism::for_operator`] picks it there).
+/// The default (parts of 1 to 16 MiB, 16 at once) suits object stores: a
+/// 9.6 MB segment footer costs 9 GETs sent together, a 100 MB region 16, a
+/// 1 GB one 64 parts of at most 16 MiB, 16 in flight.
+/// [`ReadParallelism::single`] never splits, the better choice on local disk
+/// ([`ReadParallelism::for_operator`] picks it there).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub struct ReadParallelism {
-    /// Bytes per part of a split read (a zero is taken as 1).
-    pub part_size: u64,
-    /// Parts of one read in flight at once (a zero is taken as 1).
+    /// No part of a split read is shorter (a zero is taken as 1;
+    /// `u64::MAX` with `max_part_size` `u64::MAX`: no read is split).
+    pub min_part_size: u64,
+    /// No part of a split read is longer (a zero is taken as 1).
+    pub max_part_size: u64,
+    /// Parts of one read spread over and in flight at once (a zero is taken as 1).
     pub max_concurrency: usize,
-    /// Reads shorter than this stay one GET (`u64::MAX`: no read is split).
-    pub min_split: u64,
 }
 
 impl Default for ReadParallelism {
-    /// For object stores: 2 MiB parts, 16 in flight, reads from 4 MiB split.
+    /// For object stores: parts of 1 to 16 MiB, 16 in flight.
     fn default() -> Self {
         Self {
-            part_size: DEFAULT_PART_SIZE,
+            min_part_size: DEFAULT_MIN_PART_SIZE,
+            max_part_size: DEFAULT_MAX_PART_SIZE,
             max_concurrency: DEFAULT_MAX_CONCURRENCY,
-            min_split: DEFAULT_MIN_SPLIT,
         }
     }
 }
@@ -65,7 +72,9 @@ impl Default for ReadParallelism {
 impl ReadParallelism {
     /// Never split: every read is one GET, whatever its size.
     pub fn single() -> Self {
-        Self::default().min_split(u64::MAX)
+        Self::default()
+            .min_part_size(u64::MAX)
+            .max_part_size(u64::MAX)
     }
 
     /// The policy for a backend: [`single`](Self::single) for the local file
@@ -83,9 +92,15 @@ impl ReadParallelism {
         Self::for_scheme(op.info().scheme())
     }
 
-    /// Sets [`part_size`](Self::part_size).
-    pub fn part_size(mut self, bytes: u64) -> Self {
-        self.part_size = bytes;
+    /// Sets [`min_part_size`](Self::min_part_size).
+    pub fn min_part_size(mut self, bytes: u64) -> Self {
+        self.min_part_size = bytes;
+        self
+    }
+
+    /// Sets [`max_part_size`](Self::max_part_size).
+    pub fn max_part_size(mut self, bytes: u64) -> Self {
+        self.max_part_size = bytes;
         self
     }
 
@@ -95,42 +110,50 @@ impl ReadParallelism {
         self
     }
 
-    /// Sets [`min_split`](Self::min_split).
-    pub fn min_split(mut self, bytes: u64) -> Self {
-        self.min_split = bytes;
-        self
-    }
-
-    /// Whether a read of `len` bytes is split.
-    fn splits(&self, len: u64) -> bool {
-        self.min_split != u64::MAX && len >= self.min_split && len > self.part_size.max(1)
+    /// How many parts a read of `len` bytes becomes: spread over
+    /// `max_concurrency` parts of at least `min_part_size`, or more where a
+    /// part would exceed `max_part_size`; at least one, at most `len`.
+    fn part_count(&self, len: u64) -> u64 {
+        if len == 0 {
+            return 0;
+        }
+        let concurrency = u64::try_from(self.max_concurrency.max(1)).unwrap_or(u64::MAX);
+        let spread = concurrency.min(len / self.min_part_size.max(1));
+        let bounded = len.div_ceil(self.max_part_size.max(1));
+        spread.max(bounded).clamp(1, len)
     }
 
     /// The GETs a read of `range` becomes, in order: no part for an empty
-    /// range, the range itself below the split threshold, else consecutive
-    /// parts of [`part_size`](Self::part_size) bytes.
+    /// range, else consecutive parts that tile it (one where it is not split).
     pub fn parts(&self, range: Range<u64>) -> Vec<Range<u64>> {
         let len = range.end.saturating_sub(range.start);
-        if len == 0 {
-            Vec::new()
-        } else if self.splits(len) {
-            split_into_pieces(range, self.part_size)
-        } else {
-            vec![range]
-        }
+        even_parts(range, self.part_count(len))
     }
 
     /// How many GETs a read of `range` costs: `parts(range).len()`, without building them.
     pub fn requests(&self, range: &Range<u64>) -> u64 {
-        let len = range.end.saturating_sub(range.start);
-        if len == 0 {
-            0
-        } else if self.splits(len) {
-            piece_count(range, self.part_size)
-        } else {
-            1
-        }
+        self.part_count(range.end.saturating_sub(range.start))
     }
+}
+
+/// Cuts `range` into `n` consecutive parts whose lengths differ by at most
+/// one byte (the longer ones first); fewer when the range holds fewer than
+/// `n` bytes, none when it is empty.
+fn even_parts(range: Range<u64>, n: u64) -> Vec<Range<u64>> {
+    let len = range.end.saturating_sub(range.start);
+    let n = n.min(len);
+    if n == 0 {
+        return Vec::new();
+    }
+    let (base, longer) = (len / n, len % n);
+    let mut out = Vec::with_capacity(usize::try_from(n).unwrap_or(0));
+    let mut start = range.start;
+    for i in 0..n {
+        let end = start + base + u64::from(i < longer);
+        out.push(start..end);
+        start = end;
+    }
+    out
 }
 
 /// Reads `range` of `path` with one ranged GET; an empty range costs nothing.
@@ -244,28 +267,6 @@ pub async fn read_optional(op: &Operator, path: &str) -> Result<Option<Snapshot>
         etag,
         version,
     }))
-}
-
-/// Splits `range` into consecutive pieces of at most `piece_size` bytes (at least one
-/// byte each; an empty range gives no pieces; a zero `piece_size` is taken as 1).
-pub fn split_into_pieces(range: Range<u64>, piece_size: u64) -> Vec<Range<u64>> {
-    let piece_size = piece_size.max(1);
-    let mut out = Vec::new();
-    let mut start = range.start;
-    while start < range.end {
-        let end = start.saturating_add(piece_size).min(range.end);
-        out.push(start..end);
-        start = end;
-    }
-    out
-}
-
-/// How many pieces [`split_into_pieces`] cuts `range` into, without building them.
-pub fn piece_count(range: &Range<u64>, piece_size: u64) -> u64 {
-    range
-        .end
-        .saturating_sub(range.start)
-        .div_ceil(piece_size.max(1))
 }
 
 /// Reads `range` of `path` as `policy` says: one GET below its split
@@ -382,29 +383,71 @@ mod tests {
     use super::*;
 
     #[test]
-    fn pieces_cover_the_range_in_order() {
-        assert_eq!(split_into_pieces(0..10, 4), vec![0..4, 4..8, 8..10]);
-        assert_eq!(split_into_pieces(5..5, 4), Vec::<Range<u64>>::new());
-        assert_eq!(split_into_pieces(0..3, 0), vec![0..1, 1..2, 2..3]);
+    fn even_parts_tile_the_range_in_order_and_differ_by_at_most_a_byte() {
+        assert_eq!(even_parts(0..10, 3), vec![0..4, 4..7, 7..10]);
+        assert_eq!(even_parts(5..5, 4), Vec::<Range<u64>>::new());
+        assert_eq!(even_parts(0..3, 8), vec![0..1, 1..2, 2..3]);
+        assert_eq!(even_parts(0..3, 0), Vec::<Range<u64>>::new());
         assert_eq!(
-            split_into_pieces(u64::MAX - 3..u64::MAX, 2),
+            even_parts(u64::MAX - 3..u64::MAX, 2),
             vec![u64::MAX - 3..u64::MAX - 1, u64::MAX - 1..u64::MAX]
         );
     }
 
     #[test]
-    fn a_read_splits_only_from_min_split_and_into_as_many_parts_as_requests_says() {
-        let p = ReadParallelism::default().part_size(4).min_split(8);
-        assert_eq!(p.parts(0..7), vec![0..7], "below min_split: one GET");
-        assert_eq!(p.parts(10..20), vec![10..14, 14..18, 18..20]);
+    fn a_read_is_spread_over_the_concurrency_in_parts_no_smaller_than_the_minimum() {
+        let p = ReadParallelism::default()
+            .min_part_size(4)
+            .max_part_size(100)
+            .max_concurrency(3);
+        assert_eq!(
+            p.parts(0..7),
+            vec![0..7],
+            "under two minimum parts: one GET"
+        );
+        assert_eq!(p.parts(0..8), vec![0..4, 4..8]);
+        assert_eq!(
+            p.parts(10..20),
+            vec![10..15, 15..20],
+            "no part under 4 bytes"
+        );
+        assert_eq!(p.parts(10..22), vec![10..14, 14..18, 18..22], "3 at once");
+        assert_eq!(
+            p.parts(0..30).len(),
+            3,
+            "parts grow rather than exceed the concurrency"
+        );
         assert_eq!(p.parts(3..3), Vec::<Range<u64>>::new());
-        for r in [0..7, 10..20, 3..3, 0..8, 0..9] {
+        for r in [0..7, 10..20, 3..3, 0..8, 0..9, 0..30, 0..1000] {
             assert_eq!(p.requests(&r), p.parts(r.clone()).len() as u64, "{r:?}");
         }
+    }
+
+    #[test]
+    fn no_part_exceeds_the_maximum_however_long_the_read() {
+        let p = ReadParallelism::default()
+            .min_part_size(4)
+            .max_part_size(10)
+            .max_concurrency(3);
+        let parts = p.parts(0..95);
+        assert_eq!(parts.len(), 10, "ceil(95 / 10), beyond the 3 in flight");
+        assert!(parts.iter().all(|r| r.end - r.start <= 10), "{parts:?}");
+        assert_eq!(parts.last().map(|r| r.end), Some(95));
         assert_eq!(
             ReadParallelism::single().parts(0..u64::MAX),
             vec![0..u64::MAX]
         );
+    }
+
+    #[test]
+    fn the_default_sends_a_footer_as_one_get_per_mib_and_a_big_region_as_sixteen() {
+        let p = ReadParallelism::default();
+        const MIB: u64 = 1024 * 1024;
+        assert_eq!(p.requests(&(0..MIB)), 1);
+        assert_eq!(p.requests(&(0..2 * MIB - 1)), 1);
+        assert_eq!(p.requests(&(0..9_580_000)), 9);
+        assert_eq!(p.requests(&(0..100_000_000)), 16);
+        assert_eq!(p.requests(&(0..1 << 30)), 64, "16 MiB parts at most");
     }
 
     #[test]

@@ -142,8 +142,8 @@ async fn big_reads_are_split_into_pieces_and_reassembled_in_order() {
         .set_latency(std::time::Duration::from_millis(2));
 
     let policy = ReadParallelism::default()
-        .part_size(1000)
-        .min_split(0)
+        .min_part_size(1000)
+        .max_part_size(1000)
         .max_concurrency(4);
     let got = read_ranges(&op, "obj", &[0..2500, 3000..3001, 4000..4000], &policy)
         .await
@@ -166,8 +166,8 @@ async fn a_failing_piece_fails_the_whole_read() {
     op.write("obj", data(10_000)).await.unwrap();
     layer.faults().fail_nth_read(2);
     let policy = ReadParallelism::default()
-        .part_size(1000)
-        .min_split(0)
+        .min_part_size(1000)
+        .max_part_size(1000)
         .max_concurrency(2);
     let err = read_ranges(&op, "obj", std::slice::from_ref(&(0..5000)), &policy)
         .await

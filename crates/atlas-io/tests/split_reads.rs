@@ -37,11 +37,11 @@ fn quick_retries() -> RetryPolicy {
         .backoff(Duration::from_millis(1), Duration::from_millis(4))
 }
 
-/// 1 000-byte parts from 2 000 bytes, 4 at once.
+/// Parts of exactly 1 000 bytes (give or take the last), from 2 000 bytes on, 4 at once.
 fn small_parts() -> ReadParallelism {
     ReadParallelism::default()
-        .part_size(1000)
-        .min_split(2000)
+        .min_part_size(1000)
+        .max_part_size(1000)
         .max_concurrency(4)
 }
 
@@ -118,11 +118,10 @@ async fn a_split_read_in_pieces_costs_the_same_gets_and_its_pieces_join_to_the_r
 }
 
 #[tokio::test]
-async fn a_read_below_min_split_is_one_get_of_exactly_its_range() {
+async fn a_read_shorter_than_two_minimum_parts_is_one_get_of_exactly_its_range() {
     let (op, counting) = setup(&RetryPolicy::no_retries()).await;
-    let got = read_split(&op, "obj", 500..2499, &small_parts())
-        .await
-        .unwrap();
+    let roomy = small_parts().max_part_size(100_000);
+    let got = read_split(&op, "obj", 500..2499, &roomy).await.unwrap();
     assert_eq!(got, data(OBJECT).slice(500..2499));
     assert_eq!(counting.stats().snapshot().reads, 1);
     assert_eq!(logged_ranges(&counting), vec![500..2499]);
@@ -135,6 +134,40 @@ async fn a_read_below_min_split_is_one_get_of_exactly_its_range() {
         .unwrap();
     assert_eq!(got.len(), OBJECT);
     assert_eq!(logged_ranges(&counting), vec![whole]);
+}
+
+#[tokio::test]
+async fn a_read_is_spread_evenly_over_as_many_parts_as_fly_at_once() {
+    let (op, counting) = setup(&RetryPolicy::no_retries()).await;
+    counting.faults().set_latency(Duration::from_millis(20));
+    // Parts of 1 000 bytes or more, 4 at once, none over 100 000 bytes.
+    let policy = ReadParallelism::default()
+        .min_part_size(1000)
+        .max_part_size(100_000)
+        .max_concurrency(4);
+    let range = 1000..10_001; // 9 001 bytes: 4 parts of 2 250 or 2 251
+    let got = read_split(&op, "obj", range.clone(), &policy)
+        .await
+        .unwrap();
+
+    assert_eq!(got, data(OBJECT).slice(1000..10_001));
+    assert_eq!(counting.stats().snapshot().reads, 4);
+    assert_eq!(counting.stats().max_reads_in_flight(), 4, "all at once");
+    let ranges = logged_ranges(&counting);
+    assert_eq!(
+        ranges,
+        vec![1000..3251, 3251..5501, 5501..7751, 7751..10_001],
+        "equal parts that tile the range"
+    );
+
+    // A read of 3 999 bytes has room for 3 parts of at least 1 000 bytes only.
+    counting.stats().reset();
+    read_split(&op, "obj", 0..3999, &policy).await.unwrap();
+    let sizes: Vec<u64> = logged_ranges(&counting)
+        .iter()
+        .map(|r| r.end - r.start)
+        .collect();
+    assert_eq!(sizes, vec![1333, 1333, 1333]);
 }
 
 #[tokio::test]

@@ -13,8 +13,8 @@
 //! A window is fetched as pieces, each its own request, all sent at once:
 //! on a backend whose reads are split ([`ReadParallelism`]) the bytes the
 //! read asked for are a piece of their own (so that read waits for its bytes
-//! alone, not the window), and the rest of the window is cut into parts of
-//! the policy's part size; a read waits only for the pieces it covers, so
+//! alone, not the window), and the rest of the window is cut into parts as
+//! the policy cuts any read; a read waits only for the pieces it covers, so
 //! the first blocks are decoded while later pieces are still arriving. When
 //! the walk reaches the second half of the last window, the next window is
 //! sent before it is needed. On a backend whose reads are not split, a
@@ -33,7 +33,7 @@
 use std::collections::VecDeque;
 use std::ops::Range;
 
-use atlas_io::read::{ReadParallelism, split_into_pieces};
+use atlas_io::read::ReadParallelism;
 
 /// First read-ahead window, fetched when a read continues the previous one.
 pub const READ_AHEAD_START: u64 = 4 * 1024 * 1024;
@@ -165,8 +165,8 @@ impl<H: Clone> ReadAhead<H> {
     ) -> Vec<(Range<u64>, H)> {
         let cuts: Vec<Range<u64>> = if policy.requests(&range) > 1 {
             let split = first_end.clamp(range.start, range.end);
-            let mut cuts = split_into_pieces(range.start..split, policy.part_size);
-            cuts.extend(split_into_pieces(split..range.end, policy.part_size));
+            let mut cuts = policy.parts(range.start..split);
+            cuts.extend(policy.parts(split..range.end));
             cuts
         } else if range.start < range.end {
             vec![range.clone()]
@@ -302,17 +302,12 @@ mod tests {
         ramped.ramp_from_start();
         let (sent, direct) = read(&mut ramped, 0..1000, FAR, &policy);
         assert_eq!(direct, None);
-        // The read's own bytes, then the window in 2 MiB parts, all at once.
-        assert_eq!(
-            sent,
-            vec![
-                0..1000,
-                1000..1000 + 2 * MIB,
-                1000 + 2 * MIB..1000 + 4 * MIB,
-                1000 + 4 * MIB..1000 + 6 * MIB,
-                1000 + 6 * MIB..READ_AHEAD_FROM_START,
-            ]
-        );
+        // The read's own bytes, then the rest of the window spread over
+        // parts of at least 1 MiB (7 of them), all at once.
+        assert_eq!(sent.first(), Some(&(0..1000)));
+        assert_eq!(sent[1..], policy.parts(1000..READ_AHEAD_FROM_START)[..]);
+        assert_eq!(sent.len(), 8);
+        assert!(sent[1..].iter().all(|r| r.end - r.start >= MIB), "{sent:?}");
     }
 
     #[test]
@@ -395,19 +390,24 @@ mod tests {
     }
 
     #[test]
-    fn split_windows_send_the_read_first_then_parts_of_the_part_size() {
+    fn split_windows_send_the_read_first_then_the_rest_cut_as_the_policy_cuts_a_read() {
         let policy = ReadParallelism::default();
         let mut ahead = ReadAhead::default();
         read(&mut ahead, 0..MIB, FAR, &policy);
         let (sent, _) = read(&mut ahead, MIB..MIB + 100, FAR, &policy);
+        // 4 MiB - 100 bytes after the read: 3 parts of at least 1 MiB, equal.
+        let third = (4 * MIB - 100) / 3;
+        let rest = MIB + 100;
         assert_eq!(
             sent,
             vec![
-                MIB..MIB + 100,
-                MIB + 100..3 * MIB + 100,
-                3 * MIB + 100..5 * MIB
+                MIB..rest,
+                rest..rest + third,
+                rest + third..rest + 2 * third,
+                rest + 2 * third..5 * MIB
             ]
         );
+        assert_eq!(rest + 3 * third, 5 * MIB);
     }
 
     #[test]
@@ -463,22 +463,17 @@ mod tests {
             sent.push(r.clone());
             r
         });
-        assert_eq!(
-            sent,
-            vec![
-                0..2 * MIB,
-                2 * MIB..4 * MIB,
-                4 * MIB..6 * MIB,
-                6 * MIB..8 * MIB
-            ]
-        );
+        let mibs = |from: u64, to: u64| {
+            (from..to)
+                .map(|m| m * MIB..(m + 1) * MIB)
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(sent, mibs(0, 8), "8 MiB in 8 parts of 1 MiB");
         assert_eq!(read(&mut ahead, 0..MIB, FAR, &policy), (vec![], None));
         assert_eq!(read(&mut ahead, MIB..3 * MIB, FAR, &policy), (vec![], None));
-        // Past the middle (4 MiB): the next window, 16 MiB in 2 MiB parts.
+        // Past the middle (4 MiB): the next window, 16 MiB in 16 parts of 1 MiB.
         let (next, _) = read(&mut ahead, 4 * MIB..5 * MIB, FAR, &policy);
-        assert_eq!(next.len(), 8);
-        assert_eq!(next.first(), Some(&(8 * MIB..10 * MIB)));
-        assert_eq!(next.last(), Some(&(22 * MIB..24 * MIB)));
+        assert_eq!(next, mibs(8, 24));
     }
 
     #[test]

@@ -419,19 +419,19 @@ async fn walking_the_data_region_in_order_reads_ahead_in_a_few_requests_and_neve
     let log = layer.stats().read_log();
     // The first block alone; then windows of 4, 8 and 16 MiB (the last cut
     // at the footer), each sent as the block asked for (the first window
-    // only) and parts of at most 2 MiB.
+    // only) and the rest in parts of 1 to 2 MiB.
     let policy = atlas_io::ReadParallelism::default();
     let (b, mib) = (block as u64, 1024 * 1024);
-    let cut = |r: std::ops::Range<u64>| atlas_io::read::piece_count(&r, policy.part_size);
+    let cut = |r: std::ops::Range<u64>| policy.requests(&r);
     let parts = 1
         + 1
         + cut(2 * b..b + 4 * mib)
         + cut(b + 4 * mib..b + 12 * mib)
         + cut(b + 12 * mib..data as u64);
-    assert_eq!(parts, 1 + 1 + 2 + 4 + 4);
+    assert_eq!(parts, 1 + 1 + 3 + 8 + 7);
     assert_eq!(log.len() as u64, parts, "{log:?}");
     assert_eq!(store.requests(), parts);
-    assert_tiles(&log, 1000, data as u64, policy.part_size);
+    assert_tiles(&log, 1000, data as u64, 2 * policy.min_part_size);
 }
 
 /// The reads of `log` (container offsets, the segment at `offset`) cover
@@ -509,16 +509,16 @@ async fn a_walk_from_the_start_of_a_segment_opened_whole_sends_its_first_window_
     walk(&store, &seg, data, block).await;
     let log = layer.stats().read_log();
     // The first block, then the rest of the 8 MiB window (here the whole
-    // data region) in 2 MiB parts, all sent together: one round trip.
+    // data region) in parts of 1 to 2 MiB, all sent together: one round trip.
     let policy = atlas_io::ReadParallelism::default();
-    let rest = atlas_io::read::piece_count(&(block as u64..data as u64), policy.part_size);
+    let rest = policy.requests(&(block as u64..data as u64));
     assert_eq!(log.len() as u64, 1 + rest, "{log:?}");
     assert_eq!(
         layer.stats().max_reads_in_flight(),
         1 + rest,
         "every piece in flight at once"
     );
-    assert_tiles(&log, 1000, data as u64, policy.part_size);
+    assert_tiles(&log, 1000, data as u64, 2 * policy.min_part_size);
 }
 
 #[tokio::test]
@@ -548,8 +548,7 @@ async fn a_read_ahead_piece_that_fails_costs_the_read_a_direct_fetch_not_its_byt
     // pieces were dropped with it) and the walk went on reading ahead from
     // there: every byte arrived right (`walk` checks them).
     let policy = atlas_io::ReadParallelism::default();
-    let first_window =
-        1 + atlas_io::read::piece_count(&(block as u64..data as u64), policy.part_size);
+    let first_window = 1 + policy.requests(&(block as u64..data as u64));
     assert!(log.len() as u64 > first_window, "{log:?}");
     let read: u64 = log.iter().filter_map(|r| r.range.size()).sum();
     assert!(read >= data as u64, "{read} bytes read");
