@@ -32,8 +32,8 @@
 //! the same steps against atlas-testkit's in-process S3 server behind its
 //! fault proxy, every GET held back by the `--latency` (20 ms if none), see
 //! `http.rs`; `--quick` runs do not include it unless asked. `--rounds N`
-//! (5; 1 with `--quick`) runs every implementation's read steps N times,
-//! taking turns, and reports each step's median round.
+//! (5; 1 with `--quick`) runs every write and every implementation's read
+//! steps N times, taking turns, and reports each one's median round.
 
 #![allow(
     clippy::unwrap_used,
@@ -472,8 +472,9 @@ fn dir_bytes(dir: &Path) -> u64 {
         .unwrap_or(0)
 }
 
-fn median(mut v: Vec<Duration>) -> Duration {
-    v.sort();
+/// The middle value of `v` (the upper one of an even count), or the default when empty.
+fn median<T: Ord + Copy + Default>(mut v: Vec<T>) -> T {
+    v.sort_unstable();
     v.get(v.len() / 2).copied().unwrap_or_default()
 }
 
@@ -501,40 +502,61 @@ fn run(o: &Options) -> Result {
         ..Report::default()
     };
 
-    // Writes, each in its own process.
-    let mut writes = Vec::new();
+    // Writes, each in its own process, `rounds` times over (the writes
+    // taking turns); each row is the median of its rounds' times and of
+    // their peak RSS.
+    let mut jobs: Vec<(Impl, String, PathBuf, write::Job)> = Vec::new();
     for imp in &impls {
         let tasks: &[usize] = if *imp == Impl::Zarr { &[1] } else { &[1, 2] };
         for &t in tasks {
-            let d = dir(&format!("{}-profiles-{t}", imp.arg()));
-            eprintln!(
-                "writing {} profiles with {} ({t} task(s))",
-                o.profiles,
-                imp.label()
-            );
-            let r = run_child(*imp, &write::Job::new(write::Case::Argo, o.profiles, t), &d)?;
-            writes.push(WriteRow {
-                imp: *imp,
-                what: format!("write {} profiles, {t} task(s)", o.profiles),
-                secs: r.secs,
-                rss_kib: r.rss_kib,
-                bytes: dir_bytes(&d),
-            });
+            jobs.push((
+                *imp,
+                format!("write {} profiles, {t} task(s)", o.profiles),
+                dir(&format!("{}-profiles-{t}", imp.arg())),
+                write::Job::new(write::Case::Argo, o.profiles, t),
+            ));
         }
     }
-    let mut tiny_writes = Vec::new();
+    let profile_jobs = jobs.len();
     for imp in [Impl::Ours, Impl::Peer] {
-        eprintln!("writing {} tiny datasets with {}", o.tiny, imp.label());
-        let d = dir(&format!("{}-tiny", imp.arg()));
-        let r = run_child(imp, &write::Job::new(write::Case::Tiny, o.tiny, 1), &d)?;
-        tiny_writes.push(WriteRow {
+        jobs.push((
             imp,
-            what: format!("write {} one-element datasets", o.tiny),
-            secs: r.secs,
-            rss_kib: r.rss_kib,
-            bytes: dir_bytes(&d),
-        });
+            format!("write {} one-element datasets", o.tiny),
+            dir(&format!("{}-tiny", imp.arg())),
+            write::Job::new(write::Case::Tiny, o.tiny, 1),
+        ));
     }
+    let mut runs: Vec<Vec<ChildRun>> = jobs.iter().map(|_| Vec::new()).collect();
+    for round in 1..=o.rounds {
+        for ((imp, what, d, job), seen) in jobs.iter().zip(&mut runs) {
+            eprintln!(
+                "{what} with {} (round {round} of {})",
+                imp.label(),
+                o.rounds
+            );
+            seen.push(run_child(*imp, job, d)?);
+        }
+    }
+    let mut rows: Vec<WriteRow> = jobs
+        .iter()
+        .zip(runs)
+        .map(|((imp, what, d, _), seen)| {
+            let secs = median(
+                seen.iter()
+                    .map(|r| Duration::from_secs_f64(r.secs))
+                    .collect(),
+            );
+            WriteRow {
+                imp: *imp,
+                what: what.clone(),
+                secs: secs.as_secs_f64(),
+                rss_kib: median(seen.iter().map(|r| r.rss_kib).collect()),
+                bytes: dir_bytes(d),
+            }
+        })
+        .collect();
+    let tiny_writes = rows.split_off(profile_jobs);
+    let writes = rows;
     // The two-task collections only measured the write.
     for imp in [Impl::Ours, Impl::Peer] {
         let _ = std::fs::remove_dir_all(dir(&format!("{}-profiles-2", imp.arg())));
