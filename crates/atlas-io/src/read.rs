@@ -38,8 +38,9 @@ pub const DEFAULT_MAX_CONCURRENCY: usize = 16;
 /// [`max_part_size`](Self::max_part_size) (so a retried part is bounded).
 /// Parts are consecutive and differ in length by at most one byte; they are
 /// reassembled in order. A read shorter than twice `min_part_size` stays one
-/// GET (unless it exceeds `max_part_size`: the maximum wins over the minimum). Each part is a request of its own through the operator's layers, so
-/// it is retried and timed out alone.
+/// GET, unless it exceeds `max_part_size` (the maximum wins over the
+/// minimum). Each part is a request of its own through the operator's
+/// layers, so it is retried and timed out alone.
 ///
 /// The default (parts of 1 to 16 MiB, 16 at once) suits object stores: a
 /// 9.6 MB segment footer costs 9 GETs sent together, a 100 MB region 16, a

@@ -37,7 +37,8 @@ fn quick_retries() -> RetryPolicy {
         .backoff(Duration::from_millis(1), Duration::from_millis(4))
 }
 
-/// Parts of exactly 1 000 bytes (give or take the last), from 2 000 bytes on, 4 at once.
+/// Equal parts of at most 1 000 bytes, as few as that allows (any read over
+/// 1 000 bytes splits), 4 at once.
 fn small_parts() -> ReadParallelism {
     ReadParallelism::default()
         .min_part_size(1000)
