@@ -168,10 +168,8 @@ impl<H: Clone> ReadAhead<H> {
             let mut cuts = policy.parts(range.start..split);
             cuts.extend(policy.parts(split..range.end));
             cuts
-        } else if range.start < range.end {
-            vec![range.clone()]
         } else {
-            Vec::new()
+            policy.parts(range.clone())
         };
         let window = range.end.saturating_sub(range.start);
         self.window = window
