@@ -892,10 +892,11 @@ mod tests {
             let atlas = atlas::Atlas::open(&g, &atlas::OpenOptions::default())
                 .await
                 .expect("open grids");
-            assert_eq!(atlas.dataset_count(), 3, "{who}");
+            assert_eq!(atlas.dataset_count().await.ok(), Some(3), "{who}");
             for i in 0..3 {
                 let got = atlas
                     .dataset(&workload::grid_name(i))
+                    .await
                     .expect("grid dataset")
                     .read_array::<f32>(workload::GRID_ARRAY, atlas::Region::all())
                     .await
@@ -911,6 +912,7 @@ mod tests {
             for i in 0..7 {
                 let got = atlas
                     .dataset(&workload::tiny_name(i))
+                    .await
                     .expect("tiny dataset")
                     .read_array::<u8>("v", atlas::Region::all())
                     .await
@@ -945,7 +947,7 @@ mod tests {
         let atlas = atlas::Atlas::open(&o, &atlas::OpenOptions::default())
             .await
             .expect("open");
-        for name in atlas.dataset_names() {
+        for name in atlas.dataset_names().await.expect("names") {
             let i = (0..n)
                 .find(|i| workload::profile(*i).name == name)
                 .expect("a generated name");

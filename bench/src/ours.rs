@@ -123,24 +123,28 @@ pub async fn write(dir: &Path, job: &Job) -> Result<Duration> {
 pub async fn count(dir: &Path) -> Result<usize> {
     Ok(Atlas::open(dir, &atlas::OpenOptions::default())
         .await?
-        .dataset_count())
+        .dataset_count()
+        .await?)
 }
 
 /// Opens `dir` through `op` with `options`; the tiny bench's unit of work.
 pub async fn open(op: &Operator, options: &atlas::OpenOptions) -> Result<usize> {
     Ok(Atlas::open((op.clone(), ""), options)
         .await?
-        .dataset_count())
+        .dataset_count()
+        .await?)
 }
 
 async fn read_one(atlas: &Atlas, index: usize, array: &str) -> Result<usize> {
     let name = atlas
         .dataset_names()
+        .await?
         .get(index)
-        .map(|s| s.to_string())
+        .cloned()
         .ok_or_else(|| BenchError::Mismatch(format!("no dataset {index}")))?;
     Ok(atlas
-        .dataset(&name)?
+        .dataset(&name)
+        .await?
         .read_array::<f32>(array, Region::all())
         .await?
         .len())
@@ -165,11 +169,11 @@ pub async fn read_steps(
     .await?;
     check_counts(counting, &c.io)?;
     record(Step::Open, c);
-    let datasets = atlas.dataset_count();
+    let datasets = atlas.dataset_count().await?;
 
     let (_, c) = measure(meter, async {
         let mut arrays = 0usize;
-        for d in atlas.datasets() {
+        for d in atlas.datasets().await? {
             let schema = d.schema();
             arrays += schema.arrays().count();
             arrays += schema.attributes().count();
@@ -219,7 +223,7 @@ pub async fn read_steps(
 
     let (_, c) = measure(meter, async {
         let mut values = 0usize;
-        for d in atlas.datasets() {
+        for d in atlas.datasets().await? {
             values += d.read_array::<f32>("TEMP", Region::all()).await?.len();
         }
         Ok(values)
@@ -246,7 +250,7 @@ pub async fn read_steps(
     let (read, c) = measure(meter, async {
         let fresh = Atlas::open((op.clone(), ""), options).await?;
         let mut stream = fresh.read_many(
-            fresh.datasets(),
+            fresh.datasets().await?,
             "TEMP",
             Region::all(),
             Step::MANY_CONCURRENCY,
@@ -294,7 +298,7 @@ pub async fn digest(dir: &Path) -> Result<Digest> {
     let mut digest = Digest::default();
     let platforms = atlas.attributes_by_dataset(None, "platform_number").await?;
     let cycles = atlas.attributes_by_dataset(None, "cycle_number").await?;
-    for (i, d) in atlas.datasets().enumerate() {
+    for (i, d) in atlas.datasets().await?.into_iter().enumerate() {
         let mut arrays: [Vec<f32>; 3] = Default::default();
         for ((name, _), out) in PROFILE_ARRAYS.iter().zip(arrays.iter_mut()) {
             *out = d

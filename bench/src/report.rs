@@ -70,7 +70,10 @@ pub(crate) fn segment_footer(file: &mut std::fs::File, offset: u64, len: u64) ->
 impl Floors {
     /// The floors of the collection of `profiles` profiles at `dir`.
     pub async fn of(dir: &Path, profiles: usize) -> Result<Self> {
-        let atlas = Atlas::open(dir, &atlas::OpenOptions::default()).await?;
+        let atlas = Atlas::open(dir, &atlas::OpenOptions::default())
+            .await?
+            .lone_member()
+            .ok_or_else(|| BenchError::Mismatch("the bench collection is a set".into()))?;
         let mut file = std::fs::File::open(dir.join(atlas::CONTAINER_FILE))?;
         let vars = atlas.segments();
         let seg = |name: &str| {

@@ -45,7 +45,12 @@ async fn sweep(dir: &Path, arrays: &str, many: bool) -> atlas::Result<(usize, us
     let mut datasets = 0usize;
     let mut elements = 0usize;
     for array in arrays.split(',') {
-        let declaring = atlas.datasets().filter(|v| v.array_meta(array).is_some());
+        let declaring: Vec<_> = atlas
+            .datasets()
+            .await?
+            .into_iter()
+            .filter(|v| v.array_meta(array).is_some())
+            .collect();
         if many {
             let mut reads =
                 atlas.read_many(declaring, array, Region::all(), CONCURRENCY, Order::AsGiven);

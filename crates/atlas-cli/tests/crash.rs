@@ -55,8 +55,13 @@ fn a_writer_killed_at_any_point_leaves_nothing_that_opens_or_the_whole_collectio
             Err(AtlasError::Io(io)) if io.kind() == IoErrorKind::NotFound => absent += 1,
             Err(e) => panic!("kill {i}: a half-written collection: {e}"),
             Ok(atlas) => {
-                assert_eq!(atlas.dataset_count(), PROFILES, "kill {i}");
-                let report = rt.block_on(atlas.verify(&VerifyOptions::default()));
+                assert_eq!(
+                    rt.block_on(atlas.dataset_count()).unwrap(),
+                    PROFILES,
+                    "kill {i}"
+                );
+                let member = atlas.lone_member().expect("a lone collection");
+                let report = rt.block_on(member.verify(&VerifyOptions::default()));
                 assert!(report.is_sound(), "kill {i}: {:?}", report.findings);
                 complete += 1;
             }
@@ -89,18 +94,19 @@ fn a_delete_killed_at_any_point_leaves_the_old_mask_or_the_new_one() {
         .unwrap();
     assert!(ok.success());
     let rt = rt();
-    let names: Vec<String> = rt
+    let atlas = rt
         .block_on(Atlas::open(&dir, &atlas::OpenOptions::default()))
-        .unwrap()
-        .dataset_names()
-        .iter()
-        .map(|n| n.to_string())
-        .collect();
+        .unwrap();
+    let names: Vec<String> = rt.block_on(atlas.dataset_names()).unwrap();
     for (i, pair) in names.chunks(2).take(20).enumerate() {
         let before = rt
-            .block_on(Atlas::open(&dir, &atlas::OpenOptions::default()))
-            .unwrap()
-            .dataset_count();
+            .block_on(async {
+                Atlas::open(&dir, &atlas::OpenOptions::default())
+                    .await?
+                    .dataset_count()
+                    .await
+            })
+            .unwrap();
         let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("atlas"))
             .args(["-q", "rm", s(&dir), &pair[0], &pair[1]])
             .spawn()
@@ -111,12 +117,13 @@ fn a_delete_killed_at_any_point_leaves_the_old_mask_or_the_new_one() {
         let after = rt
             .block_on(Atlas::open(&dir, &atlas::OpenOptions::default()))
             .unwrap();
+        let member = after.lone_member().expect("a lone collection");
         assert!(
-            after.mask_warnings().is_empty(),
+            member.mask_warnings().is_empty(),
             "kill {i}: {:?}",
-            after.mask_warnings()
+            member.mask_warnings()
         );
-        let hidden = before - after.dataset_count();
+        let hidden = before - rt.block_on(after.dataset_count()).unwrap();
         assert!(
             hidden == 0 || hidden == 2,
             "kill {i}: a torn delete hid {hidden}"

@@ -1,5 +1,5 @@
 //! `atlas export`: the long table of a collection written as CSV, NDJSON and
-//! Parquet, read back and compared with the library's `AtlasSet::table`.
+//! Parquet, read back and compared with the library's `Atlas::table`.
 
 #![cfg(test)]
 
@@ -8,7 +8,7 @@ mod common;
 use std::path::Path;
 
 use atlas::export::cell_json;
-use atlas::{AtlasSet, OpenOptions, Predicate, RecordBatch, TableOptions};
+use atlas::{Atlas, OpenOptions, Predicate, RecordBatch, TableOptions};
 use common::*;
 use futures::TryStreamExt;
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
@@ -32,7 +32,7 @@ fn facade(dir: &Path, options: &TableOptions) -> Vec<RecordBatch> {
         .build()
         .unwrap()
         .block_on(async {
-            let set = AtlasSet::open(dir, &OpenOptions::default()).await.unwrap();
+            let set = Atlas::open(dir, &OpenOptions::default()).await.unwrap();
             set.table(options)
                 .await
                 .unwrap()

@@ -128,8 +128,13 @@ fn a_writer_killed_on_s3_leaves_nothing_that_opens_or_the_whole_collection() {
             Err(AtlasError::Io(io)) if io.kind() == IoErrorKind::NotFound => absent += 1,
             Err(e) => panic!("kill {i}: a half-written collection: {e}"),
             Ok(atlas) => {
-                assert_eq!(atlas.dataset_count(), PROFILES, "kill {i}");
-                let report = rt.block_on(atlas.verify(&VerifyOptions::default()));
+                assert_eq!(
+                    rt.block_on(atlas.dataset_count()).unwrap(),
+                    PROFILES,
+                    "kill {i}"
+                );
+                let member = atlas.lone_member().expect("a lone collection");
+                let report = rt.block_on(member.verify(&VerifyOptions::default()));
                 assert!(report.is_sound(), "kill {i}: {:?}", report.findings);
                 complete += 1;
             }
@@ -238,7 +243,8 @@ fn an_upload_left_open_on_s3_is_a_verify_warning_and_cleanup_aborts_it_once_old_
             VerifyOptions::new().multipart_uploads(uploads.clone()),
         ),
     ] {
-        let report = rt.block_on(atlas.verify(&options));
+        let member = atlas.lone_member().expect("a lone collection");
+        let report = rt.block_on(member.verify(&options));
         assert!(report.is_sound(), "{:?}", report.findings);
         let leftovers: Vec<_> = report
             .warnings()

@@ -16,7 +16,7 @@
 
 use atlas::export::{attr_value_json, bytes_json, f32_json, float_json};
 use atlas::{
-    ArrayData, ArrayStats, Atlas, AtlasError, Attr, Dataset, FillValue, Region, Result, Stat,
+    ArrayData, ArrayStats, AtlasError, Attr, Dataset, FillValue, Member, Region, Result, Stat,
     Timestamp, for_each_array_data,
 };
 use serde_json::{Map, Value, json};
@@ -190,8 +190,8 @@ pub async fn dataset_json(view: &Dataset, with_values: bool) -> Result<Value> {
     }))
 }
 
-/// The collection's header fields (no request).
-pub fn summary_json(atlas: &Atlas) -> Map<String, Value> {
+/// The container's header fields (no request).
+pub fn summary_json(atlas: &Member) -> Map<String, Value> {
     let mut out = Map::new();
     out.insert("format_version".into(), Value::from(atlas.format_version()));
     out.insert("codec".into(), Value::from(atlas.codec().to_string()));
@@ -210,8 +210,8 @@ pub fn summary_json(atlas: &Atlas) -> Map<String, Value> {
     out
 }
 
-/// The whole collection as a manifest: header fields and every live dataset in ordinal order.
-pub async fn collection_json(atlas: &Atlas, with_values: bool) -> Result<Value> {
+/// One container as a manifest: header fields and every live dataset in ordinal order.
+pub async fn collection_json(atlas: &Member, with_values: bool) -> Result<Value> {
     let mut out = summary_json(atlas);
     let mut datasets = Vec::with_capacity(atlas.dataset_count());
     for view in atlas.datasets() {

@@ -120,7 +120,7 @@ async fn skip_errors_leaves_out_a_corrupt_file_and_keeps_the_rest() {
         .await
         .unwrap();
     assert_eq!(
-        atlas.dataset_names(),
+        atlas.dataset_names().await.unwrap(),
         [
             "cf_extras.nc",
             "classic.nc",
@@ -195,7 +195,7 @@ async fn an_unsupported_type_fails_its_file_unless_it_is_skipped() {
     let atlas = Atlas::open(&dest, &atlas::OpenOptions::default())
         .await
         .unwrap();
-    let view = atlas.dataset("compound.nc").unwrap();
+    let view = atlas.dataset("compound.nc").await.unwrap();
     assert!(view.array_meta("ok").is_some());
     assert!(view.array_meta("pairs").is_none());
 }
@@ -286,7 +286,7 @@ async fn chunks_set_the_stored_chunk_shape_of_the_named_variable() {
     let atlas = Atlas::open(&dest, &atlas::OpenOptions::default())
         .await
         .unwrap();
-    let view = atlas.dataset("classic.nc").unwrap();
+    let view = atlas.dataset("classic.nc").await.unwrap();
     assert_eq!(view.array_layout("temp").await.unwrap().chunk_shape, [2]);
     assert_eq!(view.array_layout("time").await.unwrap().chunk_shape, [4]);
 }
@@ -303,7 +303,7 @@ async fn a_bool_variable_atlas_python_cannot_store_becomes_uint8_with_a_note() {
     let atlas = Atlas::open(&dest, &atlas::OpenOptions::default())
         .await
         .unwrap();
-    let view = atlas.dataset("bool.nc").unwrap();
+    let view = atlas.dataset("bool.nc").await.unwrap();
     let values = view
         .read_array::<u8>("is_valid", Region::all())
         .await

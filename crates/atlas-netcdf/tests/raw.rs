@@ -80,13 +80,13 @@ async fn raw_mode_stores_every_file_as_netcdf4_reads_it_unmasked() {
         .await
         .unwrap();
     let files = good_files();
-    assert_eq!(atlas.dataset_count(), files.len());
+    assert_eq!(atlas.dataset_count().await.unwrap(), files.len());
     for file in files {
         let name = file.file_name().unwrap().to_string_lossy().into_owned();
         let text =
             std::fs::read_to_string(data().join("raw").join(format!("{name}.json"))).unwrap();
         let expected: Value = serde_json::from_str(&text).unwrap();
-        let view = atlas.dataset(&name).unwrap();
+        let view = atlas.dataset(&name).await.unwrap();
 
         // Global attributes, every one with its type.
         let got: serde_json::Map<String, Value> = view
@@ -164,7 +164,7 @@ async fn an_undeclared_fill_is_netcdfs_default_so_nulls_mean_missing() {
     let atlas = Atlas::open(&dest, &atlas::OpenOptions::default())
         .await
         .unwrap();
-    let view = atlas.dataset("nc4.nc4").unwrap();
+    let view = atlas.dataset("nc4.nc4").await.unwrap();
     let view = &view;
     let fill = |a: &'static str| async move {
         atlas_manifest::fill_json(view.array_layout(a).await.unwrap().fill_value.as_ref())

@@ -6,7 +6,7 @@
 //! [`Scalar`], [`Stats`], [`Layout`], [`Described`], the catalogue's Arrow
 //! [`RecordBatch`], [`Verified`], [`Written`] and [`CoreError`].
 //!
-//! Every collection is opened as an [`AtlasSet`]: a collection set, or a lone
+//! Every collection is opened as an [`Atlas`]: a collection set, or a lone
 //! collection seen as a set of one, so the binding has one code path for both.
 //!
 //! It also owns the process's tokio runtime and the per-process cache of open
@@ -20,7 +20,7 @@ use std::sync::{Arc, Mutex};
 use atlas::testing::{CountingLayer, RequestStats};
 use atlas::{Access, Address, Location, Predicate, RecordBatch, TableOptions, TableStream};
 use atlas::{
-    Atlas, AtlasError, AtlasSet, AtlasWriter, CatalogueOptions, Codec, DType, Dataset, FillValue,
+    Atlas, AtlasError, AtlasWriter, CatalogueOptions, Codec, DType, Dataset, FillValue,
     IoErrorKind, OpenOptions, QueryError, Region, SetWriter, Stat, StorageOptions, Timestamp,
     VerifyOptions, WriteGuarantee, WriterConfig,
 };
@@ -236,7 +236,7 @@ impl OpenRequest {
 /// An open collection, a set or a lone one: the shared library handle.
 #[derive(Debug, Clone)]
 pub struct Collection {
-    set: AtlasSet,
+    set: Atlas,
     /// The request counts of a handle opened with `count_requests`.
     requests: Option<RequestStats>,
 }
@@ -286,12 +286,12 @@ pub async fn open(location: &str, request: &OpenRequest, cached: bool) -> Result
         let op = resolved.operator().clone().layer(counting);
         let address = Location::from_operator(op, resolved.prefix());
         Collection {
-            set: AtlasSet::open(address, &options).await?,
+            set: Atlas::open(address, &options).await?,
             requests: Some(requests),
         }
     } else {
         Collection {
-            set: AtlasSet::open(location, &options).await?,
+            set: Atlas::open(location, &options).await?,
             requests: None,
         }
     };
@@ -455,7 +455,7 @@ fn array_not_found(dataset: &str, array: &str) -> CoreError {
 
 impl Collection {
     /// The library handle, for the bulk reads of the `views` module.
-    pub(crate) fn set(&self) -> &AtlasSet {
+    pub(crate) fn set(&self) -> &Atlas {
         &self.set
     }
 
@@ -541,10 +541,12 @@ impl Collection {
 
     /// The dtype of `array` in the first live dataset declaring it (stops there).
     async fn collection_dtype(&self, array: &str) -> Result<Option<DType>> {
-        Ok(self.set.collections().await?.iter().find_map(|view| {
-            view.datasets()
-                .find_map(|v| v.array_meta(array).map(|m| m.dtype().clone()))
-        }))
+        Ok(self
+            .set
+            .datasets()
+            .await?
+            .iter()
+            .find_map(|v| v.array_meta(array).map(|m| m.dtype().clone())))
     }
 
     /// Dataset attributes of `dataset`, in the order they were set.
@@ -756,12 +758,8 @@ impl Collection {
                 }
             }
         } else {
-            match self.lone().await {
-                Ok(atlas) => add(&atlas.verify(&options).await, &mut out, ""),
-                Err(e) => {
-                    out.sound = false;
-                    out.problems.push(e.to_string());
-                }
+            if let Some(member) = self.set.lone_member() {
+                add(&member.verify(&options).await, &mut out, "");
             }
         }
         let names = [
@@ -775,16 +773,6 @@ impl Collection {
         ];
         out.checked = names.into_iter().zip(totals).collect();
         out
-    }
-
-    /// The one collection of a lone collection (no request: it is open).
-    async fn lone(&self) -> Result<Atlas, AtlasError> {
-        self.set
-            .collections()
-            .await?
-            .into_iter()
-            .next()
-            .ok_or_else(|| AtlasError::invalid_use("a lone collection with no collection"))
     }
 
     /// The catalogue `atlas catalogue` prints, as the facade builds it: one
@@ -809,11 +797,7 @@ impl Collection {
         if let Some(text) = predicate {
             options = options.predicate(Predicate::parse(text).map_err(QueryError::from)?);
         }
-        if self.set.is_set() {
-            Ok(self.set.catalogue(&options).await?)
-        } else {
-            Ok(self.lone().await?.catalogue(&options).await?)
-        }
+        Ok(self.set.catalogue(&options).await?)
     }
 }
 

@@ -4,7 +4,7 @@
 //! Two functions: `shapes` gives, for some arrays and many datasets, each
 //! dataset's shape of each array plus the dtype, fill value and dimension
 //! names (one footer digest per array and member, no array bytes); `read_concat` reads one
-//! array of many datasets through [`AtlasSet::read_many`] (each member's
+//! array of many datasets through [`Atlas::read_many`] (each member's
 //! segment prepared once, reads overlapped) into one flat buffer, so a dask
 //! task covering a thousand datasets is one Python call, not a thousand.
 //! `read_many` gives the same reads as one numpy array per dataset (the
@@ -16,7 +16,7 @@
 use std::collections::HashMap;
 
 use atlas::{
-    AnyArray, ArrayData, AtlasError, AtlasSet, DType, Dataset, FillValue, Order, Region, Timestamp,
+    AnyArray, ArrayData, Atlas, AtlasError, DType, Dataset, FillValue, Order, Region, Timestamp,
 };
 use futures::StreamExt;
 use ndarray::{Array1, Array2};
@@ -32,7 +32,7 @@ use crate::{PyCollection, convert, run};
 const CONCURRENCY: usize = 32;
 
 /// The live handles of `names`, in order (`DatasetNotFound` for a name that is not live).
-async fn handles(set: &AtlasSet, names: &[String]) -> core::Result<Vec<Dataset>> {
+async fn handles(set: &Atlas, names: &[String]) -> core::Result<Vec<Dataset>> {
     let mut out = Vec::with_capacity(names.len());
     for name in names {
         out.push(set.dataset(name).await?);
@@ -58,17 +58,17 @@ struct ArrayShapes {
 /// declare it), and the layout of the first declaring one: one footer digest
 /// per member (what `array_stats_by_dataset` reads), no array-format open,
 /// then one footer lookup for the first dataset's fill value and dimensions.
-async fn array_shapes(set: &AtlasSet, array: &str, names: &[String]) -> core::Result<ArrayShapes> {
-    let mut found: HashMap<String, (DType, Vec<u64>)> = HashMap::new();
-    for view in set.collections().await? {
-        let rows = match view.array_shapes_by_dataset(array).await {
-            Ok(rows) => rows,
-            // A member none of whose datasets holds the array.
-            Err(AtlasError::ArrayNotFound { .. }) => continue,
-            Err(e) => return Err(e.into()),
-        };
-        found.extend(rows.into_iter().map(|r| (r.dataset, (r.dtype, r.shape))));
-    }
+async fn array_shapes(set: &Atlas, array: &str, names: &[String]) -> core::Result<ArrayShapes> {
+    let rows = match set.array_shapes_by_dataset(array).await {
+        Ok(rows) => rows,
+        // No dataset holds the array: each name then fails or is None below.
+        Err(AtlasError::ArrayNotFound { .. }) => Vec::new(),
+        Err(e) => return Err(e.into()),
+    };
+    let found: HashMap<String, (DType, Vec<u64>)> = rows
+        .into_iter()
+        .map(|r| (r.dataset, (r.dtype, r.shape)))
+        .collect();
     let mut out = ArrayShapes {
         dtype: None,
         fill: None,
@@ -248,7 +248,7 @@ fn join(array: &str, parts: Vec<ArrayData>, total: usize) -> core::Result<Option
     }))
 }
 
-async fn concat(set: &AtlasSet, array: &str, names: &[String]) -> core::Result<Concat> {
+async fn concat(set: &Atlas, array: &str, names: &[String]) -> core::Result<Concat> {
     let datasets = handles(set, names).await?;
     let declaring: Vec<Dataset> = datasets
         .iter()
@@ -294,7 +294,7 @@ async fn concat(set: &AtlasSet, array: &str, names: &[String]) -> core::Result<C
 
 /// `(values, counts, shapes, fill)`: `array` of every dataset in `names`
 /// read in one call (GIL released, reads overlapped through
-/// `AtlasSet::read_many`) and flattened end to end into one 1-D numpy array
+/// `Atlas::read_many`) and flattened end to end into one 1-D numpy array
 /// of the stored dtype (timestamps with NaT where unwritten, as `read` gives);
 /// `counts` (int64) says how many elements each dataset gave (0 where it does
 /// not declare the array), `shapes` each dataset's shape (None there), and
@@ -330,7 +330,7 @@ pub fn read_concat<'py>(
 
 /// `array` of each of `names` (in order) as numpy arrays, as `read` gives
 /// each one, read in one call with the GIL released through
-/// [`AtlasSet::read_many`] (each member's segment prepared once, each block
+/// [`Atlas::read_many`] (each member's segment prepared once, each block
 /// decoded once, reads overlapped): the Python loop over thousands of
 /// datasets pays one crossing per batch, not per dataset.
 #[pyfunction]
@@ -362,27 +362,26 @@ type Place = (usize, Vec<Option<u32>>);
 
 /// Each live dataset's place, for `arrays`: one footer read per array and
 /// member (the digest `array_stats_by_dataset` reads), no data block.
-async fn places(set: &AtlasSet, arrays: &[String]) -> core::Result<HashMap<String, Place>> {
-    let views = set.collections().await?;
+async fn places(set: &Atlas, arrays: &[String]) -> core::Result<HashMap<String, Place>> {
     let mut out: HashMap<String, Place> = HashMap::new();
-    for (member, view) in views.iter().enumerate() {
-        for name in view.dataset_names() {
-            out.insert(name.to_owned(), (member, vec![None; arrays.len()]));
+    for (member, (_, datasets)) in set.datasets_by_member().await?.into_iter().enumerate() {
+        for ds in datasets {
+            out.insert(ds.name().to_owned(), (member, vec![None; arrays.len()]));
         }
-        for (i, array) in arrays.iter().enumerate() {
-            let rows = match view.array_blocks_by_dataset(array).await {
-                Ok(rows) => rows,
-                // A member none of whose datasets holds the array: nothing to read there.
-                Err(AtlasError::ArrayNotFound { .. }) => continue,
-                Err(e) => return Err(e.into()),
-            };
-            for row in rows {
-                if let Some(slot) = out
-                    .get_mut(&row.dataset)
-                    .and_then(|(_, blocks)| blocks.get_mut(i))
-                {
-                    *slot = row.first_block;
-                }
+    }
+    for (i, array) in arrays.iter().enumerate() {
+        let rows = match set.array_blocks_by_dataset(array).await {
+            Ok(rows) => rows,
+            // No dataset holds the array: nothing to read.
+            Err(AtlasError::ArrayNotFound { .. }) => continue,
+            Err(e) => return Err(e.into()),
+        };
+        for row in rows {
+            if let Some(slot) = out
+                .get_mut(&row.dataset)
+                .and_then(|(_, blocks)| blocks.get_mut(i))
+            {
+                *slot = row.first_block;
             }
         }
     }

@@ -125,8 +125,12 @@ def test_deleting_a_replaced_name_does_not_resurrect_the_older_copy(replaced):
     assert reopened.generation == 3, "the delete committed the manifest"
     live = {m["id"]: m["datasets_live"] for m in reopened.members}
     assert live[second] == 1
+    # Deleting it again is accepted and changes nothing, as in a lone
+    # collection; a name the set never held is still refused.
+    assert reopened.delete(["b"]).deleted == 0
+    assert list(reopened) == ["a", "c"]
     with pytest.raises(atlasds.NotFound):
-        reopened.delete(["b"])
+        reopened.delete(["nobody"])
 
 
 def test_a_set_collection_pickles_and_reopens_as_the_set(replaced):

@@ -96,15 +96,11 @@ async fn brute_force(atlas: &Atlas) -> Result<Vec<String>, BoxError> {
         Value::Timestamp(t) => *t,
         _ => 0,
     };
-    let names: Vec<String> = atlas
-        .dataset_names()
-        .iter()
-        .map(|s| s.to_string())
-        .collect();
+    let names: Vec<String> = atlas.dataset_names().await?;
     let checks = futures::stream::iter(names.into_iter().map(|name| {
         let (lat, lon, time) = (&lat, &lon, &time);
         async move {
-            let ds = atlas.dataset(&name)?;
+            let ds = atlas.dataset(&name).await?;
             let (la, lo, t) = futures::try_join!(
                 ds.read_array::<f64>("LATITUDE", Region::all()),
                 ds.read_array::<f64>("LONGITUDE", Region::all()),

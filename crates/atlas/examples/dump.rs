@@ -10,11 +10,14 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let dir = std::env::args()
         .nth(1)
         .ok_or("usage: dump <collection-dir>")?;
-    let atlas = Atlas::open(&dir, &atlas::OpenOptions::default()).await?;
-    for warning in atlas.mask_warnings() {
+    let member = Atlas::open(&dir, &atlas::OpenOptions::default())
+        .await?
+        .lone_member()
+        .ok_or("a collection set: dump one of its members")?;
+    for warning in member.mask_warnings() {
         eprintln!("warning: {warning}");
     }
-    let doc = atlas_manifest::collection_json(&atlas, true).await?;
+    let doc = atlas_manifest::collection_json(&member, true).await?;
     println!("{}", serde_json::to_string_pretty(&doc)?);
     Ok(())
 }

@@ -1,6 +1,6 @@
 //! The Rust sweep the Python cluster numbers are compared with: the mean of a
 //! float32 array per dataset (fill values left out) over every live dataset
-//! of a collection or set, through `AtlasSet::read_many` in one process.
+//! of a collection or set, through `Atlas::read_many` in one process.
 //!
 //! `cargo run --release -p atlas --example mean_per_dataset -- DIR [ARRAY]`
 //! (ARRAY defaults to TEMP). Prints the open and sweep times, the datasets and
@@ -8,7 +8,7 @@
 
 use std::time::Instant;
 
-use atlas::{ArrayData, AtlasSet, FillValue, OpenOptions, Order, Region};
+use atlas::{ArrayData, Atlas, FillValue, OpenOptions, Order, Region};
 use futures::StreamExt;
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
@@ -19,7 +19,7 @@ async fn main() -> Result<(), BoxError> {
     let dir = args.next().ok_or("usage: mean_per_dataset DIR [ARRAY]")?;
     let array = args.next().unwrap_or_else(|| "TEMP".to_owned());
     let started = Instant::now();
-    let set = AtlasSet::open(dir.as_str(), &OpenOptions::default()).await?;
+    let set = Atlas::open(dir.as_str(), &OpenOptions::default()).await?;
     let datasets: Vec<_> = set
         .datasets()
         .await?

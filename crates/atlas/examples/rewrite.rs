@@ -51,11 +51,12 @@ async fn run() -> Result<(), Box<dyn std::error::Error>> {
     let (src, dst, config) = parse_args()?;
     let started = std::time::Instant::now();
     let source = Atlas::open(&src, &atlas::OpenOptions::default()).await?;
-    for warning in source.mask_warnings() {
+    let members = source.open_members().await?;
+    for warning in members.iter().flat_map(|m| m.mask_warnings()) {
         eprintln!("warning: {warning}");
     }
     let writer = AtlasWriter::create(&dst, &config).await?;
-    let total = source.dataset_count();
+    let total = source.dataset_count().await?;
     let step = (total / 20).max(1);
     let summary = atlas::rewrite(&source, writer, |done, total| {
         if done % step == 0 || done == total {
@@ -66,8 +67,12 @@ async fn run() -> Result<(), Box<dyn std::error::Error>> {
     println!(
         "{src} -> {dst}: {} datasets ({} deleted left behind), {} -> {} bytes, {} segments, {:.2} s",
         summary.datasets,
-        source.dataset_count_total() - total,
-        source.container_bytes(),
+        members
+            .iter()
+            .map(|m| m.dataset_count_total())
+            .sum::<usize>()
+            - total,
+        members.iter().map(|m| m.container_bytes()).sum::<u64>(),
         summary.container_bytes,
         summary.segments.len(),
         started.elapsed().as_secs_f64()

@@ -160,15 +160,6 @@ pub enum AtlasError {
         #[source]
         source: Box<AtlasError>,
     },
-    /// The prefix holds a collection set, not a lone collection: open it with
-    /// [`AtlasSet::open`](crate::AtlasSet::open).
-    #[error(
-        "{path} is a collection set (it has a set.manifest and no data.atlas): open it as a set"
-    )]
-    IsASet {
-        /// The set's manifest path.
-        path: String,
-    },
     /// Every attempt to commit to a set lost its race to another writer, or
     /// the set changed in a way this commit cannot merge with. Nothing was
     /// committed; retrying the operation can succeed.

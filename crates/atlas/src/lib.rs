@@ -1,10 +1,11 @@
 //! # atlas
 //!
 //! Thousands of N-dimensional datasets in one write-once object, read back with a
-//! handful of range requests. [`Atlas`] opens a collection (one read of the
-//! container's tail) and answers catalogue questions from memory; array data,
-//! attributes and statistics come from the per-variable segments on demand.
-//! [`AtlasWriter`] builds a collection in one streaming pass.
+//! handful of range requests. [`Atlas`] opens a collection, a set of many
+//! containers or a lone one, in one round trip and answers catalogue
+//! questions from memory; array data, attributes and statistics come from the
+//! per-variable segments on demand. [`AtlasWriter`] builds a collection in
+//! one streaming pass; [`SetWriter`] commits new members to a set.
 //!
 //! ```
 //! use atlas::{Atlas, AtlasWriter, OpenOptions, Region, WriterConfig};
@@ -25,9 +26,10 @@
 //! // Read: one request to open (a path, or an s3:// gs:// az:// http(s):// URL),
 //! // none for the catalogue.
 //! let atlas = Atlas::open(&dir, &OpenOptions::default()).await?;
-//! assert!(atlas.dataset_names().contains(&"R6901234_001.nc"));
+//! assert!(atlas.contains("R6901234_001.nc").await?);
 //! let temp = atlas
-//!     .dataset("R6901234_001.nc")?
+//!     .dataset("R6901234_001.nc")
+//!     .await?
 //!     .read_array::<f32>("TEMP", Region::all())
 //!     .await?;
 //! assert_eq!(temp.len(), 3);
@@ -39,8 +41,8 @@
 //! ```
 //!
 //! Layering: `atlas-format` (bytes) → `atlas-io` (transport) →
-//! `atlas-segment` (array-format, behind one wall) → this crate (meaning) →
-//! `atlas-cli` (people).
+//! `atlas-segment` (the segment format, on array-format's types) → this
+//! crate (meaning) → `atlas-cli` and the Python package (people).
 
 #![warn(missing_docs, clippy::missing_errors_doc)]
 
@@ -65,20 +67,20 @@ mod write;
 pub mod testing {
     pub use atlas_io::{CasMemory, CountingLayer, Counts, Faults, ReadRecord, RequestStats};
 
-    /// The manifest entry a set commit records of the collection `atlas` as
-    /// member `id` at `path`: counts, size, per-variable and per-attribute
-    /// bounds over the live datasets, checksums. Here so tests can check what
-    /// a set's pruning will rely on.
+    /// The manifest entry a set commit records of `member` as member `id` at
+    /// `path`: counts, size, per-variable and per-attribute bounds over the
+    /// live datasets, checksums. Here so tests can check what a set's pruning
+    /// will rely on.
     ///
     /// # Errors
     /// As the statistics and attribute calls it makes
     /// ([`crate::AtlasError::CorruptSegment`], [`crate::AtlasError::Io`], ...).
     pub async fn member_entry(
-        atlas: &crate::Atlas,
+        member: &crate::Member,
         id: &str,
         path: &str,
     ) -> crate::Result<crate::MemberEntry> {
-        crate::set::summary::member_entry(atlas, id, path).await
+        crate::set::summary::member_entry(member, id, path).await
     }
 }
 
@@ -115,12 +117,12 @@ pub use query::{
     QueryError, RecordBatch, Schema, SchemaRef, StatField, TableOptions, TableStream, Value,
 };
 pub use read::{
-    ArrayLayout, Atlas, Dataset, DatasetBlock, DatasetShape, DatasetStats, DeleteOutcome,
+    ArrayLayout, Dataset, DatasetBlock, DatasetShape, DatasetStats, DeleteOutcome, Member,
     OpenOptions, Order, Region, SegmentInfo, Selection,
 };
 pub use set::integrity::{ChecksumMismatch, ChecksumPart};
 pub use set::{
-    AtlasSet, CommitOutcome, CompactOptions, CompactOutcome, MemberWriter, SetWriter,
+    Atlas, CommitOutcome, CompactOptions, CompactOutcome, MemberWriter, SetWriter,
     UncommittedMember, member_id, member_path, remove_uncommitted_member, uncommitted_members,
 };
 pub use verify::{Checked, Finding, ProgressFn, VerifyOptions, VerifyReport, leftover_findings};

@@ -1,4 +1,4 @@
-//! [`Atlas::verify`]: read everything a reader relies on and list what is wrong.
+//! [`Member::verify`]: read everything a reader relies on and list what is wrong.
 //!
 //! What is checked, in order:
 //! 1. the container's trailer and footer (already validated by the open);
@@ -15,7 +15,7 @@
 //! With [`VerifyOptions::deep`], each array's statistics are also recomputed
 //! from its values and compared with the recorded ones, and, when the
 //! collection has a checksum sidecar (`data.atlas.crc32c`, written by
-//! [`Atlas::write_checksums`]), the CRC32C of every part of the container and
+//! [`Member::write_checksums`]), the CRC32C of every part of the container and
 //! of the mask is recomputed and compared with it.
 //!
 //! What it cannot see without a sidecar: the v8 container stores no
@@ -33,7 +33,7 @@ use futures::StreamExt;
 use crate::error::AtlasError;
 use crate::recompute;
 use crate::set::integrity::ChecksumMismatch;
-use crate::{AnyArray, Atlas, Dataset, Region};
+use crate::{AnyArray, Dataset, Member, Region};
 
 /// Datasets checked at once by default.
 const DEFAULT_CONCURRENCY: usize = 8;
@@ -41,7 +41,7 @@ const DEFAULT_CONCURRENCY: usize = 8;
 /// Called with the number of datasets checked so far (for a progress bar).
 pub type ProgressFn = Arc<dyn Fn(u64) + Send + Sync>;
 
-/// How [`Atlas::verify`] runs.
+/// How [`Member::verify`] runs.
 #[derive(Clone)]
 #[non_exhaustive]
 pub struct VerifyOptions {
@@ -297,7 +297,7 @@ pub struct Checked {
     pub checksum_parts: Option<usize>,
 }
 
-/// The outcome of [`Atlas::verify`].
+/// The outcome of [`Member::verify`].
 #[derive(Debug, Default)]
 #[non_exhaustive]
 pub struct VerifyReport {
@@ -324,7 +324,7 @@ impl VerifyReport {
     }
 }
 
-impl Atlas {
+impl Member {
     /// Reads every segment footer, every array of every live dataset (so every
     /// block of them decompresses) and every attribute, and reports what is
     /// wrong. Never fails: what it cannot read is a [`Finding`].
@@ -338,10 +338,11 @@ impl Atlas {
         let mut report = VerifyReport::default();
         let variables = self.segments();
         report.checked.variables = variables.len();
+        let live = self.live();
         for v in variables.iter().filter(|v| v.name != DATASETS_SEGMENT) {
             report.checked.data_segments += 1;
             // One statistics pass opens (screens and parses) the segment's footer.
-            match self.array_stats_by_dataset(&v.name).await {
+            match self.array_stats_by_dataset(&live, &v.name).await {
                 Ok(_) => report.checked.segments_opened += 1,
                 Err(error) => report.findings.push(Finding::Segment {
                     segment: v.name.clone(),
@@ -400,7 +401,7 @@ impl Atlas {
     }
 }
 
-/// What [`Atlas::verify`] reports of the leftovers under `prefix` of `op`
+/// What [`Member::verify`] reports of the leftovers under `prefix` of `op`
 /// (temp files, and the multipart uploads of `uploads`): one warning each, or
 /// one warning saying they could not be listed. For a location holding no
 /// collection that opens, where `verify` cannot run.

@@ -60,6 +60,11 @@ fn eight_concurrent_deleters_on_azurite_lose_no_delete() {
         let atlas = Atlas::open((azure(&root).0, "argo"), &atlas::OpenOptions::default())
             .await
             .unwrap();
-        assert_eq!(atlas.dataset_count(), 0, "{:?}", atlas.dataset_names());
+        assert_eq!(
+            atlas.dataset_count().await.unwrap(),
+            0,
+            "{:?}",
+            atlas.dataset_names().await.unwrap()
+        );
     });
 }

@@ -44,7 +44,7 @@ async fn write_grids(op: &Operator, count: usize) -> atlas::Result<atlas::WriteS
 /// Reads every grid whole and checks every value.
 async fn read_every_grid(atlas: &Atlas) -> atlas::Result<usize> {
     let mut checked = 0;
-    for view in atlas.datasets() {
+    for view in atlas.datasets().await? {
         let grid: usize = view.name()[1..].parse().unwrap();
         let v = view.read_array::<f32>("v", Region::all()).await?;
         assert!(
@@ -92,7 +92,10 @@ async fn with_retries_a_100_mib_write_reads_deletes_and_a_rewrite_come_through_f
     let atlas = Atlas::open((faulty.clone(), "grids"), &atlas::OpenOptions::default())
         .await
         .unwrap();
-    assert_eq!(atlas.container_bytes(), summary.container_bytes);
+    assert_eq!(
+        atlas.lone_member().unwrap().container_bytes(),
+        summary.container_bytes
+    );
     assert_eq!(read_every_grid(&atlas).await.unwrap(), 100);
     atlas
         .delete_datasets(&["g007", "g050", "g099"])
@@ -121,13 +124,16 @@ async fn with_retries_a_100_mib_write_reads_deletes_and_a_rewrite_come_through_f
     let original = Atlas::open((clean.clone(), "grids"), &atlas::OpenOptions::default())
         .await
         .unwrap();
-    assert_eq!(original.dataset_count(), 97);
+    assert_eq!(original.dataset_count().await.unwrap(), 97);
     assert_eq!(read_every_grid(&original).await.unwrap(), 97);
     let (clean_copy, _) = s3_at(server.endpoint(), &copy_root);
     let copy = Atlas::open((clean_copy, dst), &atlas::OpenOptions::default())
         .await
         .unwrap();
-    assert_eq!(copy.dataset_names(), original.dataset_names());
+    assert_eq!(
+        copy.dataset_names().await.unwrap(),
+        original.dataset_names().await.unwrap()
+    );
     assert_eq!(read_every_grid(&copy).await.unwrap(), 97);
 }
 
@@ -168,7 +174,9 @@ async fn without_retries_each_operation_fails_transient_and_leaves_nothing_half_
         Atlas::open((clean.clone(), "grids"), &atlas::OpenOptions::default())
             .await
             .unwrap()
-            .dataset_count(),
+            .dataset_count()
+            .await
+            .unwrap(),
         4,
         "the failed delete hid nothing"
     );

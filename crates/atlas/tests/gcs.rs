@@ -82,7 +82,9 @@ fn eight_concurrent_deleters_on_fake_gcs_report_conditional_and_sequential_ones_
         let left = Atlas::open((gcs(&root).0, "argo"), &atlas::OpenOptions::default())
             .await
             .unwrap()
-            .dataset_count();
+            .dataset_count()
+            .await
+            .unwrap();
         eprintln!("fake-gcs-server, 8 concurrent deleters x 5: {left} of 40 deletes lost");
 
         for t in 0..8 {
@@ -96,6 +98,11 @@ fn eight_concurrent_deleters_on_fake_gcs_report_conditional_and_sequential_ones_
         let atlas = Atlas::open((gcs(&root).0, "argo"), &atlas::OpenOptions::default())
             .await
             .unwrap();
-        assert_eq!(atlas.dataset_count(), 0, "{:?}", atlas.dataset_names());
+        assert_eq!(
+            atlas.dataset_count().await.unwrap(),
+            0,
+            "{:?}",
+            atlas.dataset_names().await.unwrap()
+        );
     });
 }

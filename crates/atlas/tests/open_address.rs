@@ -51,7 +51,7 @@ async fn a_file_url_round_trips_and_a_missing_directory_is_created_for_writing_o
         )
         .await
         .unwrap();
-        assert_eq!(atlas.dataset_names(), ["a.nc", "b.nc"]);
+        assert_eq!(atlas.dataset_names().await.unwrap(), ["a.nc", "b.nc"]);
     }
     // A local collection opened by URL deletes like one opened by path.
     let atlas = Atlas::open(
@@ -67,7 +67,7 @@ async fn a_file_url_round_trips_and_a_missing_directory_is_created_for_writing_o
     )
     .await
     .unwrap();
-    assert_eq!(reopened.dataset_names(), ["b.nc"]);
+    assert_eq!(reopened.dataset_names().await.unwrap(), ["b.nc"]);
 }
 
 #[tokio::test]
@@ -116,7 +116,11 @@ async fn a_path_a_url_a_location_and_an_operator_open_the_same_collection() {
     for address in addresses {
         let shown = format!("{address:?}");
         let atlas = Atlas::open(address, &OpenOptions::default()).await.unwrap();
-        assert_eq!(atlas.dataset_names(), ["a.nc", "b.nc"], "{shown}");
+        assert_eq!(
+            atlas.dataset_names().await.unwrap(),
+            ["a.nc", "b.nc"],
+            "{shown}"
+        );
     }
     assert_eq!(location.scheme(), atlas::Scheme::Local);
     assert_eq!(location.object("data.atlas"), "data.atlas");
@@ -143,7 +147,7 @@ async fn an_operator_address_keeps_its_prefix_for_writes_too() {
     let atlas = Atlas::open(location, &OpenOptions::default())
         .await
         .unwrap();
-    assert_eq!(atlas.dataset_names(), ["x"]);
+    assert_eq!(atlas.dataset_names().await.unwrap(), ["x"]);
     // Nothing sits at the operator's root.
     let err = Atlas::open(op, &OpenOptions::default()).await.unwrap_err();
     assert!(

@@ -247,7 +247,7 @@ fn a_query_reads_one_footer_per_variable_and_no_array_block() {
     let atlas = rt
         .block_on(Atlas::open((op, "argo"), &atlas::OpenOptions::default()))
         .unwrap();
-    let segments = atlas.segments();
+    let segments = atlas.lone_member().unwrap().segments();
     stats.reset();
     let p = atlas::Predicate::parse(
         "LATITUDE between -10 10 and LONGITUDE between -60 0 and JULD overlaps 2021-01-01 2021-06-30 and platform_number != '6901007'",
@@ -302,6 +302,8 @@ fn a_catalogue_reads_one_footer_per_variable_and_no_array_block() {
     // Four arrays and _datasets: each footer, in two reads when it is larger
     // than the prefetch, and not a byte more.
     let opened: Vec<_> = atlas
+        .lone_member()
+        .unwrap()
         .segments()
         .into_iter()
         .filter(|v| {

@@ -1,4 +1,4 @@
-//! `Atlas::table` and `AtlasSet::table`: the values of chosen arrays over many
+//! `Atlas::table` and `Atlas::table`: the values of chosen arrays over many
 //! datasets as one long Arrow table, checked against per-dataset reads, and
 //! the requests a table with a predicate costs.
 
@@ -13,8 +13,8 @@ use arrow_array::types::{
 use arrow_array::{Array, RecordBatch};
 use arrow_schema::DataType;
 use atlas::{
-    AnyArray, ArrayData, Atlas, AtlasSet, AtlasWriter, OpenOptions, Predicate, QueryError, Region,
-    SetWriter, TableOptions, Timestamp, WriterConfig, member_id,
+    AnyArray, ArrayData, Atlas, AtlasWriter, OpenOptions, Predicate, QueryError, Region, SetWriter,
+    TableOptions, Timestamp, WriterConfig, member_id,
 };
 use atlas_io::{CasMemory, CountingLayer, RequestStats};
 use futures::TryStreamExt;
@@ -148,13 +148,13 @@ async fn two_member_set() -> (Operator, RequestStats) {
     (op, stats)
 }
 
-async fn open_set(op: &Operator) -> AtlasSet {
-    AtlasSet::open((op.clone(), "set"), &OpenOptions::default())
+async fn open_set(op: &Operator) -> Atlas {
+    Atlas::open((op.clone(), "set"), &OpenOptions::default())
         .await
         .unwrap()
 }
 
-async fn batches(set: &AtlasSet, options: &TableOptions) -> Vec<RecordBatch> {
+async fn batches(set: &Atlas, options: &TableOptions) -> Vec<RecordBatch> {
     set.table(options)
         .await
         .unwrap()
@@ -224,14 +224,14 @@ fn rows_of(batches: &[RecordBatch]) -> Vec<Row> {
     rows
 }
 
-async fn read(set: &AtlasSet, name: &str, array: &str) -> Option<AnyArray> {
+async fn read(set: &Atlas, name: &str, array: &str) -> Option<AnyArray> {
     let ds = set.dataset(name).await.unwrap();
     ds.array_meta(array)?;
     Some(ds.read_any(array, Region::all()).await.unwrap())
 }
 
 /// The rows the table should hold, built from one `read_any` per dataset and array.
-async fn expected_rows(set: &AtlasSet) -> Vec<Row> {
+async fn expected_rows(set: &Atlas) -> Vec<Row> {
     let mut rows = Vec::new();
     for name in set.dataset_names().await.unwrap() {
         let temp = read(set, &name, "TEMP").await.map(|a| match a.into_data() {
@@ -512,7 +512,7 @@ async fn a_predicate_reads_only_the_selected_datasets_blocks() {
     let open_set = |op: &Operator| {
         let op = op.clone();
         let options = options.clone();
-        async move { AtlasSet::open((op, "set"), &options).await.unwrap() }
+        async move { Atlas::open((op, "set"), &options).await.unwrap() }
     };
 
     // The reference: select, then one read per chosen dataset, on a fresh handle.

@@ -148,17 +148,22 @@ async fn a_foreign_file_at_the_mask_path_is_an_error() {
 async fn mask_ordinals_past_the_count_are_warnings_and_ignored() {
     let mask = atlas_format::DeletionMask::from_ordinals([1, 50, 99]).encode();
     let atlas = open_bytes(small_bytes(), Some(mask)).await.unwrap();
-    assert_eq!(atlas.deleted_datasets(), vec!["feb_2024".to_owned()]);
-    assert_eq!(atlas.dataset_count(), 2);
-    let warnings = atlas.mask_warnings();
+    let member = atlas.lone_member().unwrap();
+    assert_eq!(member.deleted_datasets(), vec!["feb_2024".to_owned()]);
+    assert_eq!(atlas.dataset_count().await.unwrap(), 2);
+    let warnings = member.mask_warnings();
     assert_eq!(warnings.len(), 2, "{warnings:?}");
     assert!(warnings[0].contains("50"), "{warnings:?}");
     // A truncated body keeps what survived, with a warning.
     let mut cut = atlas_format::DeletionMask::from_ordinals([0, 2]).encode();
     cut.truncate(cut.len() - 2);
-    let atlas = open_bytes(small_bytes(), Some(cut)).await.unwrap();
-    assert_eq!(atlas.deleted_datasets(), vec!["jan_2024".to_owned()]);
-    assert_eq!(atlas.mask_warnings().len(), 1);
+    let member = open_bytes(small_bytes(), Some(cut))
+        .await
+        .unwrap()
+        .lone_member()
+        .unwrap();
+    assert_eq!(member.deleted_datasets(), vec!["jan_2024".to_owned()]);
+    assert_eq!(member.mask_warnings().len(), 1);
 }
 
 /// Zeroes `len` bytes ending `back` bytes before the end of segment `name`.
@@ -174,6 +179,8 @@ async fn a_corrupt_segment_is_an_error_and_the_rest_still_reads() {
     let bytes = small_bytes();
     let atlas = open_bytes(bytes.clone(), None).await.unwrap();
     let temperature = atlas
+        .lone_member()
+        .unwrap()
         .segments()
         .into_iter()
         .find(|v| v.name == "temperature")
@@ -183,7 +190,7 @@ async fn a_corrupt_segment_is_an_error_and_the_rest_still_reads() {
     // Inside the segment's footer, just before its 12-byte ARRF trailer.
     damage_segment(&mut damaged, temperature.offset, temperature.len, 12, 48);
     let atlas = open_bytes(damaged, None).await.unwrap();
-    let jan = atlas.dataset("jan_2024").unwrap();
+    let jan = atlas.dataset("jan_2024").await.unwrap();
     let err = jan
         .read_array::<f32>("temperature", atlas::Region::all())
         .await
@@ -212,6 +219,7 @@ async fn a_corrupt_segment_is_an_error_and_the_rest_still_reads() {
     let atlas = open_bytes(damaged, None).await.unwrap();
     let err = atlas
         .dataset("jan_2024")
+        .await
         .unwrap()
         .array_layout("temperature")
         .await
@@ -228,7 +236,7 @@ async fn a_failed_segment_read_keeps_the_backend_kind() {
     let atlas = Atlas::open((op, ""), &atlas::OpenOptions::default())
         .await
         .unwrap();
-    let view = atlas.dataset(&uniform_name(5)).unwrap();
+    let view = atlas.dataset(&uniform_name(5)).await.unwrap();
 
     // The segment open itself fails: an Io error, and a later call retries it.
     faults.fail_reads_matching("data.atlas");

@@ -43,7 +43,7 @@ async fn a_sweep_decodes_each_block_once_in_order_and_through_read_many() {
     let atlas = Atlas::open(dir.path(), &OpenOptions::default())
         .await
         .unwrap();
-    for (i, d) in atlas.datasets().enumerate() {
+    for (i, d) in atlas.datasets().await.unwrap().into_iter().enumerate() {
         let got = d.read_array::<f32>("TEMP", Region::all()).await.unwrap();
         assert_eq!(got.iter().copied().collect::<Vec<_>>(), temp(i));
     }
@@ -60,7 +60,7 @@ async fn a_sweep_decodes_each_block_once_in_order_and_through_read_many() {
             .unwrap();
         let results: Vec<_> = fresh
             .read_many(
-                fresh.datasets(),
+                fresh.datasets().await.unwrap(),
                 "TEMP",
                 Region::all(),
                 concurrency,

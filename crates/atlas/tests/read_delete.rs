@@ -25,7 +25,7 @@ async fn an_unknown_name_deletes_nothing() {
         "{err}"
     );
     assert_eq!(stats.snapshot().requests(), 0, "refused before any request");
-    assert_eq!(atlas.dataset_count(), 3);
+    assert_eq!(atlas.dataset_count().await.unwrap(), 3);
     assert!(!op.exists("deleted.mask").await.unwrap());
 }
 
@@ -53,16 +53,20 @@ async fn a_deletion_applies_at_once_everywhere() {
         "memory creates the mask if-not-exists"
     );
 
-    assert_eq!(atlas.dataset_names(), ["jan_2024", "mar_2024"]);
-    assert_eq!(atlas.dataset_count(), 2);
-    assert_eq!(atlas.dataset_count_total(), 3);
-    assert_eq!(atlas.deleted_datasets(), ["feb_2024"]);
-    assert!(!atlas.contains("feb_2024"));
+    assert_eq!(
+        atlas.dataset_names().await.unwrap(),
+        ["jan_2024", "mar_2024"]
+    );
+    assert_eq!(atlas.dataset_count().await.unwrap(), 2);
+    let member = atlas.lone_member().unwrap();
+    assert_eq!(member.dataset_count_total(), 3);
+    assert_eq!(member.deleted_datasets(), ["feb_2024"]);
+    assert!(!atlas.contains("feb_2024").await.unwrap());
     assert!(matches!(
-        atlas.dataset("feb_2024"),
+        atlas.dataset("feb_2024").await,
         Err(AtlasError::DatasetNotFound { .. })
     ));
-    assert_eq!(atlas.datasets().count(), 2);
+    assert_eq!(atlas.datasets().await.unwrap().len(), 2);
     let rows = atlas.array_stats_by_dataset("temperature").await.unwrap();
     assert_eq!(
         rows.iter().map(|r| r.dataset.as_str()).collect::<Vec<_>>(),
@@ -72,7 +76,7 @@ async fn a_deletion_applies_at_once_everywhere() {
     assert_eq!(folded.row_count, 64);
     let months = atlas.attributes_by_dataset(None, "month").await.unwrap();
     assert_eq!(months.len(), 2);
-    let doc = atlas_manifest::collection_json(&atlas, false)
+    let doc = atlas_manifest::collection_json(&member, false)
         .await
         .unwrap();
     assert_eq!(doc["datasets"].as_array().unwrap().len(), 2);
@@ -85,7 +89,10 @@ async fn a_deletion_applies_at_once_everywhere() {
     let reopened = Atlas::open((op, ""), &atlas::OpenOptions::default())
         .await
         .unwrap();
-    assert_eq!(reopened.deleted_datasets(), ["feb_2024"]);
+    assert_eq!(
+        reopened.lone_member().unwrap().deleted_datasets(),
+        ["feb_2024"]
+    );
 }
 
 #[tokio::test]
@@ -95,7 +102,7 @@ async fn a_view_taken_before_the_deletion_stops_reading() {
     let atlas = Atlas::open((op, ""), &atlas::OpenOptions::default())
         .await
         .unwrap();
-    let view = atlas.dataset("mar_2024").unwrap();
+    let view = atlas.dataset("mar_2024").await.unwrap();
     atlas.delete_datasets(&["mar_2024"]).await.unwrap();
     let err = view
         .read_array::<f64>("lat", atlas::Region::all())
@@ -114,13 +121,16 @@ async fn a_delete_merges_with_the_mask_on_storage() {
     let second = Atlas::open((op.clone(), ""), &atlas::OpenOptions::default())
         .await
         .unwrap();
-    assert_eq!(first.deleted_datasets(), ["d02", "d05", "d09"]);
+    assert_eq!(
+        first.lone_member().unwrap().deleted_datasets(),
+        ["d02", "d05", "d09"]
+    );
     first.delete_datasets(&["d00", "d01"]).await.unwrap();
     // The second handle has not seen those; its delete keeps them.
     let outcome = second.delete_datasets(&["d08"]).await.unwrap();
     assert_eq!(outcome.deleted, 1);
     assert_eq!(
-        second.deleted_datasets(),
+        second.lone_member().unwrap().deleted_datasets(),
         ["d00", "d01", "d02", "d05", "d08", "d09"],
         "the merged mask becomes this handle's view too"
     );
@@ -128,10 +138,10 @@ async fn a_delete_merges_with_the_mask_on_storage() {
         .await
         .unwrap();
     assert_eq!(
-        third.deleted_datasets(),
+        third.lone_member().unwrap().deleted_datasets(),
         ["d00", "d01", "d02", "d05", "d08", "d09"]
     );
-    assert_eq!(third.dataset_count(), 4);
+    assert_eq!(third.dataset_count().await.unwrap(), 4);
 }
 
 #[tokio::test]
@@ -146,7 +156,7 @@ async fn a_foreign_mask_on_storage_stops_a_delete() {
         .unwrap();
     let err = atlas.delete_datasets(&["jan_2024"]).await.unwrap_err();
     assert!(matches!(err, AtlasError::CorruptMask { .. }), "{err}");
-    assert_eq!(atlas.dataset_count(), 3, "nothing hidden");
+    assert_eq!(atlas.dataset_count().await.unwrap(), 3, "nothing hidden");
     assert_eq!(
         op.read("deleted.mask").await.unwrap().to_vec(),
         b"this is not a mask"
@@ -170,7 +180,7 @@ async fn a_local_collection_deletes_through_an_atomic_locked_write() {
         .await
         .unwrap();
     assert_eq!(
-        reopened.deleted_datasets(),
+        reopened.lone_member().unwrap().deleted_datasets(),
         ["d00", "d02", "d03", "d05", "d09"]
     );
     let mask = std::fs::read(dir.path().join("deleted.mask")).unwrap();
@@ -213,7 +223,7 @@ async fn concurrent_deletes_through_one_handle_lose_nothing() {
         .await
         .unwrap();
     assert_eq!(
-        reopened.deleted_datasets(),
+        reopened.lone_member().unwrap().deleted_datasets(),
         ["d00", "d01", "d02", "d03", "d04", "d05", "d09"]
     );
 }

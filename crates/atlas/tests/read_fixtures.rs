@@ -74,7 +74,9 @@ async fn every_fixture_reproduces_every_manifest_value_from_an_object_store() {
         let atlas = Atlas::open((op, "collections/x"), &atlas::OpenOptions::default())
             .await
             .unwrap();
-        let dumped = collection_json(&atlas, true).await.unwrap();
+        let dumped = collection_json(&atlas.lone_member().unwrap(), true)
+            .await
+            .unwrap();
         same(&expected(name), &dumped, name).unwrap_or_else(|e| panic!("{e}"));
     }
 }
@@ -90,7 +92,9 @@ async fn every_fixture_reproduces_every_manifest_value_from_a_local_directory() 
         let atlas = Atlas::open(dir.path(), &atlas::OpenOptions::default())
             .await
             .unwrap();
-        let dumped = collection_json(&atlas, true).await.unwrap();
+        let dumped = collection_json(&atlas.lone_member().unwrap(), true)
+            .await
+            .unwrap();
         same(&expected(name), &dumped, name).unwrap_or_else(|e| panic!("{e}"));
         assert!(
             !dir.path().join(".atlas-tmp").exists(),
@@ -108,13 +112,17 @@ async fn the_catalogue_matches_the_manifests() {
         let atlas = Atlas::open((op, ""), &atlas::OpenOptions::default())
             .await
             .unwrap();
-        assert_eq!(atlas.format_version(), 8);
-        assert_eq!(atlas.codec().to_string(), m["codec"]);
-        assert_eq!(atlas.container_bytes(), m["container_bytes"]);
-        assert_eq!(atlas.dataset_count_total() as u64, m["dataset_count_total"]);
-        assert_eq!(atlas.interned_schemas() as u64, m["interned_schemas"]);
+        let member = atlas.lone_member().unwrap();
+        assert_eq!(member.format_version(), 8);
+        assert_eq!(member.codec().to_string(), m["codec"]);
+        assert_eq!(member.container_bytes(), m["container_bytes"]);
+        assert_eq!(
+            member.dataset_count_total() as u64,
+            m["dataset_count_total"]
+        );
+        assert_eq!(member.interned_schemas() as u64, m["interned_schemas"]);
         let deleted: Vec<String> = serde_json::from_value(m["deleted"].clone()).unwrap();
-        assert_eq!(atlas.deleted_datasets(), deleted);
+        assert_eq!(member.deleted_datasets(), deleted);
         let live: Vec<&str> = m["datasets"]
             .as_array()
             .unwrap()
@@ -122,24 +130,27 @@ async fn the_catalogue_matches_the_manifests() {
             .filter(|d| d["deleted"] == false)
             .map(|d| d["name"].as_str().unwrap())
             .collect();
-        assert_eq!(atlas.dataset_names(), live);
-        assert_eq!(atlas.dataset_count(), live.len());
+        assert_eq!(atlas.dataset_names().await.unwrap(), live);
+        assert_eq!(atlas.dataset_count().await.unwrap(), live.len());
         assert_eq!(
             atlas
                 .datasets()
+                .await
+                .unwrap()
+                .iter()
                 .map(|d| d.name().to_owned())
                 .collect::<Vec<_>>(),
             live
         );
         for gone in &deleted {
-            assert!(!atlas.contains(gone));
+            assert!(!atlas.contains(gone).await.unwrap());
             assert!(matches!(
-                atlas.dataset(gone),
+                atlas.dataset(gone).await,
                 Err(AtlasError::DatasetNotFound { .. })
             ));
         }
         for d in m["datasets"].as_array().unwrap() {
-            let view = atlas.dataset(d["name"].as_str().unwrap());
+            let view = atlas.dataset(d["name"].as_str().unwrap()).await;
             if d["deleted"] == true {
                 continue;
             }
@@ -163,11 +174,17 @@ async fn the_catalogue_matches_the_manifests() {
             assert_eq!(keys, expected, "schema keys in set order");
             assert_eq!(view.to_owned_schema().arrays.len(), arrays.len());
         }
-        assert!(atlas.mask_warnings().is_empty());
-        assert!(!atlas.array_names().contains(&"_datasets"));
+        assert!(member.mask_warnings().is_empty());
+        assert!(
+            !atlas
+                .array_names()
+                .await
+                .unwrap()
+                .contains(&"_datasets".to_owned())
+        );
         assert_eq!(
-            atlas.segments().iter().map(|v| v.len).sum::<u64>() + 8 + atlas.footer_bytes() + 16,
-            atlas.container_bytes()
+            member.segments().iter().map(|v| v.len).sum::<u64>() + 8 + member.footer_bytes() + 16,
+            member.container_bytes()
         );
     }
 }
@@ -183,7 +200,7 @@ async fn open_small() -> Atlas {
 #[tokio::test]
 async fn the_fixtures_element_types_read_back() {
     let atlas = open_small().await;
-    let jan = atlas.dataset("jan_2024").unwrap();
+    let jan = atlas.dataset("jan_2024").await.unwrap();
     let t = jan
         .read_array::<f32>("temperature", atlas::Region::all())
         .await
@@ -227,6 +244,7 @@ async fn the_fixtures_element_types_read_back() {
         .unwrap();
     let v = deleted
         .dataset("d01")
+        .await
         .unwrap()
         .read_array::<i32>("v", atlas::Region::all())
         .await
@@ -243,6 +261,7 @@ async fn the_fixtures_element_types_read_back() {
         .unwrap();
     let b = mixed
         .dataset("b")
+        .await
         .unwrap()
         .read_array::<i64>("value", atlas::Region::all())
         .await
@@ -253,6 +272,7 @@ async fn the_fixtures_element_types_read_back() {
     );
     let c = mixed
         .dataset("c")
+        .await
         .unwrap()
         .read_array::<String>("value", atlas::Region::all())
         .await
@@ -267,7 +287,7 @@ async fn the_fixtures_element_types_read_back() {
 #[allow(clippy::reversed_empty_ranges)] // a reversed range is one of the refused regions
 async fn an_index_drops_its_axis_and_ranges_select_like_numpy() {
     let atlas = open_small().await;
-    let jan = atlas.dataset("jan_2024").unwrap();
+    let jan = atlas.dataset("jan_2024").await.unwrap();
     let whole = jan
         .read_array::<f32>("temperature", atlas::Region::all())
         .await
@@ -321,7 +341,7 @@ async fn an_index_drops_its_axis_and_ranges_select_like_numpy() {
 #[tokio::test]
 async fn a_region_reads_exactly_those_elements() {
     let atlas = open_small().await;
-    let jan = atlas.dataset("jan_2024").unwrap();
+    let jan = atlas.dataset("jan_2024").await.unwrap();
     // Rows 1..3, columns 3..7: crosses chunk boundaries on both axes.
     let part = jan
         .read_array::<f32>("temperature", atlas::Region::block(&[1, 3], &[2, 4]))
@@ -348,7 +368,7 @@ async fn a_region_reads_exactly_those_elements() {
 #[tokio::test]
 async fn a_wrong_rank_or_an_out_of_bounds_region_is_an_error() {
     let atlas = open_small().await;
-    let jan = atlas.dataset("jan_2024").unwrap();
+    let jan = atlas.dataset("jan_2024").await.unwrap();
     for (start, shape) in [
         (&[0u64][..], &[4u64][..]),
         (&[0, 0, 0][..], &[1, 1, 1][..]),
@@ -371,7 +391,7 @@ async fn a_wrong_rank_or_an_out_of_bounds_region_is_an_error() {
 #[tokio::test]
 async fn the_wrong_element_type_is_a_dtype_mismatch_not_a_reinterpretation() {
     let atlas = open_small().await;
-    let jan = atlas.dataset("jan_2024").unwrap();
+    let jan = atlas.dataset("jan_2024").await.unwrap();
     let err = jan
         .read_array::<i32>("temperature", atlas::Region::all())
         .await
@@ -395,7 +415,7 @@ async fn the_wrong_element_type_is_a_dtype_mismatch_not_a_reinterpretation() {
 #[tokio::test]
 async fn attributes_come_back_in_set_order_with_their_types() {
     let atlas = open_small().await;
-    let feb = atlas.dataset("feb_2024").unwrap();
+    let feb = atlas.dataset("feb_2024").await.unwrap();
     let attrs = feb.attributes().await.unwrap();
     let keys: Vec<&str> = attrs.iter().map(|(k, _)| k.as_str()).collect();
     assert_eq!(
@@ -461,7 +481,7 @@ async fn attributes_come_back_in_set_order_with_their_types() {
 #[tokio::test]
 async fn layouts_and_statistics_come_from_the_segments() {
     let atlas = open_small().await;
-    let feb = atlas.dataset("feb_2024").unwrap();
+    let feb = atlas.dataset("feb_2024").await.unwrap();
     let layout = feb.array_layout("temperature").await.unwrap();
     assert_eq!(layout.shape, vec![4, 8]);
     assert_eq!(layout.chunk_shape, vec![2, 4]);
@@ -542,7 +562,7 @@ async fn atlas_and_views_are_send_and_sync() {
             let atlas = atlas.clone();
             tokio::spawn(async move {
                 let name = ["jan_2024", "feb_2024", "mar_2024"][i % 3];
-                let view = atlas.dataset(name).unwrap();
+                let view = atlas.dataset(name).await.unwrap();
                 view.read_array::<f32>("temperature", atlas::Region::all())
                     .await
                     .unwrap()
@@ -563,7 +583,7 @@ async fn owned_dataset_handles_move_into_spawned_tasks_and_share_the_collection(
     owned::<atlas::Dataset>();
     let atlas = open_small().await;
     let copy = atlas.clone();
-    let handles: Vec<atlas::Dataset> = atlas.datasets().collect();
+    let handles: Vec<atlas::Dataset> = atlas.datasets().await.unwrap();
     drop(atlas);
     let tasks: Vec<_> = handles
         .into_iter()
@@ -597,7 +617,7 @@ async fn owned_dataset_handles_move_into_spawned_tasks_and_share_the_collection(
 async fn every_read_future_is_send() {
     fn send<T: Send>(_: &T) {}
     let atlas = open_small().await;
-    let view = atlas.dataset("jan_2024").unwrap();
+    let view = atlas.dataset("jan_2024").await.unwrap();
     send(&Atlas::open((memory(), ""), &atlas::OpenOptions::default()));
     send(&Atlas::open(".", &atlas::OpenOptions::default()));
     send(&atlas.array_stats("temperature"));
@@ -611,7 +631,14 @@ async fn every_read_future_is_send() {
     send(&view.array_attributes("lat"));
     send(&view.array_attribute("lat", "units"));
     send(&view.read_array::<f64>("lat", atlas::Region::all()));
-    send(&atlas_manifest::collection_json(&atlas, true));
+    send(&atlas_manifest::collection_json(
+        &atlas.lone_member().unwrap(),
+        true,
+    ));
+    send(&atlas.dataset("jan_2024"));
+    send(&atlas.dataset_names());
+    send(&atlas.datasets());
+    send(&atlas.array_names());
 }
 
 /// A one-dataset collection with one array per element type, built with
@@ -690,7 +717,7 @@ async fn every_element_type_reads_back_as_written() {
     let atlas = Atlas::open((op, ""), &atlas::OpenOptions::default())
         .await
         .unwrap();
-    let d = atlas.dataset("d").unwrap();
+    let d = atlas.dataset("d").await.unwrap();
     macro_rules! check {
         ($array:literal, $t:ty, $expected:expr) => {{
             let got: Vec<$t> = d
@@ -753,7 +780,7 @@ async fn a_segment_dtype_other_than_the_footers_is_corrupt() {
     let atlas = Atlas::open((op, ""), &atlas::OpenOptions::default())
         .await
         .unwrap();
-    let d = atlas.dataset("d").unwrap();
+    let d = atlas.dataset("d").await.unwrap();
     let err = d
         .read_array::<f32>("i32", atlas::Region::all())
         .await

@@ -18,15 +18,16 @@ use serde_json::{Value, json};
 
 /// Everything the read path can be asked, as one JSON value (first error wins).
 async fn exercise(atlas: &Atlas) -> Result<Value, AtlasError> {
-    let mut doc = collection_json(atlas, true).await?;
+    let member = atlas.lone_member().expect("a lone collection");
+    let mut doc = collection_json(&member, true).await?;
     let mut extra = Vec::new();
-    for array in atlas.array_names() {
-        let folded = atlas.array_stats(array).await?;
-        let rows = atlas.array_stats_by_dataset(array).await?;
+    for array in atlas.array_names().await? {
+        let folded = atlas.array_stats(&array).await?;
+        let rows = atlas.array_stats_by_dataset(&array).await?;
         extra.push(json!([array, stats_json(folded.as_ref()), rows.len()]));
     }
     let mut keys: Vec<String> = Vec::new();
-    for view in atlas.datasets() {
+    for view in atlas.datasets().await? {
         for (key, _) in view.schema().attributes() {
             if !keys.iter().any(|k| k == key) {
                 keys.push(key.to_owned());
@@ -207,7 +208,13 @@ async fn sweep(patterns: &[u8]) {
         };
         let clean = open(original.clone()).await.unwrap();
         let baseline = exercise(&clean).await.unwrap();
-        let segments_end: u64 = 8 + clean.segments().iter().map(|v| v.len).sum::<u64>();
+        let segments_end: u64 = 8 + clean
+            .lone_member()
+            .unwrap()
+            .segments()
+            .iter()
+            .map(|v| v.len)
+            .sum::<u64>();
         drop(clean);
 
         let mut tally = Tally::default();
@@ -227,7 +234,11 @@ async fn sweep(patterns: &[u8]) {
                         Ok(atlas) => match exercise(&atlas).await {
                             Ok(doc) if doc == *baseline => "read back identical".to_owned(),
                             Ok(doc) => {
-                                let deep = atlas.verify(&VerifyOptions::new().deep(true)).await;
+                                let deep = atlas
+                                    .lone_member()
+                                    .unwrap()
+                                    .verify(&VerifyOptions::new().deep(true))
+                                    .await;
                                 format!(
                                     "read back different, {} ({})",
                                     if deep.is_sound() {

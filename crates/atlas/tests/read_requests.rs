@@ -50,7 +50,7 @@ fn ranges_read(stats: &atlas_io::RequestStats, path: &str) -> Vec<std::ops::Rang
 }
 
 #[tokio::test]
-async fn opening_a_small_collection_is_one_suffix_read_plus_the_mask_read() {
+async fn opening_a_small_collection_is_one_suffix_read_plus_the_mask_and_manifest_reads() {
     let (op, stats, _) = counted_memory();
     assert!(
         atlas_io::supports_suffix_reads(&op),
@@ -65,12 +65,15 @@ async fn opening_a_small_collection_is_one_suffix_read_plus_the_mask_read() {
     println!("open of `deleted` (suffix): {counts:?}");
     assert_eq!(reads_of(&stats, "c/data.atlas"), 1);
     assert_eq!(reads_of(&stats, "c/deleted.mask"), 1);
-    assert_eq!(counts.reads, 2);
+    // The one read handle also asks for `set.manifest` (absent: a NotFound
+    // read, counted) in the same round trip as the tail and the mask.
+    assert_eq!(reads_of(&stats, "c/set.manifest"), 1);
+    assert_eq!(counts.reads, 3);
     assert_eq!(counts.stats, 0);
     let log = stats.read_log();
     let tail = log.iter().find(|r| r.path == "c/data.atlas").unwrap();
     assert_eq!(tail.range, BytesRange::suffix(PROBE));
-    assert_eq!(atlas.dataset_count(), 7);
+    assert_eq!(atlas.dataset_count().await.unwrap(), 7);
 }
 
 #[tokio::test]
@@ -88,7 +91,7 @@ async fn opening_without_suffix_reads_is_a_stat_and_one_ranged_read() {
     assert_eq!(reads_of(&stats, "data.atlas"), 1);
     // The absent mask costs its one read attempt.
     assert_eq!(reads_of(&stats, "deleted.mask"), 1);
-    let len = atlas.container_bytes();
+    let len = atlas.lone_member().unwrap().container_bytes();
     let tail = stats
         .read_log()
         .into_iter()
@@ -115,7 +118,7 @@ async fn a_footer_over_64_kib_costs_exactly_two_reads() {
         let atlas = Atlas::open((op, ""), &atlas::OpenOptions::default())
             .await
             .unwrap();
-        let footer = atlas.footer_bytes();
+        let footer = atlas.lone_member().unwrap().footer_bytes();
         assert!(
             footer > PROBE,
             "footer of {footer} bytes must exceed the probe"
@@ -132,7 +135,7 @@ async fn a_footer_over_64_kib_costs_exactly_two_reads() {
         assert_eq!(container_reads, 2);
         assert!(bytes <= PROBE + footer + 16, "{bytes} bytes read");
         assert_eq!(counts.stats, u64::from(!suffix));
-        assert_eq!(atlas.dataset_count(), 30_000);
+        assert_eq!(atlas.dataset_count().await.unwrap(), 30_000);
     }
 }
 
@@ -162,19 +165,25 @@ async fn a_footer_past_the_probe_is_read_in_parts_that_tile_it() {
     assert_eq!((probe, ranges.len() as u64), (4, probe + rest));
     assert!(rest > 1, "the rest of the footer was split too: {ranges:?}");
     assert!(
-        len - first <= PROBE.max(atlas.footer_bytes() + 16),
+        len - first <= PROBE.max(atlas.lone_member().unwrap().footer_bytes() + 16),
         "nothing in front of the footer"
     );
     let counts = stats.snapshot();
+    // Plus the (absent) mask and the (absent) `set.manifest` the one read
+    // handle asks for in the same round trip.
     assert_eq!(
         (counts.stats, counts.reads),
-        (1, probe + rest + 1),
-        "and the mask"
+        (1, probe + rest + 2),
+        "and the mask and the manifest"
     );
-    assert_eq!(atlas.dataset_count(), 30_000);
+    assert_eq!(atlas.dataset_count().await.unwrap(), 30_000);
     // Catalogue calls after a split open cost nothing either.
     stats.reset();
-    let _ = (atlas.dataset_names(), atlas.segments(), atlas.array_names());
+    let _ = (
+        atlas.dataset_names().await.unwrap(),
+        atlas.lone_member().unwrap().segments(),
+        atlas.array_names().await.unwrap(),
+    );
     assert_eq!(stats.snapshot().requests(), 0);
 }
 
@@ -186,30 +195,37 @@ async fn every_catalogue_call_after_open_costs_nothing() {
         .await
         .unwrap();
     stats.reset();
+    let member = atlas.lone_member().unwrap();
     let _ = (
-        atlas.format_version(),
-        atlas.codec(),
-        atlas.created_unix_ms(),
-        atlas.container_bytes(),
-        atlas.footer_bytes(),
-        atlas.dataset_count(),
-        atlas.dataset_count_total(),
-        atlas.deleted_datasets(),
-        atlas.interned_schemas(),
-        atlas.dataset_names(),
-        atlas.array_names(),
-        atlas.segments(),
-        atlas.mask_warnings(),
-        atlas.contains("jan_2024"),
+        member.format_version(),
+        member.codec(),
+        member.created_unix_ms(),
+        member.container_bytes(),
+        member.footer_bytes(),
+        member.dataset_count(),
+        member.dataset_count_total(),
+        member.deleted_datasets(),
+        member.interned_schemas(),
+        member.dataset_names(),
+        member.array_names(),
+        member.segments(),
+        member.mask_warnings(),
+        member.contains("jan_2024"),
     );
-    for view in atlas.datasets() {
+    let _ = (
+        atlas.dataset_count().await.unwrap(),
+        atlas.dataset_names().await.unwrap(),
+        atlas.array_names().await.unwrap(),
+        atlas.contains("jan_2024").await.unwrap(),
+    );
+    for view in atlas.datasets().await.unwrap() {
         let _ = (view.name(), view.ordinal(), view.to_owned_schema());
         for meta in view.schema().arrays() {
             let _ = (meta.name(), meta.dtype(), meta.attributes().count());
             let _ = view.array_meta(meta.name());
         }
     }
-    let jan = atlas.dataset("jan_2024").unwrap();
+    let jan = atlas.dataset("jan_2024").await.unwrap();
     // Keys the schema does not declare are settled without a request.
     assert_eq!(jan.attribute("not_declared").await.unwrap(), None);
     assert_eq!(
@@ -235,7 +251,7 @@ async fn a_dataset_without_attributes_costs_nothing_to_ask() {
         .await
         .unwrap();
     stats.reset();
-    for view in atlas.datasets() {
+    for view in atlas.datasets().await.unwrap() {
         assert!(view.attributes().await.unwrap().is_empty());
         assert!(view.array_attributes("value").await.unwrap().is_empty());
     }
@@ -250,7 +266,9 @@ async fn segments_inside_the_open_probe_cost_no_request() {
         .await
         .unwrap();
     stats.reset();
-    let doc = atlas_manifest::collection_json(&atlas, true).await.unwrap();
+    let doc = atlas_manifest::collection_json(&atlas.lone_member().unwrap(), true)
+        .await
+        .unwrap();
     assert_eq!(doc["datasets"].as_array().unwrap().len(), 3);
     assert_eq!(
         stats.snapshot().requests(),
@@ -281,12 +299,14 @@ async fn the_first_use_of_a_segment_reads_its_footer_and_nothing_else() {
         .await
         .unwrap();
     let segment = atlas
+        .lone_member()
+        .unwrap()
         .segments()
         .into_iter()
         .find(|v| v.name == "v")
         .unwrap();
     assert!(
-        segment.offset + segment.len + PROBE < atlas.container_bytes(),
+        segment.offset + segment.len + PROBE < atlas.lone_member().unwrap().container_bytes(),
         "segment v must lie outside the open's probe for this test"
     );
     let footer = segment_footer_bytes(&op, "data.atlas", segment.offset, segment.len).await;
@@ -295,7 +315,7 @@ async fn the_first_use_of_a_segment_reads_its_footer_and_nothing_else() {
         "a footer of {footer} bytes larger than the prefetch"
     );
     stats.reset();
-    let view = atlas.dataset(&uniform_name(7)).unwrap();
+    let view = atlas.dataset(&uniform_name(7)).await.unwrap();
     let layout = view.array_layout("v").await.unwrap();
     assert_eq!(layout.shape, vec![4]);
     let first = stats.snapshot();
@@ -329,7 +349,7 @@ async fn the_first_use_of_a_segment_reads_its_footer_and_nothing_else() {
         after.reads, 3,
         "one block read beyond the footer: {after:?}"
     );
-    let again = atlas.dataset(&uniform_name(8)).unwrap();
+    let again = atlas.dataset(&uniform_name(8)).await.unwrap();
     let _ = again
         .read_array::<f32>("v", atlas::Region::all())
         .await
@@ -346,13 +366,15 @@ async fn the_first_use_of_a_segment_reads_its_footer_in_parts_and_nothing_else()
     let options = OpenOptions::default().read_parallelism(small_parts());
     let atlas = Atlas::open((op.clone(), ""), &options).await.unwrap();
     let segment = atlas
+        .lone_member()
+        .unwrap()
         .segments()
         .into_iter()
         .find(|v| v.name == "v")
         .unwrap();
     let footer = segment_footer_bytes(&op, "data.atlas", segment.offset, segment.len).await;
     stats.reset();
-    let view = atlas.dataset(&uniform_name(7)).unwrap();
+    let view = atlas.dataset(&uniform_name(7)).await.unwrap();
     assert_eq!(view.array_layout("v").await.unwrap().shape, vec![4]);
     let first = stats.snapshot();
     println!("first use of segment v (footer {footer}, 64 KiB parts): {first:?}");
@@ -389,7 +411,7 @@ async fn one_array_of_a_segment_with_a_large_footer_costs_a_few_small_reads() {
     assert!(footer > 1024 * 1024, "footer of {footer} bytes");
     stats.reset();
     for i in [0, 4321, n - 1] {
-        let view = atlas.dataset(&uniform_name(i)).unwrap();
+        let view = atlas.dataset(&uniform_name(i)).await.unwrap();
         let before = stats.snapshot();
         let data = view
             .read_array::<f32>("v", atlas::Region::all())
@@ -451,6 +473,8 @@ async fn statistics_layouts_and_attributes_across_10_000_datasets_open_one_segme
         ..
     } = uniform_with_footer_of_v(n).await;
     let d = atlas
+        .lone_member()
+        .unwrap()
         .segments()
         .into_iter()
         .find(|v| v.name == "_datasets")
@@ -471,7 +495,7 @@ async fn statistics_layouts_and_attributes_across_10_000_datasets_open_one_segme
         .await
         .unwrap();
     assert_eq!(units.len(), n);
-    for view in atlas.datasets() {
+    for view in atlas.datasets().await.unwrap() {
         assert_eq!(view.array_layout("v").await.unwrap().element_count, 4);
         assert!(view.array_stats("v").await.unwrap().is_some());
         assert_eq!(
@@ -497,7 +521,7 @@ async fn statistics_layouts_and_attributes_across_10_000_datasets_open_one_segme
     let idx = atlas.attributes_by_dataset(None, "idx").await.unwrap();
     assert_eq!(idx.len(), n);
     assert_eq!(idx[1234], (uniform_name(1234), Attr::Int64(1234)));
-    for view in atlas.datasets().take(100) {
+    for view in atlas.datasets().await.unwrap().into_iter().take(100) {
         assert!(view.attribute("idx").await.unwrap().is_some());
     }
     let after_d = stats.snapshot();
@@ -539,7 +563,7 @@ async fn deleting_1000_datasets_is_one_get_one_put_and_one_read_back() {
         12 + 4 * 1_000,
         "only the read-back found a mask"
     );
-    assert_eq!(atlas.dataset_count(), 1_000);
+    assert_eq!(atlas.dataset_count().await.unwrap(), 1_000);
 }
 
 #[tokio::test]
@@ -553,7 +577,7 @@ async fn options_bound_the_segment_prefetch_and_cache() {
         .segment_prefetch_bytes(4096);
     let atlas = Atlas::open((op, ""), &options).await.unwrap();
     stats.reset();
-    let view = atlas.dataset(&uniform_name(3)).unwrap();
+    let view = atlas.dataset(&uniform_name(3)).await.unwrap();
     let data = view
         .read_array::<f32>("v", atlas::Region::block(&[1], &[2]))
         .await
@@ -602,7 +626,7 @@ async fn unwritten_elements_read_as_fill_without_a_request() {
     )
     .await
     .unwrap();
-    let view = atlas.dataset(&uniform_name(42)).unwrap();
+    let view = atlas.dataset(&uniform_name(42)).await.unwrap();
     view.array_layout("v").await.unwrap();
     stats.reset();
     let hole = view
@@ -634,7 +658,7 @@ async fn reading_one_array_of_many_datasets_shares_one_segment_open_and_its_bloc
     // One at a time, for the request count to compare with.
     stats.reset();
     let mut sequential = Vec::new();
-    for d in atlas.datasets() {
+    for d in atlas.datasets().await.unwrap() {
         sequential.push(d.read_array::<f32>("v", Region::all()).await.unwrap());
     }
     let one_at_a_time = stats.snapshot().reads;
@@ -644,7 +668,13 @@ async fn reading_one_array_of_many_datasets_shares_one_segment_open_and_its_bloc
         .unwrap();
     stats.reset();
     let results: Vec<(String, atlas::Result<atlas::AnyArray>)> = fresh
-        .read_many(fresh.datasets(), "v", Region::all(), 16, Order::AsGiven)
+        .read_many(
+            fresh.datasets().await.unwrap(),
+            "v",
+            Region::all(),
+            16,
+            Order::AsGiven,
+        )
         .collect()
         .await;
     assert_eq!(
@@ -664,7 +694,7 @@ async fn reading_one_array_of_many_datasets_shares_one_segment_open_and_its_bloc
     // As completed: the same set, each once; an unknown array is an error per dataset.
     let mut names: Vec<String> = fresh
         .read_many(
-            fresh.datasets().take(50),
+            fresh.datasets().await.unwrap().into_iter().take(50),
             "v",
             Region::all(),
             8,
@@ -680,7 +710,7 @@ async fn reading_one_array_of_many_datasets_shares_one_segment_open_and_its_bloc
     assert_eq!(names, (0..50).map(uniform_name).collect::<Vec<_>>());
     let errors: Vec<_> = fresh
         .read_many(
-            fresh.datasets().take(3),
+            fresh.datasets().await.unwrap().into_iter().take(3),
             "nope",
             Region::all(),
             2,
@@ -706,6 +736,9 @@ async fn a_dataset_handle_moves_into_a_spawned_task() {
         .unwrap();
     let handles: Vec<_> = atlas
         .datasets()
+        .await
+        .unwrap()
+        .into_iter()
         .map(|d| {
             tokio::spawn(async move { d.read_array::<f32>("v", Region::new().range(0..1)).await })
         })
@@ -752,7 +785,7 @@ async fn sweeping_a_variable_over_many_blocks_costs_a_few_reads_not_one_per_bloc
     atlas.array_stats("v").await.unwrap();
     stats.reset();
     let mut sequential = Vec::new();
-    for d in atlas.datasets() {
+    for d in atlas.datasets().await.unwrap() {
         sequential.push(d.read_array::<f32>("v", Region::all()).await.unwrap());
     }
     let walk = stats.snapshot();
@@ -765,7 +798,13 @@ async fn sweeping_a_variable_over_many_blocks_costs_a_few_reads_not_one_per_bloc
     fresh.array_stats("v").await.unwrap();
     stats.reset();
     let results: Vec<_> = fresh
-        .read_many(fresh.datasets(), "v", Region::all(), 8, Order::AsGiven)
+        .read_many(
+            fresh.datasets().await.unwrap(),
+            "v",
+            Region::all(),
+            8,
+            Order::AsGiven,
+        )
         .collect()
         .await;
     let sweep = stats.snapshot();
@@ -828,6 +867,7 @@ async fn statistics_and_attributes_come_from_the_footer_alone_and_the_open_after
     // A read then opens the segment from the footer in hand and costs its block alone.
     let data = atlas
         .dataset(&uniform_name(77))
+        .await
         .unwrap()
         .read_array::<f32>("v", Region::all())
         .await
@@ -850,6 +890,8 @@ async fn blocks_by_dataset_come_from_the_footer_alone_and_group_neighbours() {
         .await
         .unwrap();
     let v = atlas
+        .lone_member()
+        .unwrap()
         .segments()
         .into_iter()
         .find(|s| s.name == "v")
@@ -887,6 +929,7 @@ async fn blocks_by_dataset_come_from_the_footer_alone_and_group_neighbours() {
         .unwrap();
     fresh
         .dataset(&uniform_name(0))
+        .await
         .unwrap()
         .read_array::<f32>("v", Region::all())
         .await
@@ -946,6 +989,8 @@ async fn uniform_with_footer_of_v(n: usize) -> UniformV {
         .await
         .unwrap();
     let v = atlas
+        .lone_member()
+        .unwrap()
         .segments()
         .into_iter()
         .find(|v| v.name == "v")
@@ -977,7 +1022,13 @@ async fn read_many_reads_the_data_front_together_with_the_rest_of_the_footer() {
     stats.reset();
     faults.set_latency(std::time::Duration::from_millis(30));
     let results: Vec<_> = atlas
-        .read_many(atlas.datasets(), "v", Region::all(), 8, Order::AsGiven)
+        .read_many(
+            atlas.datasets().await.unwrap(),
+            "v",
+            Region::all(),
+            8,
+            Order::AsGiven,
+        )
         .collect()
         .await;
     let cost = stats.snapshot();
@@ -1025,20 +1076,22 @@ async fn reading_the_first_dataset_starts_a_walk_but_asking_its_layout_does_not(
         atlas
     };
     let atlas = opened().await;
-    let first = atlas.dataset(&uniform_name(0)).unwrap();
+    let first = atlas.dataset(&uniform_name(0)).await.unwrap();
     first.array_layout("v").await.unwrap();
     assert_eq!(atlas.segments_opened(), 1);
     assert_eq!(stats.snapshot().reads, 0, "the layout reads no data");
 
     let atlas = opened().await;
     let v = atlas
+        .lone_member()
+        .unwrap()
         .segments()
         .into_iter()
         .find(|v| v.name == "v")
         .unwrap();
     let footer = segment_footer_bytes(&op, "data.atlas", v.offset, v.len).await;
     stats.reset();
-    let first = atlas.dataset(&uniform_name(0)).unwrap();
+    let first = atlas.dataset(&uniform_name(0)).await.unwrap();
     first.read_array::<f32>("v", Region::all()).await.unwrap();
     let cost = stats.snapshot();
     // The data region (under the 8 MiB first window, so all of it) in
@@ -1049,7 +1102,7 @@ async fn reading_the_first_dataset_starts_a_walk_but_asking_its_layout_does_not(
         "{cost:?}"
     );
     // The walk goes on without another read.
-    for d in atlas.datasets() {
+    for d in atlas.datasets().await.unwrap() {
         d.read_array::<f32>("v", Region::all()).await.unwrap();
     }
     assert_eq!(stats.snapshot().reads, 1);

@@ -60,16 +60,16 @@ async fn a_collection_on_s3_opens_with_one_suffix_read_and_reads_back() {
     );
 
     counting.stats().reset();
-    assert_eq!(atlas.dataset_count(), 40);
-    assert!(atlas.contains("R6900007_001.nc"));
-    assert_eq!(atlas.array_names(), vec!["TEMP"]);
+    assert_eq!(atlas.dataset_count().await.unwrap(), 40);
+    assert!(atlas.contains("R6900007_001.nc").await.unwrap());
+    assert_eq!(atlas.array_names().await.unwrap(), vec!["TEMP"]);
     assert_eq!(
         counting.stats().snapshot().requests(),
         0,
         "the catalogue costs no request"
     );
 
-    let ds = atlas.dataset("R6900012_001.nc").unwrap();
+    let ds = atlas.dataset("R6900012_001.nc").await.unwrap();
     let temp = ds
         .read_array::<f32>("TEMP", atlas::Region::all())
         .await
@@ -114,12 +114,12 @@ async fn concurrent_deletes_on_s3_are_conditional_and_never_lose_one() {
         .await
         .unwrap();
     assert_eq!(
-        atlas.dataset_count(),
+        atlas.dataset_count().await.unwrap(),
         0,
         "every delete survived: {:?}",
-        atlas.dataset_names()
+        atlas.dataset_names().await.unwrap()
     );
-    assert_eq!(atlas.deleted_datasets().len(), 24);
+    assert_eq!(atlas.lone_member().unwrap().deleted_datasets().len(), 24);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -158,9 +158,10 @@ async fn an_s3_url_with_explicit_options_round_trips() {
     )
     .await
     .unwrap();
-    assert_eq!(atlas.dataset_names(), ["a.nc", "b.nc"]);
+    assert_eq!(atlas.dataset_names().await.unwrap(), ["a.nc", "b.nc"]);
     let temp = atlas
         .dataset("b.nc")
+        .await
         .unwrap()
         .read_array::<f32>("TEMP", atlas::Region::all())
         .await

@@ -7,7 +7,7 @@
 use std::path::Path;
 
 use atlas::{
-    AtlasError, AtlasSet, IoErrorKind, OpenOptions, Region, SetWriter, WriterConfig, member_id,
+    Atlas, AtlasError, IoErrorKind, OpenOptions, Region, SetWriter, WriterConfig, member_id,
     member_path,
 };
 
@@ -98,7 +98,7 @@ async fn members_written_by_other_writers_and_adopted_commit_in_adoption_order_a
     let outcome = set.commit().await.unwrap();
     assert_eq!(outcome.generation, 1);
 
-    let read = AtlasSet::open(&dir, &OpenOptions::default()).await.unwrap();
+    let read = Atlas::open(&dir, &OpenOptions::default()).await.unwrap();
     let ids: Vec<String> = read.members().into_iter().map(|m| m.id).collect();
     assert_eq!(ids, [a.clone(), b.clone()]);
     assert_eq!(
@@ -139,7 +139,7 @@ async fn a_retried_member_rewrites_the_earlier_attempt_and_one_copy_is_committed
     set.adopt_member(&id).await.unwrap();
     set.commit().await.unwrap();
     assert_eq!(member_dirs(&dir), std::slice::from_ref(&id));
-    let read = AtlasSet::open(&dir, &OpenOptions::default()).await.unwrap();
+    let read = Atlas::open(&dir, &OpenOptions::default()).await.unwrap();
     assert_eq!(read.members().len(), 1);
     assert_eq!(read.dataset_names().await.unwrap(), ["p1", "p2"]);
 }
@@ -167,7 +167,7 @@ async fn a_committed_member_is_neither_rewritten_nor_removed_by_a_second_commit_
         AtlasError::InvalidUse { .. }
     ));
     assert_eq!(member_dirs(&dir), [id]);
-    let read = AtlasSet::open(&dir, &OpenOptions::default()).await.unwrap();
+    let read = Atlas::open(&dir, &OpenOptions::default()).await.unwrap();
     assert_eq!(read.manifest().unwrap().generation, 1);
     assert_eq!(read.dataset_names().await.unwrap(), ["p1"]);
 }

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use atlas::{
     Atlas, AtlasError, AtlasWriter, CHECKSUM_SIDECAR_FILE, ChecksumMismatch, ChecksumPart, Finding,
-    FormatError, OpenOptions, VerifyOptions, WriterConfig,
+    FormatError, Member, OpenOptions, VerifyOptions, WriterConfig,
 };
 
 /// A small collection: three datasets with a float and an int array and a
@@ -38,8 +38,13 @@ async fn write_small(dir: &Path) {
     writer.finish().await.unwrap();
 }
 
-async fn open(dir: &Path) -> Atlas {
-    Atlas::open(dir, &OpenOptions::default()).await.unwrap()
+/// The container of the lone collection in `dir`: checksums and verify are its own.
+async fn open(dir: &Path) -> Member {
+    Atlas::open(dir, &OpenOptions::default())
+        .await
+        .unwrap()
+        .lone_member()
+        .unwrap()
 }
 
 /// A copy of every file of `from` (container, mask, sidecar) in a new tempdir.
@@ -62,14 +67,21 @@ fn flip(path: &Path, at: usize) {
 
 /// An original with a checksum sidecar (and a mask when `delete`), plus a
 /// copy of it opened before any damage is done to the copy.
-async fn checksummed(delete: bool) -> (tempfile::TempDir, tempfile::TempDir, Atlas) {
+async fn checksummed(delete: bool) -> (tempfile::TempDir, tempfile::TempDir, Member) {
     let original = tempfile::tempdir().unwrap();
     write_small(original.path()).await;
-    let atlas = open(original.path()).await;
+    let atlas = Atlas::open(original.path(), &OpenOptions::default())
+        .await
+        .unwrap();
     if delete {
         atlas.delete_datasets(&["profile_1"]).await.unwrap();
     }
-    atlas.write_checksums().await.unwrap();
+    atlas
+        .lone_member()
+        .unwrap()
+        .write_checksums()
+        .await
+        .unwrap();
     let copy = copy_of(original.path());
     let opened = open(copy.path()).await;
     (original, copy, opened)
@@ -80,7 +92,7 @@ fn container(dir: &Path) -> PathBuf {
 }
 
 /// The part of the container that holds byte `at`, by the footer's layout.
-fn part_of(atlas: &Atlas, at: u64) -> ChecksumPart {
+fn part_of(atlas: &Member, at: u64) -> ChecksumPart {
     if at < 8 {
         return ChecksumPart::Header;
     }
@@ -91,7 +103,7 @@ fn part_of(atlas: &Atlas, at: u64) -> ChecksumPart {
         .map_or(ChecksumPart::Footer, |s| ChecksumPart::Segment(s.name))
 }
 
-async fn mismatches(atlas: &Atlas) -> Vec<ChecksumMismatch> {
+async fn mismatches(atlas: &Member) -> Vec<ChecksumMismatch> {
     atlas
         .verify_checksums()
         .await

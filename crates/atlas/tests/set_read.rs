@@ -4,7 +4,7 @@
 #![cfg(test)]
 
 use atlas::{
-    AtlasError, AtlasSet, CatalogueOptions, FormatError, OpenOptions, Predicate, Region, SetWriter,
+    Atlas, AtlasError, CatalogueOptions, FormatError, OpenOptions, Predicate, Region, SetWriter,
     WriterConfig, member_id,
 };
 use atlas_io::{CasMemory, CountingLayer, RequestStats};
@@ -59,19 +59,19 @@ async fn append(op: &Operator, prefix: &str, n: u64, profiles: &[Profile<'_>]) -
     id
 }
 
-async fn open(op: &Operator, prefix: &str) -> AtlasSet {
-    AtlasSet::open((op.clone(), prefix), &OpenOptions::default())
+async fn open(op: &Operator, prefix: &str) -> Atlas {
+    Atlas::open((op.clone(), prefix), &OpenOptions::default())
         .await
         .unwrap()
 }
 
 async fn open_err(op: &Operator, prefix: &str) -> AtlasError {
-    AtlasSet::open((op.clone(), prefix), &OpenOptions::default())
+    Atlas::open((op.clone(), prefix), &OpenOptions::default())
         .await
         .unwrap_err()
 }
 
-async fn temp(set: &AtlasSet, name: &str) -> Vec<f32> {
+async fn temp(set: &Atlas, name: &str) -> Vec<f32> {
     set.dataset(name)
         .await
         .unwrap()
@@ -157,14 +157,19 @@ async fn deleting_a_replaced_name_hides_it_and_does_not_resurrect_the_older_copy
         "the older copy's member is untouched"
     );
     assert_eq!(reopened.manifest().unwrap().generation, 3);
+    // Deleting it again is accepted and changes nothing, as in a lone
+    // collection: the newest copy decides, and it is deleted already.
+    let again = reopened.delete_datasets(&["b"]).await.unwrap();
+    assert_eq!(again.deleted, 0);
+    assert_eq!(reopened.dataset_names().await.unwrap(), ["a"]);
     assert!(matches!(
-        reopened.delete_datasets(&["b"]).await,
+        reopened.delete_datasets(&["nobody"]).await,
         Err(AtlasError::DatasetNotFound { .. })
     ));
 }
 
 #[tokio::test]
-async fn opening_a_set_reads_the_manifest_and_nothing_else() {
+async fn opening_a_set_reads_the_manifest_and_no_member() {
     let (op, stats) = cas();
     for n in 1..=3 {
         let name = format!("p{n}");
@@ -172,10 +177,19 @@ async fn opening_a_set_reads_the_manifest_and_nothing_else() {
     }
     stats.reset();
     let set = open(&op, "argo").await;
-    assert_eq!(stats.snapshot().requests(), 1, "{:?}", stats.read_log());
+    // The one read handle asks, in the same round trip, for the manifest and
+    // for a lone collection's container tail and mask at the root: the two
+    // NotFound reads count as requests. No member is read.
+    assert_eq!(stats.snapshot().requests(), 3, "{:?}", stats.read_log());
+    let mut paths: Vec<String> = stats.read_log().into_iter().map(|r| r.path).collect();
+    paths.sort();
+    assert_eq!(
+        paths,
+        ["argo/data.atlas", "argo/deleted.mask", "argo/set.manifest"]
+    );
     assert_eq!(set.members().len(), 3);
     assert_eq!(set.members_opened(), 0);
-    assert_eq!(stats.snapshot().requests(), 1, "members() costs nothing");
+    assert_eq!(stats.snapshot().requests(), 3, "members() costs nothing");
     stats.reset();
     assert_eq!(temp(&set, "p2").await, [1.0]);
     assert_eq!(
@@ -248,7 +262,7 @@ async fn concurrent_appends_to_a_local_set_all_land() {
     for t in tasks {
         assert_eq!(t.await.unwrap().guarantee, atlas::WriteGuarantee::Locked);
     }
-    let set = AtlasSet::open(&dir, &OpenOptions::default()).await.unwrap();
+    let set = Atlas::open(&dir, &OpenOptions::default()).await.unwrap();
     assert_eq!(set.members().len(), 8);
     assert_eq!(set.dataset_count().await.unwrap(), 8);
 }
@@ -262,7 +276,7 @@ async fn a_lone_collection_is_a_set_of_one() {
     let ds = writer.add_dataset("only").unwrap();
     ds.finish().await.unwrap();
     writer.finish().await.unwrap();
-    let set = AtlasSet::open(tmp.path(), &OpenOptions::default())
+    let set = Atlas::open(tmp.path(), &OpenOptions::default())
         .await
         .unwrap();
     assert!(!set.is_set());
@@ -273,7 +287,7 @@ async fn a_lone_collection_is_a_set_of_one() {
         .await
         .unwrap();
     assert_eq!(
-        alone.dataset_count(),
+        alone.dataset_count().await.unwrap(),
         0,
         "the delete went to the collection's mask"
     );
@@ -296,7 +310,10 @@ async fn a_set_of_one_member_reads_exactly_as_the_member_alone() {
     )
     .await
     .unwrap();
-    assert_eq!(set.dataset_names().await.unwrap(), alone.dataset_names());
+    assert_eq!(
+        set.dataset_names().await.unwrap(),
+        alone.dataset_names().await.unwrap()
+    );
     assert_eq!(
         set.array_stats("TEMP").await.unwrap(),
         alone.array_stats("TEMP").await.unwrap()
@@ -321,13 +338,14 @@ async fn a_set_of_one_member_reads_exactly_as_the_member_alone() {
 async fn a_set_is_not_opened_as_a_lone_collection() {
     let (op, _) = cas();
     append(&op, "argo", 1, &[p("a", &[1.0], 1)]).await;
-    let err = atlas::Atlas::open((op.clone(), "argo"), &OpenOptions::default())
+    // The one read handle opens the set as a set, never its root as a container.
+    let set = atlas::Atlas::open((op.clone(), "argo"), &OpenOptions::default())
         .await
-        .unwrap_err();
-    assert!(
-        matches!(&err, AtlasError::IsASet { path } if path == "argo/set.manifest"),
-        "{err}"
-    );
+        .unwrap();
+    assert!(set.is_set());
+    assert!(set.lone_member().is_none());
+    assert_eq!(set.members().len(), 1);
+    assert_eq!(set.dataset_names().await.unwrap(), ["a"]);
 }
 
 #[tokio::test]
@@ -418,7 +436,7 @@ async fn a_missing_or_foreign_member_is_an_error_naming_the_member() {
 }
 
 /// Every live dataset's name, `TEMP` values and `cycle`, in name order.
-async fn snapshot(set: &AtlasSet) -> Vec<(String, Vec<f32>, Option<atlas::Attr>)> {
+async fn snapshot(set: &Atlas) -> Vec<(String, Vec<f32>, Option<atlas::Attr>)> {
     let mut out = Vec::new();
     let mut names = set.dataset_names().await.unwrap();
     names.sort();
@@ -623,6 +641,6 @@ async fn a_member_written_but_never_committed_is_found_and_removed_and_the_set_k
         .unwrap();
     assert!(atlas::uncommitted_members(&loc).await.unwrap().is_empty());
     assert!(!dir.join(&found[0].path).exists());
-    let set = AtlasSet::open(&dir, &OpenOptions::default()).await.unwrap();
+    let set = Atlas::open(&dir, &OpenOptions::default()).await.unwrap();
     assert_eq!(set.dataset_names().await.unwrap(), ["kept"]);
 }

@@ -95,7 +95,7 @@ async fn described() -> (tempfile::TempDir, Atlas, MemberEntry) {
         .await
         .unwrap();
     atlas.delete_datasets(&["d"]).await.unwrap();
-    let entry = member_entry(&atlas, "m-0001", "members/m-0001")
+    let entry = member_entry(&atlas.lone_member().unwrap(), "m-0001", "members/m-0001")
         .await
         .unwrap();
     (dir, atlas, entry)
@@ -190,7 +190,15 @@ async fn the_entry_passes_the_manifests_validation_and_round_trips() {
 #[tokio::test]
 async fn its_checksums_are_those_of_the_sidecar() {
     let (_dir, atlas, entry) = described().await;
-    assert_eq!(atlas.write_checksums().await.unwrap(), entry.checksums);
+    assert_eq!(
+        atlas
+            .lone_member()
+            .unwrap()
+            .write_checksums()
+            .await
+            .unwrap(),
+        entry.checksums
+    );
 }
 
 #[tokio::test]
@@ -213,7 +221,9 @@ async fn a_nan_and_zeros_keep_the_bounds_valid_and_wide() {
     let atlas = Atlas::open(dir.path(), &OpenOptions::default())
         .await
         .unwrap();
-    let entry = member_entry(&atlas, "n", "members/n").await.unwrap();
+    let entry = member_entry(&atlas.lone_member().unwrap(), "n", "members/n")
+        .await
+        .unwrap();
 
     let v = variable(&entry, "V");
     assert!(

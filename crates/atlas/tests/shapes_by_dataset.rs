@@ -84,6 +84,7 @@ async fn shapes_by_dataset_equal_each_datasets_layout_and_cost_one_footer_read()
     for row in v.iter().step_by(97) {
         let layout = atlas
             .dataset(&row.dataset)
+            .await
             .unwrap()
             .array_layout("v")
             .await
@@ -93,6 +94,7 @@ async fn shapes_by_dataset_equal_each_datasets_layout_and_cost_one_footer_read()
     // And as the values read.
     let read = atlas
         .dataset(&name(22))
+        .await
         .unwrap()
         .read_array::<f32>("v", Region::all())
         .await

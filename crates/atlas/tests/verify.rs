@@ -1,4 +1,4 @@
-//! `Atlas::verify`: a sound collection reports what it checked; damage is a typed finding.
+//! `Member::verify`: a sound collection reports what it checked; damage is a typed finding.
 
 #![cfg(test)]
 
@@ -26,26 +26,32 @@ fn damaged_small(range: std::ops::Range<usize>) -> tempfile::TempDir {
 #[tokio::test]
 async fn every_fixture_is_sound_and_every_live_array_is_read() {
     for name in ["small", "deleted", "mixed", "empty"] {
-        let atlas = Atlas::open(fixture(name), &atlas::OpenOptions::default())
+        let member = Atlas::open(fixture(name), &atlas::OpenOptions::default())
             .await
+            .unwrap()
+            .lone_member()
             .unwrap();
         let progress = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
         let seen = progress.clone();
         let options = VerifyOptions::new()
             .concurrency(3)
             .on_progress(move |n| seen.store(n, std::sync::atomic::Ordering::SeqCst));
-        let report = atlas.verify(&options).await;
+        let report = member.verify(&options).await;
         assert!(report.is_sound(), "{name}: {:?}", report.findings);
-        let declared: usize = atlas.datasets().map(|d| d.schema().arrays().count()).sum();
-        assert_eq!(report.checked.datasets, atlas.dataset_count(), "{name}");
+        let declared: usize = member
+            .datasets()
+            .iter()
+            .map(|d| d.schema().arrays().count())
+            .sum();
+        assert_eq!(report.checked.datasets, member.dataset_count(), "{name}");
         assert_eq!(report.checked.arrays, declared, "{name}");
         assert_eq!(
             report.checked.hidden,
-            atlas.dataset_count_total() - atlas.dataset_count()
+            member.dataset_count_total() - member.dataset_count()
         );
         assert_eq!(
             progress.load(std::sync::atomic::Ordering::SeqCst),
-            atlas.dataset_count() as u64,
+            member.dataset_count() as u64,
             "{name}: the progress callback saw every dataset"
         );
     }
@@ -55,10 +61,12 @@ async fn every_fixture_is_sound_and_every_live_array_is_read() {
 async fn a_block_that_does_not_decompress_is_an_array_finding() {
     // Inside the first compressed block of segment "temperature" (it starts at byte 8).
     let dir = damaged_small(20..60);
-    let atlas = Atlas::open(dir.path(), &atlas::OpenOptions::default())
+    let member = Atlas::open(dir.path(), &atlas::OpenOptions::default())
         .await
+        .unwrap()
+        .lone_member()
         .unwrap();
-    let report = atlas.verify(&VerifyOptions::default()).await;
+    let report = member.verify(&VerifyOptions::default()).await;
     assert!(!report.is_sound());
     assert_eq!(
         report.checked.segments_opened, report.checked.data_segments,
@@ -76,10 +84,12 @@ async fn a_block_that_does_not_decompress_is_an_array_finding() {
 async fn a_damaged_segment_footer_is_a_segment_finding() {
     // Across the end of segment "temperature": its array-format footer.
     let dir = damaged_small(40..400);
-    let atlas = Atlas::open(dir.path(), &atlas::OpenOptions::default())
+    let member = Atlas::open(dir.path(), &atlas::OpenOptions::default())
         .await
+        .unwrap()
+        .lone_member()
         .unwrap();
-    let report = atlas.verify(&VerifyOptions::default()).await;
+    let report = member.verify(&VerifyOptions::default()).await;
     assert!(
         report
             .problems()
@@ -98,18 +108,22 @@ async fn a_mask_with_an_ordinal_out_of_range_is_a_warning_not_a_problem() {
         dir.path().join("data.atlas"),
     )
     .unwrap();
-    let atlas = Atlas::open(dir.path(), &atlas::OpenOptions::default())
+    let member = Atlas::open(dir.path(), &atlas::OpenOptions::default())
         .await
+        .unwrap()
+        .lone_member()
         .unwrap();
-    let total = atlas.dataset_count_total() as u32;
-    drop(atlas);
+    let total = member.dataset_count_total() as u32;
+    drop(member);
     let mut mask = atlas_format::DeletionMask::default();
     mask.insert(total + 5);
     std::fs::write(dir.path().join("deleted.mask"), mask.encode()).unwrap();
-    let atlas = Atlas::open(dir.path(), &atlas::OpenOptions::default())
+    let member = Atlas::open(dir.path(), &atlas::OpenOptions::default())
         .await
+        .unwrap()
+        .lone_member()
         .unwrap();
-    let report = atlas.verify(&VerifyOptions::default()).await;
+    let report = member.verify(&VerifyOptions::default()).await;
     assert!(report.is_sound(), "{:?}", report.findings);
     assert!(
         report
@@ -123,10 +137,12 @@ async fn a_mask_with_an_ordinal_out_of_range_is_a_warning_not_a_problem() {
 #[tokio::test]
 async fn deep_verify_finds_every_fixture_s_statistics_agree_with_its_values() {
     for name in ["small", "deleted", "mixed", "empty"] {
-        let atlas = Atlas::open(fixture(name), &atlas::OpenOptions::default())
+        let member = Atlas::open(fixture(name), &atlas::OpenOptions::default())
             .await
+            .unwrap()
+            .lone_member()
             .unwrap();
-        let report = atlas.verify(&VerifyOptions::new().deep(true)).await;
+        let report = member.verify(&VerifyOptions::new().deep(true)).await;
         assert!(report.is_sound(), "{name}: {:?}", report.findings);
     }
 }
@@ -139,6 +155,8 @@ async fn deep_verify_sees_damage_that_still_decodes_and_plain_verify_does_not() 
     let original = std::fs::read(fixture("small").join("data.atlas")).unwrap();
     let clean = Atlas::open(fixture("small"), &atlas::OpenOptions::default())
         .await
+        .unwrap()
+        .lone_member()
         .unwrap();
     let segments_end: u64 = 8 + clean.segments().iter().map(|v| v.len).sum::<u64>();
     let (mut silent, mut caught) = (0, 0);
@@ -150,11 +168,12 @@ async fn deep_verify_sees_damage_that_still_decodes_and_plain_verify_does_not() 
         let Ok(atlas) = Atlas::open((op, ""), &atlas::OpenOptions::default()).await else {
             continue;
         };
-        if !atlas.verify(&VerifyOptions::default()).await.is_sound() {
+        let member = atlas.lone_member().unwrap();
+        if !member.verify(&VerifyOptions::default()).await.is_sound() {
             continue;
         }
         silent += 1;
-        let deep = atlas.verify(&VerifyOptions::new().deep(true)).await;
+        let deep = member.verify(&VerifyOptions::new().deep(true)).await;
         if deep
             .problems()
             .any(|f| matches!(f, Finding::StatisticsDisagree { .. }))
@@ -180,10 +199,12 @@ async fn a_temp_file_an_interrupted_write_left_is_a_leftover_warning_not_a_probl
     .unwrap();
     std::fs::create_dir(dir.path().join(".atlas-tmp")).unwrap();
     std::fs::write(dir.path().join(".atlas-tmp/put-1"), [0u8; 42]).unwrap();
-    let atlas = Atlas::open(dir.path(), &atlas::OpenOptions::default())
+    let member = Atlas::open(dir.path(), &atlas::OpenOptions::default())
         .await
+        .unwrap()
+        .lone_member()
         .unwrap();
-    let report = atlas.verify(&VerifyOptions::default()).await;
+    let report = member.verify(&VerifyOptions::default()).await;
     assert!(report.is_sound(), "{:?}", report.findings);
     let leftovers: Vec<_> = report
         .warnings()

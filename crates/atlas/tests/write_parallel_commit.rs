@@ -82,9 +82,9 @@ async fn a_parallel_commit_writes_the_same_bytes_as_a_sequential_one() {
     let atlas = Atlas::open(four.path(), &OpenOptions::default())
         .await
         .unwrap();
-    assert_eq!(atlas.dataset_count(), n);
+    assert_eq!(atlas.dataset_count().await.unwrap(), n);
     for i in [0, 1, n / 2, n - 1] {
-        let d = atlas.dataset(&format!("p{i:05}")).unwrap();
+        let d = atlas.dataset(&format!("p{i:05}")).await.unwrap();
         let levels = 5 + (i * 13) % 40;
         let temp = d.read_array::<f32>("TEMP", Region::all()).await.unwrap();
         let want: Vec<f32> = (0..levels)
@@ -110,6 +110,7 @@ async fn a_parallel_commit_works_on_a_single_threaded_runtime() {
         .unwrap();
     let psal = atlas
         .dataset("p00007")
+        .await
         .unwrap()
         .read_array::<f32>("PSAL", Region::all())
         .await

@@ -28,7 +28,9 @@ async fn dump(dir: &std::path::Path) -> Value {
     let atlas = Atlas::open(dir, &atlas::OpenOptions::default())
         .await
         .unwrap();
-    atlas_manifest::collection_json(&atlas, true).await.unwrap()
+    atlas_manifest::collection_json(&atlas.lone_member().unwrap(), true)
+        .await
+        .unwrap()
 }
 
 #[tokio::test]
@@ -40,13 +42,14 @@ async fn rewriting_each_fixture_keeps_every_live_dataset_and_drops_the_deleted_o
                 .await
                 .unwrap();
             let dst_dir = tempfile::tempdir().unwrap();
-            let config = WriterConfig::default().codec(codec.unwrap_or(src.codec()));
+            let config =
+                WriterConfig::default().codec(codec.unwrap_or(src.lone_member().unwrap().codec()));
             let dst = AtlasWriter::create(dst_dir.path(), &config).await.unwrap();
             let mut calls = Vec::new();
             let summary = atlas::rewrite(&src, dst, |done, total| calls.push((done, total)))
                 .await
                 .unwrap();
-            let live = src.dataset_count();
+            let live = src.dataset_count().await.unwrap();
             assert_eq!(summary.datasets, live, "{name}");
             assert_eq!(calls, (1..=live).map(|i| (i, live)).collect::<Vec<_>>());
             assert_eq!(
@@ -74,7 +77,10 @@ async fn rewriting_each_fixture_keeps_every_live_dataset_and_drops_the_deleted_o
             );
             assert_eq!(comparable(after), comparable(before), "{name} {codec:?}");
             let written = Written::from_dir(dst_dir.path());
-            assert_eq!(written.opened.footer.codec, codec.unwrap_or(src.codec()));
+            assert_eq!(
+                written.opened.footer.codec,
+                codec.unwrap_or(src.lone_member().unwrap().codec())
+            );
         }
     }
 }

@@ -51,10 +51,14 @@ async fn a_container_larger_than_a_part_goes_up_as_one_multipart_upload_and_read
     let atlas = Atlas::open((op, "grids"), &atlas::OpenOptions::default())
         .await
         .unwrap();
-    assert_eq!(atlas.container_bytes(), summary.container_bytes);
-    assert_eq!(atlas.dataset_count(), 24);
+    assert_eq!(
+        atlas.lone_member().unwrap().container_bytes(),
+        summary.container_bytes
+    );
+    assert_eq!(atlas.dataset_count().await.unwrap(), 24);
     let v = atlas
         .dataset("g017")
+        .await
         .unwrap()
         .read_array::<f32>("v", atlas::Region::block(&[511, 510], &[1, 2]))
         .await
@@ -65,7 +69,13 @@ async fn a_container_larger_than_a_part_goes_up_as_one_multipart_upload_and_read
         vec![at(511 * 512 + 510), at(511 * 512 + 511)]
     );
     assert_eq!(
-        atlas.dataset("g003").unwrap().attribute("i").await.unwrap(),
+        atlas
+            .dataset("g003")
+            .await
+            .unwrap()
+            .attribute("i")
+            .await
+            .unwrap(),
         Some(atlas::Attr::Int64(3))
     );
 }

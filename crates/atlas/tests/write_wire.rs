@@ -277,7 +277,7 @@ async fn with_a_fixed_creation_time_the_same_input_gives_the_same_container_byte
             .await
             .unwrap();
         assert_eq!(
-            atlas.created_unix_ms(),
+            atlas.lone_member().unwrap().created_unix_ms(),
             created,
             "the time given is recorded"
         );

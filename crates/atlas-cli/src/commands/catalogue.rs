@@ -5,10 +5,10 @@ use std::io::Write;
 
 use atlas::RecordBatch;
 use atlas::export::{cell_json, write_csv, write_ndjson, write_parquet};
-use atlas::{AtlasSet, CatalogueOptions, Predicate};
+use atlas::{Atlas, CatalogueOptions, Predicate};
 use serde_json::Value;
 
-use super::{Ctx, lone};
+use super::Ctx;
 use crate::cli::{CatalogueArgs, CatalogueFormat};
 use crate::exit::{CliError, CliResult, Context as _};
 use crate::location::Access;
@@ -24,7 +24,7 @@ pub fn parse_where(text: &str) -> CliResult<Predicate> {
 
 /// Names of the live datasets `--where` selects, in ordinal order (members
 /// oldest commit first; members whose summaries rule it out are skipped).
-pub async fn select_where(set: &AtlasSet, text: &str, context: &str) -> CliResult<Vec<String>> {
+pub async fn select_where(set: &Atlas, text: &str, context: &str) -> CliResult<Vec<String>> {
     let predicate = parse_where(text)?;
     set.select(&predicate).await.at(context)
 }
@@ -45,12 +45,7 @@ pub async fn run(ctx: &Ctx, args: &CatalogueArgs) -> CliResult {
         options = options.predicate(parse_where(text)?);
     }
     let (loc, set) = ctx.open(&args.collection, Access::Read).await?;
-    // A lone collection's catalogue has no `member` column, as before sets.
-    let batch = match lone(&set, &loc).await? {
-        Some(atlas) => atlas.catalogue(&options).await,
-        None => set.catalogue(&options).await,
-    }
-    .at(loc.display())?;
+    let batch = set.catalogue(&options).await.at(loc.display())?;
     let mut bytes = Vec::new();
     let written = match args.format {
         CatalogueFormat::Table if ctx.json => {

@@ -3,7 +3,7 @@
 //! deletion mask, so that `atlas verify --deep` can name the part a damaged
 //! byte is in. v8 readers ignore the sidecar.
 
-use atlas::{Atlas, CHECKSUM_SIDECAR_FILE, MemberChecksums};
+use atlas::{CHECKSUM_SIDECAR_FILE, Member, MemberChecksums};
 use serde_json::json;
 
 use super::Ctx;
@@ -15,7 +15,7 @@ use crate::{output, render};
 /// Runs `atlas checksum`.
 pub async fn run(ctx: &Ctx, args: &CollectionArg) -> CliResult {
     // A set's members have their checksums in its manifest: a lone collection only.
-    let (loc, atlas) = ctx.open_collection(&args.collection, Access::Write).await?;
+    let (loc, atlas) = ctx.open_lone(&args.collection, Access::Write).await?;
     let written = atlas.write_checksums().await.at(loc.display())?;
     let parts = parts(&atlas, &written);
     let covered: u64 = parts.iter().filter_map(|(_, bytes, _)| *bytes).sum();
@@ -56,7 +56,7 @@ pub async fn run(ctx: &Ctx, args: &CollectionArg) -> CliResult {
 }
 
 /// Each checksummed part: its name, its size where known, its CRC32C.
-fn parts(atlas: &Atlas, written: &MemberChecksums) -> Vec<(String, Option<u64>, u32)> {
+fn parts(atlas: &Member, written: &MemberChecksums) -> Vec<(String, Option<u64>, u32)> {
     let segments = atlas.segments();
     let end_of_segments = segments
         .iter()

@@ -14,7 +14,7 @@ use atlas::{AtlasWriter, Attr, DatasetWriter, Timestamp, WriterConfig};
 use futures::StreamExt;
 use ndarray::{Array1, ArrayD};
 
-use super::{Ctx, info, open_collection_at};
+use super::{Ctx, info, open_at};
 use crate::cli::DemoArgs;
 use crate::exit::{CliError, CliResult, Context as _};
 use crate::location::Access;
@@ -298,16 +298,19 @@ pub async fn run(ctx: &Ctx, args: &DemoArgs) -> CliResult {
         );
     }
 
-    let atlas = open_collection_at(&loc).await?;
-    if atlas.dataset_count() != args.count {
+    let atlas = open_at(&loc).await?;
+    let member = atlas
+        .lone_member()
+        .ok_or_else(|| CliError::msg(format!("{}: not a lone collection", loc.display())))?;
+    if member.dataset_count() != args.count {
         return Err(CliError::msg(format!(
             "{}: wrote {} profiles but the collection holds {}",
             loc.display(),
             args.count,
-            atlas.dataset_count()
+            member.dataset_count()
         )));
     }
-    info::print(ctx, &loc, &atlas).await
+    info::print(ctx, &loc, &atlas, &member).await
 }
 
 #[cfg(test)]

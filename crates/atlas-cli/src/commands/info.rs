@@ -2,11 +2,11 @@
 //! statistics read per variable; for a set, also its generation and members
 //! (from the manifest), with the statistics combined over the members.
 
-use atlas::{ArrayStats, Atlas, AtlasSet, DType};
+use atlas::{ArrayStats, Atlas, DType, Dataset, Member};
 use futures::future::join_all;
 use serde_json::json;
 
-use super::{Ctx, lone};
+use super::Ctx;
 use crate::cli::CollectionArg;
 use crate::exit::{CliError, CliResult, Context as _};
 use crate::location::{Access, Location};
@@ -16,10 +16,10 @@ use atlas::DATASETS_SEGMENT;
 
 /// Runs `atlas info`.
 pub async fn run(ctx: &Ctx, args: &CollectionArg) -> CliResult {
-    let (loc, set) = ctx.open(&args.collection, Access::Read).await?;
-    match lone(&set, &loc).await? {
-        Some(atlas) => print(ctx, &loc, &atlas).await,
-        None => print_set(ctx, &loc, &set).await,
+    let (loc, atlas) = ctx.open(&args.collection, Access::Read).await?;
+    match atlas.lone_member() {
+        Some(member) => print(ctx, &loc, &atlas, &member).await,
+        None => print_set(ctx, &loc, &atlas).await,
     }
 }
 
@@ -35,8 +35,8 @@ struct Variable {
     stats: Result<Option<ArrayStats>, String>,
 }
 
-async fn variables(atlas: &Atlas) -> Vec<Variable> {
-    let entries = atlas.segments();
+async fn variables(atlas: &Atlas, member: &Member) -> Vec<Variable> {
+    let entries = member.segments();
     let stats = join_all(entries.iter().map(|v| async move {
         if v.name == DATASETS_SEGMENT {
             return Ok(None);
@@ -44,18 +44,7 @@ async fn variables(atlas: &Atlas) -> Vec<Variable> {
         atlas.array_stats(&v.name).await.map_err(|e| e.to_string())
     }))
     .await;
-    // Per array name: the first declared dtype, then every distinct one by display name.
-    let mut declared: Vec<(String, DType, Vec<String>)> = Vec::new();
-    for view in atlas.datasets() {
-        for meta in view.schema().arrays() {
-            let dtype = meta.dtype().display_name();
-            match declared.iter_mut().find(|(n, _, _)| n == meta.name()) {
-                Some((_, _, types)) if !types.contains(&dtype) => types.push(dtype),
-                Some(_) => {}
-                None => declared.push((meta.name().to_owned(), meta.dtype().clone(), vec![dtype])),
-            }
-        }
-    }
+    let declared = declared_types(member.datasets());
     entries
         .into_iter()
         .zip(stats)
@@ -73,9 +62,27 @@ async fn variables(atlas: &Atlas) -> Vec<Variable> {
         .collect()
 }
 
-/// Prints what `info` prints for an open collection (also the end of `demo`).
-pub async fn print(ctx: &Ctx, loc: &Location, atlas: &Atlas) -> CliResult {
-    let vars = variables(atlas).await;
+/// Per array name the datasets declare: the first declared dtype, then every
+/// distinct one by display name, in first-seen order.
+fn declared_types(datasets: Vec<Dataset>) -> Vec<(String, DType, Vec<String>)> {
+    let mut declared: Vec<(String, DType, Vec<String>)> = Vec::new();
+    for view in datasets {
+        for meta in view.schema().arrays() {
+            let dtype = meta.dtype().display_name();
+            match declared.iter_mut().find(|(n, _, _)| n == meta.name()) {
+                Some((_, _, types)) if !types.contains(&dtype) => types.push(dtype),
+                Some(_) => {}
+                None => declared.push((meta.name().to_owned(), meta.dtype().clone(), vec![dtype])),
+            }
+        }
+    }
+    declared
+}
+
+/// Prints what `info` prints for a lone collection, `member` its container
+/// (also the end of `demo`).
+pub async fn print(ctx: &Ctx, loc: &Location, atlas: &Atlas, member: &Member) -> CliResult {
+    let vars = variables(atlas, member).await;
     // Everything readable is printed; a variable whose statistics cannot be read
     // then fails the command (exit 1), naming the first such variable.
     let failure = vars.iter().find_map(|v| {
@@ -87,7 +94,7 @@ pub async fn print(ctx: &Ctx, loc: &Location, atlas: &Atlas) -> CliResult {
             ))
         })
     });
-    let deleted = atlas.deleted_datasets();
+    let deleted = member.deleted_datasets();
     if ctx.json {
         let variables: Vec<_> = vars
             .iter()
@@ -101,15 +108,15 @@ pub async fn print(ctx: &Ctx, loc: &Location, atlas: &Atlas) -> CliResult {
             })
             .collect();
         output::json(&json!({
-            "format_version": atlas.format_version(),
-            "codec": atlas.codec().to_string(),
-            "created_unix_ms": atlas.created_unix_ms(),
-            "container_bytes": atlas.container_bytes(),
-            "footer_bytes": atlas.footer_bytes(),
-            "datasets_total": atlas.dataset_count_total(),
-            "datasets_live": atlas.dataset_count(),
+            "format_version": member.format_version(),
+            "codec": member.codec().to_string(),
+            "created_unix_ms": member.created_unix_ms(),
+            "container_bytes": member.container_bytes(),
+            "footer_bytes": member.footer_bytes(),
+            "datasets_total": member.dataset_count_total(),
+            "datasets_live": member.dataset_count(),
             "deleted": deleted,
-            "interned_schemas": atlas.interned_schemas(),
+            "interned_schemas": member.interned_schemas(),
             "variables": variables,
         }));
         return failure.map_or(Ok(()), Err);
@@ -119,28 +126,28 @@ pub async fn print(ctx: &Ctx, loc: &Location, atlas: &Atlas) -> CliResult {
     let mut head = Table::new(&["", ""]);
     let mut field = |k: &str, v: String| head.row(vec![k.to_owned(), v]);
     field("collection", loc.display().to_owned());
-    field("format", format!("Atlas v{}", atlas.format_version()));
-    field("created", render::unix_ms(atlas.created_unix_ms()));
-    field("codec", atlas.codec().to_string());
+    field("format", format!("Atlas v{}", member.format_version()));
+    field("created", render::unix_ms(member.created_unix_ms()));
+    field("codec", member.codec().to_string());
     field(
         "size",
         format!(
             "{} ({} bytes; footer {} bytes)",
-            render::bytes(atlas.container_bytes()),
-            atlas.container_bytes(),
-            atlas.footer_bytes()
+            render::bytes(member.container_bytes()),
+            member.container_bytes(),
+            member.footer_bytes()
         ),
     );
     field(
         "datasets",
         format!(
             "{} live / {} total / {} deleted",
-            atlas.dataset_count(),
-            atlas.dataset_count_total(),
+            member.dataset_count(),
+            member.dataset_count_total(),
             deleted.len()
         ),
     );
-    field("schemas", format!("{} interned", atlas.interned_schemas()));
+    field("schemas", format!("{} interned", member.interned_schemas()));
     if !deleted.is_empty() {
         field("deleted", abbreviate(&deleted, 8));
     }
@@ -185,7 +192,7 @@ pub async fn print(ctx: &Ctx, loc: &Location, atlas: &Atlas) -> CliResult {
             "  * declared with several dtypes: the statistics cover the datasets of the first\n",
         );
     }
-    for w in atlas.mask_warnings() {
+    for w in member.mask_warnings() {
         out.push_str(&format!("warning: deletion mask: {w}\n"));
     }
     output::text(&out);
@@ -215,7 +222,7 @@ struct SetVariable {
     stats: Result<Option<ArrayStats>, String>,
 }
 
-async fn set_variables(set: &AtlasSet, loc: &Location) -> CliResult<Vec<SetVariable>> {
+async fn set_variables(set: &Atlas, loc: &Location) -> CliResult<Vec<SetVariable>> {
     let names = set.array_names().await.at(loc.display())?;
     let stats = join_all(
         names
@@ -223,17 +230,7 @@ async fn set_variables(set: &AtlasSet, loc: &Location) -> CliResult<Vec<SetVaria
             .map(|name| async move { set.array_stats(name).await.map_err(|e| e.to_string()) }),
     )
     .await;
-    let mut declared: Vec<(String, DType, Vec<String>)> = Vec::new();
-    for view in set.datasets().await.at(loc.display())? {
-        for meta in view.schema().arrays() {
-            let dtype = meta.dtype().display_name();
-            match declared.iter_mut().find(|(n, _, _)| n == meta.name()) {
-                Some((_, _, types)) if !types.contains(&dtype) => types.push(dtype),
-                Some(_) => {}
-                None => declared.push((meta.name().to_owned(), meta.dtype().clone(), vec![dtype])),
-            }
-        }
-    }
+    let declared = declared_types(set.datasets().await.at(loc.display())?);
     Ok(names
         .into_iter()
         .zip(stats)
@@ -250,7 +247,7 @@ async fn set_variables(set: &AtlasSet, loc: &Location) -> CliResult<Vec<SetVaria
 }
 
 /// What `info` prints for a set: totals, members, then variables combined.
-async fn print_set(ctx: &Ctx, loc: &Location, set: &AtlasSet) -> CliResult {
+async fn print_set(ctx: &Ctx, loc: &Location, set: &Atlas) -> CliResult {
     let manifest = set
         .manifest()
         .ok_or_else(|| CliError::msg(format!("{}: not a set", loc.display())))?;

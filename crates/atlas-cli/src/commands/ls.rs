@@ -3,7 +3,7 @@
 
 use std::collections::HashSet;
 
-use atlas::AtlasSet;
+use atlas::Atlas;
 use serde_json::json;
 
 use super::Ctx;
@@ -30,17 +30,15 @@ pub async fn run(ctx: &Ctx, args: &LsArgs) -> CliResult {
         None => None,
     };
     // Each live dataset with the id of the member holding it (None: a lone collection).
-    let views = set.collections().await.at(loc.display())?;
-    let ids: Vec<Option<String>> = if set.is_set() {
-        set.members().into_iter().map(|m| Some(m.id)).collect()
-    } else {
-        vec![None; views.len()]
-    };
+    let groups = set.datasets_by_member().await.at(loc.display())?;
+    let is_set = set.is_set();
     let datasets = || {
-        views
+        groups
             .iter()
-            .zip(&ids)
-            .flat_map(|(view, id)| view.datasets().map(move |d| (id.as_deref(), d)))
+            .flat_map(|(id, datasets)| {
+                let id = is_set.then_some(id.as_str());
+                datasets.iter().map(move |d| (id, d))
+            })
             .filter(|(_, d)| selected.as_ref().is_none_or(|s| s.contains(d.name())))
     };
     if ctx.json {
@@ -95,7 +93,7 @@ pub async fn run(ctx: &Ctx, args: &LsArgs) -> CliResult {
 }
 
 /// `ls --members`: the committed members, oldest commit first.
-fn members(ctx: &Ctx, loc: &Location, set: &AtlasSet) -> CliResult {
+fn members(ctx: &Ctx, loc: &Location, set: &Atlas) -> CliResult {
     if !set.is_set() {
         return Err(CliError::msg(format!(
             "{}: a lone collection, not a set: it has no members (--members lists a set's)",

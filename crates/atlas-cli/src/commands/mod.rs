@@ -20,10 +20,10 @@ pub mod verify;
 
 use std::time::Duration;
 
-use atlas::{Atlas, AtlasSet, RetryPolicy};
+use atlas::{Atlas, Member, RetryPolicy};
 
 use crate::cli::{Cli, Command, Global};
-use crate::exit::{CliResult, Context as _};
+use crate::exit::{CliError, CliResult, Context as _};
 use crate::location::{Access, Location, StoreOptions};
 use atlas::OpenOptions;
 
@@ -60,60 +60,31 @@ impl Ctx {
         crate::location::resolve(spec, &self.store, access).await
     }
 
-    /// Resolves and opens a set, or a lone collection as a set of one.
-    pub async fn open(&self, spec: &str, access: Access) -> CliResult<(Location, AtlasSet)> {
+    /// Resolves and opens a collection: a set, or a lone collection.
+    pub async fn open(&self, spec: &str, access: Access) -> CliResult<(Location, Atlas)> {
         let loc = self.locate(spec, access).await?;
-        let set = open_at(&loc).await?;
-        Ok((loc, set))
-    }
-
-    /// Resolves and opens a lone collection (not a set): for `rewrite`.
-    pub async fn open_collection(
-        &self,
-        spec: &str,
-        access: Access,
-    ) -> CliResult<(Location, Atlas)> {
-        let loc = self.locate(spec, access).await?;
-        let atlas = open_collection_at(&loc).await?;
+        let atlas = open_at(&loc).await?;
         Ok((loc, atlas))
     }
-}
 
-/// Opens the set at a resolved location, or the lone collection there as a
-/// set of one: one read of `set.manifest`, then (no manifest) the
-/// collection's open.
-pub async fn open_at(loc: &Location) -> CliResult<AtlasSet> {
-    tracing::debug!(collection = %loc.display(), "opening");
-    let started = std::time::Instant::now();
-    let set = AtlasSet::open(loc, &OpenOptions::default())
-        .await
-        .at(loc.display())?;
-    tracing::debug!(
-        collection = %loc.display(),
-        set = set.is_set(),
-        members = set.members().len(),
-        elapsed = ?started.elapsed(),
-        "opened"
-    );
-    Ok(set)
-}
-
-/// The one collection of a lone collection opened as a set (`None` for a
-/// set); costs nothing more, it is open already.
-pub async fn lone(set: &AtlasSet, loc: &Location) -> CliResult<Option<Atlas>> {
-    if set.is_set() {
-        return Ok(None);
+    /// Resolves and opens a lone collection's container (not a set): for
+    /// `checksum`, whose sidecar belongs to one container.
+    pub async fn open_lone(&self, spec: &str, access: Access) -> CliResult<(Location, Member)> {
+        let (loc, atlas) = self.open(spec, access).await?;
+        let member = atlas.lone_member().ok_or_else(|| {
+            CliError::msg(format!(
+                "{}: a collection set records its members' checksums in its manifest; \
+                 this command takes a lone collection",
+                loc.display()
+            ))
+        })?;
+        Ok((loc, member))
     }
-    Ok(set
-        .collections()
-        .await
-        .at(loc.display())?
-        .into_iter()
-        .next())
 }
 
-/// Opens the lone collection at a resolved location.
-pub async fn open_collection_at(loc: &Location) -> CliResult<Atlas> {
+/// Opens the collection at a resolved location: a set, or a lone collection
+/// (one round trip either way).
+pub async fn open_at(loc: &Location) -> CliResult<Atlas> {
     tracing::debug!(collection = %loc.display(), "opening");
     let started = std::time::Instant::now();
     let atlas = Atlas::open(loc, &OpenOptions::default())
@@ -121,9 +92,8 @@ pub async fn open_collection_at(loc: &Location) -> CliResult<Atlas> {
         .at(loc.display())?;
     tracing::debug!(
         collection = %loc.display(),
-        datasets = atlas.dataset_count_total(),
-        live = atlas.dataset_count(),
-        variables = atlas.segments().len(),
+        set = atlas.is_set(),
+        members = atlas.members().len(),
         elapsed = ?started.elapsed(),
         "opened"
     );

@@ -1,4 +1,5 @@
-//! `atlas rewrite`: copy the live datasets into a new collection.
+//! `atlas rewrite`: copy the live datasets of a collection (a set or a lone
+//! collection) into a new lone collection.
 
 use atlas::{AtlasWriter, Codec, WriterConfig};
 use serde_json::json;
@@ -12,7 +13,11 @@ use atlas::SET_MANIFEST_FILE;
 
 /// Runs `atlas rewrite`.
 pub async fn run(ctx: &Ctx, args: &RewriteArgs) -> CliResult {
-    let (src_loc, src) = ctx.open_collection(&args.src, Access::Read).await?;
+    let (src_loc, src) = ctx.open(&args.src, Access::Read).await?;
+    let source_bytes: u64 = match src.lone_member() {
+        Some(member) => member.container_bytes(),
+        None => src.members().iter().map(|m| m.bytes).sum(),
+    };
     let dst = ctx.locate(&args.dst, Access::Write).await?;
     if let (Some(a), Some(b)) = (&src_loc.local_dir(), &dst.local_dir())
         && a == b
@@ -39,7 +44,8 @@ pub async fn run(ctx: &Ctx, args: &RewriteArgs) -> CliResult {
     }
     let writer = AtlasWriter::create(&dst, &config).await.at(dst.display())?;
 
-    let bar = progress::bar(src.dataset_count() as u64, "rewrite", ctx.quiet);
+    let live = src.dataset_count().await.at(src_loc.display())?;
+    let bar = progress::bar(live as u64, "rewrite", ctx.quiet);
     let summary = atlas::rewrite(&src, writer, |done, total| {
         bar.set_length(total as u64);
         bar.set_position(done as u64);
@@ -54,7 +60,7 @@ pub async fn run(ctx: &Ctx, args: &RewriteArgs) -> CliResult {
             "destination": dst.display(),
             "datasets": summary.datasets,
             "container_bytes": summary.container_bytes,
-            "source_container_bytes": src.container_bytes(),
+            "source_container_bytes": source_bytes,
             "codec": codec.to_string(),
         }));
     } else if !ctx.quiet {
@@ -64,7 +70,7 @@ pub async fn run(ctx: &Ctx, args: &RewriteArgs) -> CliResult {
             src_loc.display(),
             dst.display(),
             render::bytes(summary.container_bytes),
-            render::bytes(src.container_bytes()),
+            render::bytes(source_bytes),
             codec
         ));
     }

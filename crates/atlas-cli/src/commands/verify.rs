@@ -17,16 +17,16 @@
 
 use std::collections::HashSet;
 
-use atlas::{Atlas, AtlasSet, Checked, Finding, VerifyOptions, VerifyReport};
+use atlas::{Atlas, Checked, Finding, Member, VerifyOptions, VerifyReport};
 use serde_json::json;
 
-use super::{Ctx, lone, open_at};
+use super::{Ctx, open_at};
 use crate::cli::VerifyArgs;
 use crate::exit::{CliError, CliResult};
 use crate::location::Access;
 use crate::{output, progress, render};
 
-/// Runs `atlas verify`: the library's [`Atlas::verify`], rendered.
+/// Runs `atlas verify`: the library's [`Member::verify`] of each container, rendered.
 pub async fn run(ctx: &Ctx, args: &VerifyArgs) -> CliResult {
     let loc = ctx.locate(&args.collection, Access::Read).await?;
     let mut passed = Vec::new();
@@ -35,7 +35,10 @@ pub async fn run(ctx: &Ctx, args: &VerifyArgs) -> CliResult {
     let mut report = VerifyReport::default();
     let mut set_json = None;
     let opened = match open_at(&loc).await {
-        Ok(set) => lone(&set, &loc).await.map(|atlas| (set, atlas)),
+        Ok(set) => Ok({
+            let lone = set.lone_member();
+            (set, lone)
+        }),
         Err(e) => Err(e),
     };
     match opened {
@@ -128,7 +131,7 @@ pub async fn run(ctx: &Ctx, args: &VerifyArgs) -> CliResult {
 
 async fn check(
     ctx: &Ctx,
-    atlas: &Atlas,
+    atlas: &Member,
     deep: bool,
     uploads: Option<atlas::MultipartUploads>,
 ) -> VerifyReport {
@@ -159,7 +162,7 @@ struct SetOutcome {
 async fn check_set(
     ctx: &Ctx,
     loc: &crate::location::Location,
-    set: &AtlasSet,
+    set: &Atlas,
     deep: bool,
 ) -> SetOutcome {
     let mut out = SetOutcome {
@@ -278,7 +281,7 @@ fn uncommitted_line(m: &atlas::UncommittedMember) -> String {
 }
 
 /// One line per check that found nothing wrong.
-fn passed_lines(atlas: &Atlas, report: &VerifyReport, deep: bool) -> Vec<String> {
+fn passed_lines(atlas: &Member, report: &VerifyReport, deep: bool) -> Vec<String> {
     let c = &report.checked;
     let mut passed = vec![format!(
         "container: trailer and footer valid (format v{}, {}, {}, {})",

@@ -31,9 +31,10 @@ pub async fn dump(dir: &Path) -> Value {
     let atlas = Atlas::open(dir, &atlas::OpenOptions::default())
         .await
         .expect("open collection");
-    let mut doc = atlas_manifest::collection_json(&atlas, true)
-        .await
-        .expect("dump");
+    let mut doc =
+        atlas_manifest::collection_json(&atlas.lone_member().expect("a lone collection"), true)
+            .await
+            .expect("dump");
     if let Some(map) = doc.as_object_mut() {
         map.remove("container_bytes");
     }

@@ -25,9 +25,10 @@ use super::predicate::Predicate;
 use super::value::{Scalar, stat_scalar};
 use crate::ArrayStats;
 use crate::Attr;
-use crate::read::{Atlas, Dataset};
+use crate::read::Dataset;
+use crate::set::View;
 
-/// What [`Atlas::catalogue`] puts in the table.
+/// What [`Atlas::catalogue`](crate::Atlas::catalogue) puts in the table.
 #[derive(Debug, Clone, Default, PartialEq)]
 #[non_exhaustive]
 pub struct CatalogueOptions {
@@ -61,33 +62,11 @@ impl CatalogueOptions {
     }
 }
 
-impl Atlas {
-    /// One row per live dataset (in ordinal order, or those
-    /// [`CatalogueOptions::predicate`] accepts): `name` (utf8), `ordinal` and
-    /// `schema` (uint32), one column per dataset attribute typed as declared
-    /// (lists as list arrays, null where a dataset lacks it; utf8 JSON when
-    /// schemas declare the key with different types), and per array
-    /// `ARRAY.count`, `ARRAY.nulls` (uint64) and `ARRAY.min`, `ARRAY.max`
-    /// typed as the array's elements (timestamps in UTC; absent for list
-    /// types; utf8 when schemas disagree on the type).
-    ///
-    /// Reads one segment footer per variable involved, concurrently, and no
-    /// array data.
-    ///
-    /// # Errors
-    /// [`QueryError::UnknownName`] for an attribute or array not declared, errors of the
-    /// predicate (see [`select`](Self::select)), [`QueryError::Arrow`] when the table cannot be
-    /// built, [`QueryError::Atlas`] when reading a segment footer fails.
-    pub async fn catalogue(&self, options: &CatalogueOptions) -> Result<RecordBatch, QueryError> {
-        Ok(catalogue_with(std::slice::from_ref(self), options).await?.0)
-    }
-}
-
 /// The catalogue of the live datasets of `views` (in order) and the datasets
 /// of its rows: a collection is the one-view case, a set passes its members
 /// with replaced copies hidden (their names are then distinct).
 pub(crate) async fn catalogue_with(
-    views: &[Atlas],
+    views: &[View],
     options: &CatalogueOptions,
 ) -> Result<(RecordBatch, Vec<Dataset>), QueryError> {
     let declared = Declared::of(views);
@@ -109,7 +88,7 @@ pub(crate) async fn catalogue_with(
 /// without one), and the facts read to decide: the attribute columns
 /// `attributes` and the statistics of `arrays` besides what the predicate needs.
 pub(crate) async fn selected(
-    views: &[Atlas],
+    views: &[View],
     declared: &Declared,
     attributes: &[String],
     arrays: &[String],
@@ -126,7 +105,7 @@ pub(crate) async fn selected(
     }
     let facts = Facts::gather(views, &read_attrs, &read_arrays).await?;
     let mut rows = Vec::new();
-    for ds in views.iter().flat_map(Atlas::datasets) {
+    for ds in views.iter().flat_map(View::datasets) {
         if let Some(plan) = &plan
             && !eval(&plan.predicate, &ds, &facts)?
         {

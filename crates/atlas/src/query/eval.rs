@@ -11,7 +11,8 @@ use super::facts::Facts;
 use super::predicate::{CmpOp, Field, Predicate, StatField};
 use super::value::{Scalar, Value, attr_scalar, order, stat_scalar};
 use crate::Stat;
-use crate::read::{Atlas, Dataset};
+use crate::read::Dataset;
+use crate::set::View;
 
 /// The names the live datasets' schemas declare.
 pub(crate) struct Declared {
@@ -23,7 +24,7 @@ pub(crate) struct Declared {
 
 impl Declared {
     /// Scans each distinct schema of the live datasets of `views` once.
-    pub fn of(views: &[Atlas]) -> Declared {
+    pub fn of(views: &[View]) -> Declared {
         let (mut attributes, mut arrays) = (Vec::new(), Vec::new());
         let (mut seen_attr, mut seen_array) = (HashSet::new(), HashSet::new());
         for atlas in views {
@@ -67,7 +68,7 @@ pub(crate) struct Plan {
 impl Plan {
     /// Resolves [`Field::Name`]s and refuses unknown names and arrays whose type has no order.
     pub fn new(
-        views: &[Atlas],
+        views: &[View],
         declared: &Declared,
         predicate: &Predicate,
     ) -> Result<Plan, QueryError> {
@@ -98,7 +99,7 @@ impl Plan {
 
     /// `NoStatistics` when a predicate orders the elements of an array some
     /// live dataset declares with a type statistics give no min/max for.
-    fn check_orderable(&self, atlas: &Atlas) -> Result<(), QueryError> {
+    fn check_orderable(&self, atlas: &View) -> Result<(), QueryError> {
         let mut ordered = HashSet::new();
         for field in self.predicate.fields() {
             if let Field::Array(a) | Field::Stat(a, StatField::Min | StatField::Max) = field {
@@ -128,14 +129,14 @@ impl Plan {
 
     /// `NoStatistics` when a live dataset declares an array the predicate reads
     /// but its segment records no statistics for it.
-    pub fn check_recorded(&self, views: &[Atlas], facts: &Facts) -> Result<(), QueryError> {
+    pub fn check_recorded(&self, views: &[View], facts: &Facts) -> Result<(), QueryError> {
         for atlas in views {
             self.check_recorded_in(atlas, facts)?;
         }
         Ok(())
     }
 
-    fn check_recorded_in(&self, atlas: &Atlas, facts: &Facts) -> Result<(), QueryError> {
+    fn check_recorded_in(&self, atlas: &View, facts: &Facts) -> Result<(), QueryError> {
         for array in &self.arrays {
             let rows = facts.arrays.get(array);
             // Whether each schema (by pool index) declares the array, asked once per schema.
@@ -355,29 +356,10 @@ fn exists(field: &Field, ds: &Dataset, facts: &Facts) -> bool {
     }
 }
 
-impl Atlas {
-    /// Names of the live datasets `predicate` accepts, in ordinal order.
-    ///
-    /// Reads one segment footer per variable the predicate names (dataset
-    /// attributes share one), concurrently, and no array data. What each
-    /// operator means, and which ones statistics decide exactly, is on
-    /// [`Predicate`].
-    ///
-    /// # Errors
-    /// [`QueryError::UnknownName`], [`QueryError::AmbiguousName`], [`QueryError::TypeMismatch`]
-    /// or [`QueryError::NoStatistics`] for a predicate the collection cannot decide;
-    /// [`QueryError::Atlas`] when reading a segment footer fails.
-    pub async fn select(&self, predicate: &Predicate) -> Result<Vec<String>, QueryError> {
-        let views = std::slice::from_ref(self);
-        let plan = Plan::new(views, &Declared::of(views), predicate)?;
-        select_with(views, &plan).await
-    }
-}
-
 /// The live datasets of `views` (in order, each in ordinal order) that the
 /// resolved `plan` accepts: a collection is the one-view case, a set passes
 /// its members with replaced copies hidden.
-pub(crate) async fn select_with(views: &[Atlas], plan: &Plan) -> Result<Vec<String>, QueryError> {
+pub(crate) async fn select_with(views: &[View], plan: &Plan) -> Result<Vec<String>, QueryError> {
     let facts = Facts::gather(views, &plan.attributes, &plan.arrays).await?;
     plan.check_recorded(views, &facts)?;
     let mut out = Vec::new();

@@ -9,7 +9,7 @@ use super::error::QueryError;
 use super::eval::Declared;
 use crate::ArrayStats;
 use crate::Attr;
-use crate::read::Atlas;
+use crate::set::View;
 
 /// Attribute values and array statistics of the live datasets, by dataset name.
 #[derive(Debug, Default)]
@@ -26,7 +26,7 @@ impl Facts {
     /// each view asked only for what its datasets declare. The views' live
     /// dataset names must be distinct (a set's resolved members are).
     pub async fn gather(
-        views: &[Atlas],
+        views: &[View],
         attrs: &BTreeSet<String>,
         arrays: &BTreeSet<String>,
     ) -> Result<Facts, QueryError> {
@@ -49,7 +49,7 @@ impl Facts {
     }
 
     async fn gather_one(
-        atlas: &Atlas,
+        atlas: &View,
         attrs: &BTreeSet<String>,
         arrays: &BTreeSet<String>,
     ) -> Result<Facts, QueryError> {

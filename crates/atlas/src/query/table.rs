@@ -3,11 +3,11 @@
 //!
 //! The shape of an analyst's question ("TEMP and PSAL of every profile in this
 //! box") is a table with one row per measurement, not one array per dataset.
-//! [`Atlas::table`] and [`AtlasSet::table`](crate::AtlasSet::table) build it:
-//! the datasets are picked as [`Atlas::select`] picks them, every segment
+//! [`Atlas::table`](crate::Atlas::table) builds it:
+//! the datasets are picked as [`Atlas::select`](crate::Atlas::select) picks them, every segment
 //! footer involved is read up front (so the schema, the row count and any
 //! dimension mismatch are known before a value is read), then the values come
-//! through [`Atlas::read_many`]'s machinery, one stream per array, and are cut
+//! through [`Atlas::read_many`](crate::Atlas::read_many)'s machinery, one stream per array, and are cut
 //! into batches as they arrive. At most one batch is held besides the reads in
 //! flight.
 
@@ -32,7 +32,8 @@ use super::error::QueryError;
 use super::eval::Declared;
 use super::predicate::Predicate;
 use crate::error::AtlasError;
-use crate::read::{Atlas, Dataset, Order, Region, read_many};
+use crate::read::{Dataset, Member, Order, Region, read_many};
+use crate::set::View;
 use crate::{AnyArray, ArrayData, Attr, FillValue};
 
 /// Rows per batch unless [`TableOptions::rows_per_batch`] says otherwise.
@@ -41,7 +42,7 @@ pub const DEFAULT_ROWS_PER_BATCH: usize = 65_536;
 /// Reads in flight per array unless [`TableOptions::concurrency`] says otherwise.
 const DEFAULT_CONCURRENCY: usize = 16;
 
-/// What [`Atlas::table`] puts in the long table, and how it cuts it.
+/// What [`Atlas::table`](crate::Atlas::table) puts in the long table, and how it cuts it.
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
 pub struct TableOptions {
@@ -115,7 +116,7 @@ impl TableOptions {
     }
 
     /// Read at most `reads` datasets ahead per array (at least 1; default 16),
-    /// as [`Atlas::read_many`] does.
+    /// as [`Atlas::read_many`](crate::Atlas::read_many) does.
     pub fn concurrency(mut self, reads: usize) -> Self {
         self.concurrency = reads.max(1);
         self
@@ -173,40 +174,6 @@ impl Stream for TableStream {
     }
 }
 
-impl Atlas {
-    /// The values of [`TableOptions::arrays`] of every live dataset (or those
-    /// the predicate accepts) as one long table, one row per element:
-    ///
-    /// - `dataset`: the dataset's name (utf8, dictionary-encoded);
-    /// - one index column per dimension of the arrays, named after it (uint32,
-    ///   or uint64 when an axis is longer than `u32` counts; null for a dataset
-    ///   whose arrays lack that dimension; `NAME_index` if an array or
-    ///   attribute is called `NAME` too);
-    /// - one column per array in its stored type (timestamps as UTC
-    ///   timestamps, strings utf8; values as stored, NaN and fill values
-    ///   included, except that a timestamp equal to its array's fill value is
-    ///   null, as numpy reads it as NaT), null for a dataset that lacks the array;
-    /// - one column per [`TableOptions::attributes`] key, typed as the
-    ///   catalogue types it (`@KEY` if an array is called `KEY` too).
-    ///
-    /// Datasets come in ordinal order, each in row-major element order; one
-    /// declaring none of the arrays has no rows. Cost: one segment-footer read
-    /// per array (and `_datasets` for attributes and the predicate) before
-    /// this returns, then the blocks of the chosen datasets as the stream is
-    /// polled, as [`read_many`](Self::read_many) reads them.
-    ///
-    /// # Errors
-    /// [`QueryError::NoArrays`], [`QueryError::UnknownName`] for an array or
-    /// attribute nobody declares, [`QueryError::MixedArrayTypes`],
-    /// [`QueryError::UnsupportedArrayType`] (bool and list arrays),
-    /// [`QueryError::DimensionsDiffer`] for a dataset whose arrays do not
-    /// share their dimensions, the predicate's errors (see
-    /// [`select`](Self::select)), [`QueryError::Atlas`] when a read fails.
-    pub async fn table(&self, options: &TableOptions) -> Result<TableStream, QueryError> {
-        table_with(vec![self.clone()], options).await
-    }
-}
-
 /// What one dataset contributes.
 struct Part {
     dataset: Dataset,
@@ -234,7 +201,7 @@ struct Sized {
 /// predicate accepts: a collection is the one-view case, a set passes its
 /// members with replaced copies hidden.
 pub(crate) async fn table_with(
-    views: Vec<Atlas>,
+    views: Vec<View>,
     options: &TableOptions,
 ) -> Result<TableStream, QueryError> {
     if options.arrays.is_empty() {
@@ -267,7 +234,7 @@ pub(crate) async fn table_with(
         .collect();
         if found.is_empty() {
             // No chosen dataset declares it: type the (all-null) column as the others do.
-            let all: Vec<Dataset> = views.iter().flat_map(Atlas::datasets).collect();
+            let all: Vec<Dataset> = views.iter().flat_map(View::datasets).collect();
             found = distinct(
                 all.iter()
                     .map(|d| d.schema().array(array).map(|m| m.dtype())),
@@ -300,15 +267,15 @@ pub(crate) async fn table_with(
     }
 
     // Every segment footer involved, concurrently, before any layout is asked.
-    let mut needed: Vec<(Atlas, &str)> = Vec::new();
+    let mut needed: Vec<(Member, &str)> = Vec::new();
     for ds in &rows {
         for array in &arrays {
             if ds.schema().array(array).is_some()
                 && !needed
                     .iter()
-                    .any(|(a, n)| *n == array.as_str() && a.same_collection(ds.atlas()))
+                    .any(|(a, n)| *n == array.as_str() && a.same_member(ds.member()))
             {
-                needed.push((ds.atlas().clone(), array.as_str()));
+                needed.push((ds.member().clone(), array.as_str()));
             }
         }
     }

@@ -5,8 +5,8 @@
 use atlas_format::{CollectionFooter, DATASETS_SEGMENT, DType, SchemaView};
 use atlas_segment::{ArrayDigest, ArrayStats, Attr};
 
-use super::collection::Atlas;
 use super::dataset::{check_attr_type, check_dtype};
+use super::member::{Live, Member};
 use super::stats::{DatasetBlock, DatasetShape, DatasetStats};
 use crate::error::{AtlasError, Result};
 
@@ -32,7 +32,9 @@ fn declared_per_schema<'f>(
 /// guess misses: one string comparison per array instead of a hash lookup
 /// (a cache miss each in a collection of tens of thousands of datasets).
 struct LiveFinder<'a, 'f> {
-    atlas: &'a Atlas,
+    atlas: &'a Member,
+    /// The datasets the question covers.
+    live: &'a Live,
     /// Per schema, the type it declares for what is asked about, if any.
     declared: &'a [Option<&'f DType>],
     /// The ordinal guessed for the next name.
@@ -53,15 +55,20 @@ impl<'f> LiveFinder<'_, 'f> {
         self.next = index.saturating_add(1);
         let ordinal = u32::try_from(index).ok()?;
         let dtype = self.declared.get(schema as usize).copied().flatten()?;
-        self.atlas.is_live(ordinal).then_some((ordinal, dtype))
+        self.live.contains(ordinal).then_some((ordinal, dtype))
     }
 }
 
-impl Atlas {
+impl Member {
     /// A [`LiveFinder`] for the datasets declaring something (per `declared`).
-    fn live_finder<'a, 'f>(&'a self, declared: &'a [Option<&'f DType>]) -> LiveFinder<'a, 'f> {
+    fn live_finder<'a, 'f>(
+        &'a self,
+        live: &'a Live,
+        declared: &'a [Option<&'f DType>],
+    ) -> LiveFinder<'a, 'f> {
         LiveFinder {
             atlas: self,
+            live,
             declared,
             next: 0,
         }
@@ -69,10 +76,9 @@ impl Atlas {
 
     /// The declared types of the live datasets whose schema declares something
     /// (per `declared`), in ordinal order.
-    fn live_declaring<'f>(&'f self, declared: &[Option<&'f DType>]) -> Vec<&'f DType> {
+    fn live_declaring<'f>(&'f self, live: &Live, declared: &[Option<&'f DType>]) -> Vec<&'f DType> {
         let datasets = &self.footer().datasets;
-        self.live_ordinals()
-            .into_iter()
+        live.ordinals()
             .filter_map(|o| {
                 let (_, &schema) = datasets.get_index(o as usize)?;
                 *declared.get(schema as usize)?
@@ -103,9 +109,9 @@ impl Atlas {
     /// # Errors
     /// [`AtlasError::CorruptSegment`] when the segment's footer is damaged, [`AtlasError::Io`] when
     /// storage fails.
-    pub async fn array_stats(&self, array: &str) -> Result<Option<ArrayStats>> {
+    pub(crate) async fn array_stats(&self, live: &Live, array: &str) -> Result<Option<ArrayStats>> {
         let rows = self
-            .digest_rows(array, |info, _, declared| {
+            .digest_rows(live, array, |info, _, declared| {
                 check_dtype(array, declared, &info.dtype, &info.name)?;
                 Ok(Some((declared.clone(), info.stats.clone())))
             })
@@ -131,8 +137,12 @@ impl Atlas {
     ///
     /// # Errors
     /// As [`array_stats`](Self::array_stats).
-    pub async fn array_stats_by_dataset(&self, array: &str) -> Result<Vec<DatasetStats>> {
-        self.digest_rows(array, |info, ordinal, declared| {
+    pub(crate) async fn array_stats_by_dataset(
+        &self,
+        live: &Live,
+        array: &str,
+    ) -> Result<Vec<DatasetStats>> {
+        self.digest_rows(live, array, |info, ordinal, declared| {
             check_dtype(array, declared, &info.dtype, &info.name)?;
             Ok(info.stats.as_ref().map(|stats| DatasetStats {
                 dataset: info.name.clone(),
@@ -154,8 +164,12 @@ impl Atlas {
     ///
     /// # Errors
     /// As [`array_stats`](Self::array_stats).
-    pub async fn array_blocks_by_dataset(&self, array: &str) -> Result<Vec<DatasetBlock>> {
-        self.digest_rows(array, |info, ordinal, _| {
+    pub(crate) async fn array_blocks_by_dataset(
+        &self,
+        live: &Live,
+        array: &str,
+    ) -> Result<Vec<DatasetBlock>> {
+        self.digest_rows(live, array, |info, ordinal, _| {
             Ok(Some(DatasetBlock {
                 dataset: info.name.clone(),
                 ordinal,
@@ -179,8 +193,12 @@ impl Atlas {
     /// As [`array_stats`](Self::array_stats), which also fails when screening
     /// found a dataset's array damaged or its segment's type differs from the
     /// one its dataset declares.
-    pub async fn array_shapes_by_dataset(&self, array: &str) -> Result<Vec<DatasetShape>> {
-        self.digest_rows(array, |info, ordinal, declared| {
+    pub(crate) async fn array_shapes_by_dataset(
+        &self,
+        live: &Live,
+        array: &str,
+    ) -> Result<Vec<DatasetShape>> {
+        self.digest_rows(live, array, |info, ordinal, declared| {
             check_dtype(array, declared, &info.dtype, &info.name)?;
             Ok(Some(DatasetShape {
                 dataset: info.name.clone(),
@@ -199,13 +217,14 @@ impl Atlas {
     /// segment holds every such dataset.
     async fn digest_rows<T>(
         &self,
+        live: &Live,
         array: &str,
         row: impl Fn(&ArrayDigest, u32, &DType) -> Result<Option<T>>,
     ) -> Result<Vec<T>> {
         let footer = self.footer();
         let declared = declared_per_schema(footer, |s| s.array(array).map(|m| m.dtype()));
         self.known_array(array, &declared)?;
-        let wanted = self.live_declaring(&declared).len();
+        let wanted = self.live_declaring(live, &declared).len();
         if wanted == 0 {
             return Ok(Vec::new());
         }
@@ -216,7 +235,7 @@ impl Atlas {
         })?;
         let mut rows = Vec::with_capacity(wanted);
         let mut seen = 0usize;
-        let mut finder = self.live_finder(&declared);
+        let mut finder = self.live_finder(live, &declared);
         for info in digest.arrays() {
             let Some((ordinal, dtype)) = finder.find(&info.name) else {
                 continue;
@@ -250,8 +269,9 @@ impl Atlas {
     /// # Errors
     /// [`AtlasError::ArrayNotFound`] for an array the collection does not have,
     /// [`AtlasError::CorruptSegment`], [`AtlasError::Io`].
-    pub async fn attributes_by_dataset(
+    pub(crate) async fn attributes_by_dataset(
         &self,
+        live: &Live,
         array: Option<&str>,
         key: &str,
     ) -> Result<Vec<(String, Attr)>> {
@@ -272,7 +292,7 @@ impl Atlas {
                 )
             }
         };
-        let wanted = self.live_declaring(&declared);
+        let wanted = self.live_declaring(live, &declared);
         if wanted.is_empty() {
             return Ok(Vec::new());
         }
@@ -290,7 +310,7 @@ impl Atlas {
             ))
         })?;
         let mut rows: Vec<(u32, String, Attr)> = Vec::with_capacity(wanted.len());
-        let mut finder = self.live_finder(&declared);
+        let mut finder = self.live_finder(live, &declared);
         for (info, cell) in digest.arrays().iter().zip(cells) {
             let Some((ordinal, dtype)) = finder.find(&info.name) else {
                 continue;

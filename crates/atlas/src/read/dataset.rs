@@ -7,7 +7,7 @@ use std::sync::Arc;
 use atlas_format::{ArrayMeta, DATASETS_SEGMENT, DType, DatasetSchema, SchemaView};
 use atlas_segment::{AnyArray, ArrayRef, ArrayStats, Attr, Element, FillValue, Segment};
 
-use super::collection::Atlas;
+use super::member::Member;
 use super::region::{Region, Resolved};
 use crate::error::{AtlasError, Result};
 
@@ -36,12 +36,12 @@ pub struct ArrayLayout {
     pub element_count: u64,
 }
 
-/// One live dataset of an [`Atlas`]: an owned handle (the collection's `Arc`,
+/// One live dataset of an [`Member`]: an owned handle (the collection's `Arc`,
 /// the name, the ordinal and the schema's pool index), cheap to clone and
 /// `Send + Sync + 'static`, so it can move into a spawned task.
 #[derive(Clone)]
 pub struct Dataset {
-    atlas: Atlas,
+    member: Member,
     name: Arc<str>,
     ordinal: u32,
     schema: u32,
@@ -58,9 +58,9 @@ impl std::fmt::Debug for Dataset {
 }
 
 impl Dataset {
-    pub(crate) fn new(atlas: Atlas, name: &str, ordinal: u32, schema: u32) -> Self {
+    pub(crate) fn new(member: Member, name: &str, ordinal: u32, schema: u32) -> Self {
         Self {
-            atlas,
+            member,
             name: Arc::from(name),
             ordinal,
             schema,
@@ -77,14 +77,14 @@ impl Dataset {
         self.ordinal
     }
 
-    /// The collection this dataset belongs to.
-    pub fn atlas(&self) -> &Atlas {
-        &self.atlas
+    /// The member (container) this dataset is stored in.
+    pub fn member(&self) -> &Member {
+        &self.member
     }
 
     /// The dataset's declaration (array names and types, attribute keys), from memory.
     pub fn schema(&self) -> SchemaView<'_> {
-        self.atlas.directory().schema(self.schema)
+        self.member.directory().schema(self.schema)
     }
 
     /// The declaration of array `array`, if the dataset has one.
@@ -99,7 +99,7 @@ impl Dataset {
 
     /// `DatasetNotFound` if the dataset was deleted since this handle was taken.
     fn ensure_live(&self) -> Result<()> {
-        if self.atlas.is_live(self.ordinal) {
+        if self.member.is_live(self.ordinal) {
             Ok(())
         } else {
             Err(AtlasError::DatasetNotFound {
@@ -119,7 +119,7 @@ impl Dataset {
 
     /// The segment of `array`, which the dataset declares.
     async fn segment_of(&self, array: &str) -> Result<Arc<Segment>> {
-        self.atlas.segment(array).await?.ok_or_else(|| {
+        self.member.segment(array).await?.ok_or_else(|| {
             AtlasError::corrupt(format!(
                 "dataset {:?} declares array {array:?}, but the container has no segment for it",
                 self.name
@@ -137,7 +137,7 @@ impl Dataset {
     /// [`segment_holding`](Self::segment_holding); `reading`: the array's
     /// data is read next.
     async fn segment_for(&self, array: &str, reading: bool) -> Result<Arc<Segment>> {
-        self.atlas
+        self.member
             .segment_holding(array, &self.name, self.ordinal, reading)
             .await?
             .ok_or_else(|| {
@@ -343,7 +343,7 @@ impl Dataset {
     }
 
     async fn datasets_segment(&self) -> Result<Arc<Segment>> {
-        self.atlas.segment(DATASETS_SEGMENT).await?.ok_or_else(|| {
+        self.member.segment(DATASETS_SEGMENT).await?.ok_or_else(|| {
             AtlasError::corrupt(format!(
                 "dataset {:?} declares attributes, but the container has no {DATASETS_SEGMENT} segment",
                 self.name

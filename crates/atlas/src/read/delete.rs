@@ -7,13 +7,13 @@ use atlas_format::{DeletionMask, FormatError};
 use atlas_io::{UpdateError, WriteGuarantee, update_checked};
 use bytes::Bytes;
 
-use super::collection::Atlas;
+use super::member::Member;
 use crate::error::{AtlasError, Result};
 
 /// Conditional writes that lose a race are retried this many more times.
 const MAX_RETRIES: u32 = 12;
 
-/// What [`Atlas::delete_datasets`] did.
+/// What [`Atlas::delete_datasets`](crate::Atlas::delete_datasets) did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub struct DeleteOutcome {
@@ -24,7 +24,7 @@ pub struct DeleteOutcome {
     pub guarantee: WriteGuarantee,
 }
 
-impl Atlas {
+impl Member {
     /// Hides the named datasets: one GET and one PUT of `deleted.mask` whatever
     /// the count, merged with what the mask on storage holds.
     ///
@@ -45,7 +45,7 @@ impl Atlas {
     /// file and a rename on local disk). Dropping the future before that write
     /// is sent changes nothing; after it, the new mask is on storage whole,
     /// though this handle may not list the datasets as deleted until reopened.
-    pub async fn delete_datasets(&self, names: &[&str]) -> Result<DeleteOutcome> {
+    pub(crate) async fn delete_datasets(&self, names: &[&str]) -> Result<DeleteOutcome> {
         let footer = self.footer();
         let mut ordinals = BTreeSet::new();
         for name in names {

@@ -2,7 +2,7 @@
 //!
 //! The container footer (datasets, schemas, segment table), the deletion
 //! mask, and the indexes built from them at open (variable name to segment
-//! position, arrays expected per segment). `Atlas` and every `Dataset`
+//! position, arrays expected per segment). `Member` and every `Dataset`
 //! handle reach them through this one value.
 
 use std::collections::HashMap;

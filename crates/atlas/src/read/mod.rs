@@ -1,7 +1,8 @@
 //! The read path: opening a collection and reading from it.
 //!
-//! - [`Atlas`] (`collection`): the open (one tail read of `data.atlas` plus the
-//!   mask, concurrently) and every catalogue question, answered from memory;
+//! - [`Member`] (`member`): one container opened (one tail read of
+//!   `data.atlas` plus the mask, concurrently) and its catalogue, answered
+//!   from memory; `Live`, the snapshot of which ordinals a question covers;
 //! - `directory`: the footer, the mask and their indexes, in one value;
 //! - [`Dataset`] (`dataset`): an owned handle on one dataset's schema,
 //!   layouts, statistics, attributes and data;
@@ -11,22 +12,26 @@
 //! - `many`: one array from many datasets as a stream, a bounded number of
 //!   reads in flight over one shared segment and block cache;
 //! - `delete`: the deletion mask, one GET and one PUT per batch;
-//! - segments come from `atlas-segment`'s `SegmentSet`: each opened once,
-//!   screened, on first use;
+//! - segments come from `atlas-segment`: each opened once, its footer
+//!   validated, on first use.
+//!
+//! The handle users open is [`Atlas`](crate::Atlas) (`set::reader`): a set,
+//! or a lone collection as a set of one member.
 
 mod across_datasets;
-mod collection;
 mod dataset;
 mod delete;
 mod directory;
 mod many;
+mod member;
 mod region;
 mod stats;
 
-pub use collection::{Atlas, OpenOptions, SegmentInfo};
 pub use dataset::{ArrayLayout, Dataset};
 pub use delete::DeleteOutcome;
 pub use many::Order;
 pub(crate) use many::read_many;
+pub(crate) use member::Live;
+pub use member::{Member, OpenOptions, SegmentInfo};
 pub use region::{Region, Selection};
 pub use stats::{DatasetBlock, DatasetShape, DatasetStats};

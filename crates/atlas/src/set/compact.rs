@@ -14,13 +14,14 @@ use std::collections::HashSet;
 use atlas_format::MemberEntry;
 
 use super::manifest_store::CommitOutcome;
-use super::reader::AtlasSet;
+use super::reader::Atlas;
+use super::view::View;
 use super::writer::{SetWriter, member_id, remove_member};
 use crate::error::{AtlasError, Result};
-use crate::read::{Atlas, Dataset};
+use crate::read::Dataset;
 use crate::write::{WriterConfig, copy_datasets};
 
-/// What [`AtlasSet::compact`] rewrites, and how.
+/// What [`Atlas::compact`] rewrites, and how.
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
 pub struct CompactOptions {
@@ -78,7 +79,7 @@ pub struct CompactOutcome {
     pub commit: CommitOutcome,
 }
 
-impl AtlasSet {
+impl Atlas {
     /// Rewrites the longest run of small members into members of at most
     /// `target_datasets` each, and commits them in the run's place. `None`
     /// when no run of two or more small members (or one with deleted
@@ -96,7 +97,7 @@ impl AtlasSet {
                 "a lone collection has no members to compact (rewrite it instead)",
             ));
         };
-        let views = self.collections().await?;
+        let views = self.views().await?;
         let Some(run) = choose_run(&manifest.members, &views, options.target_datasets) else {
             return Ok(None);
         };
@@ -109,7 +110,7 @@ impl AtlasSet {
             .get(run.clone())
             .unwrap_or_default()
             .iter()
-            .flat_map(Atlas::datasets)
+            .flat_map(View::datasets)
             .collect();
         let copied = u64::try_from(datasets.len()).unwrap_or(u64::MAX);
 
@@ -200,7 +201,7 @@ fn replace_run(
 /// The run of members to rewrite (indexes into the commit order), if any.
 fn choose_run(
     members: &[MemberEntry],
-    views: &[Atlas],
+    views: &[View],
     target: u64,
 ) -> Option<std::ops::Range<usize>> {
     let small = |m: &MemberEntry| m.datasets_live < target;
@@ -228,7 +229,7 @@ fn choose_run(
         .get(run.end..)
         .unwrap_or_default()
         .iter()
-        .flat_map(|v| v.footer().datasets.keys().map(|n| n.as_str()))
+        .flat_map(|v| v.member().footer().datasets.keys().map(|n| n.as_str()))
         .collect();
     // Extend towards older members while a name hidden in the run (deleted,
     // or replaced within it) still has a copy older than the run.
@@ -238,19 +239,22 @@ fn choose_run(
             .unwrap_or_default()
             .iter()
             .flat_map(|v| {
-                let live: HashSet<&str> = v.dataset_names().into_iter().collect();
-                v.footer()
+                v.member()
+                    .footer()
                     .datasets
-                    .keys()
-                    .map(|n| n.as_str())
-                    .filter(move |n| !live.contains(n))
+                    .iter()
+                    .enumerate()
+                    .filter(|(i, _)| u32::try_from(*i).is_ok_and(|o| !v.is_live(o)))
+                    .map(|(_, (n, _))| n.as_str())
             })
             .filter(|n| !later.contains(n))
             .collect();
         let older = views.get(..run.start).unwrap_or_default();
-        let reaches = older
-            .iter()
-            .rposition(|v| hidden.iter().any(|n| v.footer().datasets.contains_key(*n)));
+        let reaches = older.iter().rposition(|v| {
+            hidden
+                .iter()
+                .any(|n| v.member().footer().datasets.contains_key(*n))
+        });
         match reaches {
             Some(i) if i < run.start => run = i..run.end,
             _ => return Some(run),

@@ -8,40 +8,48 @@ use atlas_format::{DeletionMask, crc32c};
 use atlas_io::read_optional;
 
 use super::manifest_store::update_manifest;
-use super::reader::AtlasSet;
+use super::reader::Atlas;
 use crate::error::{AtlasError, Result};
-use crate::read::{Atlas, DeleteOutcome};
+use crate::read::{DeleteOutcome, Member};
 
 /// Manifest commits redone when a concurrent delete changed a mask meanwhile.
 const MAX_MASK_ROUNDS: usize = 8;
 
-impl AtlasSet {
+impl Atlas {
     /// Hides the named datasets: each in the member holding its live copy, so
     /// an older copy in an older member does not come back. All or nothing
     /// for unknown names: an unknown name is `DatasetNotFound` and nothing is
-    /// written. Cost per member touched: the mask's read-modify-write; then
+    /// written; a name already deleted is accepted and changes nothing.
+    /// Afterwards the datasets appear in no list, lookup, statistic or
+    /// attribute column of this handle; containers are never modified. Cost per member touched: the mask's read-modify-write; then
     /// one manifest commit (read, conditional write, read-back).
     ///
     /// # Errors
-    /// [`AtlasError::DatasetNotFound`]; what [`Atlas::delete_datasets`]
-    /// returns, in a member; [`AtlasError::CommitConflict`] when the manifest
+    /// [`AtlasError::DatasetNotFound`]; [`AtlasError::CorruptMask`] when a
+    /// member's mask on storage is not a mask, [`AtlasError::Io`] when storage
+    /// fails or concurrent writers kept winning the mask's conditional write; [`AtlasError::CommitConflict`] when the manifest
     /// commit kept losing races (the masks are written: the datasets are
     /// hidden, and only the manifest's counts lag until the next commit).
     pub async fn delete_datasets(&self, names: &[&str]) -> Result<DeleteOutcome> {
-        let views = self.collections().await?;
-        let mut by_member: BTreeMap<usize, (Atlas, Vec<&str>)> = BTreeMap::new();
+        let views = self.views().await?;
+        let mut by_member: BTreeMap<usize, (Member, Vec<&str>)> = BTreeMap::new();
         for name in names {
+            // The newest member holding the name decides, as for a read.
             let (index, view) = views
                 .iter()
                 .enumerate()
                 .rev()
-                .find(|(_, v)| v.contains(name))
+                .find(|(_, v)| v.member().footer().datasets.contains_key(*name))
                 .ok_or_else(|| AtlasError::DatasetNotFound {
                     name: (*name).to_owned(),
                 })?;
+            if !view.contains(name) {
+                // Deleted there already: accepted, nothing to write.
+                continue;
+            }
             by_member
                 .entry(index)
-                .or_insert_with(|| (view.clone(), Vec::new()))
+                .or_insert_with(|| (view.member().clone(), Vec::new()))
                 .1
                 .push(name);
         }
@@ -57,7 +65,7 @@ impl AtlasSet {
             guarantee.get_or_insert(outcome.guarantee);
         }
         if self.is_set() && !by_member.is_empty() {
-            let touched: Vec<(usize, Atlas)> = by_member
+            let touched: Vec<(usize, Member)> = by_member
                 .iter()
                 .map(|(i, (v, _))| (*i, v.clone()))
                 .collect();
@@ -79,7 +87,7 @@ impl AtlasSet {
     /// Records the masks of `touched` members in the manifest, until what it
     /// records is what storage holds (a concurrent delete may change a mask
     /// between our read of it and our commit; the later committer fixes it).
-    async fn commit_masks(&self, touched: &[(usize, Atlas)]) -> Result<()> {
+    async fn commit_masks(&self, touched: &[(usize, Member)]) -> Result<()> {
         let mut committed: Option<Vec<(String, u64, Option<u32>)>> = None;
         for _ in 0..MAX_MASK_ROUNDS {
             let mut states = Vec::with_capacity(touched.len());
@@ -136,7 +144,7 @@ impl AtlasSet {
 }
 
 /// The member's live dataset count and mask checksum, as storage holds them now.
-async fn mask_state(atlas: &Atlas) -> Result<(u64, Option<u32>)> {
+async fn mask_state(atlas: &Member) -> Result<(u64, Option<u32>)> {
     let inner = atlas.inner();
     let total = u32::try_from(atlas.dataset_count_total())
         .map_err(|_| AtlasError::corrupt("more than u32::MAX datasets"))?;

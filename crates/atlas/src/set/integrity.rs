@@ -20,7 +20,7 @@ use bytes::Bytes;
 use opendal::Operator;
 
 use crate::error::{AtlasError, Result};
-use crate::read::Atlas;
+use crate::read::Member;
 
 /// Largest read made while checksumming: bounds the memory a big segment costs.
 const PIECE_BYTES: u64 = 8 * 1024 * 1024;
@@ -95,7 +95,7 @@ impl fmt::Display for ChecksumMismatch {
 /// CRC32C of every part of `atlas`'s collection, read from storage now:
 /// each segment's byte range, the footer part and the mask. No array is
 /// decoded; a segment is read in pieces of at most 8 MiB.
-pub(crate) async fn member_checksums(atlas: &Atlas) -> Result<MemberChecksums> {
+pub(crate) async fn member_checksums(atlas: &Member) -> Result<MemberChecksums> {
     let inner = atlas.inner();
     let container_len = atlas.container_bytes();
     let mut segments = Vec::new();
@@ -134,7 +134,7 @@ pub(crate) async fn member_checksums(atlas: &Atlas) -> Result<MemberChecksums> {
 /// in `expected`, plus the header if it is not the v8 container header.
 /// Empty when nothing changed.
 pub(crate) async fn check_member(
-    atlas: &Atlas,
+    atlas: &Member,
     expected: &MemberChecksums,
 ) -> Result<Vec<ChecksumMismatch>> {
     let inner = atlas.inner();
@@ -215,7 +215,7 @@ async fn crc_of_range(op: &Operator, path: &str, range: Range<u64>) -> Result<u3
     Ok(crc)
 }
 
-impl Atlas {
+impl Member {
     /// Computes the CRC32C of every part of this collection (each segment,
     /// the footer part, the deletion mask) and stores them in the checksum
     /// sidecar `data.atlas.crc32c` beside the container, replacing any
@@ -254,7 +254,7 @@ impl Atlas {
             .map(|(_, mismatches)| mismatches))
     }
 
-    /// [`Atlas::verify_checksums`], with the number of parts compared (the
+    /// [`Member::verify_checksums`], with the number of parts compared (the
     /// header, the footer, each segment recorded, and the mask if recorded or present).
     pub(crate) async fn check_sidecar(&self) -> Result<Option<(usize, Vec<ChecksumMismatch>)>> {
         let Some(expected) = self.read_checksums().await? else {
@@ -283,11 +283,11 @@ impl Atlas {
 }
 
 /// Where the checksum sidecar of `atlas` is, in its operator.
-fn sidecar_path(atlas: &Atlas) -> String {
+fn sidecar_path(atlas: &Member) -> String {
     object_path(&atlas.inner().prefix, CHECKSUM_SIDECAR_FILE)
 }
 
-impl crate::AtlasSet {
+impl crate::Atlas {
     /// Recomputes the checksums of member `id` and lists every part (header,
     /// segment, footer, mask) that differs from what the manifest records:
     /// empty when the member is intact. Reads the member's container and

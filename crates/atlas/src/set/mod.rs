@@ -1,7 +1,7 @@
 //! Collection sets: many v8 collections under one prefix, read, queried and
 //! updated as one (`docs/sets.md`).
 //!
-//! - [`AtlasSet`] (`reader`): opening (one manifest read), members opened
+//! - [`Atlas`] (`reader`): opening (one manifest read), members opened
 //!   lazily, name resolution (the newest commit's copy is live), and every
 //!   read question combined over the members;
 //! - `prune`: which members a predicate can match, from the manifest alone;
@@ -18,10 +18,12 @@ mod prune;
 mod reader;
 pub(crate) mod summary;
 mod uncommitted;
+mod view;
 mod writer;
 
 pub use compact::{CompactOptions, CompactOutcome};
 pub use manifest_store::CommitOutcome;
-pub use reader::AtlasSet;
+pub use reader::Atlas;
 pub use uncommitted::{UncommittedMember, remove_uncommitted_member, uncommitted_members};
+pub(crate) use view::View;
 pub use writer::{MemberWriter, SetWriter, member_id, member_path};

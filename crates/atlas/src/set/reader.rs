@@ -1,14 +1,16 @@
-//! [`AtlasSet`]: a collection set opened for reading (and deleting), or a
-//! lone collection seen as a set of one.
+//! [`Atlas`]: the one read handle. It opens whatever a location holds, a
+//! collection set or a lone collection (a set of one member), and answers
+//! every question the same way for both.
 //!
-//! Opening reads the manifest and nothing else. Members open on first use,
-//! concurrently, each with one tail read as a lone collection would. Every
-//! question is answered by the members' *views*: each member with the copies
+//! Opening asks for the set's manifest and the lone container's tail (and
+//! mask) at once, one round trip; whichever exists answers. A set's members
+//! open on first use, concurrently, each with one tail read. Every question
+//! is answered by the members' views ([`View`]): each member with the copies
 //! a newer member replaces hidden, as if deleted. A question over the whole
 //! set opens every member; a query first skips the members whose manifest
 //! summaries rule it out.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, RwLock};
 
 use arrow_array::{ArrayRef, RecordBatch, StringArray};
@@ -19,53 +21,62 @@ use tokio::sync::OnceCell;
 
 use super::manifest_store::read_manifest;
 use super::prune::may_match;
+use super::view::View;
 use crate::error::{AtlasError, Result};
 use crate::location::{Access, Address, Location};
 use crate::query::{
     CatalogueOptions, Declared, Plan, Predicate, QueryError, TableOptions, TableStream,
     catalogue_with, ruled_out, select_with, table_with,
 };
-use crate::read::{Atlas, Dataset, DatasetStats, OpenOptions, Order, Region};
+use crate::read::{
+    Dataset, DatasetBlock, DatasetShape, DatasetStats, Member, OpenOptions, Order, Region,
+};
 use crate::{AnyArray, ArrayStats, Attr};
 
 /// Members opened at once when a question needs all of them.
 const OPEN_CONCURRENCY: usize = 32;
 
-/// A collection set opened for reading: many collections read as one.
+/// An opened collection: a set of many containers read as one, or a lone
+/// collection (a set of one member). The one handle to read, query and
+/// delete from; [`Member`] is one container of it.
 ///
-/// Also opens a lone collection, as a set of one member, so code written
-/// against `AtlasSet` reads either. Cloning is cheap; clones share members,
-/// segments and caches.
+/// Cheap to clone (one `Arc`), `Send + Sync + 'static`; clones share the
+/// members, their opened segments and the block cache. Asking about names,
+/// counts and schemas costs no request once the members a question needs are
+/// open (a lone collection's one is open from the start); array data,
+/// statistics and attributes come from the members' per-variable segments,
+/// each opened once on first use.
 #[derive(Clone)]
-pub struct AtlasSet {
-    inner: Arc<SetInner>,
+pub struct Atlas {
+    inner: Arc<Inner>,
 }
 
-struct SetInner {
+struct Inner {
     location: Location,
     manifest_path: String,
     /// `None`: a lone collection.
     manifest: RwLock<Option<SetManifest>>,
     /// Commit order, oldest first.
-    members: Vec<Member>,
+    members: Vec<Slot>,
     options: OpenOptions,
     /// Every member open, with replaced copies hidden; computed once.
-    views: OnceCell<Vec<Atlas>>,
+    views: OnceCell<Vec<View>>,
     /// Deletes through one handle run one at a time.
     pub(super) write_lock: tokio::sync::Mutex<()>,
 }
 
-struct Member {
+/// One member of the manifest (or the lone container), opened on first use.
+struct Slot {
     id: String,
     path: String,
     /// Datasets the manifest says the member's container holds.
     datasets_total: Option<u64>,
-    opened: OnceCell<Atlas>,
+    opened: OnceCell<Member>,
 }
 
-impl std::fmt::Debug for AtlasSet {
+impl std::fmt::Debug for Atlas {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("AtlasSet")
+        f.debug_struct("Atlas")
             .field("location", &self.inner.location.display())
             .field("members", &self.inner.members.len())
             .field("is_set", &self.is_set())
@@ -73,46 +84,62 @@ impl std::fmt::Debug for AtlasSet {
     }
 }
 
-impl AtlasSet {
-    /// Opens the set at `address` (any address [`Atlas::open`] takes): one
-    /// read of its `set.manifest`. Where there is no manifest, the prefix is
-    /// opened as a lone collection (a set of one), which costs what
-    /// [`Atlas::open`] costs after that first read.
+impl Atlas {
+    /// Opens the collection at `address`: a path, a URL (`s3://`, `gs://`,
+    /// `az://`, `http(s)://`, `file://`), a [`Location`], or an operator with
+    /// the collection's prefix (`(op, "argo")`). A set or a lone collection.
+    ///
+    /// Costs one round trip: the read of `set.manifest`, and for a lone
+    /// collection the read of `data.atlas`'s tail (two when its footer
+    /// exceeds 64 KiB) and of `deleted.mask`, all sent at once. A set's
+    /// members open later, on first use. Opening a local directory creates
+    /// nothing on disk.
     ///
     /// # Errors
-    /// [`AtlasError::SetManifest`] for a manifest that is damaged or of a set
-    /// version this library does not read; what [`Atlas::open`] returns for
-    /// a lone collection; [`AtlasError::InvalidLocation`], [`AtlasError::Io`].
-    pub async fn open(address: impl Into<Address>, options: &OpenOptions) -> Result<AtlasSet> {
+    /// [`AtlasError::InvalidLocation`] for an address no backend accepts;
+    /// [`AtlasError::Io`] when storage fails (`NotFound` when neither a set
+    /// nor a collection is there); [`AtlasError::SetManifest`] for a manifest
+    /// that is damaged or of a set version this library does not read;
+    /// [`AtlasError::NotAnAtlasCollection`], [`AtlasError::UnsupportedVersion`],
+    /// [`AtlasError::CorruptCollection`] or [`AtlasError::CorruptMask`] for a
+    /// lone container that is not a readable v8 collection.
+    pub async fn open(address: impl Into<Address>, options: &OpenOptions) -> Result<Atlas> {
         let location = address
             .into()
             .resolve(&options.storage, Access::Read)
             .await?;
         let manifest_path = location.object(SET_MANIFEST_FILE);
-        let manifest = read_manifest(location.operator(), &manifest_path, &options.limits).await?;
+        let (manifest, lone) = futures::join!(
+            read_manifest(location.operator(), &manifest_path, &options.limits),
+            Member::open_location(location.clone(), options)
+        );
+        let manifest = manifest?;
         let members = match &manifest {
             Some(manifest) => manifest
                 .members
                 .iter()
-                .map(|entry| Member {
+                .map(|entry| Slot {
                     id: entry.id.clone(),
                     path: entry.path.clone(),
                     datasets_total: Some(entry.datasets_total),
                     opened: OnceCell::new(),
                 })
                 .collect(),
-            None => {
-                let atlas = Atlas::open_location(location.clone(), options).await?;
-                vec![Member {
-                    id: String::new(),
-                    path: String::new(),
-                    datasets_total: None,
-                    opened: OnceCell::new_with(Some(atlas)),
-                }]
-            }
+            None => vec![Slot {
+                id: String::new(),
+                path: String::new(),
+                datasets_total: None,
+                opened: OnceCell::new_with(Some(lone?)),
+            }],
         };
-        Ok(AtlasSet {
-            inner: Arc::new(SetInner {
+        tracing::debug!(
+            collection = %location.display(),
+            set = manifest.is_some(),
+            members = members.len(),
+            "opened"
+        );
+        Ok(Atlas {
+            inner: Arc::new(Inner {
                 location,
                 manifest_path,
                 manifest: RwLock::new(manifest),
@@ -144,18 +171,41 @@ impl AtlasSet {
         self.manifest().map(|m| m.members).unwrap_or_default()
     }
 
-    /// Where the set is.
+    /// Where the collection is.
     pub fn location(&self) -> &Location {
         &self.inner.location
     }
 
     /// Members opened so far (a lone collection's one is open from the start).
     pub fn members_opened(&self) -> usize {
-        self.inner
-            .members
-            .iter()
-            .filter(|m| m.opened.initialized())
-            .count()
+        self.opened().count()
+    }
+
+    /// The members opened so far, oldest commit first.
+    fn opened(&self) -> impl Iterator<Item = &Member> {
+        self.inner.members.iter().filter_map(|m| m.opened.get())
+    }
+
+    /// Segments opened so far, over every open member: each is opened once,
+    /// on first use, and kept.
+    pub fn segments_opened(&self) -> usize {
+        self.opened().map(Member::segments_opened).sum()
+    }
+
+    /// Blocks decoded so far for reads of fixed-width arrays, over every
+    /// open member (see [`Member::blocks_decoded`]).
+    pub fn blocks_decoded(&self) -> u64 {
+        self.opened().map(Member::blocks_decoded).sum()
+    }
+
+    /// The container of a lone collection (open from the start, no
+    /// request); `None` for a set, whose members [`member`](Self::member)
+    /// opens.
+    pub fn lone_member(&self) -> Option<Member> {
+        if self.is_set() {
+            return None;
+        }
+        self.opened().next().cloned()
     }
 
     pub(super) fn manifest_path(&self) -> &str {
@@ -179,7 +229,7 @@ impl AtlasSet {
     }
 
     /// Member `index` (commit order), opened on first use; errors name the member.
-    async fn open_member(&self, index: usize) -> Result<Atlas> {
+    async fn open_member(&self, index: usize) -> Result<Member> {
         let member = self
             .inner
             .members
@@ -189,33 +239,33 @@ impl AtlasSet {
             .opened
             .get_or_try_init(|| async {
                 let location = self.inner.location.child(&member.path, Access::Read)?;
-                let atlas = Atlas::open_location(location, &self.inner.options).await?;
+                let opened = Member::open_location(location, &self.inner.options).await?;
                 if let Some(expected) = member.datasets_total
-                    && u64::try_from(atlas.dataset_count_total()).ok() != Some(expected)
+                    && u64::try_from(opened.dataset_count_total()).ok() != Some(expected)
                 {
                     return Err(AtlasError::corrupt(format!(
                         "the manifest says the member holds {expected} datasets, its container {}",
-                        atlas.dataset_count_total()
+                        opened.dataset_count_total()
                     )));
                 }
-                Ok(atlas)
+                Ok(opened)
             })
             .await
             .cloned()
             .map_err(|e| e.in_member(&member.id, &self.member_display(member)))
     }
 
-    fn member_display(&self, member: &Member) -> String {
+    fn member_display(&self, member: &Slot) -> String {
         atlas_io::object_path(self.inner.location.display(), &member.path)
     }
 
-    /// The member with id `id`, opened on first use, as a collection of its
-    /// own (copies that newer members replace are not hidden).
+    /// The member with id `id`, opened on first use. It answers for its own
+    /// container: copies that newer members replace are not hidden.
     ///
     /// # Errors
     /// [`AtlasError::InvalidUse`] for an id the manifest does not name;
     /// [`AtlasError::Member`] when the member cannot be opened.
-    pub async fn member(&self, id: &str) -> Result<Atlas> {
+    pub async fn member(&self, id: &str) -> Result<Member> {
         let index = self
             .inner
             .members
@@ -226,77 +276,93 @@ impl AtlasSet {
         self.open_member(index).await
     }
 
-    /// Opens members `from..` (commit order) concurrently and returns their
-    /// views, each with the names a newer member holds hidden.
-    async fn views_from(&self, from: usize) -> Result<Vec<Atlas>> {
-        let opened: Vec<Atlas> = stream::iter(from..self.inner.members.len())
-            .map(|i| self.open_member(i))
-            .buffered(OPEN_CONCURRENCY)
-            .try_collect()
-            .await?;
-        Ok(resolve(&opened))
-    }
-
     /// Every member's view, oldest commit first: each member with the copies
     /// a newer member replaces hidden. Opens the members not yet open.
-    ///
-    /// These are the set: any [`Atlas`] question asked of each view and
-    /// combined answers it for the whole set.
+    pub(super) async fn views(&self) -> Result<Vec<View>> {
+        self.inner
+            .views
+            .get_or_try_init(|| async {
+                let opened: Vec<Member> = stream::iter(0..self.inner.members.len())
+                    .map(|i| self.open_member(i))
+                    .buffered(OPEN_CONCURRENCY)
+                    .try_collect()
+                    .await?;
+                Ok::<_, AtlasError>(resolve(&opened))
+            })
+            .await
+            .cloned()
+    }
+
+    /// Every member, opened (concurrently, those not yet open), oldest commit
+    /// first; for a lone collection its one container.
     ///
     /// # Errors
     /// [`AtlasError::Member`] when a member cannot be opened.
-    pub async fn collections(&self) -> Result<Vec<Atlas>> {
-        self.inner
-            .views
-            .get_or_try_init(|| self.views_from(0))
-            .await
-            .cloned()
+    pub async fn open_members(&self) -> Result<Vec<Member>> {
+        Ok(self
+            .views()
+            .await?
+            .iter()
+            .map(|v| v.member().clone())
+            .collect())
     }
 
     /// Live datasets over all members.
     ///
     /// # Errors
-    /// As [`collections`](Self::collections).
+    /// [`AtlasError::Member`] when a member cannot be opened.
     pub async fn dataset_count(&self) -> Result<usize> {
-        Ok(self
-            .collections()
-            .await?
-            .iter()
-            .map(Atlas::dataset_count)
-            .sum())
+        Ok(self.views().await?.iter().map(View::dataset_count).sum())
     }
 
     /// Names of the live datasets: members oldest commit first, each in
     /// ordinal order; a replaced name is listed once, where its live copy is.
     ///
     /// # Errors
-    /// As [`collections`](Self::collections).
+    /// [`AtlasError::Member`] when a member cannot be opened.
     pub async fn dataset_names(&self) -> Result<Vec<String>> {
         Ok(self
-            .collections()
+            .views()
             .await?
             .iter()
-            .flat_map(|v| v.dataset_names().into_iter().map(str::to_owned))
+            .flat_map(|v| v.dataset_names())
             .collect())
     }
 
     /// Handles of the live datasets, in [`dataset_names`](Self::dataset_names) order.
     ///
     /// # Errors
-    /// As [`collections`](Self::collections).
+    /// [`AtlasError::Member`] when a member cannot be opened.
     pub async fn datasets(&self) -> Result<Vec<Dataset>> {
         Ok(self
-            .collections()
+            .views()
             .await?
             .iter()
-            .flat_map(Atlas::datasets)
+            .flat_map(|v| v.datasets())
+            .collect())
+    }
+
+    /// Handles of the live datasets grouped by the member holding them, with
+    /// its id (empty for a lone collection), oldest commit first; the order
+    /// of [`datasets`](Self::datasets) within each group.
+    ///
+    /// # Errors
+    /// [`AtlasError::Member`] when a member cannot be opened.
+    pub async fn datasets_by_member(&self) -> Result<Vec<(String, Vec<Dataset>)>> {
+        let views = self.views().await?;
+        Ok(self
+            .inner
+            .members
+            .iter()
+            .zip(views.iter())
+            .map(|(slot, view)| (slot.id.clone(), view.datasets()))
             .collect())
     }
 
     /// Whether a live dataset has this name.
     ///
     /// # Errors
-    /// As [`collections`](Self::collections).
+    /// [`AtlasError::Member`] when a member cannot be opened.
     pub async fn contains(&self, name: &str) -> Result<bool> {
         Ok(self.live_copy(name).await?.is_some())
     }
@@ -308,7 +374,8 @@ impl AtlasSet {
     /// manifest) can hold the name, and stops at the first that does.
     ///
     /// # Errors
-    /// [`AtlasError::DatasetNotFound`]; as [`collections`](Self::collections).
+    /// [`AtlasError::DatasetNotFound`]; [`AtlasError::Member`] when a member
+    /// cannot be opened.
     pub async fn dataset(&self, name: &str) -> Result<Dataset> {
         self.live_copy(name)
             .await?
@@ -328,13 +395,11 @@ impl AtlasSet {
                 .transpose();
         }
         let Some(manifest) = self.manifest() else {
-            // A lone collection: its one member is open.
-            let views = self.collections().await?;
-            return views
-                .iter()
-                .find(|v| v.contains(name))
-                .map(|v| v.dataset(name))
-                .transpose();
+            // A lone collection: its one member is open, and hides nothing.
+            return match self.lone_member() {
+                Some(member) if member.contains(name) => member.dataset(name).map(Some),
+                _ => Ok(None),
+            };
         };
         for (index, entry) in manifest.members.iter().enumerate().rev() {
             if !entry.names.as_ref().is_some_and(|r| r.contains(name)) {
@@ -355,12 +420,12 @@ impl AtlasSet {
     /// Distinct array names over all members, in order of first appearance.
     ///
     /// # Errors
-    /// As [`collections`](Self::collections).
+    /// [`AtlasError::Member`] when a member cannot be opened.
     pub async fn array_names(&self) -> Result<Vec<String>> {
         let mut seen = HashSet::new();
         let mut out = Vec::new();
-        for view in self.collections().await? {
-            for name in view.array_names() {
+        for view in self.views().await? {
+            for name in view.member().array_names() {
                 if seen.insert(name.to_owned()) {
                     out.push(name.to_owned());
                 }
@@ -369,11 +434,20 @@ impl AtlasSet {
         Ok(out)
     }
 
-    /// Statistics of `array` over every live dataset of the set (see
-    /// [`Atlas::array_stats`]); one segment-footer read per member holding it.
+    /// Statistics of `array` folded over every live dataset: counts add, min
+    /// of mins, max of maxes. In each member, datasets whose declared type for
+    /// `array` differs from the first live declaring dataset's cannot be
+    /// compared and stay out of the fold. `None` when no live dataset records
+    /// statistics for it.
+    ///
+    /// One read of each segment footer holding `array` (none if the segment
+    /// is open or its footer in hand), one pass over it, no array data.
     ///
     /// # Errors
-    /// As [`Atlas::array_stats`], in a member.
+    /// [`AtlasError::ArrayNotFound`] when no dataset declares `array`;
+    /// [`AtlasError::CorruptSegment`] when a segment's footer is damaged,
+    /// [`AtlasError::Io`] when storage fails; [`AtlasError::Member`] when a
+    /// member cannot be opened.
     pub async fn array_stats(&self, array: &str) -> Result<Option<ArrayStats>> {
         let views = self.views_declaring(array).await?;
         let parts =
@@ -388,11 +462,12 @@ impl AtlasSet {
         Ok(folded)
     }
 
-    /// Each live dataset's statistics of `array`, members oldest commit first
-    /// (ordinals are within each member).
+    /// Each live dataset's statistics of `array`, members oldest commit first,
+    /// each in ordinal order (datasets of any declared type; one without
+    /// recorded statistics is left out). Ordinals are within each member.
     ///
     /// # Errors
-    /// As [`Atlas::array_stats_by_dataset`], in a member.
+    /// As [`array_stats`](Self::array_stats).
     pub async fn array_stats_by_dataset(&self, array: &str) -> Result<Vec<DatasetStats>> {
         let views = self.views_declaring(array).await?;
         let parts =
@@ -401,11 +476,50 @@ impl AtlasSet {
         Ok(parts.into_iter().flatten().collect())
     }
 
-    /// Attribute `key` of every live dataset that declares it (dataset-level
-    /// when `array` is `None`), members oldest commit first.
+    /// Each live dataset declaring `array`, members oldest commit first, each
+    /// in ordinal order, with the first data block of the array's segment its
+    /// values lie in: the grouping a reader of many datasets follows so that
+    /// one task reads whole blocks (dask partitions, `read_many` batches).
+    /// Read off the segment footers, no data block.
     ///
     /// # Errors
-    /// As [`Atlas::attributes_by_dataset`], in a member.
+    /// As [`array_stats`](Self::array_stats).
+    pub async fn array_blocks_by_dataset(&self, array: &str) -> Result<Vec<DatasetBlock>> {
+        let views = self.views_declaring(array).await?;
+        let parts =
+            futures::future::try_join_all(views.iter().map(|v| v.array_blocks_by_dataset(array)))
+                .await?;
+        Ok(parts.into_iter().flatten().collect())
+    }
+
+    /// Each live dataset declaring `array`, members oldest commit first, each
+    /// in ordinal order, with its shape and element type as the segment
+    /// records them: what a view laying many datasets end to end (a ragged or
+    /// padded table) needs before it reads a value. Read off the segment
+    /// footers, no data block.
+    ///
+    /// # Errors
+    /// As [`array_stats`](Self::array_stats), which also fails when a
+    /// dataset's array is damaged or its segment's type differs from the one
+    /// its dataset declares.
+    pub async fn array_shapes_by_dataset(&self, array: &str) -> Result<Vec<DatasetShape>> {
+        let views = self.views_declaring(array).await?;
+        let parts =
+            futures::future::try_join_all(views.iter().map(|v| v.array_shapes_by_dataset(array)))
+                .await?;
+        Ok(parts.into_iter().flatten().collect())
+    }
+
+    /// Attribute `key` of every live dataset that declares it, members oldest
+    /// commit first, each in ordinal (write) order: dataset-level when `array`
+    /// is `None`, else on that array.
+    ///
+    /// No request when no live dataset declares it; otherwise one read of
+    /// each segment footer involved (none if in hand), decoding only this
+    /// attribute's values.
+    ///
+    /// # Errors
+    /// As [`array_stats`](Self::array_stats).
     pub async fn attributes_by_dataset(
         &self,
         array: Option<&str>,
@@ -413,7 +527,7 @@ impl AtlasSet {
     ) -> Result<Vec<(String, Attr)>> {
         let views = match array {
             Some(array) => self.views_declaring(array).await?,
-            None => self.collections().await?,
+            None => self.views().await?,
         };
         let parts = futures::future::try_join_all(
             views.iter().map(|v| v.attributes_by_dataset(array, key)),
@@ -423,9 +537,9 @@ impl AtlasSet {
     }
 
     /// The views whose datasets declare `array`; `ArrayNotFound` when none does.
-    async fn views_declaring(&self, array: &str) -> Result<Vec<Atlas>> {
-        let views: Vec<Atlas> = self
-            .collections()
+    async fn views_declaring(&self, array: &str) -> Result<Vec<View>> {
+        let views: Vec<View> = self
+            .views()
             .await?
             .into_iter()
             .filter(|v| Declared::of(std::slice::from_ref(v)).has_array(array))
@@ -440,7 +554,17 @@ impl AtlasSet {
     }
 
     /// Reads `region` of `array` from each of `datasets` (handles from this
-    /// set, of any members), as [`Atlas::read_many`] does for one collection.
+    /// collection, of any members), at most `concurrency` reads at a time,
+    /// and yields `(dataset name, result)` in `order`.
+    ///
+    /// A dataset that does not declare `array`, whose read fails, or that is
+    /// not a dataset of this collection yields its error and the stream goes
+    /// on. Cost: one open of the array's segment per member (none if already
+    /// open); then, when a member's datasets read at least half of its
+    /// segment's arrays, that segment's data region in one read, otherwise
+    /// the blocks not yet in the shared block cache, with reads that continue
+    /// the previous one served by a growing read-ahead window (4 MiB doubling
+    /// to 32 MiB), so a sweep costs a few requests rather than one per block.
     pub fn read_many(
         &self,
         datasets: impl IntoIterator<Item = Dataset>,
@@ -449,13 +573,20 @@ impl AtlasSet {
         concurrency: usize,
         order: Order,
     ) -> BoxStream<'static, (String, Result<AnyArray>)> {
-        crate::read::read_many(
-            datasets.into_iter().collect(),
-            array,
-            region,
-            concurrency,
-            order,
-        )
+        let members: HashSet<usize> = self.opened().map(Member::key).collect();
+        let (ours, foreign): (Vec<Dataset>, Vec<Dataset>) = datasets
+            .into_iter()
+            .partition(|ds| members.contains(&ds.member().key()));
+        let foreign = stream::iter(foreign).map(|ds| {
+            let error = AtlasError::invalid_use(format!(
+                "dataset {:?} belongs to another collection than this handle's",
+                ds.name()
+            ));
+            (ds.name().to_owned(), Err(error))
+        });
+        crate::read::read_many(ours, array, region, concurrency, order)
+            .chain(foreign)
+            .boxed()
     }
 
     /// Names of the live datasets `predicate` accepts, in
@@ -472,7 +603,10 @@ impl AtlasSet {
     /// name in the predicate is checked (nothing was opened to check it).
     ///
     /// # Errors
-    /// As [`Atlas::select`].
+    /// [`QueryError::UnknownName`], [`QueryError::AmbiguousName`],
+    /// [`QueryError::TypeMismatch`] or [`QueryError::NoStatistics`] for a
+    /// predicate the collection cannot decide; [`QueryError::Atlas`] when
+    /// reading a segment footer fails.
     pub async fn select(&self, predicate: &Predicate) -> Result<Vec<String>, QueryError> {
         let views = self.candidate_views(Some(predicate)).await?;
         if views.is_empty() {
@@ -483,12 +617,26 @@ impl AtlasSet {
         select_with(&views, &plan).await
     }
 
-    /// The catalogue of the set (see [`Atlas::catalogue`]), with a `member`
-    /// column (utf8, the member id; empty for a lone collection) after `name`.
-    /// A predicate skips members as [`select`](Self::select) does.
+    /// One row per live dataset (in [`dataset_names`](Self::dataset_names)
+    /// order, or those [`CatalogueOptions::predicate`] accepts): `name`
+    /// (utf8), for a set `member` (utf8, the member id; a lone collection has
+    /// no such column), `ordinal` (within the member) and `schema` (uint32), one column per dataset
+    /// attribute typed as declared (lists as list arrays, null where a
+    /// dataset lacks it; utf8 JSON when schemas declare the key with
+    /// different types), and per array `ARRAY.count`, `ARRAY.nulls` (uint64)
+    /// and `ARRAY.min`, `ARRAY.max` typed as the array's elements
+    /// (timestamps in UTC; absent for list types; utf8 when schemas disagree
+    /// on the type). A predicate skips members as [`select`](Self::select)
+    /// does.
+    ///
+    /// Reads one segment footer per variable involved and member, concurrently,
+    /// and no array data.
     ///
     /// # Errors
-    /// As [`Atlas::catalogue`].
+    /// [`QueryError::UnknownName`] for an attribute or array not declared,
+    /// errors of the predicate (see [`select`](Self::select)),
+    /// [`QueryError::Arrow`] when the table cannot be built,
+    /// [`QueryError::Atlas`] when reading a segment footer fails.
     pub async fn catalogue(&self, options: &CatalogueOptions) -> Result<RecordBatch, QueryError> {
         let views = self.candidate_views(options.predicate.as_ref()).await?;
         let (batch, rows) = if views.is_empty() && options.predicate.is_some() {
@@ -500,21 +648,54 @@ impl AtlasSet {
         } else {
             catalogue_with(&views, options).await?
         };
+        if !self.is_set() {
+            return Ok(batch);
+        }
+        let id_of: HashMap<usize, &str> = self
+            .inner
+            .members
+            .iter()
+            .filter_map(|m| m.opened.get().map(|o| (o.key(), m.id.as_str())))
+            .collect();
         let ids: Vec<&str> = rows
             .iter()
-            .map(|ds| self.member_id_of(ds.atlas()))
+            .map(|ds| id_of.get(&ds.member().key()).copied().unwrap_or(""))
             .collect();
         with_member_column(&batch, &ids).map_err(QueryError::Arrow)
     }
 
-    /// The long table of the set (see [`Atlas::table`]), datasets in
-    /// [`dataset_names`](Self::dataset_names) order. A predicate skips members
-    /// as [`select`](Self::select) does; when it rules out every member the
-    /// table is empty: `dataset`, the arrays typed as the manifest summarises
-    /// them and the attributes typed null, no index column.
+    /// The values of [`TableOptions::arrays`] of every live dataset (or those
+    /// the predicate accepts) as one long table, one row per element:
+    ///
+    /// - `dataset`: the dataset's name (utf8, dictionary-encoded);
+    /// - one index column per dimension of the arrays, named after it (uint32,
+    ///   or uint64 when an axis is longer than `u32` counts; null for a dataset
+    ///   whose arrays lack that dimension; `NAME_index` if an array or
+    ///   attribute is called `NAME` too);
+    /// - one column per array in its stored type (timestamps as UTC
+    ///   timestamps, strings utf8; values as stored, NaN and fill values
+    ///   included, except that a timestamp equal to its array's fill value is
+    ///   null, as numpy reads it as NaT), null for a dataset that lacks the array;
+    /// - one column per [`TableOptions::attributes`] key, typed as the
+    ///   catalogue types it (`@KEY` if an array is called `KEY` too).
+    ///
+    /// Datasets come in [`dataset_names`](Self::dataset_names) order, each in
+    /// row-major element order; one declaring none of the arrays has no rows.
+    /// A predicate skips members as [`select`](Self::select) does; when it
+    /// rules out every member the table is empty: `dataset`, the arrays typed
+    /// as the manifest summarises them and the attributes typed null, no
+    /// index column. Cost: one segment-footer read per array and member (and
+    /// `_datasets` for attributes and the predicate) before this returns,
+    /// then the blocks of the chosen datasets as the stream is polled, as
+    /// [`read_many`](Self::read_many) reads them.
     ///
     /// # Errors
-    /// As [`Atlas::table`].
+    /// [`QueryError::NoArrays`], [`QueryError::UnknownName`] for an array or
+    /// attribute nobody declares, [`QueryError::MixedArrayTypes`],
+    /// [`QueryError::UnsupportedArrayType`] (bool and list arrays),
+    /// [`QueryError::DimensionsDiffer`] for a dataset whose arrays do not
+    /// share their dimensions, the predicate's errors (see
+    /// [`select`](Self::select)), [`QueryError::Atlas`] when a read fails.
     pub async fn table(&self, options: &TableOptions) -> Result<TableStream, QueryError> {
         let views = self.candidate_views(options.predicate_ref()).await?;
         if views.is_empty() && options.predicate_ref().is_some() {
@@ -523,20 +704,11 @@ impl AtlasSet {
         table_with(views, options).await
     }
 
-    /// The id of the member `atlas` is a view of ("" if none).
-    fn member_id_of(&self, atlas: &Atlas) -> &str {
-        self.inner
-            .members
-            .iter()
-            .find(|m| m.opened.get().is_some_and(|o| o.same_collection(atlas)))
-            .map_or("", |m| m.id.as_str())
-    }
-
     /// The views of the members `predicate` may match (every member without
     /// one), with the names newer members hold hidden.
-    async fn candidate_views(&self, predicate: Option<&Predicate>) -> Result<Vec<Atlas>> {
+    async fn candidate_views(&self, predicate: Option<&Predicate>) -> Result<Vec<View>> {
         let Some(predicate) = predicate else {
-            return self.collections().await;
+            return self.views().await;
         };
         let manifest = self.manifest();
         let entries = manifest.as_ref().map(|m| m.members.as_slice());
@@ -572,7 +744,7 @@ impl AtlasSet {
                 })
                 .collect(),
         };
-        let opened: Vec<Atlas> = stream::iter(needed.iter().copied())
+        let opened: Vec<Member> = stream::iter(needed.iter().copied())
             .map(|i| self.open_member(i))
             .buffered(OPEN_CONCURRENCY)
             .try_collect()
@@ -610,18 +782,18 @@ fn ranges_overlap(a: &MemberEntry, b: &MemberEntry) -> bool {
 /// The views of `opened` (commit order): walking newest first, each member
 /// hides the names a newer member holds, deleted or not (a deleted name stays
 /// deleted; an older copy never comes back).
-fn resolve(opened: &[Atlas]) -> Vec<Atlas> {
+fn resolve(opened: &[Member]) -> Vec<View> {
     let mut seen: HashSet<&str> = HashSet::new();
-    let mut views: Vec<Atlas> = Vec::with_capacity(opened.len());
-    for atlas in opened.iter().rev() {
-        let names = &atlas.footer().datasets;
-        let shadowed: HashSet<u32> = names
+    let mut views: Vec<View> = Vec::with_capacity(opened.len());
+    for member in opened.iter().rev() {
+        let names = &member.footer().datasets;
+        let replaced: Vec<u32> = names
             .keys()
             .enumerate()
             .filter(|(_, name)| seen.contains(name.as_str()))
             .filter_map(|(i, _)| u32::try_from(i).ok())
             .collect();
-        views.push(atlas.with_shadowed(shadowed));
+        views.push(View::new(member.clone(), replaced));
         seen.extend(names.keys().map(|n| n.as_str()));
     }
     views.reverse();

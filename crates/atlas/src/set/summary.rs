@@ -10,7 +10,7 @@
 //! widened to the zero of the other sign (`-0.0` for a minimum, `+0.0` for a
 //! maximum), so a reader comparing with IEEE semantics never prunes a zero.
 //!
-//! Cost: one footer read per segment (the [`Atlas`] keeps each opened) and a
+//! Cost: one footer read per segment (the [`Member`] keeps each opened) and a
 //! pass over the `_datasets` attribute columns; no array data, except that
 //! the checksums read every byte of the container once.
 
@@ -23,7 +23,7 @@ use indexmap::IndexMap;
 
 use super::integrity::member_checksums;
 use crate::error::{AtlasError, Result};
-use crate::read::Atlas;
+use crate::read::{Live, Member};
 use crate::{ArrayStats, Attr, Stat};
 
 /// What the live datasets declare of one array name.
@@ -38,15 +38,16 @@ struct Declared {
 /// The manifest entry describing `atlas` as member `id` at `path` (relative
 /// to the set's prefix): counts, bytes, creation time, summaries over the
 /// live datasets and the checksums of its bytes.
-pub(crate) async fn member_entry(atlas: &Atlas, id: &str, path: &str) -> Result<MemberEntry> {
-    let (arrays, attribute_keys) = declared_by_live(atlas);
+pub(crate) async fn member_entry(atlas: &Member, id: &str, path: &str) -> Result<MemberEntry> {
+    let live = atlas.live();
+    let (arrays, attribute_keys) = declared_by_live(atlas, &live);
     let mut variables = Vec::with_capacity(arrays.len());
     for (name, declared) in &arrays {
-        variables.push(variable_summary(atlas, name, declared).await?);
+        variables.push(variable_summary(atlas, &live, name, declared).await?);
     }
     let mut attributes = Vec::new();
     for key in &attribute_keys {
-        let rows = atlas.attributes_by_dataset(None, key).await?;
+        let rows = atlas.attributes_by_dataset(&live, None, key).await?;
         if let Some((min, max)) = attribute_bounds(rows.iter().map(|(_, attr)| attr)) {
             attributes.push(AttributeSummary {
                 key: key.clone(),
@@ -59,7 +60,7 @@ pub(crate) async fn member_entry(atlas: &Atlas, id: &str, path: &str) -> Result<
         id: id.to_owned(),
         path: path.to_owned(),
         datasets_total: atlas.dataset_count_total() as u64,
-        datasets_live: atlas.dataset_count() as u64,
+        datasets_live: live.count() as u64,
         bytes: atlas.container_bytes(),
         created_unix_ms: atlas.created_unix_ms(),
         variables,
@@ -71,7 +72,7 @@ pub(crate) async fn member_entry(atlas: &Atlas, id: &str, path: &str) -> Result<
 
 /// The first and last dataset name of the container, deleted ones included
 /// (a deleted name still hides older copies, so resolution must find it).
-fn name_range(atlas: &Atlas) -> Option<NameRange> {
+fn name_range(atlas: &Member) -> Option<NameRange> {
     let names = atlas.footer().datasets.keys();
     let first = names.clone().min()?;
     let last = names.max()?;
@@ -83,12 +84,12 @@ fn name_range(atlas: &Atlas) -> Option<NameRange> {
 
 /// The array names (with their declared types) and the dataset-level
 /// attribute keys of the live datasets' schemas, in order of first appearance.
-fn declared_by_live(atlas: &Atlas) -> (IndexMap<String, Declared>, Vec<String>) {
+fn declared_by_live(atlas: &Member, live: &Live) -> (IndexMap<String, Declared>, Vec<String>) {
     let footer = atlas.footer();
     // Live datasets per schema: each schema is walked once, however many use it.
     let mut per_schema: IndexMap<u32, usize> = IndexMap::new();
     for (index, (_, &schema)) in footer.datasets.iter().enumerate() {
-        if u32::try_from(index).is_ok_and(|o| atlas.is_live(o)) {
+        if u32::try_from(index).is_ok_and(|o| live.contains(o)) {
             *per_schema.entry(schema).or_default() += 1;
         }
     }
@@ -115,11 +116,12 @@ fn declared_by_live(atlas: &Atlas) -> (IndexMap<String, Declared>, Vec<String>) 
 /// One variable's summary: counts summed over the live datasets' statistics,
 /// bounds folded when they are certain (see the module docs).
 async fn variable_summary(
-    atlas: &Atlas,
+    atlas: &Member,
+    live: &Live,
     name: &str,
     declared: &Declared,
 ) -> Result<VariableSummary> {
-    let rows = atlas.array_stats_by_dataset(name).await?;
+    let rows = atlas.array_stats_by_dataset(live, name).await?;
     let mut count = 0u64;
     let mut nulls = 0u64;
     let mut folded: Option<ArrayStats> = None;

@@ -8,7 +8,7 @@ use std::time::{Duration, SystemTime};
 
 use futures::TryStreamExt;
 
-use super::reader::AtlasSet;
+use super::reader::Atlas;
 use super::writer::member_path;
 use crate::error::{AtlasError, Result};
 use crate::location::Location;
@@ -109,7 +109,7 @@ pub async fn remove_uncommitted_member(
 /// The committed member paths at `location` (none where there is no
 /// manifest).
 async fn committed_paths(location: &Location) -> Result<HashSet<String>> {
-    match AtlasSet::open(location, &OpenOptions::default()).await {
+    match Atlas::open(location, &OpenOptions::default()).await {
         Ok(set) => Ok(set.members().into_iter().map(|m| m.path).collect()),
         // No manifest and no collection: nothing is committed.
         Err(AtlasError::Io(io)) if io.kind() == IoErrorKind::NotFound => Ok(HashSet::new()),

@@ -17,7 +17,7 @@ use super::manifest_store::{CommitOutcome, read_manifest, update_manifest_traced
 use super::summary::member_entry;
 use crate::error::{AtlasError, Result};
 use crate::location::{Access, Address, Location};
-use crate::read::{Atlas, OpenOptions};
+use crate::read::{Member, OpenOptions};
 use crate::write::{AtlasWriter, WriterConfig};
 
 /// A member id from a time and a random number, both passed in so runs are
@@ -145,7 +145,7 @@ impl SetWriter {
     /// open of the member, its segment footers, one read of its bytes).
     ///
     /// # Errors
-    /// What [`AtlasWriter::finish`] and [`Atlas::open`] return.
+    /// What [`AtlasWriter::finish`] and [`Atlas::open`](crate::Atlas::open) return.
     pub async fn finish_member(&mut self, member: MemberWriter) -> Result<&MemberEntry> {
         let id = member.id.clone();
         member.writer.finish().await?;
@@ -159,7 +159,7 @@ impl SetWriter {
     ///
     /// # Errors
     /// [`AtlasError::InvalidUse`] for an id this writer did not begin or
-    /// already recorded; what [`Atlas::open`] returns.
+    /// already recorded; what [`Atlas::open`](crate::Atlas::open) returns.
     pub async fn record_member(&mut self, id: &str) -> Result<&MemberEntry> {
         if !self.begun.iter().any(|b| b == id) || self.finished.iter().any(|e| e.id == id) {
             return Err(AtlasError::invalid_use(format!(
@@ -167,7 +167,7 @@ impl SetWriter {
             )));
         }
         let location = self.location.child(&member_path(id), Access::Read)?;
-        let atlas = Atlas::open_location(location, &OpenOptions::default()).await?;
+        let atlas = Member::open_location(location, &OpenOptions::default()).await?;
         let entry = member_entry(&atlas, id, &member_path(id)).await?;
         self.finished.push(entry);
         self.finished
@@ -188,7 +188,7 @@ impl SetWriter {
     /// [`AtlasError::InvalidName`] for an id that is not a valid name;
     /// [`AtlasError::InvalidUse`] for an id this writer already began or
     /// adopted; [`AtlasError::Member`] naming the member around what
-    /// [`Atlas::open`] returns ([`AtlasError::Io`] of kind `NotFound` when
+    /// [`Atlas::open`](crate::Atlas::open) returns ([`AtlasError::Io`] of kind `NotFound` when
     /// nothing was written under that id).
     pub async fn adopt_member(&mut self, id: &str) -> Result<&MemberEntry> {
         validate_name(id)?;
@@ -202,7 +202,7 @@ impl SetWriter {
             .location
             .child(&path, Access::Read)
             .map_err(|e| e.in_member(id, &path))?;
-        let atlas = Atlas::open_location(location, &OpenOptions::default())
+        let atlas = Member::open_location(location, &OpenOptions::default())
             .await
             .map_err(|e| e.in_member(id, &path))?;
         let entry = member_entry(&atlas, id, &path)

@@ -1,4 +1,5 @@
-//! [`rewrite`]: copy every live dataset of a collection into a new one.
+//! [`rewrite`]: copy every live dataset of a collection (a set or a lone
+//! collection) into a new lone collection.
 //!
 //! Everything goes through the public API: the [`Atlas`] reader on one side,
 //! an [`AtlasWriter`] on the other. Deleted datasets are left behind (that is
@@ -17,8 +18,9 @@ use atlas_segment::{ArrayStats, Element, for_each_array_data};
 use super::buffer::grid_coords;
 use super::collection::{AtlasWriter, WriteSummary};
 use super::dataset::DatasetWriter;
+use crate::Atlas;
 use crate::error::{AtlasError, Result};
-use crate::read::{ArrayLayout, Atlas, Dataset};
+use crate::read::{ArrayLayout, Dataset};
 
 /// Datasets copied at once (reads of one overlap compression of another).
 const DATASETS_IN_FLIGHT: usize = 4;
@@ -42,7 +44,7 @@ pub async fn rewrite(
     dst: AtlasWriter,
     progress: impl FnMut(usize, usize),
 ) -> Result<WriteSummary> {
-    copy_datasets(src.datasets().collect(), dst, progress).await
+    copy_datasets(src.datasets().await?, dst, progress).await
 }
 
 /// Copies `datasets` (of any collections) into `dst` in the order given, and

@@ -1,16 +1,17 @@
-//! [`Atlas`]: an opened collection. Opening reads the container's tail and the
-//! deletion mask; every catalogue question afterwards is answered from memory.
+//! [`Member`]: one opened container (`data.atlas` and its deletion mask), a
+//! member of a set or the one container of a lone collection. Opening reads
+//! the container's tail and the mask; every catalogue question afterwards is
+//! answered from memory.
 
-use std::collections::HashSet;
 use std::path::PathBuf;
 use std::sync::{Arc, RwLockReadGuard, RwLockWriteGuard};
 
 use atlas_format::{
     CONTAINER_FILE, Codec, CollectionFooter, DATASETS_SEGMENT, DecodeLimits, DeletionMask,
-    MASK_FILE, SET_MANIFEST_FILE,
+    MASK_FILE,
 };
 use atlas_io::open::{OpenError, open_collection_with};
-use atlas_io::{IoErrorKind, MultipartUploads, ReadParallelism, object_path};
+use atlas_io::{MultipartUploads, ReadParallelism, object_path};
 use opendal::Operator;
 
 use atlas_segment::{Attr, Segment, SegmentDigest, SegmentOptions, SegmentSet};
@@ -18,9 +19,9 @@ use atlas_segment::{Attr, Segment, SegmentDigest, SegmentOptions, SegmentSet};
 use super::dataset::Dataset;
 use super::directory::{Directory, MaskState};
 use crate::error::{AtlasError, Result};
-use crate::location::{Access, Address, Location, StorageOptions};
+use crate::location::{Location, StorageOptions};
 
-/// How [`Atlas::open`] reads a collection: `OpenOptions::default()` and the setters.
+/// How [`Atlas::open`](crate::Atlas::open) reads a collection: `OpenOptions::default()` and the setters.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct OpenOptions {
@@ -82,7 +83,7 @@ impl OpenOptions {
     }
 
     /// Sets how a path or URL's backend is configured (endpoint, credentials,
-    /// retries); unused for an [`Address`] that is already a
+    /// retries); unused for an [`Address`](crate::Address) that is already a
     /// [`Location`](crate::Location).
     pub fn storage(mut self, storage: StorageOptions) -> Self {
         self.storage = storage;
@@ -103,22 +104,61 @@ pub struct SegmentInfo {
     pub len: u64,
 }
 
-/// An opened collection. Cheap to clone (one `Arc`), `Send + Sync + 'static`:
-/// hand clones to as many tasks as you like; they share the catalogue, the
-/// opened segments and the block cache.
+/// One opened container of a collection: a member of a set, or the one
+/// container of a lone collection (reached through [`Atlas`](crate::Atlas)).
+/// It answers for itself alone: its own deletion mask hides datasets, copies
+/// that newer members of a set replace do not (the set answers for those).
 ///
-/// Catalogue calls (counts, names, schemas) cost no request. Array data,
-/// statistics and attribute values come from the per-variable segments, each
-/// opened once on first use and then shared by every dataset.
+/// Cheap to clone (one `Arc`), `Send + Sync + 'static`; clones share the
+/// catalogue, the opened segments and the block cache. Catalogue calls
+/// (counts, names, schemas) cost no request.
 #[derive(Clone)]
-pub struct Atlas {
+pub struct Member {
     inner: Arc<Inner>,
-    /// Ordinals hidden on top of the mask: in a set, the copies a newer
-    /// member replaces. `None` for a collection read on its own.
-    shadowed: Option<Arc<HashSet<u32>>>,
 }
 
-/// What every clone of one [`Atlas`] shares.
+/// Which datasets of a member a question covers: a snapshot of the live
+/// ordinals, taken once per question (the mask's complement, less what the
+/// caller hides, such as the copies a newer set member replaces).
+#[derive(Debug, Clone)]
+pub(crate) struct Live {
+    live: Vec<bool>,
+    count: usize,
+}
+
+impl Live {
+    /// Whether `ordinal` is covered.
+    pub(crate) fn contains(&self, ordinal: u32) -> bool {
+        self.live.get(ordinal as usize).copied().unwrap_or(false)
+    }
+
+    /// The covered ordinals, ascending.
+    pub(crate) fn ordinals(&self) -> impl Iterator<Item = u32> + '_ {
+        self.live
+            .iter()
+            .enumerate()
+            .filter(|(_, live)| **live)
+            .filter_map(|(i, _)| u32::try_from(i).ok())
+    }
+
+    /// How many ordinals are covered.
+    pub(crate) fn count(&self) -> usize {
+        self.count
+    }
+
+    /// Leaves `ordinals` out as well.
+    pub(crate) fn hide(&mut self, ordinals: impl IntoIterator<Item = u32>) {
+        for o in ordinals {
+            if let Some(slot) = self.live.get_mut(o as usize)
+                && std::mem::replace(slot, false)
+            {
+                self.count = self.count.saturating_sub(1);
+            }
+        }
+    }
+}
+
+/// What every clone of one [`Member`] shares.
 pub(crate) struct Inner {
     pub(crate) op: Operator,
     /// The collection's prefix in `op` (empty: `op` is rooted at it).
@@ -136,9 +176,9 @@ pub(crate) struct Inner {
     pub(crate) segments: SegmentSet,
 }
 
-impl std::fmt::Debug for Atlas {
+impl std::fmt::Debug for Member {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Atlas")
+        f.debug_struct("Member")
             .field("container", &self.inner.container_path)
             .field("datasets", &self.dataset_count_total())
             .field("live", &self.dataset_count())
@@ -147,32 +187,19 @@ impl std::fmt::Debug for Atlas {
     }
 }
 
-impl Atlas {
-    /// Opens the collection at `address`: a path, a URL (`s3://`, `gs://`,
-    /// `az://`, `http(s)://`, `file://`), a [`Location`](crate::Location), or an operator with
-    /// the collection's prefix (`(op, "argo")`).
-    ///
-    /// Costs one read of `data.atlas`'s tail (two when its footer exceeds
-    /// 64 KiB; a stat first where the service has no suffix reads) and one of
-    /// `deleted.mask`, concurrently. Opening a local directory creates nothing
-    /// on disk; a delete later writes the mask through a temp file and a rename.
+impl Member {
+    /// Opens the container at a resolved location: one read of
+    /// `data.atlas`'s tail (two when its footer exceeds 64 KiB; a stat first
+    /// where the service has no suffix reads) and one of `deleted.mask`,
+    /// concurrently. Opening a local directory creates nothing on disk.
     ///
     /// # Errors
-    /// [`AtlasError::InvalidLocation`] for an address no backend accepts;
     /// [`AtlasError::Io`] when storage fails (`NotFound` when nothing is
-    /// there); [`AtlasError::NotAnAtlasCollection`], [`AtlasError::UnsupportedVersion`],
-    /// [`AtlasError::CorruptCollection`] or [`AtlasError::CorruptMask`] for bytes
-    /// that are not a readable v8 collection.
-    pub async fn open(address: impl Into<Address>, options: &OpenOptions) -> Result<Atlas> {
-        let location = address
-            .into()
-            .resolve(&options.storage, Access::Read)
-            .await?;
-        Self::open_location(location, options).await
-    }
-
-    /// [`open`](Self::open) of a resolved location.
-    pub(crate) async fn open_location(location: Location, options: &OpenOptions) -> Result<Atlas> {
+    /// there); [`AtlasError::NotAnAtlasCollection`],
+    /// [`AtlasError::UnsupportedVersion`], [`AtlasError::CorruptCollection`]
+    /// or [`AtlasError::CorruptMask`] for bytes that are not a readable v8
+    /// collection.
+    pub(crate) async fn open_location(location: Location, options: &OpenOptions) -> Result<Member> {
         let (op, prefix, fs_root, uploads) = location.into_parts();
         let prefix = prefix.as_str();
         atlas_io::install_http_transport();
@@ -191,14 +218,7 @@ impl Atlas {
         .await
         {
             Ok(opened) => opened,
-            Err(OpenError::Io(io)) if io.kind() == IoErrorKind::NotFound => {
-                // Nothing here, or a set: say which (one more request, on the error path only).
-                let manifest = object_path(prefix, SET_MANIFEST_FILE);
-                if atlas_io::stat_len(&op, &manifest).await.is_ok() {
-                    return Err(AtlasError::IsASet { path: manifest });
-                }
-                return Err(AtlasError::Io(io));
-            }
+            Err(OpenError::Io(io)) => return Err(AtlasError::Io(io)),
             Err(e) => return Err(e.into()),
         };
         let container = opened.tail.container;
@@ -239,7 +259,7 @@ impl Atlas {
             datasets = total,
             "opened collection"
         );
-        Ok(Atlas {
+        Ok(Member {
             inner: Arc::new(Inner {
                 op,
                 prefix: prefix.trim_matches('/').to_owned(),
@@ -251,7 +271,6 @@ impl Atlas {
                 delete_lock: tokio::sync::Mutex::new(()),
                 segments,
             }),
-            shadowed: None,
         })
     }
 
@@ -275,13 +294,9 @@ impl Atlas {
         self.directory().mask_mut()
     }
 
-    /// Whether `ordinal` is neither deleted nor replaced by a newer set member.
+    /// Whether `ordinal` is not deleted (a snapshot of the mask).
     pub(crate) fn is_live(&self, ordinal: u32) -> bool {
-        self.directory().is_live(ordinal) && !self.is_shadowed(ordinal)
-    }
-
-    fn is_shadowed(&self, ordinal: u32) -> bool {
-        self.shadowed.as_ref().is_some_and(|s| s.contains(&ordinal))
+        self.directory().is_live(ordinal)
     }
 
     /// The operator sidecar writes (mask, checksums) go through: on local disk
@@ -297,28 +312,26 @@ impl Atlas {
         }
     }
 
-    /// Whether `other` is a handle on the same opened container (a view or a clone).
-    pub(crate) fn same_collection(&self, other: &Atlas) -> bool {
+    /// Whether `other` is a handle on the same opened container (a clone).
+    pub(crate) fn same_member(&self, other: &Member) -> bool {
         Arc::ptr_eq(&self.inner, &other.inner)
     }
 
-    /// This collection as a member of a set, with `ordinals` (copies a newer
-    /// member replaces) hidden from every list, lookup, statistic and query,
-    /// as deleted ones are. Shares the segments and block cache.
-    pub(crate) fn with_shadowed(&self, ordinals: HashSet<u32>) -> Atlas {
-        Atlas {
-            inner: Arc::clone(&self.inner),
-            shadowed: (!ordinals.is_empty()).then(|| Arc::new(ordinals)),
-        }
+    /// What tells this opened container from every other one alive: equal
+    /// for clones, as [`same_member`](Self::same_member) says; for grouping
+    /// many datasets by their member in one pass.
+    pub(crate) fn key(&self) -> usize {
+        Arc::as_ptr(&self.inner).addr()
     }
 
-    /// The ordinals of the live datasets, ascending (a snapshot of the mask).
-    pub(crate) fn live_ordinals(&self) -> Vec<u32> {
+    /// The live datasets, as one snapshot of the mask.
+    pub(crate) fn live(&self) -> Live {
         let state = self.mask();
-        (0..self.dataset_count_total())
-            .filter_map(|i| u32::try_from(i).ok())
-            .filter(|&o| !state.mask.contains(o) && !self.is_shadowed(o))
-            .collect()
+        let live: Vec<bool> = (0..self.dataset_count_total())
+            .map(|i| u32::try_from(i).is_ok_and(|o| !state.mask.contains(o)))
+            .collect();
+        let count = live.iter().filter(|l| **l).count();
+        Live { live, count }
     }
 
     /// The format version of the container (8).
@@ -348,12 +361,8 @@ impl Atlas {
 
     /// Datasets not hidden by the deletion mask.
     pub fn dataset_count(&self) -> usize {
-        match &self.shadowed {
-            None => self
-                .dataset_count_total()
-                .saturating_sub(self.mask().mask.len()),
-            Some(_) => self.live_ordinals().len(),
-        }
+        self.dataset_count_total()
+            .saturating_sub(self.mask().mask.len())
     }
 
     /// Datasets in the container, hidden ones included.
@@ -379,20 +388,28 @@ impl Atlas {
 
     /// Names of the live datasets, in ordinal order (no request).
     pub fn dataset_names(&self) -> Vec<&str> {
+        self.dataset_names_in(&self.live())
+    }
+
+    /// Names of the datasets `live` covers, in ordinal order.
+    pub(crate) fn dataset_names_in(&self, live: &Live) -> Vec<&str> {
         let datasets = &self.footer().datasets;
-        self.live_ordinals()
-            .into_iter()
+        live.ordinals()
             .filter_map(|o| datasets.get_index(o as usize))
             .map(|(name, _)| name.as_str())
             .collect()
     }
 
     /// Handles of the live datasets, in ordinal order (a snapshot of the mask at the call).
-    pub fn datasets(&self) -> impl Iterator<Item = Dataset> + use<> {
-        let live = self.live_ordinals();
-        let atlas = self.clone();
-        live.into_iter()
-            .filter_map(move |o| atlas.handle_at(o as usize))
+    pub fn datasets(&self) -> Vec<Dataset> {
+        self.datasets_in(&self.live())
+    }
+
+    /// Handles of the datasets `live` covers, in ordinal order.
+    pub(crate) fn datasets_in(&self, live: &Live) -> Vec<Dataset> {
+        live.ordinals()
+            .filter_map(|o| self.handle_at(o as usize))
+            .collect()
     }
 
     fn handle_at(&self, index: usize) -> Option<Dataset> {

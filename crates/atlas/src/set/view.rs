@@ -1,0 +1,131 @@
+//! [`View`]: one member as its set sees it. A set hides, on top of each
+//! member's deletion mask, the copies of names that a newer member holds
+//! (replaced, or deleted there for good); this overlay lives here, not in the
+//! member, so a [`Member`] always answers for its own container alone.
+
+use std::sync::Arc;
+
+use crate::error::{AtlasError, Result};
+use crate::read::{DatasetBlock, DatasetShape, DatasetStats, Live, Member};
+use crate::{ArrayStats, Attr, Dataset};
+
+/// A member with the ordinals newer members replace hidden. Cheap to clone.
+#[derive(Clone)]
+pub(crate) struct View {
+    member: Member,
+    /// Ordinals replaced by a newer member, ascending.
+    hidden: Arc<[u32]>,
+}
+
+impl View {
+    /// `member` with `hidden` (any order) left out of every answer.
+    pub(crate) fn new(member: Member, mut hidden: Vec<u32>) -> View {
+        hidden.sort_unstable();
+        hidden.dedup();
+        View {
+            member,
+            hidden: hidden.into(),
+        }
+    }
+
+    /// The member behind the view.
+    pub(crate) fn member(&self) -> &Member {
+        &self.member
+    }
+
+    /// The datasets this view covers, as one snapshot of the member's mask.
+    pub(crate) fn live(&self) -> Live {
+        let mut live = self.member.live();
+        live.hide(self.hidden.iter().copied());
+        live
+    }
+
+    /// Whether `ordinal` is neither deleted nor replaced.
+    pub(crate) fn is_live(&self, ordinal: u32) -> bool {
+        self.member.is_live(ordinal) && self.hidden.binary_search(&ordinal).is_err()
+    }
+
+    /// Datasets covered.
+    pub(crate) fn dataset_count(&self) -> usize {
+        self.live().count()
+    }
+
+    /// Names of the datasets covered, in ordinal order.
+    pub(crate) fn dataset_names(&self) -> Vec<String> {
+        self.member
+            .dataset_names_in(&self.live())
+            .into_iter()
+            .map(str::to_owned)
+            .collect()
+    }
+
+    /// Handles of the datasets covered, in ordinal order.
+    pub(crate) fn datasets(&self) -> Vec<Dataset> {
+        self.member.datasets_in(&self.live())
+    }
+
+    /// The ordinal of `name` if this view covers it.
+    fn ordinal_of(&self, name: &str) -> Option<u32> {
+        self.member
+            .footer()
+            .datasets
+            .get_index_of(name)
+            .and_then(|i| u32::try_from(i).ok())
+            .filter(|&o| self.is_live(o))
+    }
+
+    /// Whether this view covers a dataset called `name`.
+    pub(crate) fn contains(&self, name: &str) -> bool {
+        self.ordinal_of(name).is_some()
+    }
+
+    /// The dataset called `name`.
+    ///
+    /// # Errors
+    /// [`AtlasError::DatasetNotFound`] unless this view covers it.
+    pub(crate) fn dataset(&self, name: &str) -> Result<Dataset> {
+        match self.ordinal_of(name) {
+            Some(_) => self.member.dataset(name),
+            None => Err(AtlasError::DatasetNotFound {
+                name: name.to_owned(),
+            }),
+        }
+    }
+
+    /// See [`Atlas::array_stats`](crate::Atlas::array_stats).
+    pub(crate) async fn array_stats(&self, array: &str) -> Result<Option<ArrayStats>> {
+        self.member.array_stats(&self.live(), array).await
+    }
+
+    /// See [`Atlas::array_stats_by_dataset`](crate::Atlas::array_stats_by_dataset).
+    pub(crate) async fn array_stats_by_dataset(&self, array: &str) -> Result<Vec<DatasetStats>> {
+        self.member
+            .array_stats_by_dataset(&self.live(), array)
+            .await
+    }
+
+    /// See [`Atlas::array_blocks_by_dataset`](crate::Atlas::array_blocks_by_dataset).
+    pub(crate) async fn array_blocks_by_dataset(&self, array: &str) -> Result<Vec<DatasetBlock>> {
+        self.member
+            .array_blocks_by_dataset(&self.live(), array)
+            .await
+    }
+
+    /// See [`Atlas::array_shapes_by_dataset`](crate::Atlas::array_shapes_by_dataset).
+    pub(crate) async fn array_shapes_by_dataset(&self, array: &str) -> Result<Vec<DatasetShape>> {
+        self.member
+            .array_shapes_by_dataset(&self.live(), array)
+            .await
+    }
+
+    /// See [`Atlas::attributes_by_dataset`](crate::Atlas::attributes_by_dataset).
+    pub(crate) async fn attributes_by_dataset(
+        &self,
+        array: Option<&str>,
+        key: &str,
+    ) -> Result<Vec<(String, Attr)>> {
+        self.member
+            .attributes_by_dataset(&self.live(), array, key)
+            .await
+    }
+}
