@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Ingest throughput across processes (issue 20): `atlas create -j 2` into a
+# Ingest throughput across processes: `atlas create -j 2` into a
 # set, `atlasds.ingest` on a LocalCluster of 2 worker processes, and
 # atlas-python's `atlas create`, on one directory, one after another.
 #

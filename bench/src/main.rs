@@ -1,4 +1,4 @@
-//! `atlas-bench`: the workload of issue 9 through this Atlas, atlas-rust
+//! `atlas-bench`: the profile workload through this Atlas, atlas-rust
 //! 0.17.2 (the other v8 implementation) and zarrs (Zarr v3, sharded), side by
 //! side in one run, over one metered store. `cargo xtask bench` runs it in
 //! release; `docs/performance.md` explains every number.

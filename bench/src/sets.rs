@@ -1,4 +1,4 @@
-//! `atlas-bench sets`: a collection set at scale (issue 19).
+//! `atlas-bench sets`: a collection set at scale (the set benchmark).
 //!
 //! ```text
 //! atlas-bench sets [--profiles 1000000] [--member-size 100000]

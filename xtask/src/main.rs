@@ -2,7 +2,7 @@
 //!
 //! - `bench [iterations] [--quick] [--dev] [--latency 20ms] [--bandwidth 100MB/s] ...`:
 //!   the footer-decode benchmark in release, then `atlas-bench` (this Atlas
-//!   beside atlas-rust and zarrs on the issue-9 workload, local and simulated
+//!   beside atlas-rust and zarrs on the profile workload, local and simulated
 //!   object store; `docs/performance.md`), then its write benchmark
 //!   (`atlas-bench write`); `--json FILE` writes the figures of the
 //!   side-by-side tables to FILE. `--quick` skips the footer decode and shrinks both
@@ -154,7 +154,7 @@ const QUICK_WRITE: [&str; 9] = [
 ];
 
 /// `bench --sets [--dev] [options]`: only `atlas-bench sets` (the set
-/// benchmark of issue 19; `bench/src/sets.rs` lists its options), in release
+/// benchmark; `bench/src/sets.rs` lists its options), in release
 /// unless `--dev` is given.
 fn bench_sets(rest: &[&str], profile: &[&str]) -> Result {
     let work = root().join("target/bench-work");
@@ -167,7 +167,7 @@ fn bench_sets(rest: &[&str], profile: &[&str]) -> Result {
 }
 
 /// `bench [iterations] [--dev] [atlas-bench options]`: the footer-decode
-/// benchmark (skipped with `--quick`), then `atlas-bench` (the issue-9
+/// benchmark (skipped with `--quick`), then `atlas-bench` (the profile
 /// workload through this Atlas, atlas-rust and zarrs; `bench/src/main.rs`
 /// lists its options), then `atlas-bench write` (write throughput and peak
 /// RSS per case; with `--quick`, a few seconds of it from two writers, so the
