@@ -1,5 +1,5 @@
 //! `atlas compact`: a set's run of small members rewritten into fewer big
-//! ones, committed in the run's place (`AtlasSet::compact`).
+//! ones, committed in the run's place (`Atlas::compact`).
 
 use atlas::{CompactOptions, WriterConfig};
 use serde_json::json;
