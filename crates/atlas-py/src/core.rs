@@ -126,6 +126,12 @@ impl From<IngestError> for CoreError {
     }
 }
 
+impl From<region::InvalidKey> for CoreError {
+    fn from(e: region::InvalidKey) -> Self {
+        Self::invalid(e.to_string())
+    }
+}
+
 impl CoreError {
     /// A request the API cannot serve.
     pub fn invalid(message: impl Into<String>) -> Self {

@@ -99,11 +99,12 @@ impl PyCollection {
             .collect()
     }
 
-    /// `(counts, reads)` of a handle opened with `count_requests` (None
-    /// otherwise): `counts` a dict of requests by kind and bytes read,
-    /// `reads` every read as `(path, offset, length)` (length None: to the
-    /// end; offset None: the last `length` bytes). With `reset`, both start
-    /// again from zero after this snapshot.
+    /// What a handle opened with `count_requests` asked storage for (None
+    /// otherwise), as `Collection.request_stats` returns it: a dict of
+    /// requests by kind, bytes read, and `read_log`, every read as `(path,
+    /// offset, length)` (length None: to the end; offset None: the last
+    /// `length` bytes). With `reset`, counting starts again from zero after
+    /// this snapshot.
     #[pyo3(signature = (reset=false))]
     fn request_stats<'py>(&self, py: Python<'py>, reset: bool) -> PyResult<Bound<'py, PyAny>> {
         let Some(stats) = self.inner.requests() else {
@@ -128,7 +129,8 @@ impl PyCollection {
                 (r.path, offset, r.range.size())
             })
             .collect();
-        (d, reads).into_bound_py_any(py)
+        d.set_item("read_log", reads)?;
+        d.into_bound_py_any(py)
     }
 
     /// Names of the live datasets an `atlas --where` expression accepts.

@@ -9,11 +9,14 @@
 //! it and [`Plan::steps`] says how to step through the result in memory
 //! ([`stepped`]). Bounds the facade can check (a position past the end) are
 //! left to it, so its `InvalidRegion` is what the user sees.
+//!
+//! A leaf: it depends on the facade only, and `core` turns its [`InvalidKey`]
+//! into the binding's error.
+
+use std::fmt;
 
 use atlas::ndarray::{ArrayD, Slice};
 use atlas::{ArrayData, Region, Selection};
-
-use crate::core::{CoreError, Result};
 
 /// One entry of a numpy basic-indexing key, as Python gave it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -43,26 +46,76 @@ pub struct Plan {
     pub steps: Vec<i64>,
 }
 
-fn invalid(array: &str, what: impl std::fmt::Display) -> CoreError {
-    CoreError::invalid(format!("invalid region of array {array:?}: {what}"))
+/// A key numpy's basic-indexing rules refuse for an array: which array, and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InvalidKey {
+    /// The array the key was for.
+    pub array: String,
+    /// What is wrong with the key.
+    pub problem: KeyProblem,
 }
 
+/// Why a key names no region of an array.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum KeyProblem {
+    /// More than one `...`.
+    TwoEllipses,
+    /// More positions and slices than the array has axes.
+    TooManyIndices {
+        /// Entries of the key other than `...`.
+        given: usize,
+        /// Axes of the array.
+        rank: usize,
+    },
+    /// An integer position before the start of its axis (counted from the end).
+    IndexBeforeStart {
+        /// The axis.
+        axis: usize,
+        /// The position given.
+        index: i64,
+        /// The axis's length.
+        len: u64,
+    },
+    /// A slice with step 0.
+    ZeroStep {
+        /// The axis.
+        axis: usize,
+    },
+}
+
+impl fmt::Display for InvalidKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "invalid region of array {:?}: ", self.array)?;
+        match self.problem {
+            KeyProblem::TwoEllipses => write!(f, "an index can only have one ellipsis ('...')"),
+            KeyProblem::TooManyIndices { given, rank } => {
+                write!(f, "too many indices: {given} for an array of rank {rank}")
+            }
+            KeyProblem::IndexBeforeStart { axis, index, len } => {
+                write!(f, "axis {axis}: index {index} is outside -{len}..{len}")
+            }
+            KeyProblem::ZeroStep { axis } => write!(f, "axis {axis}: slice step cannot be zero"),
+        }
+    }
+}
+
+impl std::error::Error for InvalidKey {}
+
 /// The region (and steps) `key` names in an array of `shape`, by numpy's rules.
-pub fn plan(array: &str, key: &[KeyItem], shape: &[u64]) -> Result<Plan> {
+pub fn plan(array: &str, key: &[KeyItem], shape: &[u64]) -> Result<Plan, InvalidKey> {
+    let invalid = |problem| InvalidKey {
+        array: array.to_owned(),
+        problem,
+    };
     let rank = shape.len();
     let ellipses = key.iter().filter(|k| **k == KeyItem::Ellipsis).count();
     if ellipses > 1 {
-        return Err(invalid(
-            array,
-            "an index can only have one ellipsis ('...')",
-        ));
+        return Err(invalid(KeyProblem::TwoEllipses));
     }
     let given = key.len() - ellipses;
     if given > rank {
-        return Err(invalid(
-            array,
-            format!("too many indices: {given} for an array of rank {rank}"),
-        ));
+        return Err(invalid(KeyProblem::TooManyIndices { given, rank }));
     }
     let mut expanded: Vec<KeyItem> = Vec::with_capacity(rank);
     for item in key {
@@ -75,8 +128,8 @@ pub fn plan(array: &str, key: &[KeyItem], shape: &[u64]) -> Result<Plan> {
     expanded.resize(rank, FULL);
     let mut axes = Vec::with_capacity(rank);
     let mut steps = Vec::new();
-    for (axis, (item, &len)) in expanded.iter().zip(shape).enumerate() {
-        let len = i128::from(len);
+    for (axis, (item, &size)) in expanded.iter().zip(shape).enumerate() {
+        let len = i128::from(size);
         match *item {
             KeyItem::Index(i) => {
                 let at = if i < 0 {
@@ -85,18 +138,18 @@ pub fn plan(array: &str, key: &[KeyItem], shape: &[u64]) -> Result<Plan> {
                     i128::from(i)
                 };
                 let at = u64::try_from(at).map_err(|_| {
-                    invalid(
-                        array,
-                        format!("axis {axis}: index {i} is outside -{len}..{len}"),
-                    )
+                    invalid(KeyProblem::IndexBeforeStart {
+                        axis,
+                        index: i,
+                        len: size,
+                    })
                 })?;
                 // Past the end: the facade reports it.
                 axes.push(Selection::Index(at));
             }
             KeyItem::Slice { start, stop, step } => {
-                let (lo, hi, step) = covering(start, stop, step, len).ok_or_else(|| {
-                    invalid(array, format!("axis {axis}: slice step cannot be zero"))
-                })?;
+                let (lo, hi, step) = covering(start, stop, step, len)
+                    .ok_or_else(|| invalid(KeyProblem::ZeroStep { axis }))?;
                 axes.push(Selection::Range {
                     start: lo,
                     end: Some(hi),

@@ -38,6 +38,7 @@ from ._collection import (
     Dataset,
     DeleteResult,
     VerifyResult,
+    to_dask_dataframe,
 )
 from ._errors import (
     AtlasError,
@@ -48,7 +49,6 @@ from ._errors import (
     StorageError,
 )
 from ._multi import open_mfdataarray
-from ._dask import to_dask_dataframe
 from ._views import open_dataset
 from ._write import WriteResult, write
 from ._ingest import IngestResult, ingest

@@ -1,10 +1,16 @@
-"""Collections and dataset handles: the numpy-level API.
+"""Collections and dataset handles: numpy arrays, and the long table as
+Arrow, pandas or a dask DataFrame.
 
 A `Collection` is an open Atlas collection, either a collection set (many
 member collections under one prefix, named by a `set.manifest`) or a lone
-collection; `collection[name]` gives a `Dataset` handle. Both pickle by location (and options), and unpickling reuses the
-process's open collection of that location, so a dask worker opens a
-collection once however many tasks it runs.
+collection; `collection[name]` gives a `Dataset` handle. Both pickle by
+location (and options), and unpickling reuses the process's open collection
+of that location, so a dask worker opens a collection once however many
+tasks it runs. The dask DataFrame's partitions follow storage:
+`Collection.partitions` groups the selected datasets into runs sharing a
+member and a data block of every array (read off the segment footers), so
+30 000 datasets are tens of tasks, each building its part of the table in
+one native call.
 """
 
 from __future__ import annotations
@@ -32,6 +38,7 @@ __all__ = [
     "Dataset",
     "DeleteResult",
     "VerifyResult",
+    "to_dask_dataframe",
 ]
 
 _NUMERIC = {
@@ -47,10 +54,10 @@ variable-width `StringDType` (numpy >= 2), `object` an array of `str`, and
 `auto` the first when numpy has it."""
 
 HAS_STRINGDTYPE = hasattr(np.dtypes, "StringDType")
+"""Whether this numpy has `StringDType` (numpy >= 2)."""
 
 READ_MANY_BATCH = 1000
 """Datasets `Collection.read_many` reads per native call by default."""
-"""Whether this numpy has `StringDType` (numpy >= 2)."""
 
 
 def _string_dtype(strings: Strings) -> np.dtype:
@@ -402,11 +409,7 @@ class Collection(Mapping[str, "Dataset"]):
         `read_log`, every read as `(path, offset, length)` (offset None: the
         last `length` bytes; length None: to the end). With `reset`, counting
         starts again from zero after this snapshot."""
-        found = self._native.request_stats(reset)
-        if found is None:
-            return None
-        counts, reads = found
-        return {**counts, "read_log": reads}
+        return self._native.request_stats(reset)
 
     def read_many(
         self,
@@ -594,13 +597,45 @@ class Collection(Mapping[str, "Dataset"]):
         *,
         datasets_per_partition: int | None = None,
     ) -> Any:
-        """`to_arrow`'s long table as a lazy `dask.dataframe.DataFrame`, one
-        partition per storage block run (see `partitions`); see
-        `atlasds.to_dask_dataframe`."""
-        from ._dask import to_dask_dataframe
+        """`to_arrow`'s long table of `arrays` over every live dataset (or
+        those an `atlas --where` expression selects) as a lazy
+        `dask.dataframe.DataFrame`.
 
-        return to_dask_dataframe(
-            self, arrays, where, attrs, datasets_per_partition=datasets_per_partition
+        Columns as `to_arrow` gives them (`dataset` as a string column,
+        integer columns as pandas' nullable dtypes, as `to_pandas`), one
+        partition per run of datasets sharing a storage block of every array
+        (`partitions`); `datasets_per_partition` merges neighbouring runs of
+        a member up to that many datasets and cuts longer runs. Building it
+        reads segment footers and layouts, no array data; the partitions are
+        read when computed, on whatever workers the dask scheduler has (the
+        collection pickles by location and is opened once per worker
+        process), each in one native call (GIL released).
+        """
+        import dask.dataframe as dd
+
+        if isinstance(arrays, str):
+            arrays = [arrays]
+        arrays = list(arrays)
+        if isinstance(attrs, str):
+            raise InvalidArgument("attrs takes a list of attribute keys, not one string")
+        attrs = list(attrs or [])
+        # The schema of the whole table, before any value is read.
+        schema = self._table(arrays, where, attrs, None, False).schema
+        meta = _conform(schema.empty_table(), schema)
+        names = self.select(where) if where is not None else self.names()
+        parts = self.partitions(arrays, names, datasets_per_partition) if names else []
+        if not parts:
+            return dd.from_pandas(meta, npartitions=1)
+        return dd.from_map(
+            _read_partition,
+            parts,
+            collection=self,
+            arrays=arrays,
+            attrs=attrs,
+            schema=schema,
+            meta=meta,
+            label="atlas-table",
+            enforce_metadata=False,
         )
 
     def to_pandas(
@@ -657,6 +692,41 @@ def _nullable_pandas_dtype(arrow_type: Any) -> Any:
         pa.uint64(): pd.UInt64Dtype(),
     }
     return nullable.get(arrow_type)
+
+
+def _conform(table: pyarrow.Table, schema: pyarrow.Schema) -> pandas.DataFrame:
+    """`table` (one partition of `to_dask_dataframe`) as a DataFrame with
+    exactly the columns and dtypes of the whole table's `schema`: a partition
+    may lack an index column the whole table has, or have a narrower one;
+    `dataset` becomes a plain string column (each partition's dictionary differs)."""
+    import pyarrow as pa
+
+    columns = []
+    fields = []
+    for field in schema:
+        target = pa.string() if pa.types.is_dictionary(field.type) else field.type
+        if field.name in table.column_names:
+            column = table.column(field.name)
+        else:
+            column = pa.nulls(table.num_rows, target)
+        if column.type != target:
+            column = column.cast(target)
+        columns.append(column)
+        fields.append(pa.field(field.name, target))
+    conformed = pa.Table.from_arrays(columns, schema=pa.schema(fields))
+    return conformed.to_pandas(types_mapper=_nullable_pandas_dtype)
+
+
+def _read_partition(
+    names: list[str],
+    collection: Collection,
+    arrays: list[str],
+    attrs: list[str],
+    schema: pyarrow.Schema,
+) -> pandas.DataFrame:
+    """One partition of `to_dask_dataframe`: the long table of `names`, read in one native call."""
+    table = collection._table(arrays, None, attrs, None, True, names).read_all()
+    return _conform(table, schema)
 
 
 class Dataset:
@@ -768,3 +838,19 @@ def as_collection(
     if isinstance(source, (str, os.PathLike)):
         return Collection.open(source, storage_options, cache=True)
     raise InvalidArgument(f"{refusal}, not {type(source).__name__}")
+
+
+def to_dask_dataframe(
+    source: Collection | str | os.PathLike[str],
+    arrays: str | Sequence[str],
+    where: str | None = None,
+    attrs: Sequence[str] | None = None,
+    *,
+    storage_options: dict[str, Any] | None = None,
+    datasets_per_partition: int | None = None,
+) -> Any:
+    """`Collection.to_dask_dataframe` of `source`: a `Collection`, or a path
+    or URL opened with `storage_options` (once per process, see `as_collection`)."""
+    return as_collection(source, storage_options).to_dask_dataframe(
+        arrays, where, attrs, datasets_per_partition=datasets_per_partition
+    )

@@ -98,16 +98,10 @@ def _chunks(files: list[str], per_member: int) -> list[list[str]]:
     return chunks
 
 
-def _ingest_member(files: list[str], member: str, **options: Any) -> dict[str, Any]:
-    """One task: `files` into uncommitted member `member` (an earlier attempt
-    at the same id is replaced). `options`: the keyword arguments of
-    `_native.ingest_member`."""
-    return _native.ingest_member(files, member_id=member, **options)
-
-
 def _run_on_client(
     client: distributed.Client,
     chunks: list[list[str]],
+    location: str,
     ids: list[str],
     prefix: str,
     options: dict[str, Any],
@@ -115,7 +109,17 @@ def _run_on_client(
     import distributed
 
     keys = [f"atlas-ingest-{i}-{prefix}" for i in range(len(chunks))]
-    futures = client.map(_ingest_member, chunks, ids, key=keys, pure=False, **options)
+    # One task: a chunk's files into its uncommitted member (an earlier
+    # attempt at the same id is replaced).
+    futures = client.map(
+        _native.ingest_member,
+        chunks,
+        [location] * len(chunks),
+        ids,
+        key=keys,
+        pure=False,
+        **options,
+    )
     # Every task settles before anything is decided: a task still running
     # after a failure would write its member after the cleanup.
     distributed.wait(futures)
@@ -130,11 +134,15 @@ def _run_on_client(
 
 
 def _run_on_threads(
-    chunks: list[list[str]], ids: list[str], options: dict[str, Any], workers: int
+    chunks: list[list[str]],
+    location: str,
+    ids: list[str],
+    options: dict[str, Any],
+    workers: int,
 ) -> list[dict[str, Any]]:
     with concurrent.futures.ThreadPoolExecutor(max_workers=workers) as pool:
         futures = [
-            pool.submit(_ingest_member, chunk, member, **options)
+            pool.submit(_native.ingest_member, chunk, location, member, **options)
             for chunk, member in zip(chunks, ids)
         ]
         # Every task settles before anything is decided (see above).
@@ -186,7 +194,6 @@ def ingest(
     prefix, ids = _native.run_member_ids(len(chunks))
 
     options: dict[str, Any] = dict(
-        location=location,
         decode=decode,
         skip_errors=skip_errors,
         storage=storage,
@@ -194,10 +201,12 @@ def ingest(
     )
     try:
         if client is not None:
-            reports = _run_on_client(client, chunks, ids, prefix, {**options, "jobs": jobs or 1})
+            reports = _run_on_client(
+                client, chunks, location, ids, prefix, {**options, "jobs": jobs or 1}
+            )
         else:
             workers = jobs or os.cpu_count() or 1
-            reports = _run_on_threads(chunks, ids, {**options, "jobs": 1}, workers)
+            reports = _run_on_threads(chunks, location, ids, {**options, "jobs": 1}, workers)
         committed = [r["member"] for r in reports if r["datasets"] > 0]
         generation = (
             _native.commit_members(location, committed, storage, anonymous) if committed else None

@@ -18,8 +18,9 @@ from typing import TYPE_CHECKING, Any, Iterable
 import numpy as np
 
 from . import _native
-from ._collection import ArrayLayout, Collection
+from ._collection import ArrayLayout, Collection, as_collection
 from ._errors import InvalidArgument
+from ._views import _task
 
 if TYPE_CHECKING:
     import xarray
@@ -100,8 +101,7 @@ def open_mfdataarray(
     import dask.array as da
     import xarray as xr
 
-    if not isinstance(collection, Collection):
-        collection = Collection.open(collection, cache=True)
+    collection = as_collection(collection, None)
     if datasets is None:
         names = [n for n in collection if variable in collection[n].arrays]
     else:
@@ -121,8 +121,6 @@ def open_mfdataarray(
         raise InvalidArgument(f"{variable!r} has different dtypes across datasets: {sorted(map(str, dtypes))}")
     dtype = dtypes.pop()
     shape = tuple(max(sizes) for sizes in zip(*(layout.shape for layout in layouts)))
-    from ._views import _task
-
     fill_of = dict(zip(names, (layout.fill for layout in layouts)))
     runs = collection.partitions([variable], names, datasets_per_chunk)
     token = uuid.uuid4().hex

@@ -37,7 +37,7 @@ from . import _native
 from ._collection import Collection, as_collection, numpy_dtype
 from ._errors import InvalidArgument
 
-__all__ = ["open_dataset", "DATASETS_PER_CHUNK"]
+__all__ = ["open_dataset", "DATASETS_PER_CHUNK", "COORDS_ATTRIBUTE", "MISSING_TEXT_ATTRIBUTE"]
 
 DATASETS_PER_CHUNK = 1000
 """Datasets one dask chunk (one task per variable) covers by default."""
@@ -49,11 +49,16 @@ ROW_SIZE = "row_size"
 
 Layout = Literal["ragged", "padded"]
 
+COORDS_ATTRIBUTE = "_pyatlas_coords"
+"""Dataset attribute naming the coordinate variables, as a JSON list (v8 tooling writes it)."""
+
+MISSING_TEXT_ATTRIBUTE = "_atlas_missing_text"
+"""Array attribute of the NetCDF ingest: cells holding this text are missing (NaN)."""
+
 # Attributes of a timestamp array that would make xarray decode it a second time.
 _TIME_ENCODING = ("units", "calendar", "_FillValue")
-_MISSING_TEXT = "_atlas_missing_text"
+# How a text array's bytes became text; xarray would decode str a second time.
 _TEXT_ENCODING = "_Encoding"
-_COORDS_ATTRIBUTE = "_pyatlas_coords"
 # Per-dataset variables made coordinates even without `_pyatlas_coords`.
 _SPACE_TIME = {"time", "latitude", "longitude"}
 _SPACE_TIME_NAMES = {"time", "juld", "latitude", "longitude", "lat", "lon"}
@@ -125,7 +130,7 @@ def _pad_value(var: _Var, dtype: np.dtype) -> Any:
     if dtype.kind == "f":
         return np.nan
     if dtype.kind == "O":
-        missing = var.attrs.get(_MISSING_TEXT)
+        missing = var.attrs.get(MISSING_TEXT_ATTRIBUTE)
         return missing if isinstance(missing, str) else np.nan
     raise InvalidArgument(f"{var.name!r} has no missing value to pad {dtype} with")
 
@@ -140,11 +145,6 @@ def _encoded_dtype(var: _Var, needs_padding: bool) -> np.dtype:
     return var.dtype
 
 
-def _read(collection: Collection, var: str, names: list[str]) -> tuple[np.ndarray | None, np.ndarray]:
-    values, counts, _shapes, _fill = _native.read_concat(collection._native, var, names)
-    return values, counts
-
-
 def _obs_chunk(
     collection: Collection,
     var: str,
@@ -155,7 +155,7 @@ def _obs_chunk(
 ) -> np.ndarray:
     """`var` of `names` end to end, each dataset's part `rows` long (a
     dataset lacking it is padded)."""
-    values, counts = _read(collection, var, names)
+    values, counts, _shapes, _fill = _native.read_concat(collection._native, var, names)
     if values is not None and np.array_equal(counts, rows):
         return values.astype(dtype, copy=False)
     out = np.full(int(rows.sum()), pad, dtype=dtype)
@@ -232,21 +232,29 @@ def _dask_array(parts: list[tuple[Any, tuple[int, ...]]], dtype: np.dtype) -> An
     return da.concatenate(arrays, axis=0)
 
 
-def _variable_attrs(var: _Var, dtype: np.dtype) -> tuple[dict[str, Any], dict[str, Any]]:
-    """(attrs, encoding) as the engine gives them for one dataset."""
-    attrs = dict(var.attrs)
+def cf_encoding(
+    atlas_dtype: str, fill: Any, dtype: np.dtype, attrs: dict[str, Any]
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """An array's stored attributes as xarray's CF decoding wants them, and
+    its encoding: the fill value of numbers as ``_FillValue`` (masked to
+    NaN), a timestamp's ``units``/``calendar`` moved to encoding (it is
+    decoded already), ``_Encoding`` of text moved to encoding, and the
+    ingest's missing text as the ``_FillValue`` text is masked with.
+    The one mapping for one dataset (the engine) and for many (`open_dataset`)."""
+    attrs = dict(attrs)
     encoding: dict[str, Any] = {}
-    if var.atlas_dtype == "timestamp_ns":
+    if atlas_dtype == "timestamp_ns":
         for key in _TIME_ENCODING:
             if key in attrs:
                 encoding[key] = attrs.pop(key)
-    elif var.fill is not None and dtype.kind in "iuf":
-        attrs["_FillValue"] = dtype.type(var.fill)
-    elif var.atlas_dtype == "string":
+    elif fill is not None and dtype.kind in "iuf":
+        attrs["_FillValue"] = dtype.type(fill)
+    elif atlas_dtype == "string":
         if _TEXT_ENCODING in attrs:
             encoding[_TEXT_ENCODING] = attrs.pop(_TEXT_ENCODING)
-        missing = attrs.pop(_MISSING_TEXT, None)
+        missing = attrs.pop(MISSING_TEXT_ATTRIBUTE, None)
         if isinstance(missing, str):
+            # xarray's mask: cells equal to it become NaN, and it moves to encoding.
             attrs["_FillValue"] = missing
     return attrs, encoding
 
@@ -268,7 +276,7 @@ def _attr_variable(collection: Collection, key: str, names: list[str]) -> np.nda
 def _coordinate_names(collection: Collection, names: list[str], per_dataset: list[_Var]) -> set[str]:
     coords: set[str] = set()
     if names:
-        raw = collection[names[0]].attrs.get(_COORDS_ATTRIBUTE)
+        raw = collection[names[0]].attrs.get(COORDS_ATTRIBUTE)
         if isinstance(raw, str):
             try:
                 listed = json.loads(raw)
@@ -341,7 +349,7 @@ def open_dataset(
             )
             for i, g in enumerate(groups)
         ]
-        a, enc = _variable_attrs(var, dtype)
+        a, enc = cf_encoding(var.atlas_dtype, var.fill, dtype, var.attrs)
         variables_out[var.name] = xr.Variable((PROFILE_DIM,), _dask_array(parts, dtype), attrs=a, encoding=enc)
 
     row_size = np.zeros(len(names), dtype=np.int64)
@@ -371,7 +379,7 @@ def open_dataset(
                 )
                 for i, g in enumerate(groups)
             ]
-            a, enc = _variable_attrs(var, dtype)
+            a, enc = cf_encoding(var.atlas_dtype, var.fill, dtype, var.attrs)
             variables_out[var.name] = xr.Variable((OBS_DIM,), _dask_array(parts, dtype), attrs=a, encoding=enc)
             obs_coords.append(var.name)
     elif layout == "padded":
@@ -393,7 +401,7 @@ def open_dataset(
                 for i, g in enumerate(groups)
             ]
             dims = var.dims if len(var.dims) == rank and all(var.dims) else tuple(f"{var.name}_dim_{i}" for i in range(rank))
-            a, enc = _variable_attrs(var, dtype)
+            a, enc = cf_encoding(var.atlas_dtype, var.fill, dtype, var.attrs)
             variables_out[var.name] = xr.Variable((PROFILE_DIM, *dims), _dask_array(parts, dtype), attrs=a, encoding=enc)
 
     for key in attrs:

@@ -23,20 +23,13 @@ from typing import TYPE_CHECKING, Any, Iterable, Literal, Mapping, Union
 import numpy as np
 
 from . import _native
-from ._collection import _location, _storage
+from ._collection import _NUMERIC, _location, _storage
 from ._errors import InvalidArgument
 
 if TYPE_CHECKING:
     import xarray as xr
 
 __all__ = ["WriteResult", "write"]
-
-_NUMERIC = {
-    "int8", "int16", "int32", "int64",
-    "uint8", "uint16", "uint32", "uint64",
-    "float32", "float64",
-}  # fmt: skip
-
 
 @dataclass(frozen=True)
 class WriteResult:

@@ -21,6 +21,7 @@ xarray masks with, so those cells are NaN as xarray gives for the file.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 from typing import Any, Iterable
@@ -31,15 +32,22 @@ from xarray.backends import BackendArray, BackendEntrypoint
 from xarray.core import indexing
 
 from ._collection import (
-    as_collection,
     CONTAINER_FILE,
     SET_MANIFEST_FILE,
     ArrayLayout,
     Collection,
     Dataset,
     _attrs,
+    as_collection,
 )
 from ._errors import InvalidArgument
+from ._views import (
+    COORDS_ATTRIBUTE,
+    DATASETS_PER_CHUNK,
+    MISSING_TEXT_ATTRIBUTE,
+    cf_encoding,
+    open_dataset,
+)
 
 __all__ = [
     "AtlasBackendArray",
@@ -48,20 +56,8 @@ __all__ = [
     "MISSING_TEXT_ATTRIBUTE",
 ]
 
-COORDS_ATTRIBUTE = "_pyatlas_coords"
-"""Dataset attribute naming the coordinate variables, as a JSON list."""
-
 # URL schemes of remote collections (the aliases the Rust side accepts too).
 _REMOTE_SCHEMES = frozenset({"s3", "s3a", "gs", "gcs", "az", "azure", "azblob", "http", "https"})
-
-# Attributes of a timestamp array that would make xarray decode it a second time.
-_TIME_ENCODING = ("units", "calendar", "_FillValue")
-
-MISSING_TEXT_ATTRIBUTE = "_atlas_missing_text"
-"""Array attribute of the NetCDF ingest: cells holding this text are missing (NaN)."""
-
-# How a text array's bytes became text; xarray would decode str a second time.
-_TEXT_ENCODING = "_Encoding"
 
 
 class AtlasBackendArray(BackendArray):
@@ -76,15 +72,13 @@ class AtlasBackendArray(BackendArray):
         self.dtype = dtype
 
     def __getitem__(self, key: indexing.ExplicitIndexer) -> np.ndarray:
+        # The key reaches the extension as xarray gave it: it interprets numpy
+        # basic indexing (steps included) for every caller. xarray's
+        # convention for text is an object array of str.
+        read = functools.partial(self.dataset.read, self.array, strings="object")
         return indexing.explicit_indexing_adapter(
-            key, self.shape, indexing.IndexingSupport.BASIC, self._read
+            key, self.shape, indexing.IndexingSupport.BASIC, read
         )
-
-    def _read(self, key: tuple[Any, ...]) -> np.ndarray:
-        # The key goes to the extension as is: it interprets numpy basic
-        # indexing (steps included) for every caller. xarray's convention for
-        # text is an object array of str.
-        return self.dataset.read(self.array, key, strings="object")
 
 
 def _dims(array: str, dims: tuple[str, ...], rank: int) -> tuple[str, ...]:
@@ -96,27 +90,13 @@ def _dims(array: str, dims: tuple[str, ...], rank: int) -> tuple[str, ...]:
 def _variable(
     handle: Dataset, array: str, layout: ArrayLayout, attrs: dict[str, Any]
 ) -> xr.Variable:
-    encoding: dict[str, Any] = {}
     dims = _dims(array, layout.dims, len(layout.shape))
+    attrs, encoding = cf_encoding(layout.atlas_dtype, layout.fill, layout.dtype, attrs)
     if layout.chunk_shape and len(layout.chunk_shape) == len(dims):
         encoding["preferred_chunks"] = dict(zip(dims, layout.chunk_shape))
         encoding["chunksizes"] = tuple(layout.chunk_shape)
-    if layout.atlas_dtype == "timestamp_ns":
-        for key in _TIME_ENCODING:
-            if key in attrs:
-                encoding[key] = attrs.pop(key)
-    elif layout.fill is not None and layout.dtype.kind in "iuf":
-        attrs["_FillValue"] = layout.dtype.type(layout.fill)
-    elif layout.atlas_dtype == "string":
-        if _TEXT_ENCODING in attrs:
-            encoding[_TEXT_ENCODING] = attrs.pop(_TEXT_ENCODING)
-        missing = attrs.pop(MISSING_TEXT_ATTRIBUTE, None)
-        if isinstance(missing, str):
-            # xarray's mask: cells equal to it become NaN, and it moves to encoding.
-            attrs["_FillValue"] = missing
     backend = AtlasBackendArray(handle, array, layout.shape, layout.dtype)
-    data = indexing.LazilyIndexedArray(backend)
-    return xr.Variable(dims, data, attrs=attrs, encoding=encoding)
+    return xr.Variable(dims, indexing.LazilyIndexedArray(backend), attrs=attrs, encoding=encoding)
 
 
 def _coords(attrs: dict[str, Any]) -> list[str]:
@@ -132,160 +112,32 @@ def _coords(attrs: dict[str, Any]) -> list[str]:
     return names
 
 
-def _open_one(
-    handle: Dataset, drop_variables: Iterable[str] | None, decoders: dict[str, Any]
-) -> xr.Dataset:
-    attrs, arrays = handle.describe()  # one call for every layout and attribute
-    return _open_described(handle, attrs, arrays, _drop_set(drop_variables), decoders, None)
-
-
 def _drop_set(drop_variables: str | Iterable[str] | None) -> set[str]:
     return {drop_variables} if isinstance(drop_variables, str) else set(drop_variables or ())
 
 
-def _open_described(
+def _node(
     handle: Dataset,
     attrs: dict[str, Any],
     arrays: dict[str, tuple[ArrayLayout, dict[str, Any]]],
     drop: set[str],
     decoders: dict[str, Any],
-    recipes: dict[Any, Any] | None,
 ) -> xr.Dataset:
-    """One dataset's node from what `describe` gave. With `recipes` (a cache
-    shared by the nodes of one tree), each variable is decoded as the first
-    variable of its kind was, without running the CF decoders again."""
+    """One dataset as a lazy, CF-decoded Dataset, from what `describe` gave."""
     variables = {
         a: _variable(handle, a, layout, array_attrs)
         for a, (layout, array_attrs) in arrays.items()
         if a not in drop
     }
     coords = _coords(attrs)
-    decoded = None if recipes is None else _decode_like(variables, attrs, decoders, recipes)
-    if decoded is None:
-        variables, attrs, coord_names = xr.conventions.decode_cf_variables(
-            variables, attrs, **decoders
-        )
-    else:
-        variables, coord_names = decoded, set()
+    variables, attrs, coord_names = xr.conventions.decode_cf_variables(
+        variables, attrs, **decoders
+    )
     # One construction with the coordinates named (set_coords would copy it again).
     coord_set = {*coord_names, *coords}
     coord_vars = {k: v for k, v in variables.items() if k in coord_set}
     data_vars = {k: v for k, v in variables.items() if k not in coord_set}
-    if recipes is not None:
-        direct = _construct(coord_vars, data_vars, attrs)
-        if direct is not None:
-            return direct
     return xr.Dataset(data_vars, coords=coord_vars, attrs=attrs)
-
-
-# Attributes that make a variable's decoding depend on other variables: a
-# node holding one is decoded by xarray as a whole.
-_LINKING_ATTRIBUTES = frozenset(
-    {"coordinates", "bounds", "grid_mapping", "cell_measures", "formula_terms",
-     "ancillary_variables", "geometry", "climatology"}
-)  # fmt: skip
-
-
-def _decode_like(
-    variables: dict[str, xr.Variable],
-    attrs: dict[str, Any],
-    decoders: dict[str, Any],
-    recipes: dict[Any, Any],
-) -> dict[str, xr.Variable] | None:
-    """The variables decoded as xarray's CF decoding would, reusing per kind
-    of variable (name, dims, dtype, attributes, encoding) what decoding the
-    first one built: its attributes, its encoding and the element-wise
-    function (masking) wrapped around the stored values. None when a node
-    needs xarray's decoding as a whole (linked variables, character arrays)."""
-    if "coordinates" in attrs:
-        return None
-    out: dict[str, xr.Variable] = {}
-    for name, var in variables.items():
-        if var.dtype.kind == "S" or not _LINKING_ATTRIBUTES.isdisjoint(var.attrs):
-            return None
-        key = (name, var.dims, var.dtype.str, repr(var.attrs), repr(var.encoding))
-        recipe = recipes.get(key)
-        if recipe is None:
-            decoded = xr.conventions.decode_cf_variables({name: var}, {}, **decoders)[0][name]
-            recipe = _Recipe.of(var, decoded)
-            recipes[key] = recipe if recipe is not None else False
-            out[name] = decoded
-        elif recipe is False:
-            out[name] = xr.conventions.decode_cf_variables({name: var}, {}, **decoders)[0][name]
-        else:
-            out[name] = recipe.apply(var)
-    return out
-
-
-class _Recipe:
-    """How xarray decoded one variable: the lazy wrappers it put around the
-    stored array (outermost first) and the attributes and encoding it left.
-    Rebuilding the wrappers around another dataset's array decodes that
-    array the same way."""
-
-    __slots__ = ("wrappers", "attrs", "encoding", "dtype")
-
-    def __init__(self, wrappers: list[Any], decoded: xr.Variable) -> None:
-        self.wrappers = wrappers
-        self.attrs = decoded.attrs
-        self.encoding = decoded.encoding
-        self.dtype = decoded.dtype
-
-    @classmethod
-    def of(cls, stored: xr.Variable, decoded: xr.Variable) -> _Recipe | None:
-        """The recipe, or None when the wrappers are not ones it knows how to
-        rebuild (or this xarray has other internals: then every node is
-        decoded by xarray)."""
-        try:
-            from xarray.coding.common import _ElementwiseFunctionArray
-        except ImportError:
-            return None
-        base = stored._data.array  # our BackendArray, under the LazilyIndexedArray
-        wrappers: list[Any] = []
-        data = decoded._data
-        while data is not base:
-            if isinstance(data, indexing.LazilyIndexedArray):
-                if any(k != slice(None) for k in data.key.tuple):
-                    return None
-                wrappers.append(indexing.LazilyIndexedArray)
-            elif type(data) is _ElementwiseFunctionArray:
-                wrappers.append((data.func, data.dtype))
-            else:
-                return None
-            data = data.array
-        return cls(wrappers, decoded)
-
-    def apply(self, stored: xr.Variable) -> xr.Variable:
-        from xarray.coding.common import _ElementwiseFunctionArray
-
-        data: Any = stored._data.array
-        for wrapper in reversed(self.wrappers):
-            if wrapper is indexing.LazilyIndexedArray:
-                data = indexing.LazilyIndexedArray(data)
-            else:
-                data = _ElementwiseFunctionArray(data, *wrapper)
-        return xr.Variable(
-            stored.dims, data, attrs=dict(self.attrs), encoding=dict(self.encoding), fastpath=True
-        )
-
-
-def _construct(
-    coord_vars: dict[str, xr.Variable], data_vars: dict[str, xr.Variable], attrs: dict[str, Any]
-) -> xr.Dataset | None:
-    """The Dataset `xr.Dataset(data_vars, coords=coord_vars, attrs=attrs)`
-    builds, without its merge and alignment, when nothing needs an index (no
-    variable is named after a dimension) and dimension sizes agree; else None."""
-    variables = {**coord_vars, **data_vars}
-    dims: dict[str, int] = {}
-    for var in variables.values():
-        for dim, size in zip(var.dims, var.shape):
-            if dims.setdefault(dim, size) != size:
-                return None
-    if not dims.keys().isdisjoint(variables) or not hasattr(xr.Dataset, "_construct_direct"):
-        return None
-    return xr.Dataset._construct_direct(
-        variables, set(coord_vars), dims, attrs=dict(attrs), indexes={}
-    )
 
 
 _ENGINE_REFUSAL = "the atlas engine opens a path or an atlasds.Collection"
@@ -392,8 +244,6 @@ class AtlasBackendEntrypoint(BackendEntrypoint):
         )
         many = layout is not None or where is not None or variables is not None
         if group is None and many:
-            from ._views import DATASETS_PER_CHUNK, open_dataset
-
             ds = open_dataset(
                 collection,
                 None if variables is None else list(variables),
@@ -403,8 +253,7 @@ class AtlasBackendEntrypoint(BackendEntrypoint):
                 datasets_per_chunk=datasets_per_chunk or DATASETS_PER_CHUNK,
                 decode=decoders,
             )
-            drop = {drop_variables} if isinstance(drop_variables, str) else set(drop_variables or ())
-            return ds.drop_vars([v for v in drop if v in ds.variables])
+            return ds.drop_vars([v for v in _drop_set(drop_variables) if v in ds.variables])
         if many:
             raise InvalidArgument("layout=, where= and variables= open many datasets: leave group= out")
         if group is None:
@@ -415,7 +264,9 @@ class AtlasBackendEntrypoint(BackendEntrypoint):
                     "or use xr.open_datatree"
                 )
             group = next(iter(collection))
-        return _open_one(collection[group.lstrip("/")], drop_variables, decoders)
+        handle = collection[group.lstrip("/")]
+        attrs, arrays = handle.describe()  # one call for every layout and attribute
+        return _node(handle, attrs, arrays, _drop_set(drop_variables), decoders)
 
     def open_groups_as_dict(
         self,
@@ -455,16 +306,12 @@ class AtlasBackendEntrypoint(BackendEntrypoint):
 def _nodes(
     collection: Collection, drop_variables: str | Iterable[str] | None, decoders: dict[str, Any]
 ) -> Iterable[tuple[str, xr.Dataset]]:
-    """Every live dataset's node: one native call describes them all, and each
-    kind of variable is CF-decoded once (`_decode_like`)."""
+    """Every live dataset's node; one native call describes them all."""
     names = collection.names()
     drop = _drop_set(drop_variables)
-    recipes: dict[Any, Any] = {}
     for name, (attrs, arrays) in zip(names, collection._native.describe_many(names)):
         described = {
             array: (ArrayLayout._from(layout), _attrs(array_attrs))
             for array, layout, array_attrs in arrays
         }
-        yield name, _open_described(
-            Dataset(collection, name), _attrs(attrs), described, drop, decoders, recipes
-        )
+        yield name, _node(Dataset(collection, name), _attrs(attrs), described, drop, decoders)
