@@ -3,8 +3,8 @@
 use atlas_format::DType;
 use atlas_io::IoError;
 
-use crate::screen::{ArrayProblem, FooterProblem};
-use crate::sink::SinkError;
+use crate::footer::validate::{ArrayProblem, FooterProblem};
+use crate::write::sink::SinkError;
 
 /// Why a segment could not be opened, read or written.
 #[derive(Debug, thiserror::Error)]

@@ -11,7 +11,7 @@
 //! - `many`: one array from many datasets as a stream, a bounded number of
 //!   reads in flight over one shared segment and block cache;
 //! - `delete`: the deletion mask, one GET and one PUT per batch;
-//! - segments come from `atlas-segment`'s `SegmentSet`: each opened once,
+//! - segments come from `atlas-segment`'s `ContainerSegments`: each opened once,
 //!   screened, on first use;
 
 mod across_datasets;

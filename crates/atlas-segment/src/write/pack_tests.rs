@@ -10,8 +10,8 @@ use object_store::memory::InMemory;
 use object_store::{ObjectStore, ObjectStoreExt};
 use proptest::prelude::*;
 
-use crate::element::Element;
-use crate::value::{FillValue, Timestamp, fill_to_stored};
+use crate::types::element::Element;
+use crate::types::value::{FillValue, Timestamp, fill_to_stored};
 use crate::{Attr, SegmentError, SegmentWriter, WriteOptions};
 
 /// One array of a test segment.
@@ -321,9 +321,9 @@ proptest! {
     ) {
         let (ours, _) = both(&specs, 64, true);
         let len = ours.len() as u64;
-        let screened = crate::screen::screen(&bytes::Bytes::from(ours.clone()), len).unwrap();
+        let screened = crate::footer::validate::screen(&bytes::Bytes::from(ours.clone()), len).unwrap();
         for key in KEYS.iter().chain(&["late", "absent", "degree_Celsius"]) {
-            let off_footer = crate::attributes::attribute_cells(&screened.archive, key).unwrap();
+            let off_footer = crate::footer::attributes::attribute_cells(&screened.archive, key).unwrap();
             // Debug output, so that NaN values compare equal.
             prop_assert_eq!(
                 format!("{off_footer:?}"),

@@ -16,7 +16,7 @@ use array_format::block::CodecId;
 use array_format::{CompressionCodec, Error as AfError, Lz4Codec, NoCompression, ZstdCodec};
 use atlas_format::Codec;
 
-use crate::writer::WriteOptions;
+use crate::write::writer::WriteOptions;
 
 /// Size of one zstdmt job.
 pub(crate) const MT_JOB_SIZE: u32 = 1 << 20;

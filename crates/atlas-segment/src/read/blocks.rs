@@ -42,9 +42,9 @@ use object_store::path::Path;
 use tokio::sync::OnceCell;
 
 use crate::error::SegmentError;
-use crate::segment::ArrayRef;
-use crate::store::{SegmentStore, StoreError};
-use crate::value::dtype_from_stored;
+use crate::read::segment::ArrayRef;
+use crate::read::segment_store::{SegmentStore, StoreError};
+use crate::types::value::dtype_from_stored;
 
 /// Decoded blocks kept per segment: enough for the reads a bounded
 /// `read_many` has in flight, which walk the blocks in order.

@@ -2,10 +2,10 @@
 
 use std::sync::Arc;
 
-use crate::sink::{SinkError, SinkStore, WrittenSegment};
-use crate::store::{SegmentStore, segment_path};
-use crate::tail::DEFAULT_PREFETCH;
+use crate::footer::tail::DEFAULT_PREFETCH;
+use crate::read::segment_store::{SegmentStore, segment_path};
 use crate::test_support::{counted_memory, values, writer_with};
+use crate::write::sink::{SinkError, SinkStore, WrittenSegment};
 use array_format::{ArrayFile, ReadConfig};
 use bytes::Bytes;
 use object_store::{ObjectStore, ObjectStoreExt, PutPayload};
@@ -185,7 +185,7 @@ async fn a_failing_backend_write_surfaces_as_an_error() {
     // The container holds a partial segment now: it cannot be completed.
     let err = sink.close().await.unwrap_err();
     assert!(
-        matches!(err, crate::sink::SinkError::Poisoned { .. }),
+        matches!(err, crate::write::sink::SinkError::Poisoned { .. }),
         "{err}"
     );
     assert!(

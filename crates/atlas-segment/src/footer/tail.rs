@@ -22,7 +22,7 @@
 //!
 //! The decoder allocates nothing but the bytes pushed into it, answers every
 //! input with a value or a typed [`TailError`], and is driven with real reads
-//! by [`crate::SegmentSet`] (opening a segment) and the segment store
+//! by [`crate::ContainerSegments`] (opening a segment) and the segment store
 //! (`SegmentStore::prefetch_tail`). It knows array-format's trailer, and
 //! nothing of storage; the footer itself is the screen's business.
 
@@ -32,7 +32,7 @@ use atlas_io::read::concat;
 use bytes::Bytes;
 use rkyv::util::AlignedVec;
 
-use crate::mirror::ARCHIVE_ALIGN;
+use crate::footer::schema::ARCHIVE_ALIGN;
 
 /// Size of array-format's trailer: `footer_size: u64 LE` then `b"ARRF"`.
 pub const ARRF_TRAILER_LEN: u64 = 12;

@@ -18,8 +18,8 @@ use foldhash::fast::FixedState;
 use rkyv::util::AlignedVec;
 use std::hash::BuildHasher;
 
-use crate::mirror::{ARCHIVE_ALIGN, ArchivedArrayMeta, ArchivedFooter, FOOTER_VERSION};
-use crate::screen::FooterProblem;
+use crate::footer::schema::{ARCHIVE_ALIGN, ArchivedArrayMeta, ArchivedFooter, FOOTER_VERSION};
+use crate::footer::validate::FooterProblem;
 
 type FooterRef<'a> = &'a ArchivedFooter;
 

@@ -27,8 +27,8 @@ use object_store::{
 };
 
 use crate::error::SegmentError;
-use crate::sink::WrittenSegment;
-use crate::writer::ContainerSink;
+use crate::write::sink::WrittenSegment;
+use crate::write::writer::ContainerSink;
 
 const STORE_NAME: &str = "SpoolStore";
 /// Bytes read from a spool file per write to the container.
@@ -74,7 +74,7 @@ impl SpooledSegment {
         let name = self.name;
         let store = sink.store();
         let path = sink.next_path();
-        let io = |what: String| crate::writer::finish_io(&name, what);
+        let io = |what: String| crate::write::writer::finish_io(&name, what);
         match self.body {
             Spool::Memory(bytes) => {
                 store

@@ -2,8 +2,8 @@
 
 use std::sync::Arc;
 
-use crate::store::{SegmentStore, StoreError, segment_path};
-use crate::tail::{DEFAULT_PREFETCH, TailError};
+use crate::footer::tail::{DEFAULT_PREFETCH, TailError};
+use crate::read::segment_store::{SegmentStore, StoreError, segment_path};
 use crate::test_support::{array_file_bytes, counted_memory, embed, values};
 use array_format::{ArrayFile, BlockCache, ReadConfig};
 use bytes::Bytes;

@@ -6,8 +6,8 @@ use ndarray::ArrayD;
 #[cfg(test)]
 use ndarray::ArrayViewD;
 
-use crate::pack::{ChunkStats, PackError, chunk_stats, pack_variable};
-use crate::value::{FillValue, Timestamp, fill_to_stored};
+use crate::types::value::{FillValue, Timestamp, fill_to_stored};
+use crate::write::pack::{ChunkStats, PackError, chunk_stats, pack_variable};
 
 /// A Rust type that can be an array element: the integers, `f32`, `f64`,
 /// [`Timestamp`], `String` and `Vec<u8>` (binary). Sealed: these are the types

@@ -5,8 +5,8 @@
 //! a footer before array-format does, this crate needs types with exactly the
 //! same archived layout: these. rkyv (same version, same features as
 //! array-format's) validates a footer's bytes against them, and then the
-//! screen ([`crate::screen`]), the one-array lookup ([`crate::lookup`]) and
-//! the digest of statistics and attributes ([`crate::digest`]) read the
+//! screen ([`crate::footer::validate`]), the one-array lookup ([`crate::footer::lookup`]) and
+//! the digest of statistics and attributes ([`crate::footer::digest`]) read the
 //! validated archive in place. A test writes a segment with array-format and reads its footer back
 //! through the mirror, so a layout that drifts fails here first.
 //!
@@ -102,7 +102,7 @@ mod tests {
     use rkyv::util::AlignedVec;
 
     use super::*;
-    use crate::tail::ARRF_TRAILER_LEN;
+    use crate::footer::tail::ARRF_TRAILER_LEN;
 
     #[tokio::test]
     async fn the_mirror_reads_array_formats_own_footers() {
@@ -128,7 +128,7 @@ mod tests {
         let file = w.finish(store.clone(), path.clone()).await.unwrap();
         let bytes = store.get(&path).await.unwrap().bytes().await.unwrap();
 
-        let screened = crate::screen::screen(&bytes, bytes.len() as u64).unwrap();
+        let screened = crate::footer::validate::screen(&bytes, bytes.len() as u64).unwrap();
         assert_eq!(screened.archive.footer().arrays.len(), 2);
         assert!(screened.problems.is_empty(), "{:?}", screened.problems);
 

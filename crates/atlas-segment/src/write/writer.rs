@@ -11,14 +11,14 @@ use bytes::Bytes;
 use ndarray::ArrayViewD;
 use object_store::ObjectStore;
 
-use crate::attr::Attr;
-use crate::codec::block_codec;
-use crate::element::{Element, sealed::Sealed};
 use crate::error::SegmentError;
-use crate::pack::{Pack, PackError};
-use crate::sink::{SinkStore, WrittenSegment};
-use crate::spool::{SpoolStore, SpooledSegment};
-use crate::value::{FillValue, dtype_from_stored, fill_to_stored};
+use crate::types::attr::Attr;
+use crate::types::element::{Element, sealed::Sealed};
+use crate::types::value::{FillValue, dtype_from_stored, fill_to_stored};
+use crate::write::codec::block_codec;
+use crate::write::pack::{Pack, PackError};
+use crate::write::sink::{SinkStore, WrittenSegment};
+use crate::write::spool::{SpoolStore, SpooledSegment};
 
 /// Raw bytes packed into one block before it is compressed, by default (8 MiB).
 pub const DEFAULT_BLOCK_TARGET_SIZE: usize = array_format::DEFAULT_BLOCK_TARGET_SIZE;
@@ -263,7 +263,7 @@ impl SegmentWriter {
     /// part of a commit) into temporary storage rather than a container:
     /// segments can then be finished at the same time and appended in order
     /// with [`SpooledSegment::append_to`], giving the same bytes as
-    /// [`SegmentWriter::finish`]. See [`crate::spool`].
+    /// [`SegmentWriter::finish`]. See [`crate::write::spool`].
     pub async fn finish_spooled(self) -> Result<SpooledSegment, SegmentError> {
         let spool = SpoolStore::default();
         let store: Arc<dyn ObjectStore> = Arc::new(spool.clone());

@@ -8,9 +8,9 @@
 //! result back into the reader it returns. Writing profiles, that was most of
 //! a commit and a third of the pushes. [`Pack`] writes the same file: chunks
 //! are encoded straight into the open block with their statistics computed
-//! from the typed values ([`Element::pack`](crate::element::sealed::Sealed::pack)),
+//! from the typed values ([`Element::pack`](crate::types::element::sealed::Sealed::pack)),
 //! each array's chunk table and statistics grow in place, and the footer is
-//! archived once through the mirror types ([`crate::mirror`]), which have
+//! archived once through the mirror types ([`crate::footer::schema`]), which have
 //! array-format's layout. A test checks the output byte for byte against
 //! array-format's writer.
 //!
@@ -34,9 +34,9 @@ use object_store::buffered::BufWriter;
 use rkyv::util::AlignedVec;
 use tokio::io::AsyncWriteExt;
 
-use crate::element::Element;
-use crate::mirror;
-use crate::tail::{ARRF_MAGIC, ARRF_TRAILER_LEN};
+use crate::footer::schema;
+use crate::footer::tail::{ARRF_MAGIC, ARRF_TRAILER_LEN};
+use crate::types::element::Element;
 
 /// Bytes read at a time from the spilled blocks into the output (as
 /// array-format does: larger pieces held more memory while they upload).
@@ -169,7 +169,7 @@ struct Blocks {
     /// Compressed bytes of the blocks in `table` (all spilled but the last,
     /// once the writer finishes).
     data_len: u64,
-    table: Vec<mirror::BlockMeta>,
+    table: Vec<schema::BlockMeta>,
     /// Set when a block could not be spilled: the temp file no longer
     /// matches the table, so nothing more is written.
     broken: Option<String>,
@@ -227,7 +227,7 @@ impl Blocks {
             .map_err(|e| PackError::Io(format!("compressing a block: {e}")))?;
         let id = u32::try_from(self.table.len())
             .map_err(|_| PackError::Region("more than 2^32 blocks".to_owned()))?;
-        self.table.push(mirror::BlockMeta {
+        self.table.push(schema::BlockMeta {
             id: BlockId(id),
             file_offset: self.data_len,
             compressed_size: compressed.len() as u64,
@@ -536,7 +536,7 @@ impl Pack {
                 }
                 attributes.push((k, new_v));
             }
-            metas.push(mirror::ArrayMeta {
+            metas.push(schema::ArrayMeta {
                 name,
                 dtype: array.dtype,
                 shape: array.shape,
@@ -555,8 +555,8 @@ impl Pack {
                 None => Err(PackError::Region(format!("attribute value {v} unknown"))),
             })
             .collect::<Result<Vec<_>, _>>()?;
-        let footer = mirror::Footer {
-            version: mirror::FOOTER_VERSION,
+        let footer = schema::Footer {
+            version: schema::FOOTER_VERSION,
             blocks: std::mem::take(&mut self.blocks.table),
             strings: strings.into_iter().collect(),
             values,
@@ -617,7 +617,7 @@ impl Pack {
 /// Frees `footer` on a thread of its own: a footer of 30 000 arrays is
 /// hundreds of thousands of small allocations, a tenth of a profile write's
 /// time when freed in line, and nothing after this needs them gone.
-fn release(footer: mirror::Footer) {
+fn release(footer: schema::Footer) {
     // Should no thread start, the closure, and the footer with it, drop here.
     let _ = std::thread::Builder::new()
         .name("atlas-footer-drop".into())
@@ -643,9 +643,9 @@ fn intern_str(strings: &mut IndexSet<String>, s: &str) -> Result<u32, PackError>
 fn disk_value(
     value: &AttributeValue,
     strings: &mut IndexSet<String>,
-) -> Result<mirror::DiskValue, PackError> {
+) -> Result<schema::DiskValue, PackError> {
     use AttributeValue as A;
-    use mirror::DiskValue as D;
+    use schema::DiskValue as D;
     Ok(match value {
         A::Bool(v) => D::Bool(*v),
         A::Int8(v) => D::Int8(*v),

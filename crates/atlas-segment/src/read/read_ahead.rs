@@ -1,6 +1,6 @@
 //! Read-ahead over one segment's data region, as a state machine that does no I/O.
 //!
-//! array-format (and [`crate::blocks`]) read a segment's blocks one ranged
+//! array-format (and [`crate::read::blocks`]) read a segment's blocks one ranged
 //! get at a time. When a caller walks the blocks in order, one request per
 //! block costs a round trip each; so when a read starts exactly where the
 //! previous one ended, [`ReadAhead`] fetches a window ahead of it
@@ -25,7 +25,7 @@
 //! [`ReadAhead::ramp_from_start`]), a read at the region's first byte
 //! counts as sequential and fetches [`READ_AHEAD_FROM_START`] at once.
 //!
-//! The segment store ([`crate::store`]) asks [`ReadAhead::plan`] what to do
+//! The segment store ([`crate::read::segment_store`]) asks [`ReadAhead::plan`] what to do
 //! for a read, giving it a way to send a piece (which returns a handle on
 //! its bytes), then waits for the pieces the plan lists and fetches the
 //! plan's direct range itself.

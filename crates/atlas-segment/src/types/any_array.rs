@@ -3,7 +3,7 @@
 use atlas_format::DType;
 use ndarray::ArrayD;
 
-use crate::value::{FillValue, Timestamp};
+use crate::types::value::{FillValue, Timestamp};
 
 /// The elements of an array of any readable type: one variant per element
 /// type, named as the type's [`DType`]. Exhaustive on purpose, so callers can

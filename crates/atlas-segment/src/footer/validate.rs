@@ -27,10 +27,10 @@ use array_format::dtype::ArchivedDType;
 use bytes::Bytes;
 use rkyv::Archived;
 
-use crate::archive::{FooterArchive, NameIndex};
-use crate::blocks::{BlockCodec, BlockLoc, ChunkTable};
-use crate::mirror::{ArchivedArrayMeta, ArchivedFooter};
-use crate::tail::ARRF_TRAILER_LEN;
+use crate::footer::archive::{FooterArchive, NameIndex};
+use crate::footer::schema::{ArchivedArrayMeta, ArchivedFooter};
+use crate::footer::tail::ARRF_TRAILER_LEN;
+use crate::read::blocks::{BlockCodec, BlockLoc, ChunkTable};
 
 /// [`ARRF_TRAILER_LEN`] as a slice length.
 const TRAILER_BYTES: usize = ARRF_TRAILER_LEN as usize;
@@ -646,8 +646,8 @@ mod tests {
 
     use super::*;
     use crate::Attr;
-    use crate::attributes;
-    use crate::mirror::{ArrayMeta, BlockMeta, DiskValue, FOOTER_VERSION, Footer};
+    use crate::footer::attributes;
+    use crate::footer::schema::{ArrayMeta, BlockMeta, DiskValue, FOOTER_VERSION, Footer};
 
     /// [`super::screen`] of bytes in hand.
     fn screen(tail: &[u8], segment_len: u64) -> Result<Screened, FooterProblem> {

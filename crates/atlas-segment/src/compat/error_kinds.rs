@@ -14,7 +14,7 @@ use object_store::{
     PutMultipartOptions, PutOptions, PutPayload, PutResult,
 };
 
-use crate::store::{SegmentStore, StoreError};
+use crate::read::segment_store::{SegmentStore, StoreError};
 
 /// What an array-format call hit on the way to storage.
 #[derive(Debug, Clone)]

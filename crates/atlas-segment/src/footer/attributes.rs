@@ -14,10 +14,10 @@ use std::collections::hash_map::Entry;
 
 use foldhash::fast::FixedState;
 
-use crate::archive::FooterArchive;
-use crate::attr::Attr;
-use crate::mirror::{ArchivedArrayMeta, ArchivedFooter, DiskValue};
-use crate::screen::{FooterProblem, attribute_budget};
+use crate::footer::archive::FooterArchive;
+use crate::footer::schema::{ArchivedArrayMeta, ArchivedFooter, DiskValue};
+use crate::footer::validate::{FooterProblem, attribute_budget};
+use crate::types::attr::Attr;
 
 /// Attribute `key` of every array of the footer `archive`, in footer order
 /// (`None` for an array without it); `None` when no array stores it.

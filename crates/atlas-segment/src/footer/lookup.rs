@@ -24,11 +24,11 @@ use std::ops::Range;
 use rkyv::rancor;
 use rkyv::util::AlignedVec;
 
-use crate::mirror::{
+use crate::footer::schema::{
     ARCHIVE_ALIGN, ArchivedArrayMeta, ArchivedBlockMeta, ArchivedDiskValue, ArchivedFooter,
     ArrayMeta, BlockMeta, FOOTER_VERSION, Footer,
 };
-use crate::tail::ARRF_TRAILER_LEN;
+use crate::footer::tail::ARRF_TRAILER_LEN;
 
 /// Bytes of an archived `Vec` header: an `i64` relative pointer, then a `u64`
 /// length (rkyv with 64-bit pointers, as array-format archives).
@@ -236,7 +236,7 @@ pub(crate) fn assemble(
     let mut out = Vec::with_capacity(archive.len().saturating_add(ARRF_TRAILER_LEN as usize));
     out.extend_from_slice(&archive);
     out.extend_from_slice(&(archive.len() as u64).to_le_bytes());
-    out.extend_from_slice(&crate::tail::ARRF_MAGIC);
+    out.extend_from_slice(&crate::footer::tail::ARRF_MAGIC);
     Ok(out)
 }
 
@@ -441,7 +441,7 @@ mod tests {
             assert_eq!(got.blocks, full.blocks);
             // The mini footer is a footer the screen accepts.
             let data_end = (file.len() - arch.len() - 12) as u64;
-            let screened = crate::screen::screen(
+            let screened = crate::footer::validate::screen(
                 &bytes::Bytes::from(mini.clone()),
                 data_end + mini.len() as u64,
             )
@@ -513,12 +513,12 @@ mod tests {
 
     #[tokio::test]
     async fn a_lookup_at_the_wrong_position_falls_back_to_the_whole_footer() {
-        use crate::set::{SegmentOptions, SegmentRange, SegmentSet};
+        use crate::read::container_segments::{ContainerSegments, SegmentOptions, SegmentRange};
         let n = 4000;
         let (file, _) = segment(n).await;
         let (op, layer) = crate::test_support::counted_memory();
         op.write("c", file.clone()).await.unwrap();
-        let set = SegmentSet::new(
+        let set = ContainerSegments::new(
             op,
             "c",
             1,

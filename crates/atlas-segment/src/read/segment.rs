@@ -1,7 +1,7 @@
 //! [`Segment`]: one opened segment, and the view of one of its arrays the
 //! API hands out ([`ArrayRef`]: layout and statistics).
 //!
-//! A segment is opened by [`crate::SegmentSet`]: its footer screened, then
+//! A segment is opened by [`crate::ContainerSegments`]: its footer screened, then
 //! kept validated and read in place (`archive`), so layouts, statistics and
 //! attributes cost no decode of the whole footer and reads of fixed-width
 //! arrays fetch only data blocks (`blocks`). array-format opens the segment
@@ -19,18 +19,18 @@ use object_store::ObjectStore;
 use object_store::path::Path;
 use tokio::sync::OnceCell;
 
-use crate::any::ArrayData;
-use crate::archive::{FooterArchive, NameIndex};
-use crate::attr::Attr;
-use crate::attributes;
-use crate::blocks::{BlockSource, ChunkTable};
-use crate::element::{Element, sealed::Sealed};
+use crate::compat::error_kinds::track_io;
+use crate::compat::panics::guarded;
 use crate::error::SegmentError;
-use crate::guard::guarded;
-use crate::mirror::ArchivedArrayMeta;
-use crate::screen::{ArrayProblem, Screened};
-use crate::track::track_io;
-use crate::value::{
+use crate::footer::archive::{FooterArchive, NameIndex};
+use crate::footer::attributes;
+use crate::footer::schema::ArchivedArrayMeta;
+use crate::footer::validate::{ArrayProblem, Screened};
+use crate::read::blocks::{BlockSource, ChunkTable};
+use crate::types::any_array::ArrayData;
+use crate::types::attr::Attr;
+use crate::types::element::{Element, sealed::Sealed};
+use crate::types::value::{
     ArrayStats, FillValue, dtype_from_archived, fill_from_stored, stats_from_archived,
 };
 
@@ -230,7 +230,7 @@ impl Segment {
         SegmentError::screened(&self.name, array, &self.problems)
     }
 
-    fn footer_error(&self, problem: crate::screen::FooterProblem) -> SegmentError {
+    fn footer_error(&self, problem: crate::footer::validate::FooterProblem) -> SegmentError {
         SegmentError::Footer {
             segment: self.name.clone(),
             problem,
@@ -368,7 +368,7 @@ impl Segment {
             DType::UInt64 => read!(UInt64, u64),
             DType::Float32 => read!(Float32, f32),
             DType::Float64 => read!(Float64, f64),
-            DType::TimestampNs => read!(Timestamp, crate::value::Timestamp),
+            DType::TimestampNs => read!(Timestamp, crate::types::value::Timestamp),
             DType::String => read!(String, String),
             DType::Binary => read!(Binary, Vec<u8>),
             other => {

@@ -7,7 +7,7 @@ use bytes::Bytes;
 use futures::StreamExt;
 use object_store::ObjectStoreExt;
 
-use crate::set::{SegmentOptions, SegmentRange, SegmentSet};
+use crate::read::container_segments::{ContainerSegments, SegmentOptions, SegmentRange};
 
 /// Values of array `i`: 5..40 of them.
 fn values(i: usize) -> Vec<f32> {
@@ -48,18 +48,18 @@ async fn segment(n: usize, lz4: bool) -> (Bytes, usize) {
     let path = object_store::path::Path::from("seg");
     w.finish(store.clone(), path.clone()).await.unwrap();
     let bytes = store.get(&path).await.unwrap().bytes().await.unwrap();
-    let blocks = crate::screen::screen(&bytes, bytes.len() as u64)
+    let blocks = crate::footer::validate::screen(&bytes, bytes.len() as u64)
         .unwrap()
         .chunks
         .block_count();
     (bytes, blocks)
 }
 
-async fn set_over(bytes: Bytes) -> (SegmentSet, SegmentRange) {
+async fn set_over(bytes: Bytes) -> (ContainerSegments, SegmentRange) {
     let (op, _) = crate::test_support::counted_memory();
     let len = bytes.len() as u64;
     op.write("c", bytes).await.unwrap();
-    let set = SegmentSet::new(op, "c", 1, SegmentOptions::default(), Bytes::new(), 0);
+    let set = ContainerSegments::new(op, "c", 1, SegmentOptions::default(), Bytes::new(), 0);
     let range = SegmentRange {
         name: "v".into(),
         offset: 0,

@@ -58,10 +58,10 @@ macro_rules! attr_mapping {
             /// Rebuilds a value from a footer's value pool entry, `string`
             /// resolving string pool indices; `None` when one does not resolve.
             pub(crate) fn from_disk(
-                value: crate::mirror::DiskValue,
+                value: crate::footer::schema::DiskValue,
                 mut string: impl FnMut(u32) -> Option<String>,
             ) -> Option<Self> {
-                use crate::mirror::DiskValue as D;
+                use crate::footer::schema::DiskValue as D;
                 Some(match value {
                     $(D::$s(v) => Attr::$s(v),)*
                     D::String(i) => Attr::String(string(i)?),

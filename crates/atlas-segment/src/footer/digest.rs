@@ -14,10 +14,10 @@
 use std::collections::HashMap;
 
 use crate::error::SegmentError;
-use crate::mirror::ArchivedArrayMeta;
-use crate::screen::ArrayProblem;
-use crate::segment::Segment;
-use crate::value::{ArrayStats, dtype_from_archived, stats_from_archived};
+use crate::footer::schema::ArchivedArrayMeta;
+use crate::footer::validate::ArrayProblem;
+use crate::read::segment::Segment;
+use crate::types::value::{ArrayStats, dtype_from_archived, stats_from_archived};
 
 /// One array of a segment as the statistics calls see it.
 #[derive(Debug, Clone, PartialEq)]

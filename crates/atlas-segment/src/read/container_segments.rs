@@ -1,12 +1,12 @@
-//! [`SegmentSet`]: every segment of one container, each opened at most once,
+//! [`ContainerSegments`]: every segment of one container, each opened at most once,
 //! with what it keeps between calls (open segments, footers read for a
-//! digest, arrays found by lookup). One opened segment is [`crate::segment`].
+//! digest, arrays found by lookup). One opened segment is [`crate::read::segment`].
 //!
 //! A segment is a complete array-format file inside the container. Opening one
 //! costs one ranged read of its tail (the trailer, the footer, and for a small
 //! segment its data too), sized to cover the footer in one go. Before
 //! array-format sees those bytes the trailer is checked against the segment
-//! length and the footer is screened (see [`crate::screen`]); then
+//! length and the footer is screened (see [`crate::footer::validate`]); then
 //! array-format opens the segment through the crate's `SegmentStore`, which
 //! answers its trailer and footer reads from the bytes already in hand.
 //!
@@ -27,17 +27,19 @@ use object_store::path::Path;
 use opendal::Operator;
 use tokio::sync::OnceCell;
 
-use crate::attr::Attr;
-use crate::attributes;
-use crate::blocks::{BlockSlots, BlockSource, ChunkTable};
-use crate::digest::{SegmentDigest, digest_of};
+use crate::compat::error_kinds::KindTrackingStore;
 use crate::error::SegmentError;
-use crate::lookup::{self, Miss};
-use crate::screen;
-use crate::segment::{FileOpener, Segment};
-use crate::store::{SegmentStore, StoreError, segment_path};
-use crate::tail::{ARRF_TRAILER_LEN, DEFAULT_PREFETCH, Tail, TailDecoder, TailError, TailStep};
-use crate::track::KindTrackingStore;
+use crate::footer::attributes;
+use crate::footer::digest::{SegmentDigest, digest_of};
+use crate::footer::lookup::{self, Miss};
+use crate::footer::tail::{
+    ARRF_TRAILER_LEN, DEFAULT_PREFETCH, Tail, TailDecoder, TailError, TailStep,
+};
+use crate::footer::validate;
+use crate::read::blocks::{BlockSlots, BlockSource, ChunkTable};
+use crate::read::segment::{FileOpener, Segment};
+use crate::read::segment_store::{SegmentStore, StoreError, segment_path};
+use crate::types::attr::Attr;
 
 /// Bytes of footer array-format spends per array in a segment (about 330 measured), rounded up.
 const FOOTER_BYTES_PER_ARRAY: u64 = 512;
@@ -52,7 +54,7 @@ const LOOKUP_LIMIT: usize = 256;
 /// Block cache of [`SegmentOptions::default`]: 256 MiB.
 pub const DEFAULT_BLOCK_CACHE_BYTES: u64 = array_format::DEFAULT_CACHE_CAPACITY as u64;
 
-/// How a [`SegmentSet`] reads its segments.
+/// How a [`ContainerSegments`] reads its segments.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct SegmentOptions {
@@ -112,13 +114,13 @@ pub struct SegmentRange {
     /// Length of the segment in bytes.
     pub len: u64,
     /// How many arrays it is expected to hold (0: unknown): decides whether
-    /// [`SegmentSet::get_array`] looks one array up rather than reading the
+    /// [`ContainerSegments::get_array`] looks one array up rather than reading the
     /// whole footer.
     pub arrays_hint: u64,
 }
 
 /// Every segment of one container object, each opened at most once, on first use.
-pub struct SegmentSet {
+pub struct ContainerSegments {
     op: Operator,
     container: String,
     store: Arc<SegmentStore>,
@@ -136,7 +138,7 @@ pub struct SegmentSet {
     /// Footers read and screened for a digest and not yet opened: segment
     /// index to the segment's tail (footer and trailer) and what the screen
     /// found, for the open to use as they are.
-    pending: std::sync::Mutex<HashMap<usize, (Bytes, screen::Screened)>>,
+    pending: std::sync::Mutex<HashMap<usize, (Bytes, validate::Screened)>>,
     /// Segments of one array each, found by lookup: (segment index, array) to it.
     singles: std::sync::Mutex<HashMap<(usize, String), Arc<Segment>>>,
     /// One lookup at a time (each registers a virtual file of its own).
@@ -147,9 +149,9 @@ pub struct SegmentSet {
     decoded: Arc<AtomicU64>,
 }
 
-impl std::fmt::Debug for SegmentSet {
+impl std::fmt::Debug for ContainerSegments {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("SegmentSet")
+        f.debug_struct("ContainerSegments")
             .field("container", &self.container)
             .field("segments", &self.cells.len())
             .field("opened", &self.opened())
@@ -157,7 +159,7 @@ impl std::fmt::Debug for SegmentSet {
     }
 }
 
-impl SegmentSet {
+impl ContainerSegments {
     /// The `count` segments of object `container` in `op`; `probe` holds the
     /// container's bytes that end at `probe_end` (may be empty).
     pub fn new(
@@ -256,7 +258,7 @@ impl SegmentSet {
                 return Ok(Arc::new(SegmentDigest::of_segment(segment)));
             }
             let tail = self.read_footer(range).await?;
-            let (screened, arrays) = screen::screen_collecting(&tail, range.len, digest_of)
+            let (screened, arrays) = validate::screen_collecting(&tail, range.len, digest_of)
                 .map_err(|problem| SegmentError::Footer {
                     segment: range.name.clone(),
                     problem,
@@ -277,7 +279,7 @@ impl SegmentSet {
     /// order.
     ///
     /// From the segment if it is open; else read off its footer as
-    /// [`SegmentSet::digest`] does (the footer once, none if it is in hand),
+    /// [`ContainerSegments::digest`] does (the footer once, none if it is in hand),
     /// without array-format's open, decoding only the values asked for.
     pub async fn attribute_cells(
         &self,
@@ -301,7 +303,7 @@ impl SegmentSet {
         Ok((digest, cells))
     }
 
-    fn pending(&self) -> std::sync::MutexGuard<'_, HashMap<usize, (Bytes, screen::Screened)>> {
+    fn pending(&self) -> std::sync::MutexGuard<'_, HashMap<usize, (Bytes, validate::Screened)>> {
         self.pending.lock().unwrap_or_else(|e| e.into_inner())
     }
 
@@ -313,7 +315,7 @@ impl SegmentSet {
     /// `position` is asked for only when a lookup happens. When the footer
     /// is not laid out as expected (another array at that position, parts
     /// outside the window read, anything that does not validate) the whole
-    /// footer is read and the segment opened as by [`SegmentSet::get`].
+    /// footer is read and the segment opened as by [`ContainerSegments::get`].
     pub async fn get_array(
         &self,
         index: usize,
@@ -325,7 +327,7 @@ impl SegmentSet {
             .await
     }
 
-    /// [`SegmentSet::get_array`] for a caller about to read the array's
+    /// [`ContainerSegments::get_array`] for a caller about to read the array's
     /// data: when that opens the whole segment for the array at position 0,
     /// the walk from the start of the data region that such a read begins
     /// is sent at once.
@@ -364,7 +366,7 @@ impl SegmentSet {
         Box::pin(self.get_array_cold(cell, key, range, array, position, reading)).await
     }
 
-    /// [`SegmentSet::get_array`] when neither the segment (whose `cell` it
+    /// [`ContainerSegments::get_array`] when neither the segment (whose `cell` it
     /// is) nor the array (`key`: segment index and array) is in hand.
     async fn get_array_cold(
         &self,
@@ -484,7 +486,7 @@ impl SegmentSet {
         // The one-array footer replaces the real one after the same data region.
         let virtual_len = footer_start.saturating_add(mini.len() as u64);
         let screened =
-            screen::screen(&mini, virtual_len).map_err(|problem| SegmentError::Footer {
+            validate::screen(&mini, virtual_len).map_err(|problem| SegmentError::Footer {
                 segment: name.to_owned(),
                 problem,
             })?;
@@ -508,7 +510,7 @@ impl SegmentSet {
     /// Sends for the front of segment `index`'s data region (up to
     /// [`READ_AHEAD_MAX`](crate::READ_AHEAD_MAX) bytes) as concurrent
     /// pieces, without waiting for them, for a caller about to read most of
-    /// its arrays; the segment must be open ([`SegmentSet::get`]), else
+    /// its arrays; the segment must be open ([`ContainerSegments::get`]), else
     /// nothing is read. Returns the bytes sent for.
     pub async fn prefetch_data(
         &self,
@@ -605,7 +607,7 @@ impl SegmentSet {
     }
 
     /// Opens segment `index`; `walk`: a walk from the start of its data
-    /// region is about to begin (see [`SegmentSet::get_array_to_read`]).
+    /// region is about to begin (see [`ContainerSegments::get_array_to_read`]).
     async fn open_for(
         &self,
         index: usize,
@@ -618,7 +620,7 @@ impl SegmentSet {
             None => {
                 let tail = self.read_footer(range).await?;
                 let screened =
-                    screen::screen(&tail, range.len).map_err(|problem| SegmentError::Footer {
+                    validate::screen(&tail, range.len).map_err(|problem| SegmentError::Footer {
                         segment: range.name.clone(),
                         problem,
                     })?;
@@ -677,7 +679,7 @@ impl SegmentSet {
         tail: Bytes,
     ) -> Result<Arc<Segment>, SegmentError> {
         let screened =
-            screen::screen(&tail, range.len).map_err(|problem| SegmentError::Footer {
+            validate::screen(&tail, range.len).map_err(|problem| SegmentError::Footer {
                 segment: range.name.clone(),
                 problem,
             })?;
@@ -692,7 +694,7 @@ impl SegmentSet {
         index: usize,
         range: &SegmentRange,
         tail: Bytes,
-        screened: screen::Screened,
+        screened: validate::Screened,
         walk: bool,
     ) -> Result<Arc<Segment>, SegmentError> {
         let name = range.name.as_str();
@@ -726,7 +728,7 @@ impl SegmentSet {
         offset: u64,
         len: u64,
         tail: Bytes,
-        screened: &screen::Screened,
+        screened: &validate::Screened,
     ) -> Result<(), SegmentError> {
         self.store.remove(path);
         self.store
@@ -756,7 +758,7 @@ impl SegmentSet {
             .map(atlas_io::read::concat)
     }
 
-    /// [`SegmentSet::read`], answered with the buffers as they arrived, not
+    /// [`ContainerSegments::read`], answered with the buffers as they arrived, not
     /// joined (one piece when the open's probe holds the range).
     async fn read_pieces(
         &self,
@@ -811,7 +813,7 @@ pub async fn open_bytes(name: &str, bytes: Bytes) -> Result<Arc<Segment>, Segmen
     op.write("segment", bytes)
         .await
         .map_err(|e| atlas_io::IoError::from_opendal(e, "write", "segment"))?;
-    let set = SegmentSet::new(op, "segment", 1, SegmentOptions::default(), Bytes::new(), 0);
+    let set = ContainerSegments::new(op, "segment", 1, SegmentOptions::default(), Bytes::new(), 0);
     set.get(
         0,
         &SegmentRange {

@@ -21,7 +21,7 @@
 //!   the last, so walking a segment's blocks in order costs a few requests,
 //!   not one per block, and decoding overlaps the arrival of later pieces;
 //!   any other read fetches exactly its range (the decisions are
-//!   [`crate::read_ahead`]'s; this store only fetches what it is told). A
+//!   [`crate::read::read_ahead`]'s; this store only fetches what it is told). A
 //!   piece that fails is not fatal: the read that needed it fetches its own
 //!   range directly, which reports the error if it persists;
 //! - any other path is `NotFound`; writes, deletes, copies and lists are `NotSupported`;
@@ -57,8 +57,8 @@ use opendal::Operator;
 use atlas_io::read::{ReadParallelism, concat, read_range, read_split};
 use atlas_io::{IoError, IoErrorKind};
 
-use crate::read_ahead::ReadAhead;
-use crate::tail::{ARRF_TRAILER_LEN, TailDecoder, TailError, TailStep, check_trailer};
+use crate::footer::tail::{ARRF_TRAILER_LEN, TailDecoder, TailError, TailStep, check_trailer};
+use crate::read::read_ahead::ReadAhead;
 
 const STORE_NAME: &str = "SegmentStore";
 
@@ -443,7 +443,7 @@ impl SegmentStore {
     }
 
     /// Makes a read at the first byte of `path`'s data region fetch a
-    /// window ahead at once (see [`crate::read_ahead`]): for a segment opened
+    /// window ahead at once (see [`crate::read::read_ahead`]): for a segment opened
     /// whole, whose reader will probably walk it.
     pub(crate) fn ramp_from_start(&self, path: &Path) {
         if let Some(seg) = self.read_map().get(path.as_ref()) {
@@ -592,7 +592,7 @@ impl SegmentStore {
 
     /// Reads `rel` of the segment at `path` as array-format's block reads
     /// do (read-ahead, tail, LZ4 prefix check): for the reads of
-    /// [`crate::blocks`], which bypass array-format.
+    /// [`crate::read::blocks`], which bypass array-format.
     pub(crate) async fn read_block(
         &self,
         path: &Path,
