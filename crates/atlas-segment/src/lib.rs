@@ -2,7 +2,7 @@
 //!
 //! The one crate that knows array-format. An Atlas container holds one
 //! array-format file ("segment") per variable, back to back; this crate opens
-//! them from byte ranges of the container, screens their footers before
+//! them from byte ranges of the container, validates their footers before
 //! array-format parses them, reads arrays, layouts, statistics and attributes,
 //! and writes new segments into a container being streamed. Its API is typed
 //! and does not panic whatever the bytes: no array-format or object_store type
@@ -22,13 +22,13 @@
 //!   name, type and statistics ([`SegmentDigest`]), one array's entry, and
 //!   attributes; privately, the archived footer types as array-format lays
 //!   them out, which the writer archives its footers with too;
-//! - [`write`]: [`SegmentWriter`] and the [`ContainerSink`] it appends to;
+//! - [`write`](mod@write): [`SegmentWriter`] and the [`ContainerSink`] it appends to;
 //!   the file is built without array-format's writer, to the same bytes;
 //!   segments finished into temporary storage ([`SpooledSegment`]) so a
 //!   commit finishes several at once and appends them in order;
 //! - [`types`]: the element types, attribute values, fill values,
 //!   statistics and untyped arrays of the API;
-//! - [`error`]: [`SegmentError`];
+//! - [`error`]: what can go wrong, as one [`SegmentError`];
 //! - privately, `compat`: what exists only because of how array-format
 //!   behaves around its calls (its panics caught, the error kinds it
 //!   flattens into strings recovered, the `ObjectStore` methods it never

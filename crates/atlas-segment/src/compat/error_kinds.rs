@@ -1,4 +1,4 @@
-//! Error-kind tracking: array-format flattens storage failures into strings,
+//! Storage error kinds recovered: array-format flattens storage failures into strings,
 //! so the store it reads through notes each failure (with its kind) in a
 //! task-local slot on the way, and the caller takes it back out.
 

@@ -1,8 +1,8 @@
-//! The panic firewall: array-format's panics stay inside this crate.
+//! array-format's panics caught: a panic inside one of its calls becomes an error here.
 //!
 //! array-format 0.15 can panic (slice indexing, overflow, `expect`) on corrupt
 //! segment bytes and on some I/O failures. Every call into it runs through one
-//! of these guards, which turn a panic into a description of it.
+//! of these functions, which turn a panic into a description of it.
 
 use std::future::Future;
 use std::panic::AssertUnwindSafe;

@@ -1,4 +1,5 @@
-//! The `ObjectStore` methods that the single-purpose stores of this crate refuse.
+//! The `ObjectStore` methods array-format never calls (delete, list, copy),
+//! answered `NotSupported` by every single-purpose store of this crate.
 
 /// Expands, inside an `impl ObjectStore` block, to `delete_stream`, `list`,
 /// `list_with_delimiter` and `copy_opts`, each answering `NotSupported` through

@@ -47,7 +47,7 @@ impl std::fmt::Debug for FooterArchive {
 
 impl FooterArchive {
     /// Validates the archive in `bytes`: rkyv's check of every offset and
-    /// length, then the version the mirror matches. A footer read in pieces
+    /// length, then the version the schema matches. A footer read in pieces
     /// arrives aligned (see `tail`) and is kept where it lies; one inside a
     /// single read is copied once into aligned memory.
     pub(crate) fn new(bytes: Bytes) -> Result<Self, FooterProblem> {

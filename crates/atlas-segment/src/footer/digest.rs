@@ -6,7 +6,7 @@
 //! attribute columns, an index by name), which for a segment of tens of
 //! thousands of arrays costs more than reading the footer. A fold of
 //! statistics needs three fields per array, so they are read off the archive
-//! while the screen validates and walks it anyway: one validation, no full
+//! while validation validates and walks it anyway: one validation, no full
 //! decode. The validated archive is kept for an attribute asked for next
 //! (only its values decoded) and for an open that may follow, which then
 //! neither reads nor validates the footer again.
@@ -38,7 +38,7 @@ pub struct ArrayDigest {
     pub shape: Vec<u64>,
 }
 
-/// Every array of one segment, in segment order, with what screening found
+/// Every array of one segment, in segment order, with what validation found
 /// wrong with single arrays.
 #[derive(Debug, Clone)]
 pub struct SegmentDigest {
@@ -53,9 +53,9 @@ impl SegmentDigest {
         &self.arrays
     }
 
-    /// `Err` if screening found array `array` unusable, as [`Segment::check`].
+    /// `Err` if validation found array `array` unusable, as [`Segment::check`].
     pub fn check(&self, array: &str) -> Result<(), SegmentError> {
-        SegmentError::screened(&self.segment, array, &self.problems)
+        SegmentError::validated(&self.segment, array, &self.problems)
     }
 
     /// The digest of a segment already open.
@@ -72,7 +72,7 @@ impl SegmentDigest {
         }
     }
 
-    /// A digest from arrays read off the footer and the screen's findings.
+    /// A digest from arrays read off the footer and validation's findings.
     pub(crate) fn new(
         segment: &str,
         arrays: Vec<ArrayDigest>,
@@ -86,7 +86,7 @@ impl SegmentDigest {
     }
 }
 
-/// The digest of one archived array (validated by the screen), whose written
+/// The digest of one archived array (already validated), whose written
 /// chunks start in block `first_block`.
 pub(crate) fn digest_of(array: &ArchivedArrayMeta, first_block: Option<u32>) -> ArrayDigest {
     ArrayDigest {

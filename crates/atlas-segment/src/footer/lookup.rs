@@ -343,7 +343,7 @@ mod tests {
     use super::*;
 
     /// A segment of `n` arrays `d0000..`, each of 5..40 f32 values in one or two
-    /// chunks, with an attribute, plus the same footer deserialized through the mirror.
+    /// chunks, with an attribute, plus the same footer deserialized through the schema.
     async fn segment(n: usize) -> (Vec<u8>, Footer) {
         let mut w = ArrayWriter::new(WriterConfig {
             block_target_size: 4096,
@@ -439,14 +439,14 @@ mod tests {
             want.attributes.clear();
             assert_eq!(got.arrays, vec![want]);
             assert_eq!(got.blocks, full.blocks);
-            // The mini footer is a footer the screen accepts.
+            // The mini footer is a footer validation accepts.
             let data_end = (file.len() - arch.len() - 12) as u64;
-            let screened = crate::footer::validate::screen(
+            let validated = crate::footer::validate::validate_footer(
                 &bytes::Bytes::from(mini.clone()),
                 data_end + mini.len() as u64,
             )
             .unwrap();
-            assert!(screened.problems.is_empty());
+            assert!(validated.problems.is_empty());
         }
     }
 

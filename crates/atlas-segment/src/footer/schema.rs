@@ -1,18 +1,21 @@
-//! Mirror types: array-format's footer structs, declared again field for field.
+//! The footer schema: array-format's footer structs, declared again field for
+//! field, so a footer can be validated and read without array-format.
 //!
 //! array-format 0.15 keeps its footer types private and trusts the footer it
 //! reads, so a corrupt one can abort the process inside its open. To look at
 //! a footer before array-format does, this crate needs types with exactly the
 //! same archived layout: these. rkyv (same version, same features as
-//! array-format's) validates a footer's bytes against them, and then the
-//! screen ([`crate::footer::validate`]), the one-array lookup ([`crate::footer::lookup`]) and
-//! the digest of statistics and attributes ([`crate::footer::digest`]) read the
-//! validated archive in place. A test writes a segment with array-format and reads its footer back
-//! through the mirror, so a layout that drifts fails here first.
+//! array-format's) validates a footer's bytes against them; then validation
+//! ([`crate::footer::validate`]), the one-array lookup
+//! ([`crate::footer::lookup`]) and the digest ([`crate::footer::digest`])
+//! read the validated archive in place, and the writer
+//! ([`crate::write::pack`]) archives its footers through them. A test writes
+//! a segment with array-format and reads its footer back through this
+//! schema, so a layout that drifts fails here first.
 //!
 //! Upgrading array-format means re-checking these against its private types.
 
-// The mirror types exist for their archived layout; most fields are only read archived.
+// The schema types exist for their archived layout; most fields are only read archived.
 #![allow(missing_docs, dead_code)]
 
 use array_format::address::BlockId;
@@ -25,7 +28,7 @@ use rkyv::{Archive, Deserialize, Serialize};
 /// `AlignedVec`, which array-format archives into and reads from).
 pub(crate) const ARCHIVE_ALIGN: usize = 16;
 
-/// array-format's footer version this mirror matches (the screen refuses any other).
+/// array-format's footer version this schema matches (validation refuses any other).
 pub(crate) const FOOTER_VERSION: u32 = 6;
 
 /// array-format's `Footer`, field for field.
@@ -128,9 +131,10 @@ mod tests {
         let file = w.finish(store.clone(), path.clone()).await.unwrap();
         let bytes = store.get(&path).await.unwrap().bytes().await.unwrap();
 
-        let screened = crate::footer::validate::screen(&bytes, bytes.len() as u64).unwrap();
-        assert_eq!(screened.archive.footer().arrays.len(), 2);
-        assert!(screened.problems.is_empty(), "{:?}", screened.problems);
+        let validated =
+            crate::footer::validate::validate_footer(&bytes, bytes.len() as u64).unwrap();
+        assert_eq!(validated.archive.footer().arrays.len(), 2);
+        assert!(validated.problems.is_empty(), "{:?}", validated.problems);
 
         let size_at = bytes.len() - ARRF_TRAILER_LEN as usize;
         let size = u64::from_le_bytes(bytes[size_at..size_at + 8].try_into().unwrap());

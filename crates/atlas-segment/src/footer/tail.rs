@@ -24,7 +24,7 @@
 //! input with a value or a typed [`TailError`], and is driven with real reads
 //! by [`crate::ContainerSegments`] (opening a segment) and the segment store
 //! (`SegmentStore::prefetch_tail`). It knows array-format's trailer, and
-//! nothing of storage; the footer itself is the screen's business.
+//! nothing of storage; the footer itself is validation's business.
 
 use std::ops::Range;
 
@@ -267,7 +267,7 @@ impl TailDecoder {
 
 /// `front`'s pieces then `back`, in one buffer whose first byte is aligned
 /// as rkyv lays out archives. After a second read the tail starts exactly
-/// where the footer starts, so the screen validates the footer where it lies
+/// where the footer starts, so validation validates the footer where it lies
 /// instead of copying it into aligned memory once more.
 fn join_aligned(front: &[Bytes], back: &[u8]) -> Bytes {
     let len = front.iter().map(Bytes::len).sum::<usize>() + back.len();

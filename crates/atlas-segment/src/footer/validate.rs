@@ -1,10 +1,11 @@
-//! Screening: a look at a segment's array-format footer before array-format parses it.
+//! Footer validation: a segment's footer archive checked, and walked once,
+//! before anything reads it in place or array-format parses it.
 //!
 //! array-format 0.15 trusts its own footer: a block's `uncompressed_size`
 //! becomes an allocation (a flipped high byte aborts the process), a chunk
 //! coordinate past the grid underflows, a shape that lies sizes the output of
-//! a read. This module lets rkyv validate the footer against the mirror of
-//! array-format's private footer types (`mirror`) and walks the
+//! a read. This module lets rkyv validate the footer against the footer
+//! schema (`schema`, array-format's private types declared again) and walks the
 //! validated archive in place, the way array-format will. Nothing is copied
 //! out but what the checks need, and the validated archive is what the open
 //! segment then reads (`archive`).
@@ -259,9 +260,9 @@ pub enum ArrayProblem {
     },
 }
 
-/// What screening found acceptable, and what it found wrong with single arrays.
+/// What validation found acceptable, and what it found wrong with single arrays.
 #[derive(Debug)]
-pub(crate) struct Screened {
+pub(crate) struct ValidatedFooter {
     /// The footer, validated, read in place from here on.
     pub archive: FooterArchive,
     /// Its arrays by name.
@@ -280,22 +281,25 @@ pub(crate) struct Screened {
     pub first_blocks: Vec<Option<u32>>,
 }
 
-/// Screens the footer at the end of `tail` (the last bytes of a segment of
+/// Validates the footer at the end of `tail` (the last bytes of a segment of
 /// `segment_len` bytes, trailer included, already checked by the segment store).
 ///
 /// `Err` means the segment as a whole cannot be used (nor handed to array-format).
-pub(crate) fn screen(tail: &Bytes, segment_len: u64) -> Result<Screened, FooterProblem> {
-    screen_collecting(tail, segment_len, |_, _| ()).map(|(screened, _)| screened)
+pub(crate) fn validate_footer(
+    tail: &Bytes,
+    segment_len: u64,
+) -> Result<ValidatedFooter, FooterProblem> {
+    validate_footer_collecting(tail, segment_len, |_, _| ()).map(|(validated, _)| validated)
 }
 
-/// [`screen`], also making one `T` of each archived array, validated, and
+/// [`validate_footer`], also making one `T` of each archived array, validated, and
 /// the first data block its chunks name, in footer order: for what a caller
 /// reads from the footer without array-format's open.
-pub(crate) fn screen_collecting<T>(
+pub(crate) fn validate_footer_collecting<T>(
     tail: &Bytes,
     segment_len: u64,
     mut collect: impl FnMut(&ArchivedArrayMeta, Option<u32>) -> T,
-) -> Result<(Screened, Vec<T>), FooterProblem> {
+) -> Result<(ValidatedFooter, Vec<T>), FooterProblem> {
     let (footer_range, footer_total) = footer_slice(tail)?;
     let data_end = segment_len
         .checked_sub(footer_total)
@@ -304,19 +308,19 @@ pub(crate) fn screen_collecting<T>(
             available: segment_len,
         })?;
     let archive = FooterArchive::new(tail.slice(footer_range))?;
-    screen_footer(archive, data_end, &mut collect)
+    validate_archive(archive, data_end, &mut collect)
 }
 
-/// The screen of a validated footer in front of a data region ending at
+/// Validation of a validated footer in front of a data region ending at
 /// `data_end`.
-fn screen_footer<T>(
+fn validate_archive<T>(
     archive: FooterArchive,
     data_end: u64,
     collect: &mut impl FnMut(&ArchivedArrayMeta, Option<u32>) -> T,
-) -> Result<(Screened, Vec<T>), FooterProblem> {
+) -> Result<(ValidatedFooter, Vec<T>), FooterProblem> {
     let footer = archive.footer();
-    let blocks = screen_blocks(footer, data_end)?;
-    screen_attribute_memory(footer, archive.len())?;
+    let blocks = validate_blocks(footer, data_end)?;
+    validate_attribute_memory(footer, archive.len())?;
     let names = NameIndex::new(footer.arrays.as_slice())?;
     let lz4_blocks = blocks
         .iter()
@@ -331,13 +335,13 @@ fn screen_footer<T>(
         collected.push(collect(array, first));
         first_blocks.push(first);
         chunks.begin_array();
-        if let Err(problem) = screen_array(array, &blocks, &mut chunks) {
+        if let Err(problem) = validate_array(array, &blocks, &mut chunks) {
             chunks.reject_array();
             problems.insert(array.name.as_str().to_owned(), problem);
         }
     }
     Ok((
-        Screened {
+        ValidatedFooter {
             archive,
             names,
             problems,
@@ -390,7 +394,10 @@ struct BlockBound {
     lz4_at: Option<u64>,
 }
 
-fn screen_blocks(footer: &ArchivedFooter, data_end: u64) -> Result<Vec<BlockBound>, FooterProblem> {
+fn validate_blocks(
+    footer: &ArchivedFooter,
+    data_end: u64,
+) -> Result<Vec<BlockBound>, FooterProblem> {
     let mut out = Vec::with_capacity(footer.blocks.len());
     for (index, block) in footer.blocks.iter().enumerate() {
         let id = block.id.0.to_native();
@@ -480,7 +487,10 @@ pub(crate) fn attribute_budget(footer_len: u64) -> u64 {
 }
 
 /// array-format allocates one cell per array per distinct attribute key.
-fn screen_attribute_memory(footer: &ArchivedFooter, footer_len: u64) -> Result<(), FooterProblem> {
+fn validate_attribute_memory(
+    footer: &ArchivedFooter,
+    footer_len: u64,
+) -> Result<(), FooterProblem> {
     // A segment's arrays mostly share a handful of keys: a fast fixed-seed hash.
     let mut keys = hashbrown::HashSet::with_hasher(foldhash::fast::FixedState::default());
     for array in footer.arrays.iter() {
@@ -531,7 +541,7 @@ fn element_size(dtype: &ArchivedDType) -> Option<u64> {
 /// Checks one array's shape, statistics and chunk entries in place (no
 /// copy of what is fine: a segment holds tens of thousands of arrays), and
 /// adds its chunks to `table`.
-fn screen_array(
+fn validate_array(
     array: &ArchivedArrayMeta,
     blocks: &[BlockBound],
     table: &mut ChunkTable,
@@ -649,15 +659,15 @@ mod tests {
     use crate::footer::attributes;
     use crate::footer::schema::{ArrayMeta, BlockMeta, DiskValue, FOOTER_VERSION, Footer};
 
-    /// [`super::screen`] of bytes in hand.
-    fn screen(tail: &[u8], segment_len: u64) -> Result<Screened, FooterProblem> {
-        super::screen(&Bytes::copy_from_slice(tail), segment_len)
+    /// [`super::validate_footer`] of bytes in hand.
+    fn validate_footer(tail: &[u8], segment_len: u64) -> Result<ValidatedFooter, FooterProblem> {
+        super::validate_footer(&Bytes::copy_from_slice(tail), segment_len)
     }
 
     /// Attribute `key` of every array of the segment `bytes`, off its archive.
     fn cells(bytes: &[u8], key: &str) -> Result<Option<Vec<Option<Attr>>>, FooterProblem> {
-        let screened = screen(bytes, bytes.len() as u64)?;
-        attributes::attribute_cells(&screened.archive, key)
+        let validated = validate_footer(bytes, bytes.len() as u64)?;
+        attributes::attribute_cells(&validated.archive, key)
     }
 
     /// `data`, then the archived `footer`, then the ARRF trailer.
@@ -735,7 +745,7 @@ mod tests {
                 vec![array("a", vec![4], vec![4], vec![vec![0]])],
             );
             let bytes = segment(&f, &data);
-            let err = screen(&bytes, bytes.len() as u64).unwrap_err();
+            let err = validate_footer(&bytes, bytes.len() as u64).unwrap_err();
             assert!(
                 matches!(err, FooterProblem::BlockExpansion { index: 0, codec: c, .. } if c == codec),
                 "{err}"
@@ -744,22 +754,22 @@ mod tests {
         // A stored block decodes to its own bytes whatever it claims.
         let f = footer(vec![block(claim, 40, "")], vec![]);
         let bytes = segment(&f, &data);
-        assert!(screen(&bytes, bytes.len() as u64).is_ok());
+        assert!(validate_footer(&bytes, bytes.len() as u64).is_ok());
     }
 
     #[test]
-    fn the_screen_lists_where_each_lz4_block_starts_and_what_it_declares() {
+    fn validation_lists_where_each_lz4_block_starts_and_what_it_declares() {
         let data = [0u8; 40];
         let mut second = block(300, 20, "lz4");
         second.id = BlockId(1);
         second.file_offset = 20;
         let f = footer(vec![block(64, 20, "zstd"), second], vec![]);
         let bytes = segment(&f, &data);
-        let screened = screen(&bytes, bytes.len() as u64).unwrap();
-        assert_eq!(screened.lz4_blocks, vec![(20, 300)]);
+        let validated = validate_footer(&bytes, bytes.len() as u64).unwrap();
+        assert_eq!(validated.lz4_blocks, vec![(20, 300)]);
     }
 
-    /// End to end: without the screen, this read would ask zstd for a 2^56-byte
+    /// End to end: without validation, this read would ask zstd for a 2^56-byte
     /// buffer and the allocator would abort the process.
     #[tokio::test]
     async fn an_absurd_block_size_is_an_error_through_the_reader_not_an_abort() {
@@ -812,14 +822,14 @@ mod tests {
         let f = footer(vec![block(16, 41, "")], vec![]);
         let bytes = segment(&f, &data);
         assert!(matches!(
-            screen(&bytes, bytes.len() as u64),
+            validate_footer(&bytes, bytes.len() as u64),
             Err(FooterProblem::BlockPastData { index: 0, .. })
         ));
         let mut b = block(16, 16, "");
         b.id = BlockId(3);
         let bytes = segment(&footer(vec![b], vec![]), &data);
         assert!(matches!(
-            screen(&bytes, bytes.len() as u64),
+            validate_footer(&bytes, bytes.len() as u64),
             Err(FooterProblem::BlockId { index: 0, id: 3 })
         ));
     }
@@ -848,8 +858,8 @@ mod tests {
             ],
         );
         let bytes = segment(&f, &data);
-        let screened = screen(&bytes, bytes.len() as u64).unwrap();
-        let problem = |name: &str| screened.problems.get(name).cloned();
+        let validated = validate_footer(&bytes, bytes.len() as u64).unwrap();
+        let problem = |name: &str| validated.problems.get(name).cloned();
         assert_eq!(problem("good"), None);
         assert!(matches!(
             problem("outside"),
@@ -869,8 +879,8 @@ mod tests {
         ));
         assert_eq!(problem("unsorted"), Some(ArrayProblem::Unsorted));
         assert_eq!(problem("zero"), Some(ArrayProblem::ZeroChunk { axis: 0 }));
-        assert_eq!(screened.problems.len(), 6);
-        assert_eq!(screened.archive.footer().arrays.len(), 7);
+        assert_eq!(validated.problems.len(), 6);
+        assert_eq!(validated.archive.footer().arrays.len(), 7);
     }
 
     #[test]
@@ -887,7 +897,7 @@ mod tests {
         }
         f.values.push(DiskValue::Bool(true));
         let bytes = segment(&f, &[]);
-        let err = screen(&bytes, bytes.len() as u64).unwrap_err();
+        let err = validate_footer(&bytes, bytes.len() as u64).unwrap_err();
         assert!(
             matches!(err, FooterProblem::AttributeMemory { keys: 7_000, .. }),
             "{err}"
@@ -944,10 +954,10 @@ mod tests {
     #[test]
     fn one_arrays_attributes_naming_entries_outside_the_pools_are_refused() {
         let bytes = footer_naming_value(2, 5, vec![DiskValue::String(1)]);
-        let screened = screen(&bytes, bytes.len() as u64).unwrap();
+        let validated = validate_footer(&bytes, bytes.len() as u64).unwrap();
         for err in [
-            attributes::attribute_of(&screened.archive, 1, "units").unwrap_err(),
-            attributes::attributes_of(&screened.archive, 1).unwrap_err(),
+            attributes::attribute_of(&validated.archive, 1, "units").unwrap_err(),
+            attributes::attributes_of(&validated.archive, 1).unwrap_err(),
         ] {
             assert_eq!(
                 err,
@@ -960,17 +970,17 @@ mod tests {
             );
         }
         let bytes = footer_naming_value(2, 0, vec![DiskValue::String(1)]);
-        let screened = screen(&bytes, bytes.len() as u64).unwrap();
+        let validated = validate_footer(&bytes, bytes.len() as u64).unwrap();
         assert_eq!(
-            attributes::attribute_of(&screened.archive, 1, "units").unwrap(),
+            attributes::attribute_of(&validated.archive, 1, "units").unwrap(),
             Some(Attr::String("K".into()))
         );
         assert_eq!(
-            attributes::attribute_of(&screened.archive, 1, "other").unwrap(),
+            attributes::attribute_of(&validated.archive, 1, "other").unwrap(),
             None
         );
         assert_eq!(
-            attributes::attributes_of(&screened.archive, 0).unwrap(),
+            attributes::attributes_of(&validated.archive, 0).unwrap(),
             vec![("units".to_owned(), Attr::String("K".into()))]
         );
     }
@@ -985,7 +995,7 @@ mod tests {
             .insert(1, array("between", vec![1], vec![1], vec![]));
         let bytes = segment(&f, &[]);
         assert_eq!(
-            screen(&bytes, bytes.len() as u64).unwrap_err(),
+            validate_footer(&bytes, bytes.len() as u64).unwrap_err(),
             FooterProblem::DuplicateArray {
                 name: "twice".into()
             }
@@ -1007,14 +1017,14 @@ mod tests {
     #[test]
     fn a_tail_shorter_than_the_trailer_is_refused() {
         assert!(matches!(
-            screen(b"ARRF", 4),
+            validate_footer(b"ARRF", 4),
             Err(FooterProblem::TailTooShort)
         ));
         let mut t = 100u64.to_le_bytes().to_vec();
         t.extend_from_slice(b"ARRF");
         assert!(
             matches!(
-                screen(&t, 12),
+                validate_footer(&t, 12),
                 Err(FooterProblem::BeyondTail { size: 100, .. })
             ),
             "footer larger than the bytes read"

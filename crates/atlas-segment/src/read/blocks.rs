@@ -6,11 +6,11 @@
 //! than the decode of a small block) and hands the decode to a blocking
 //! task. A sweep over thousands of small arrays packed into a few blocks pays
 //! all of that per array. This module reads those arrays itself, from what
-//! the screen already walked:
+//! validation already walked:
 //!
-//! - [`ChunkTable`]: for every array that passed the screen, its chunk
+//! - [`ChunkTable`]: for every array that passed validation, its chunk
 //!   entries (coordinate, block, offset, size), and the block table
-//!   ([`BlockLoc`]); built while screening, so it costs no second walk;
+//!   ([`BlockLoc`]); built while validation, so it costs no second walk;
 //! - [`BlockSlots`]: the last few decoded blocks of one segment, keyed by
 //!   block id, each behind a [`tokio::sync::OnceCell`], so concurrent reads
 //!   of one block wait for the first reader's decode instead of decoding it
@@ -22,7 +22,7 @@
 //!   array-format interprets its own way), and the caller falls back to
 //!   array-format.
 //!
-//! Every number used here was checked by the screen (block inside the data
+//! Every number used here was checked by validation (block inside the data
 //! region, declared size within what the codec can expand to, chunk inside
 //! its grid and its block, fixed-width chunk of exactly its elements' bytes),
 //! and the decoded block must be exactly its declared size before anything
@@ -67,7 +67,7 @@ pub(crate) enum BlockCodec {
     Other,
 }
 
-/// One block as the screened footer records it.
+/// One block as the validated footer records it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct BlockLoc {
     /// First byte in the segment.
@@ -90,12 +90,12 @@ struct ChunkLoc {
     size: u32,
 }
 
-/// Every screened array's chunk entries, in footer order, and the block table.
+/// Every validated array's chunk entries, in footer order, and the block table.
 #[derive(Debug, Default)]
 pub(crate) struct ChunkTable {
     blocks: Vec<BlockLoc>,
     /// Per array (footer position): its range of `chunks`; `None` for an
-    /// array the screen flagged, or whose table did not fit `u32` indices.
+    /// array validation flagged, or whose table did not fit `u32` indices.
     arrays: Vec<Option<(u32, u32)>>,
     chunks: Vec<ChunkLoc>,
     coords: Vec<u32>,
@@ -146,7 +146,7 @@ impl ChunkTable {
         });
     }
 
-    /// Marks the array begun last as unusable here (the screen flagged it);
+    /// Marks the array begun last as unusable here (validation flagged it);
     /// its entries are dropped.
     pub(crate) fn reject_array(&mut self) {
         if let Some(Some((start, _))) = self.arrays.last().copied() {

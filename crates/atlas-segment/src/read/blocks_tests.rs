@@ -48,7 +48,7 @@ async fn segment(n: usize, lz4: bool) -> (Bytes, usize) {
     let path = object_store::path::Path::from("seg");
     w.finish(store.clone(), path.clone()).await.unwrap();
     let bytes = store.get(&path).await.unwrap().bytes().await.unwrap();
-    let blocks = crate::footer::validate::screen(&bytes, bytes.len() as u64)
+    let blocks = crate::footer::validate::validate_footer(&bytes, bytes.len() as u64)
         .unwrap()
         .chunks
         .block_count();

@@ -1,18 +1,21 @@
-//! [`ContainerSegments`]: every segment of one container, each opened at most once,
-//! with what it keeps between calls (open segments, footers read for a
-//! digest, arrays found by lookup). One opened segment is [`crate::read::segment`].
+//! [`ContainerSegments`]: the segments of one container, each opened at most
+//! once on first use, with what is kept between calls (open segments, footers
+//! read for a digest, arrays found by lookup). One opened segment is
+//! [`crate::read::segment`].
 //!
 //! A segment is a complete array-format file inside the container. Opening one
 //! costs one ranged read of its tail (the trailer, the footer, and for a small
-//! segment its data too), sized to cover the footer in one go. Before
-//! array-format sees those bytes the trailer is checked against the segment
-//! length and the footer is screened (see [`crate::footer::validate`]); then
-//! array-format opens the segment through the crate's `SegmentStore`, which
-//! answers its trailer and footer reads from the bytes already in hand.
+//! segment its data too), sized to cover the footer in one go. The trailer is
+//! checked against the segment length and the footer archive validated (see
+//! [`crate::footer::validate`]); the segment then reads that archive in place
+//! and array-format does not open it. The tail stays registered in the
+//! crate's `SegmentStore`, so when a read does need array-format's own path,
+//! its open is answered from the bytes already in hand.
 //!
-//! Every array-format call runs under the panic guard, and I/O failures that
-//! array-format flattens into strings are recovered by `track`, so an
-//! error still says not-found versus transient.
+//! Every array-format call runs with its panics caught
+//! (`compat::panics`), and I/O failures that array-format flattens
+//! into strings are recovered (`compat::error_kinds`), so an error
+//! still says not-found versus transient.
 
 use std::collections::HashMap;
 use std::ops::Range;
@@ -135,10 +138,10 @@ pub struct ContainerSegments {
     cells: Vec<OnceCell<Arc<Segment>>>,
     /// Per segment, its arrays' names, types and statistics, once asked for.
     digests: Vec<OnceCell<Arc<SegmentDigest>>>,
-    /// Footers read and screened for a digest and not yet opened: segment
-    /// index to the segment's tail (footer and trailer) and what the screen
+    /// Footers read and validated for a digest and not yet opened: segment
+    /// index to the segment's tail (footer and trailer) and what validation
     /// found, for the open to use as they are.
-    pending: std::sync::Mutex<HashMap<usize, (Bytes, validate::Screened)>>,
+    pending: std::sync::Mutex<HashMap<usize, (Bytes, validate::ValidatedFooter)>>,
     /// Segments of one array each, found by lookup: (segment index, array) to it.
     singles: std::sync::Mutex<HashMap<(usize, String), Arc<Segment>>>,
     /// One lookup at a time (each registers a virtual file of its own).
@@ -258,14 +261,16 @@ impl ContainerSegments {
                 return Ok(Arc::new(SegmentDigest::of_segment(segment)));
             }
             let tail = self.read_footer(range).await?;
-            let (screened, arrays) = validate::screen_collecting(&tail, range.len, digest_of)
-                .map_err(|problem| SegmentError::Footer {
-                    segment: range.name.clone(),
-                    problem,
-                })?;
-            let digest = SegmentDigest::new(&range.name, arrays, screened.problems.clone());
+            let (validated, arrays) = validate::validate_footer_collecting(
+                &tail, range.len, digest_of,
+            )
+            .map_err(|problem| SegmentError::Footer {
+                segment: range.name.clone(),
+                problem,
+            })?;
+            let digest = SegmentDigest::new(&range.name, arrays, validated.problems.clone());
             if self.cells.get(index).and_then(OnceCell::get).is_none() {
-                self.pending().insert(index, (tail, screened));
+                self.pending().insert(index, (tail, validated));
             }
             Ok(Arc::new(digest))
         })
@@ -291,7 +296,7 @@ impl ContainerSegments {
         let in_hand = self
             .pending()
             .get(&index)
-            .map(|(_, screened)| attributes::attribute_cells(&screened.archive, key));
+            .map(|(_, validated)| attributes::attribute_cells(&validated.archive, key));
         let cells = match in_hand {
             Some(cells) => cells.map_err(|problem| SegmentError::Footer {
                 segment: range.name.clone(),
@@ -303,7 +308,9 @@ impl ContainerSegments {
         Ok((digest, cells))
     }
 
-    fn pending(&self) -> std::sync::MutexGuard<'_, HashMap<usize, (Bytes, validate::Screened)>> {
+    fn pending(
+        &self,
+    ) -> std::sync::MutexGuard<'_, HashMap<usize, (Bytes, validate::ValidatedFooter)>> {
         self.pending.lock().unwrap_or_else(|e| e.into_inner())
     }
 
@@ -485,13 +492,14 @@ impl ContainerSegments {
         };
         // The one-array footer replaces the real one after the same data region.
         let virtual_len = footer_start.saturating_add(mini.len() as u64);
-        let screened =
-            validate::screen(&mini, virtual_len).map_err(|problem| SegmentError::Footer {
+        let validated = validate::validate_footer(&mini, virtual_len).map_err(|problem| {
+            SegmentError::Footer {
                 segment: name.to_owned(),
                 problem,
-            })?;
+            }
+        })?;
         let path = Path::from(format!("seg/{index}/{position}"));
-        self.register(name, &path, range.offset, virtual_len, mini, &screened)?;
+        self.register(name, &path, range.offset, virtual_len, mini, &validated)?;
         tracing::debug!(
             segment = name,
             array,
@@ -500,7 +508,7 @@ impl ContainerSegments {
         );
         Ok(Ok(Arc::new(Segment::new(
             name,
-            screened,
+            validated,
             len,
             |table| self.source(index, &path, table),
             self.opener(&path),
@@ -616,15 +624,16 @@ impl ContainerSegments {
     ) -> Result<Arc<Segment>, SegmentError> {
         let pending = self.pending().remove(&index);
         let opened = match pending {
-            Some((tail, screened)) => self.open_screened(index, range, tail, screened, walk),
+            Some((tail, validated)) => self.open_validated(index, range, tail, validated, walk),
             None => {
                 let tail = self.read_footer(range).await?;
-                let screened =
-                    validate::screen(&tail, range.len).map_err(|problem| SegmentError::Footer {
+                let validated = validate::validate_footer(&tail, range.len).map_err(|problem| {
+                    SegmentError::Footer {
                         segment: range.name.clone(),
                         problem,
-                    })?;
-                self.open_screened(index, range, tail, screened, walk)
+                    }
+                })?;
+                self.open_validated(index, range, tail, validated, walk)
             }
         };
         // A digest that read the footer meanwhile has nothing left to give.
@@ -671,30 +680,31 @@ impl ContainerSegments {
         }
     }
 
-    /// Screens the footer at the end of `tail` and opens the segment from it.
+    /// Validates the footer at the end of `tail` and opens the segment from it.
     fn open_footer(
         &self,
         index: usize,
         range: &SegmentRange,
         tail: Bytes,
     ) -> Result<Arc<Segment>, SegmentError> {
-        let screened =
-            validate::screen(&tail, range.len).map_err(|problem| SegmentError::Footer {
+        let validated = validate::validate_footer(&tail, range.len).map_err(|problem| {
+            SegmentError::Footer {
                 segment: range.name.clone(),
                 problem,
-            })?;
-        self.open_screened(index, range, tail, screened, false)
+            }
+        })?;
+        self.open_validated(index, range, tail, validated, false)
     }
 
-    /// Opens the segment whose footer, at the end of `tail`, the screen
-    /// passed with the findings `screened`; `walk`: send the first window of
+    /// Opens the segment whose footer, at the end of `tail`, validation
+    /// passed with the findings `validated`; `walk`: send the first window of
     /// a walk from the start of the data region at once.
-    fn open_screened(
+    fn open_validated(
         &self,
         index: usize,
         range: &SegmentRange,
         tail: Bytes,
-        screened: validate::Screened,
+        validated: validate::ValidatedFooter,
         walk: bool,
     ) -> Result<Arc<Segment>, SegmentError> {
         let name = range.name.as_str();
@@ -703,23 +713,23 @@ impl ContainerSegments {
         // The tail stays registered: the footer in it is the archive the
         // segment reads in place, and what array-format opens from if a read
         // needs it.
-        self.register(name, &path, range.offset, len, tail, &screened)?;
+        self.register(name, &path, range.offset, len, tail, &validated)?;
         // Opened whole: a read of its first block is probably a walk's first.
         self.store.ramp_from_start(&path);
-        if walk && let Some(first_end) = screened.chunks.first_block_end() {
+        if walk && let Some(first_end) = validated.chunks.first_block_end() {
             self.store.start_walk(&path, first_end);
         }
         tracing::debug!(segment = name, len, "opened segment");
         Ok(Arc::new(Segment::new(
             name,
-            screened,
+            validated,
             len,
             |table| self.source(index, &path, table),
             self.opener(&path),
         )))
     }
 
-    /// Registers a screened segment (or one-array view of one) at `path` in
+    /// Registers a validated segment (or one-array view of one) at `path` in
     /// the store, with its LZ4 blocks held to their declared sizes.
     fn register(
         &self,
@@ -728,14 +738,14 @@ impl ContainerSegments {
         offset: u64,
         len: u64,
         tail: Bytes,
-        screened: &validate::Screened,
+        validated: &validate::ValidatedFooter,
     ) -> Result<(), SegmentError> {
         self.store.remove(path);
         self.store
             .register_with_tail(path, offset, len, tail)
             .map_err(|e| store_error(name, e))?;
         self.store
-            .expect_lz4_prefixes(path, screened.lz4_blocks.iter().copied());
+            .expect_lz4_prefixes(path, validated.lz4_blocks.iter().copied());
         Ok(())
     }
 
@@ -805,7 +815,7 @@ fn store_error(name: &str, err: StoreError) -> SegmentError {
 }
 
 /// Opens `bytes` as a whole segment called `name` (for tests, tools and fuzzing):
-/// the same screening and guards as a segment inside a container.
+/// the same validation and guards as a segment inside a container.
 pub async fn open_bytes(name: &str, bytes: Bytes) -> Result<Arc<Segment>, SegmentError> {
     let op = Operator::new(opendal::services::Memory::default())
         .map_err(|e| atlas_io::IoError::from_opendal(e, "open", "memory"))?;

@@ -1,13 +1,14 @@
 //! [`Segment`]: one opened segment, and the view of one of its arrays the
 //! API hands out ([`ArrayRef`]: layout and statistics).
 //!
-//! A segment is opened by [`crate::ContainerSegments`]: its footer screened, then
-//! kept validated and read in place (`archive`), so layouts, statistics and
+//! A segment is opened by [`crate::ContainerSegments`]: its footer validated,
+//! then kept and read in place (`archive`), so layouts, statistics and
 //! attributes cost no decode of the whole footer and reads of fixed-width
 //! arrays fetch only data blocks (`blocks`). array-format opens the segment
-//! only when a read needs its own path. Every array-format call runs under
-//! the panic guard, and I/O failures array-format flattens into strings are
-//! recovered by `track`, so an error still says not-found versus transient.
+//! only when a read needs its own path (arrays that are not fixed-width). Every
+//! array-format call runs with its panics caught (`compat::panics`), and I/O
+//! failures array-format flattens into strings are recovered
+//! (`compat::error_kinds`), so an error still says not-found versus transient.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -25,7 +26,7 @@ use crate::error::SegmentError;
 use crate::footer::archive::{FooterArchive, NameIndex};
 use crate::footer::attributes;
 use crate::footer::schema::ArchivedArrayMeta;
-use crate::footer::validate::{ArrayProblem, Screened};
+use crate::footer::validate::{ArrayProblem, ValidatedFooter};
 use crate::read::blocks::{BlockSource, ChunkTable};
 use crate::types::any_array::ArrayData;
 use crate::types::attr::Attr;
@@ -74,7 +75,7 @@ pub(crate) struct FileOpener {
 }
 
 impl FileOpener {
-    /// array-format's open, guarded, checked to see the arrays the screen counted.
+    /// array-format's open, guarded, checked to see the arrays validation counted.
     async fn open(&self, name: &str, arrays: usize) -> Result<ArrayFile, SegmentError> {
         let config = ReadConfig {
             cache_capacity: 0,
@@ -114,25 +115,25 @@ impl FileOpener {
 }
 
 impl Segment {
-    /// A segment whose footer the screen passed with the findings
-    /// `screened`, `len` bytes long, reading its blocks through what
+    /// A segment whose footer validation passed with the findings
+    /// `validated`, `len` bytes long, reading its blocks through what
     /// `source` makes of the chunk table, and opened in array-format by
     /// `opener` if a read needs it.
     pub(crate) fn new(
         name: &str,
-        screened: Screened,
+        validated: ValidatedFooter,
         len: u64,
         source: impl FnOnce(ChunkTable) -> BlockSource,
         opener: FileOpener,
     ) -> Self {
         Self {
             name: name.to_owned(),
-            archive: screened.archive,
-            names: screened.names,
-            problems: screened.problems,
-            first_blocks: screened.first_blocks,
+            archive: validated.archive,
+            names: validated.names,
+            problems: validated.problems,
+            first_blocks: validated.first_blocks,
             len,
-            source: source(screened.chunks),
+            source: source(validated.chunks),
             file: OnceCell::new(),
             opener,
         }
@@ -175,7 +176,7 @@ impl Segment {
             .map(|(position, meta)| ArrayRef { meta, position })
     }
 
-    /// The array called `array`, screened: `Array` if screening found it
+    /// The array called `array`, validated: `Array` if validation found it
     /// damaged, `Corrupt` if the segment holds none.
     pub fn array(&self, array: &str) -> Result<ArrayRef<'_>, SegmentError> {
         self.check(array)?;
@@ -209,7 +210,7 @@ impl Segment {
         }
     }
 
-    /// Why screening flagged array `array`, if it did.
+    /// Why validation flagged array `array`, if it did.
     pub fn problem(&self, array: &str) -> Option<&ArrayProblem> {
         self.problems.get(array)
     }
@@ -220,14 +221,14 @@ impl Segment {
         &self.first_blocks
     }
 
-    /// Every array screening flagged, with why.
+    /// Every array validation flagged, with why.
     pub(crate) fn problems(&self) -> &HashMap<String, ArrayProblem> {
         &self.problems
     }
 
     /// The same as [`Segment::problem`], as the error a use of the array returns.
     pub fn check(&self, array: &str) -> Result<(), SegmentError> {
-        SegmentError::screened(&self.name, array, &self.problems)
+        SegmentError::validated(&self.name, array, &self.problems)
     }
 
     fn footer_error(&self, problem: crate::footer::validate::FooterProblem) -> SegmentError {
@@ -312,7 +313,7 @@ impl Segment {
         }
         let file = self.file().await?;
         // Boxed: array-format's read future is large, and moving it through
-        // the guard, the tracking scope and every caller cost a copy per read.
+        // the panic catch, the error-kind scope and every caller cost a copy per read.
         let (outcome, failure) = track_io(guarded(Box::pin(
             file.read_array::<<T as Sealed>::Stored>(array, origin, extent),
         )))

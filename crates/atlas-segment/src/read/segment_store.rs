@@ -1,4 +1,5 @@
-//! `SegmentStore`: byte ranges of one OpenDAL object, shown to array-format as whole files.
+//! `SegmentStore`: byte ranges of one OpenDAL object, served as whole segment
+//! files to array-format and to this crate's own block reads (`blocks`).
 //!
 //! An Atlas container holds many array-format files ("segments") back to back.
 //! array-format 0.15 reads only through an `object_store::ObjectStore`, asking
@@ -30,7 +31,7 @@
 //!   array-format sees it: LZ4 allocates whatever the prefix says.
 //!
 //! array-format panics (arithmetic underflow) on a trailer whose footer size
-//! exceeds the file, so the trailer is screened before array-format sees it:
+//! exceeds the file, so the trailer is validated before array-format sees it:
 //! at prefetch time (typed [`StoreError`]) and on any read that returns the
 //! last 12 bytes of a segment without a validated tail.
 
@@ -142,7 +143,7 @@ pub enum StoreError {
         offset: u64,
         /// The size in the block's prefix.
         prefix: u32,
-        /// The size the (screened) footer declares.
+        /// The size the (validated) footer declares.
         declared: u64,
     },
     /// The container read failed.
@@ -272,7 +273,7 @@ impl SegmentStore {
 
     /// Registers `[offset, offset + len)` of the container under `path`; no request.
     ///
-    /// The trailer is then screened on the read that fetches it.
+    /// The trailer is then validated on the read that fetches it.
     pub fn register(&self, path: &Path, offset: u64, len: u64) -> Result<(), StoreError> {
         self.insert(path.as_ref(), offset, len, Bytes::new())
     }
@@ -350,7 +351,7 @@ impl SegmentStore {
     }
 
     /// Holds every LZ4 block of `path` to its declared size: `blocks` are
-    /// `(offset in the segment, declared decoded size)`, as the screen found
+    /// `(offset in the segment, declared decoded size)`, as validation found
     /// them. A read that returns a block's first 4 bytes then checks them.
     pub fn expect_lz4_prefixes(&self, path: &Path, blocks: impl IntoIterator<Item = (u64, u64)>) {
         if let Some(seg) = self.write_map().get_mut(path.as_ref()) {

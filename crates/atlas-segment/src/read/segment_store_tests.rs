@@ -346,7 +346,7 @@ async fn a_corrupt_segment_trailer_is_rejected_before_array_format_sees_it() {
         }),
     ];
     for (bad, expected) in cases {
-        // Prefetching screens it with a typed error...
+        // Prefetching validates it with a typed error...
         let (store, _layer) = store_with(&bad).await;
         let err = store
             .prefetch_tail(&segment_path(0), DEFAULT_PREFETCH)

@@ -10,7 +10,7 @@
 //! are encoded straight into the open block with their statistics computed
 //! from the typed values ([`Element::pack`](crate::types::element::sealed::Sealed::pack)),
 //! each array's chunk table and statistics grow in place, and the footer is
-//! archived once through the mirror types ([`crate::footer::schema`]), which have
+//! archived once through the footer schema ([`crate::footer::schema`]), which have
 //! array-format's layout. A test checks the output byte for byte against
 //! array-format's writer.
 //!

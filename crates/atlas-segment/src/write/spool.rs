@@ -6,7 +6,7 @@
 //! `object_store::ObjectStore`. The container sink accepts one segment at
 //! a time, so finishing straight into it serialises the footers one after
 //! another. [`SegmentWriter::finish_spooled`](crate::SegmentWriter::finish_spooled)
-//! finishes into a [`SpoolStore`] instead: a single `put` (what the segment
+//! finishes into a `SpoolStore` instead: a single `put` (what the segment
 //! writer's buffered upload does for a segment under its 8 MiB buffer) stays in memory
 //! as the bytes it already is, a multipart upload goes to an anonymous
 //! temporary file, so memory does not grow by the segments' data. The
@@ -126,7 +126,7 @@ async fn copy_parts(
     Ok(())
 }
 
-/// What array-format's finish wrote into a [`SpoolStore`].
+/// What array-format's finish wrote into a `SpoolStore`.
 #[derive(Default)]
 struct Written(Option<Spool>);
 
