@@ -108,7 +108,7 @@ mod tests {
     use crate::footer::tail::ARRF_TRAILER_LEN;
 
     #[tokio::test]
-    async fn the_mirror_reads_array_formats_own_footers() {
+    async fn the_schema_reads_array_formats_own_footers() {
         let mut w = ArrayWriter::new(WriterConfig::new(ZstdCodec::default()));
         w.define_array::<f32>(
             "a",

@@ -2,7 +2,7 @@
 //!
 //! The container is written front to back in one pass through an
 //! [`opendal::Writer`] (a multipart upload on object stores). Each segment is
-//! an array-format file written by `SegmentWriter::finish` (`pack.rs`), which
+//! an array-format file written by `SegmentWriter::finish` (`pack`), which
 //! goes through `object_store::buffered::BufWriter`: a single `put` for small
 //! files, or `put_multipart` + `put_part`s + `complete` for large ones. This
 //! store appends those bytes to the shared writer and records, per path, the
