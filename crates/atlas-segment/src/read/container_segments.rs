@@ -234,10 +234,7 @@ impl ContainerSegments {
         index: usize,
         range: &SegmentRange,
     ) -> Result<Arc<Segment>, SegmentError> {
-        let cell = self
-            .cells
-            .get(index)
-            .ok_or_else(|| no_segment(range, index))?;
+        let cell = segment_entry(&self.cells, range, index)?;
         cell.get_or_try_init(|| self.open(index, range))
             .await
             .cloned()
@@ -252,10 +249,7 @@ impl ContainerSegments {
         index: usize,
         range: &SegmentRange,
     ) -> Result<Arc<SegmentDigest>, SegmentError> {
-        let cell = self
-            .digests
-            .get(index)
-            .ok_or_else(|| no_segment(range, index))?;
+        let cell = segment_entry(&self.digests, range, index)?;
         cell.get_or_try_init(|| async {
             if let Some(segment) = self.cells.get(index).and_then(OnceCell::get) {
                 return Ok(Arc::new(SegmentDigest::of_segment(segment)));
@@ -357,10 +351,7 @@ impl ContainerSegments {
         position: impl FnOnce() -> u64,
         reading: bool,
     ) -> Result<Arc<Segment>, SegmentError> {
-        let cell = self
-            .cells
-            .get(index)
-            .ok_or_else(|| no_segment(range, index))?;
+        let cell = segment_entry(&self.cells, range, index)?;
         if let Some(segment) = cell.get() {
             return Ok(segment.clone());
         }
@@ -544,10 +535,7 @@ impl ContainerSegments {
         index: usize,
         range: &SegmentRange,
     ) -> Result<u64, SegmentError> {
-        let cell = self
-            .cells
-            .get(index)
-            .ok_or_else(|| no_segment(range, index))?;
+        let cell = segment_entry(&self.cells, range, index)?;
         let footer_in_hand = self.pending().contains_key(&index);
         if cell.initialized() || footer_in_hand {
             self.get(index, range).await?;
@@ -802,9 +790,16 @@ impl ContainerSegments {
     }
 }
 
-/// The error for a segment index the container does not have.
-fn no_segment(range: &SegmentRange, index: usize) -> SegmentError {
-    SegmentError::corrupt(&range.name, None, format!("no segment at position {index}"))
+/// Entry `index` of a per-segment table, or the error for a segment index
+/// the container does not have.
+fn segment_entry<'a, T>(
+    table: &'a [T],
+    range: &SegmentRange,
+    index: usize,
+) -> Result<&'a T, SegmentError> {
+    table.get(index).ok_or_else(|| {
+        SegmentError::corrupt(&range.name, None, format!("no segment at position {index}"))
+    })
 }
 
 fn store_error(name: &str, err: StoreError) -> SegmentError {

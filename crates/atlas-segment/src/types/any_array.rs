@@ -34,7 +34,8 @@ pub enum ArrayData {
 /// for variants a later release adds: `for_each_array_data!(d, a => a.len(), _ => 0)`.
 #[macro_export]
 macro_rules! for_each_array_data {
-    ($data:expr, $a:ident => $body:expr, _ => $other:expr) => {
+    // One arm per variant, then `$rest`: the variant list written once.
+    (@arms $data:expr, $a:ident => $body:expr, { $($rest:tt)* }) => {
         match $data {
             $crate::ArrayData::Int8($a) => $body,
             $crate::ArrayData::Int16($a) => $body,
@@ -49,26 +50,17 @@ macro_rules! for_each_array_data {
             $crate::ArrayData::Timestamp($a) => $body,
             $crate::ArrayData::String($a) => $body,
             $crate::ArrayData::Binary($a) => $body,
-            #[allow(unreachable_patterns)]
-            _ => $other,
+            $($rest)*
         }
     };
+    ($data:expr, $a:ident => $body:expr, _ => $other:expr) => {
+        $crate::for_each_array_data!(@arms $data, $a => $body, {
+            #[allow(unreachable_patterns)]
+            _ => $other,
+        })
+    };
     ($data:expr, $a:ident => $body:expr) => {
-        match $data {
-            $crate::ArrayData::Int8($a) => $body,
-            $crate::ArrayData::Int16($a) => $body,
-            $crate::ArrayData::Int32($a) => $body,
-            $crate::ArrayData::Int64($a) => $body,
-            $crate::ArrayData::UInt8($a) => $body,
-            $crate::ArrayData::UInt16($a) => $body,
-            $crate::ArrayData::UInt32($a) => $body,
-            $crate::ArrayData::UInt64($a) => $body,
-            $crate::ArrayData::Float32($a) => $body,
-            $crate::ArrayData::Float64($a) => $body,
-            $crate::ArrayData::Timestamp($a) => $body,
-            $crate::ArrayData::String($a) => $body,
-            $crate::ArrayData::Binary($a) => $body,
-        }
+        $crate::for_each_array_data!(@arms $data, $a => $body, {})
     };
 }
 
