@@ -518,7 +518,7 @@ mod tests {
         let (file, _) = segment(n).await;
         let (op, layer) = crate::test_support::counted_memory();
         op.write("c", file.clone()).await.unwrap();
-        let set = ContainerSegments::new(
+        let segments = ContainerSegments::new(
             op,
             "c",
             1,
@@ -537,8 +537,15 @@ mod tests {
                 .map(|k| (i * 100 + k) as f32)
                 .collect()
         };
-        let one = set.get_array(0, &range, "d0123", || 123).await.unwrap();
-        assert_eq!((set.opened(), one.array_count()), (0, 1), "found by lookup");
+        let one = segments
+            .get_array(0, &range, "d0123", || 123)
+            .await
+            .unwrap();
+        assert_eq!(
+            (segments.opened(), one.array_count()),
+            (0, 1),
+            "found by lookup"
+        );
         let got = one.read::<f32>("d0123", &[], &[]).await.unwrap();
         assert_eq!(got.iter().copied().collect::<Vec<_>>(), expect(123));
         let looked_up = layer.stats().snapshot();
@@ -547,8 +554,8 @@ mod tests {
             "{looked_up:?}"
         );
         // The position says 5, the entry there is d0005: the whole footer is read.
-        let whole = set.get_array(0, &range, "d0124", || 5).await.unwrap();
-        assert_eq!((set.opened(), whole.array_count()), (1, n));
+        let whole = segments.get_array(0, &range, "d0124", || 5).await.unwrap();
+        assert_eq!((segments.opened(), whole.array_count()), (1, n));
         let got = whole.read::<f32>("d0124", &[], &[]).await.unwrap();
         assert_eq!(got.iter().copied().collect::<Vec<_>>(), expect(124));
     }

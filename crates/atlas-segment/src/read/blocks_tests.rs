@@ -55,18 +55,18 @@ async fn segment(n: usize, lz4: bool) -> (Bytes, usize) {
     (bytes, blocks)
 }
 
-async fn set_over(bytes: Bytes) -> (ContainerSegments, SegmentRange) {
+async fn segments_over(bytes: Bytes) -> (ContainerSegments, SegmentRange) {
     let (op, _) = crate::test_support::counted_memory();
     let len = bytes.len() as u64;
     op.write("c", bytes).await.unwrap();
-    let set = ContainerSegments::new(op, "c", 1, SegmentOptions::default(), Bytes::new(), 0);
+    let segments = ContainerSegments::new(op, "c", 1, SegmentOptions::default(), Bytes::new(), 0);
     let range = SegmentRange {
         name: "v".into(),
         offset: 0,
         len,
         arrays_hint: 0,
     };
-    (set, range)
+    (segments, range)
 }
 
 #[tokio::test]
@@ -78,8 +78,8 @@ async fn a_sweep_over_every_array_decodes_each_block_exactly_once() {
             blocks > 3 && blocks < n / 10,
             "{blocks} blocks for {n} arrays"
         );
-        let (set, range) = set_over(bytes).await;
-        let seg = set.get(0, &range).await.unwrap();
+        let (segments, range) = segments_over(bytes).await;
+        let seg = segments.get(0, &range).await.unwrap();
         for i in 0..n {
             let got = seg
                 .read::<f32>(&format!("d{i:04}"), &[], &[])
@@ -91,7 +91,7 @@ async fn a_sweep_over_every_array_decodes_each_block_exactly_once() {
                 "d{i:04}"
             );
         }
-        assert_eq!(set.blocks_decoded(), blocks as u64, "lz4: {lz4}");
+        assert_eq!(segments.blocks_decoded(), blocks as u64, "lz4: {lz4}");
     }
 }
 
@@ -99,8 +99,8 @@ async fn a_sweep_over_every_array_decodes_each_block_exactly_once() {
 async fn concurrent_reads_of_one_block_share_one_decode() {
     let n = 400;
     let (bytes, blocks) = segment(n, false).await;
-    let (set, range) = set_over(bytes).await;
-    let seg = set.get(0, &range).await.unwrap();
+    let (segments, range) = segments_over(bytes).await;
+    let seg = segments.get(0, &range).await.unwrap();
     let seg = &seg;
     let results: Vec<(usize, Vec<f32>)> = futures::stream::iter(0..n)
         .map(|i| async move {
@@ -117,21 +117,21 @@ async fn concurrent_reads_of_one_block_share_one_decode() {
     for (i, got) in results {
         assert_eq!(got, values(i), "d{i:04}");
     }
-    assert_eq!(set.blocks_decoded(), blocks as u64);
+    assert_eq!(segments.blocks_decoded(), blocks as u64);
 }
 
 #[tokio::test]
 async fn a_region_read_takes_its_slice_of_the_decoded_block() {
     let (bytes, _) = segment(50, false).await;
-    let (set, range) = set_over(bytes).await;
-    let seg = set.get(0, &range).await.unwrap();
+    let (segments, range) = segments_over(bytes).await;
+    let seg = segments.get(0, &range).await.unwrap();
     let got = seg.read::<f32>("d0007", &[2], &[3]).await.unwrap();
     assert_eq!(got.iter().copied().collect::<Vec<_>>(), values(7)[2..5]);
     // The same block again: no second decode.
-    let decoded = set.blocks_decoded();
+    let decoded = segments.blocks_decoded();
     let whole = seg.read::<f32>("d0007", &[], &[]).await.unwrap();
     assert_eq!(whole.iter().copied().collect::<Vec<_>>(), values(7));
-    assert_eq!(set.blocks_decoded(), decoded);
+    assert_eq!(segments.blocks_decoded(), decoded);
 }
 
 #[tokio::test]
@@ -156,8 +156,8 @@ async fn a_chunked_array_with_unwritten_chunks_reads_the_fill_in_between() {
     let path = object_store::path::Path::from("seg");
     let file = w.finish(store.clone(), path.clone()).await.unwrap();
     let bytes = store.get(&path).await.unwrap().bytes().await.unwrap();
-    let (set, range) = set_over(bytes).await;
-    let seg = set.get(0, &range).await.unwrap();
+    let (segments, range) = segments_over(bytes).await;
+    let seg = segments.get(0, &range).await.unwrap();
     for (origin, extent) in [
         (vec![], vec![]),
         (vec![1, 2], vec![3, 4]),
@@ -170,7 +170,7 @@ async fn a_chunked_array_with_unwritten_chunks_reads_the_fill_in_between() {
         assert_eq!(ours, theirs.to_owned(), "{origin:?} {extent:?}");
     }
     assert!(
-        set.blocks_decoded() > 0,
+        segments.blocks_decoded() > 0,
         "read by this crate, not array-format"
     );
 }
@@ -201,8 +201,8 @@ async fn fixed_width_reads_layouts_and_attributes_never_open_the_segment_in_arra
     w.finish(store.clone(), path.clone()).await.unwrap();
     let bytes = store.get(&path).await.unwrap().bytes().await.unwrap();
 
-    let (set, range) = set_over(bytes).await;
-    let seg = set.get(0, &range).await.unwrap();
+    let (segments, range) = segments_over(bytes).await;
+    let seg = segments.get(0, &range).await.unwrap();
     for i in 0..20 {
         let name = format!("d{i:04}");
         let got = seg.read::<f32>(&name, &[], &[]).await.unwrap();

@@ -810,7 +810,7 @@ fn store_error(name: &str, err: StoreError) -> SegmentError {
 }
 
 /// Opens `bytes` as a whole segment called `name` (for tests, tools and fuzzing):
-/// the same validation and guards as a segment inside a container.
+/// the same validation, and the same panics caught, as a segment inside a container.
 pub async fn open_bytes(name: &str, bytes: Bytes) -> Result<Arc<Segment>, SegmentError> {
     let op = Operator::new(opendal::services::Memory::default())
         .map_err(|e| atlas_io::IoError::from_opendal(e, "open", "memory"))?;
@@ -818,15 +818,17 @@ pub async fn open_bytes(name: &str, bytes: Bytes) -> Result<Arc<Segment>, Segmen
     op.write("segment", bytes)
         .await
         .map_err(|e| atlas_io::IoError::from_opendal(e, "write", "segment"))?;
-    let set = ContainerSegments::new(op, "segment", 1, SegmentOptions::default(), Bytes::new(), 0);
-    set.get(
-        0,
-        &SegmentRange {
-            name: name.to_owned(),
-            offset: 0,
-            len,
-            arrays_hint: 0,
-        },
-    )
-    .await
+    let segments =
+        ContainerSegments::new(op, "segment", 1, SegmentOptions::default(), Bytes::new(), 0);
+    segments
+        .get(
+            0,
+            &SegmentRange {
+                name: name.to_owned(),
+                offset: 0,
+                len,
+                arrays_hint: 0,
+            },
+        )
+        .await
 }
