@@ -24,6 +24,13 @@ async fn store_with(body: &[u8]) -> (SegmentStore, atlas_io::CountingLayer) {
     (store, layer)
 }
 
+/// array-format's open of segment 0 of `store`, with its default config.
+async fn open_first_segment(store: Arc<SegmentStore>) -> ArrayFile {
+    ArrayFile::open(store, segment_path(0), ReadConfig::default())
+        .await
+        .unwrap()
+}
+
 fn body(n: usize) -> Vec<u8> {
     (0..n).map(|i| (i % 199) as u8).collect()
 }
@@ -195,13 +202,7 @@ async fn the_trailer_and_footer_of_a_segment_are_served_from_one_prefetch() {
     );
     layer.stats().reset();
 
-    let af = ArrayFile::open(
-        store.clone() as Arc<dyn ObjectStore>,
-        segment_path(0),
-        ReadConfig::default(),
-    )
-    .await
-    .unwrap();
+    let af = open_first_segment(store.clone()).await;
     assert_eq!(
         layer.stats().snapshot().requests(),
         0,
@@ -223,13 +224,7 @@ async fn without_a_prefetch_array_format_still_reads_the_segment() {
     let data = values(50_000, 3.0);
     let file = array_file_bytes("v", &data).await;
     let (store, layer) = store_with(&file).await;
-    let af = ArrayFile::open(
-        Arc::new(store) as Arc<dyn ObjectStore>,
-        segment_path(0),
-        ReadConfig::default(),
-    )
-    .await
-    .unwrap();
+    let af = open_first_segment(Arc::new(store)).await;
     assert_eq!(layer.stats().snapshot().reads, 2, "trailer, then footer");
     let out = af.read_array::<f32>("v", vec![], vec![]).await.unwrap();
     assert_eq!(out.iter().copied().collect::<Vec<_>>(), data);
@@ -252,13 +247,7 @@ async fn a_footer_bigger_than_the_prefetch_costs_exactly_one_more_read() {
     );
     assert_eq!(log[0].range.size(), Some(16));
     layer.stats().reset();
-    let af = ArrayFile::open(
-        store.clone() as Arc<dyn ObjectStore>,
-        segment_path(0),
-        ReadConfig::default(),
-    )
-    .await
-    .unwrap();
+    let af = open_first_segment(store.clone()).await;
     assert_eq!(layer.stats().snapshot().requests(), 0);
     let out = af.read_array::<f32>("x", vec![], vec![]).await.unwrap();
     assert_eq!(out.iter().copied().collect::<Vec<_>>(), data);

@@ -1,7 +1,7 @@
 //! The value types of the segment API: timestamps, fill values and statistics.
 //!
-//! They mirror what a segment stores, in types of our own, so that a change
-//! of the storage library does not change what callers see.
+//! They hold what a segment stores, in types of our own, so that a change
+//! of array-format does not change what callers see.
 
 use std::cmp::Ordering;
 

@@ -1,4 +1,4 @@
-//! The write side: one segment built in memory (blocks spill to a temp
+//! [`SegmentWriter`]: one segment built in memory (blocks spill to a temp
 //! file), then appended to the container through a [`ContainerSink`].
 
 use std::sync::Arc;
