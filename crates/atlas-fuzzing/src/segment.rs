@@ -1,8 +1,8 @@
 //! The atlas-segment target: one segment's bytes through the trailer check
-//! and the footer screen, then every read the facade makes (layouts,
+//! and footer validation, then every read the facade makes (layouts,
 //! statistics, attributes and attribute columns off the archive, every array
 //! read whole, typed and untyped, with right and wrong element types, some
-//! through array-format's open under the panic guard).
+//! through array-format's open, its panics caught).
 
 use atlas_segment::{ArrayData, Timestamp, open_bytes};
 

@@ -3,8 +3,8 @@
 use atlas_format::DType;
 use atlas_io::IoError;
 
-use crate::screen::{ArrayProblem, FooterProblem};
-use crate::sink::SinkError;
+use crate::footer::validate::{ArrayProblem, FooterProblem};
+use crate::write::sink::SinkError;
 
 /// Why a segment could not be opened, read or written.
 #[derive(Debug, thiserror::Error)]
@@ -18,7 +18,7 @@ pub enum SegmentError {
     Footer {
         /// The segment (variable) name.
         segment: String,
-        /// What screening found.
+        /// What validation found.
         #[source]
         problem: FooterProblem,
     },
@@ -29,7 +29,7 @@ pub enum SegmentError {
         segment: String,
         /// The array (dataset) name.
         array: String,
-        /// What screening found.
+        /// What validation found.
         #[source]
         problem: ArrayProblem,
     },
@@ -75,9 +75,9 @@ pub enum SegmentError {
 }
 
 impl SegmentError {
-    /// `Err(Array)` if screening recorded a problem with `array` among
+    /// `Err(Array)` if validation recorded a problem with `array` among
     /// `problems` (array name to problem) of segment `segment`.
-    pub(crate) fn screened(
+    pub(crate) fn validated(
         segment: &str,
         array: &str,
         problems: &std::collections::HashMap<String, ArrayProblem>,

@@ -2,7 +2,7 @@
 //!
 //! What is checked, in order:
 //! 1. the container's trailer and footer (already validated by the open);
-//! 2. every data segment opens (its footer is screened and parsed once);
+//! 2. every data segment opens (its footer validated and read in place);
 //! 3. for each live dataset and each array it declares: the segment holds the
 //!    array with the footer's dtype, the whole array reads (every block of it
 //!    decompresses), and the dataset's and the array's attributes read back;
@@ -341,7 +341,7 @@ impl Member {
         let live = self.live();
         for v in variables.iter().filter(|v| v.name != DATASETS_SEGMENT) {
             report.checked.data_segments += 1;
-            // One statistics pass opens (screens and parses) the segment's footer.
+            // One statistics pass opens the segment (validates its footer, read in place).
             match self.array_stats_by_dataset(&live, &v.name).await {
                 Ok(_) => report.checked.segments_opened += 1,
                 Err(error) => report.findings.push(Finding::Segment {

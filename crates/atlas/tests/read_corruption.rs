@@ -13,7 +13,7 @@ use read_support::{
     counted_memory, fixture_dir, load_fixture, memory, uniform_collection, uniform_name,
 };
 
-/// The screen's finding behind `err`, found by walking its `source()` chain.
+/// What footer validation found, behind `err`: read off its `source()` chain.
 fn footer_problem(err: &AtlasError) -> Option<&FooterProblem> {
     let mut cause = err.source();
     while let Some(c) = cause {
@@ -195,7 +195,7 @@ async fn a_corrupt_segment_is_an_error_and_the_rest_still_reads() {
         .read_array::<f32>("temperature", atlas::Region::all())
         .await
         .unwrap_err();
-    // The cause is kept: a damaged segment, and behind it what the screen found.
+    // The cause is kept: a damaged segment, and behind it what footer validation found.
     assert!(
         matches!(&err, AtlasError::CorruptSegment { source: SegmentError::Footer { segment, .. } } if segment == "temperature"),
         "{err:?}"

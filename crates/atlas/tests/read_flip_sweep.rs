@@ -85,7 +85,7 @@ fn first_difference(a: &Value, b: &Value) -> String {
 fn classify(err: &AtlasError) -> String {
     let text = err.to_string();
     let class = if text.contains("array-format failed") {
-        "panic inside array-format, caught by the guard"
+        "panic inside array-format, caught"
     } else if text.contains("does not validate") {
         "segment footer refused by rkyv validation"
     } else if text.contains("ARRF")
@@ -100,13 +100,13 @@ fn classify(err: &AtlasError) -> String {
             || text.contains("past the data region")
             || text.contains("carries id"))
     {
-        "block table screened"
+        "block table validated"
     } else if text.contains("statistics count")
         || text.contains("chunk")
         || text.contains("dimension names")
         || text.contains("nulls in")
     {
-        "array screened (shape, chunk table, counts)"
+        "array validated (shape, chunk table, counts)"
     } else if text.contains("defined twice") {
         "two arrays of one name in a segment"
     } else if text.contains("outside the footer's pool") {
@@ -154,7 +154,7 @@ async fn flipping_any_segment_byte_never_panics_or_aborts() {
 }
 
 async fn sweep(patterns: &[u8]) {
-    // Panics inside dependencies are expected (the guard catches them): count them quietly.
+    // Panics inside dependencies are expected (atlas-segment catches them): count them quietly.
     let dependency_panics = Arc::new(AtomicU64::new(0));
     let counter = dependency_panics.clone();
     let panic_sites: Arc<std::sync::Mutex<BTreeMap<String, u64>>> = Arc::default();
@@ -276,7 +276,7 @@ async fn sweep(patterns: &[u8]) {
     }
     let _ = std::panic::take_hook();
     println!(
-        "\n{grand_total} damaged copies read without a panic escaping; {} panics inside dependencies were caught by the guard:",
+        "\n{grand_total} damaged copies read without a panic escaping; {} panics inside dependencies were caught:",
         dependency_panics.load(Ordering::Relaxed)
     );
     for (site, n) in panic_sites.lock().unwrap().iter() {

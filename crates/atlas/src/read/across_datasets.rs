@@ -190,7 +190,7 @@ impl Member {
     /// open.
     ///
     /// # Errors
-    /// As [`array_stats`](Self::array_stats), which also fails when screening
+    /// As [`array_stats`](Self::array_stats), which also fails when validation
     /// found a dataset's array damaged or its segment's type differs from the
     /// one its dataset declares.
     pub(crate) async fn array_shapes_by_dataset(
@@ -213,7 +213,7 @@ impl Member {
     /// One row per live dataset declaring `array`, in ordinal order, made by
     /// `row` from what the segment's footer digest holds for it (with the
     /// dataset's ordinal and declared type; `None` leaves the dataset out of
-    /// the answer); checks that screening passed each one and that the
+    /// the answer); checks that validation passed each one and that the
     /// segment holds every such dataset.
     async fn digest_rows<T>(
         &self,

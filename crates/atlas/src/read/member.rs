@@ -14,7 +14,7 @@ use atlas_io::open::{OpenError, open_collection_with};
 use atlas_io::{MultipartUploads, ReadParallelism, object_path};
 use opendal::Operator;
 
-use atlas_segment::{Attr, Segment, SegmentDigest, SegmentOptions, SegmentSet};
+use atlas_segment::{Attr, ContainerSegments, Segment, SegmentDigest, SegmentOptions};
 
 use super::dataset::Dataset;
 use super::directory::{Directory, MaskState};
@@ -173,7 +173,7 @@ pub(crate) struct Inner {
     pub(crate) directory: Directory,
     /// Deletes through one handle run one at a time, so they never race each other.
     pub(crate) delete_lock: tokio::sync::Mutex<()>,
-    pub(crate) segments: SegmentSet,
+    pub(crate) segments: ContainerSegments,
 }
 
 impl std::fmt::Debug for Member {
@@ -242,7 +242,7 @@ impl Member {
             .saturating_sub(opened.tail.tail.len() as u64);
         let keep = usize::try_from(segment_bytes_end.saturating_sub(probe_start)).unwrap_or(0);
         let probe = opened.tail.tail.slice(..keep.min(opened.tail.tail.len()));
-        let segments = SegmentSet::new(
+        let segments = ContainerSegments::new(
             op.clone(),
             container_path.clone(),
             container.footer.variables.len(),
@@ -502,7 +502,7 @@ impl Member {
 
     /// Opens the segment of variable `name` and, when `readers` datasets
     /// will read at least half of its arrays, sends for the front of its
-    /// data region at once (see `SegmentSet::prefetch_data`), so a sweep
+    /// data region at once (see `ContainerSegments::prefetch_data`), so a sweep
     /// costs one round trip instead of one per read-ahead window.
     pub(crate) async fn prepare_sweep(&self, name: &str, readers: usize) -> Result<()> {
         let Some((index, range)) = self.directory().segment_range(name) else {
@@ -533,7 +533,7 @@ impl Member {
     }
 
     /// Attribute `key` of every array of segment `name`, in segment order,
-    /// beside the segment's digest (see `SegmentSet::attribute_cells`); `None`
+    /// beside the segment's digest (see `ContainerSegments::attribute_cells`); `None`
     /// if the container has no such segment.
     pub(crate) async fn attribute_cells(
         &self,
@@ -556,7 +556,7 @@ impl Member {
     /// that array alone by a lookup in the segment footer. `None` if the
     /// container has no segment for `name`.
     /// `reading`: the caller reads the array's data next (a walk from the
-    /// start of the segment's data may begin; see `SegmentSet::get_array_to_read`).
+    /// start of the segment's data may begin; see `ContainerSegments::get_array_to_read`).
     pub(crate) async fn segment_holding(
         &self,
         name: &str,

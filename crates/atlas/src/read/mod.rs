@@ -12,8 +12,8 @@
 //! - `many`: one array from many datasets as a stream, a bounded number of
 //!   reads in flight over one shared segment and block cache;
 //! - `delete`: the deletion mask, one GET and one PUT per batch;
-//! - segments come from `atlas-segment`: each opened once, its footer
-//!   validated, on first use.
+//! - segments come from `atlas-segment`'s `ContainerSegments`: each opened
+//!   once, its footer validated, on first use.
 //!
 //! The handle users open is [`Atlas`](crate::Atlas) (`set::reader`): a set,
 //! or a lone collection as a set of one member.

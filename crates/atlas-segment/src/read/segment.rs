@@ -1,0 +1,485 @@
+//! [`Segment`]: one opened segment, and the view of one of its arrays the
+//! API hands out ([`ArrayRef`]: layout and statistics).
+//!
+//! A segment is opened by [`crate::ContainerSegments`]: its footer validated,
+//! then kept and read in place (`archive`), so layouts, statistics and
+//! attributes cost no decode of the whole footer and reads of fixed-width
+//! arrays fetch only data blocks (`blocks`). array-format opens the segment
+//! only when a read needs its own path (arrays that are not fixed-width). Every
+//! array-format call runs with its panics caught (`compat::panics`), and I/O
+//! failures array-format flattens into strings are recovered
+//! (`compat::error_kinds`), so an error still says not-found versus transient.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use array_format::{ArrayFile, BlockCache, ReadConfig};
+use atlas_format::DType;
+use ndarray::ArrayD;
+use object_store::ObjectStore;
+use object_store::path::Path;
+use tokio::sync::OnceCell;
+
+use crate::compat::error_kinds::track_io;
+use crate::compat::panics::guarded;
+use crate::error::SegmentError;
+use crate::footer::archive::{FooterArchive, NameIndex};
+use crate::footer::attributes;
+use crate::footer::schema::ArchivedArrayMeta;
+use crate::footer::validate::{ArrayProblem, ValidatedFooter};
+use crate::read::blocks::{BlockSource, ChunkTable};
+use crate::types::any_array::ArrayData;
+use crate::types::attr::Attr;
+use crate::types::element::{Element, sealed::Sealed};
+use crate::types::value::{
+    ArrayStats, FillValue, dtype_from_archived, fill_from_stored, stats_from_archived,
+};
+
+/// One opened segment: its footer validated and read in place (layouts,
+/// statistics and attributes without a decoded copy), its data on demand.
+pub struct Segment {
+    name: String,
+    archive: FooterArchive,
+    names: NameIndex,
+    /// Array (dataset) name to why that array cannot be used.
+    problems: HashMap<String, ArrayProblem>,
+    /// Per array in footer order, the lowest data block its chunks name.
+    first_blocks: Vec<Option<u32>>,
+    len: u64,
+    /// Reads fixed-width arrays block by block, each block decoded once.
+    source: BlockSource,
+    /// array-format's open of the segment, made the first time a read
+    /// needs it (strings, bool and list elements, unknown codecs).
+    file: OnceCell<ArrayFile>,
+    opener: FileOpener,
+}
+
+impl std::fmt::Debug for Segment {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Segment")
+            .field("name", &self.name)
+            .field("len", &self.len)
+            .field("arrays", &self.array_count())
+            .field("array_format_open", &self.file.initialized())
+            .finish_non_exhaustive()
+    }
+}
+
+/// How a segment has array-format open it when a read needs it: the
+/// segment registered in the store array-format reads through.
+#[derive(Clone)]
+pub(crate) struct FileOpener {
+    pub store: Arc<dyn ObjectStore>,
+    pub path: Path,
+    pub cache: Option<Arc<BlockCache>>,
+}
+
+impl FileOpener {
+    /// array-format's open, guarded, checked to see the arrays validation counted.
+    async fn open(&self, name: &str, arrays: usize) -> Result<ArrayFile, SegmentError> {
+        let config = ReadConfig {
+            cache_capacity: 0,
+            io_cache_capacity: 0,
+            cache: self.cache.clone(),
+        };
+        let (opened, failure) = track_io(guarded(ArrayFile::open(
+            self.store.clone(),
+            self.path.clone(),
+            config,
+        )))
+        .await;
+        let file = match opened {
+            Ok(Ok(file)) => file,
+            Ok(Err(e)) => {
+                return Err(match failure {
+                    Some(f) => SegmentError::Io(f.into_error()),
+                    None => {
+                        SegmentError::corrupt(name, None, format!("array-format refused it: {e}"))
+                    }
+                });
+            }
+            Err(panicked) => return Err(SegmentError::corrupt(name, None, panicked.to_string())),
+        };
+        if file.arrays().len() != arrays {
+            return Err(SegmentError::corrupt(
+                name,
+                None,
+                format!(
+                    "array-format sees {} arrays, the footer holds {arrays}",
+                    file.arrays().len()
+                ),
+            ));
+        }
+        Ok(file)
+    }
+}
+
+impl Segment {
+    /// A segment whose footer validation passed with the findings
+    /// `validated`, `len` bytes long, reading its blocks through what
+    /// `source` makes of the chunk table, and opened in array-format by
+    /// `opener` if a read needs it.
+    pub(crate) fn new(
+        name: &str,
+        validated: ValidatedFooter,
+        len: u64,
+        source: impl FnOnce(ChunkTable) -> BlockSource,
+        opener: FileOpener,
+    ) -> Self {
+        Self {
+            name: name.to_owned(),
+            archive: validated.archive,
+            names: validated.names,
+            problems: validated.problems,
+            first_blocks: validated.first_blocks,
+            len,
+            source: source(validated.chunks),
+            file: OnceCell::new(),
+            opener,
+        }
+    }
+
+    fn metas(&self) -> &[ArchivedArrayMeta] {
+        self.archive.footer().arrays.as_slice()
+    }
+
+    /// The segment's (variable's) name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Bytes of the segment.
+    pub fn len(&self) -> u64 {
+        self.len
+    }
+
+    /// Whether the segment has no bytes (never true of an opened one).
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Arrays in the segment.
+    pub fn array_count(&self) -> usize {
+        self.metas().len()
+    }
+
+    /// Whether array-format has opened the segment (a read needed it).
+    pub fn array_format_opened(&self) -> bool {
+        self.file.initialized()
+    }
+
+    /// Every array in segment order (damaged ones included: see [`Segment::problem`]).
+    pub fn arrays(&self) -> impl Iterator<Item = ArrayRef<'_>> {
+        self.metas()
+            .iter()
+            .enumerate()
+            .map(|(position, meta)| ArrayRef { meta, position })
+    }
+
+    /// The array called `array`, validated: `Array` if validation found it
+    /// damaged, `Corrupt` if the segment holds none.
+    pub fn array(&self, array: &str) -> Result<ArrayRef<'_>, SegmentError> {
+        self.check(array)?;
+        let metas = self.metas();
+        self.names
+            .find(metas, array)
+            .and_then(|position| metas.get(position).map(|meta| ArrayRef { meta, position }))
+            .ok_or_else(|| {
+                SegmentError::corrupt(
+                    &self.name,
+                    Some(array),
+                    "the segment holds no array for this dataset",
+                )
+            })
+    }
+
+    /// [`Segment::array`], looking first at footer position `hint`: where
+    /// the caller can guess the position (a dataset's ordinal, in a segment
+    /// written in ordinal order), one name comparison replaces a lookup in
+    /// the name index; a wrong or out-of-range guess costs that comparison.
+    pub fn array_near(&self, array: &str, hint: usize) -> Result<ArrayRef<'_>, SegmentError> {
+        match self.metas().get(hint) {
+            Some(meta) if meta.name.as_str() == array => {
+                self.check(array)?;
+                Ok(ArrayRef {
+                    meta,
+                    position: hint,
+                })
+            }
+            _ => self.array(array),
+        }
+    }
+
+    /// Why validation flagged array `array`, if it did.
+    pub fn problem(&self, array: &str) -> Option<&ArrayProblem> {
+        self.problems.get(array)
+    }
+
+    /// Per array in [`Segment::arrays`] order, the lowest data block id its
+    /// written chunks name (None: nothing written).
+    pub(crate) fn first_blocks(&self) -> &[Option<u32>] {
+        &self.first_blocks
+    }
+
+    /// Every array validation flagged, with why.
+    pub(crate) fn problems(&self) -> &HashMap<String, ArrayProblem> {
+        &self.problems
+    }
+
+    /// The same as [`Segment::problem`], as the error a use of the array returns.
+    pub fn check(&self, array: &str) -> Result<(), SegmentError> {
+        SegmentError::validated(&self.name, array, &self.problems)
+    }
+
+    fn footer_error(&self, problem: crate::footer::validate::FooterProblem) -> SegmentError {
+        SegmentError::Footer {
+            segment: self.name.clone(),
+            problem,
+        }
+    }
+
+    /// Attribute `key` of array `array`, if stored (`None` too if the
+    /// segment has no such array).
+    pub fn attribute(&self, array: &str, key: &str) -> Result<Option<Attr>, SegmentError> {
+        let Some(position) = self.names.find(self.metas(), array) else {
+            return Ok(None);
+        };
+        attributes::attribute_of(&self.archive, position, key).map_err(|p| self.footer_error(p))
+    }
+
+    /// Every attribute of array `array` as `(key, value)`, in the order the
+    /// array stores them; empty if the array does not exist.
+    pub fn attributes(&self, array: &str) -> Result<Vec<(String, Attr)>, SegmentError> {
+        let Some(position) = self.names.find(self.metas(), array) else {
+            return Ok(Vec::new());
+        };
+        attributes::attributes_of(&self.archive, position).map_err(|p| self.footer_error(p))
+    }
+
+    /// Attribute `key` of every array, in segment order (`None` for an array
+    /// without it); `None` if no array stores it.
+    pub fn attribute_cells(&self, key: &str) -> Result<Option<Vec<Option<Attr>>>, SegmentError> {
+        attributes::attribute_cells(&self.archive, key).map_err(|p| self.footer_error(p))
+    }
+
+    /// array-format's open of this segment, made on first use.
+    async fn file(&self) -> Result<&ArrayFile, SegmentError> {
+        self.file
+            .get_or_try_init(|| self.opener.open(&self.name, self.array_count()))
+            .await
+    }
+
+    /// Reads the region of `array` from `origin` with `extent` (both empty:
+    /// the whole array), row-major. `T` must be the stored element type.
+    ///
+    /// Unwritten chunks read as the fill value and cost no request; written
+    /// ones cost one read per block not already cached.
+    pub async fn read<T: Element>(
+        &self,
+        array: &str,
+        origin: &[u64],
+        extent: &[u64],
+    ) -> Result<ArrayD<T>, SegmentError> {
+        self.read_found(self.array(array)?, origin, extent).await
+    }
+
+    /// [`Segment::read`] of an array already found in this segment (by
+    /// [`Segment::array`] or [`Segment::array_near`]), without looking its
+    /// name up again.
+    pub async fn read_found<T: Element>(
+        &self,
+        found: ArrayRef<'_>,
+        origin: &[u64],
+        extent: &[u64],
+    ) -> Result<ArrayD<T>, SegmentError> {
+        let array = found.name();
+        let stored = found.dtype();
+        if stored != T::ATLAS_DTYPE {
+            return Err(SegmentError::DTypeMismatch {
+                array: array.to_owned(),
+                stored,
+                requested: T::ATLAS_DTYPE,
+            });
+        }
+        let (origin, extent) = (to_usizes(origin, array)?, to_usizes(extent, array)?);
+        // Fixed-width arrays: read here, each block decoded once for every
+        // array in it; anything else goes through array-format.
+        if let Some(read) = self
+            .source
+            .read::<<T as Sealed>::Stored>(&self.name, found, &origin, &extent)
+            .await
+        {
+            return read.map(T::from_stored);
+        }
+        let file = self.file().await?;
+        // Boxed: array-format's read future is large, and moving it through
+        // the panic catch, the error-kind scope and every caller cost a copy per read.
+        let (outcome, failure) = track_io(guarded(Box::pin(
+            file.read_array::<<T as Sealed>::Stored>(array, origin, extent),
+        )))
+        .await;
+        match outcome {
+            Ok(Ok(data)) => Ok(T::from_stored(data.into_owned())),
+            Ok(Err(e)) => Err(match failure {
+                Some(failure) => SegmentError::Io(failure.into_error()),
+                None => SegmentError::corrupt(&self.name, Some(array), format!("reading: {e}")),
+            }),
+            Err(panicked) => Err(SegmentError::corrupt(
+                &self.name,
+                Some(array),
+                format!("reading: {panicked}"),
+            )),
+        }
+    }
+
+    /// [`Segment::read`] for an element type known only at run time: one
+    /// variant of [`ArrayData`] per stored type. `Unsupported` for bool and list arrays.
+    pub async fn read_any(
+        &self,
+        array: &str,
+        origin: &[u64],
+        extent: &[u64],
+    ) -> Result<ArrayData, SegmentError> {
+        self.read_any_found(self.array(array)?, origin, extent)
+            .await
+    }
+
+    /// [`Segment::read_any`] of an array already found in this segment,
+    /// without looking its name up again.
+    pub async fn read_any_found(
+        &self,
+        found: ArrayRef<'_>,
+        origin: &[u64],
+        extent: &[u64],
+    ) -> Result<ArrayData, SegmentError> {
+        let (array, dtype) = (found.name(), found.dtype());
+        macro_rules! read {
+            ($variant:ident, $t:ty) => {
+                ArrayData::$variant(self.read_found::<$t>(found, origin, extent).await?)
+            };
+        }
+        Ok(match dtype {
+            DType::Int8 => read!(Int8, i8),
+            DType::Int16 => read!(Int16, i16),
+            DType::Int32 => read!(Int32, i32),
+            DType::Int64 => read!(Int64, i64),
+            DType::UInt8 => read!(UInt8, u8),
+            DType::UInt16 => read!(UInt16, u16),
+            DType::UInt32 => read!(UInt32, u32),
+            DType::UInt64 => read!(UInt64, u64),
+            DType::Float32 => read!(Float32, f32),
+            DType::Float64 => read!(Float64, f64),
+            DType::TimestampNs => read!(Timestamp, crate::types::value::Timestamp),
+            DType::String => read!(String, String),
+            DType::Binary => read!(Binary, Vec<u8>),
+            other => {
+                return Err(SegmentError::Unsupported {
+                    array: array.to_owned(),
+                    dtype: other,
+                });
+            }
+        })
+    }
+}
+
+/// One array of a segment as its footer records it (no data), read in
+/// place from the footer archive.
+#[derive(Clone, Copy)]
+pub struct ArrayRef<'a> {
+    meta: &'a ArchivedArrayMeta,
+    position: usize,
+}
+
+impl std::fmt::Debug for ArrayRef<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ArrayRef")
+            .field("name", &self.name())
+            .field("position", &self.position)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<'a> ArrayRef<'a> {
+    /// The array's (dataset's) name.
+    pub fn name(&self) -> &'a str {
+        self.meta.name.as_str()
+    }
+
+    /// Its position in the segment (footer order).
+    pub fn position(&self) -> usize {
+        self.position
+    }
+
+    /// The stored element type.
+    pub fn dtype(&self) -> DType {
+        dtype_from_archived(&self.meta.dtype)
+    }
+
+    /// Length of each axis.
+    pub fn shape(&self) -> Vec<u32> {
+        self.meta.shape.iter().map(|d| d.to_native()).collect()
+    }
+
+    /// Extent of one chunk along each axis.
+    pub fn chunk_shape(&self) -> Vec<u32> {
+        self.meta
+            .chunk_shape
+            .iter()
+            .map(|d| d.to_native())
+            .collect()
+    }
+
+    /// Name of each axis.
+    pub fn dimension_names(&self) -> Vec<String> {
+        self.meta
+            .dimension_names
+            .iter()
+            .map(|n| n.as_str().to_owned())
+            .collect()
+    }
+
+    /// What unwritten elements read as; `None` means zero (or empty).
+    pub fn fill(&self) -> Option<FillValue> {
+        self.stored_fill().as_ref().map(fill_from_stored)
+    }
+
+    /// The fill value as array-format's type.
+    pub(crate) fn stored_fill(&self) -> Option<array_format::FillValue> {
+        rkyv::deserialize::<Option<array_format::FillValue>, rkyv::rancor::Error>(
+            &self.meta.fill_value,
+        )
+        .ok()
+        .flatten()
+    }
+
+    /// The statistics the writer recorded, if any.
+    pub fn stats(&self) -> Option<ArrayStats> {
+        self.meta.stats.as_ref().map(stats_from_archived)
+    }
+
+    /// Coordinates (in chunks) of every written chunk, sorted; unwritten
+    /// chunks read as the fill value.
+    pub fn written_chunks(&self) -> impl Iterator<Item = Vec<u32>> + 'a {
+        self.meta
+            .chunks
+            .iter()
+            .map(|c| c.coord.iter().map(|x| x.to_native()).collect())
+    }
+
+    /// The archived record.
+    pub(crate) fn meta(&self) -> &'a ArchivedArrayMeta {
+        self.meta
+    }
+}
+
+/// `v` as `usize`s, or `InvalidRegion` naming `array` for a value that does not fit.
+fn to_usizes(v: &[u64], array: &str) -> Result<Vec<usize>, SegmentError> {
+    v.iter()
+        .map(|&x| {
+            usize::try_from(x).map_err(|_| SegmentError::InvalidRegion {
+                array: array.to_owned(),
+                what: format!("{x} does not fit in memory"),
+            })
+        })
+        .collect()
+}

@@ -1,0 +1,433 @@
+//! The segment writer against array-format's own: the same arrays, chunks,
+//! fill values and attributes must give the same bytes.
+
+use std::sync::Arc;
+
+use array_format::{ArrayWriter, NoCompression, WriterConfig, ZstdCodec};
+use atlas_format::Codec;
+use ndarray::{ArrayD, IxDyn, SliceInfoElem};
+use object_store::memory::InMemory;
+use object_store::{ObjectStore, ObjectStoreExt};
+use proptest::prelude::*;
+
+use crate::types::element::Element;
+use crate::types::value::{FillValue, Timestamp, fill_to_stored};
+use crate::{Attr, SegmentError, SegmentWriter, WriteOptions};
+
+/// One array of a test segment.
+#[derive(Debug, Clone)]
+struct Spec {
+    kind: u8,
+    shape: Vec<u64>,
+    chunk: Option<Vec<u64>>,
+    /// Index into the values a fill is taken from, or none.
+    fill: Option<u8>,
+    seed: u64,
+    attrs: Vec<(u8, u8)>,
+    /// Write the chunks last to first.
+    reversed: bool,
+}
+
+fn spec() -> impl Strategy<Value = Spec> {
+    let dims = prop::collection::vec((0u64..7, 1u64..4), 0..3);
+    (
+        0u8..13,
+        dims,
+        any::<bool>(),
+        prop::option::of(0u8..5),
+        any::<u64>(),
+        prop::collection::vec((0u8..5, 0u8..13), 0..4),
+        any::<bool>(),
+    )
+        .prop_map(|(kind, dims, chunked, fill, seed, attrs, reversed)| Spec {
+            kind,
+            shape: dims.iter().map(|d| d.0).collect(),
+            chunk: chunked.then(|| dims.iter().map(|d| d.1).collect()),
+            fill,
+            seed,
+            attrs,
+            reversed,
+        })
+}
+
+/// A small pool of values, so fills and repeats occur.
+trait Pool: Element {
+    fn pool(i: u64) -> Self;
+}
+
+macro_rules! int_pool {
+    ($($ty:ty),*) => {$(
+        impl Pool for $ty {
+            fn pool(i: u64) -> Self {
+                [0 as $ty, 1 as $ty, 7 as $ty, <$ty>::MAX, <$ty>::MIN, 100 as $ty][(i % 6) as usize]
+            }
+        }
+    )*};
+}
+int_pool!(i8, i16, i32, i64, u8, u16, u32, u64);
+
+macro_rules! float_pool {
+    ($($ty:ty),*) => {$(
+        impl Pool for $ty {
+            fn pool(i: u64) -> Self {
+                [0.0, -0.0, 1.5, <$ty>::NAN, -<$ty>::NAN, <$ty>::INFINITY, -2.25][(i % 7) as usize]
+            }
+        }
+    )*};
+}
+float_pool!(f32, f64);
+
+impl Pool for Timestamp {
+    fn pool(i: u64) -> Self {
+        Timestamp([0, -1, 1_700_000_000_000_000_000, i64::MIN, 42][(i % 5) as usize])
+    }
+}
+
+impl Pool for String {
+    fn pool(i: u64) -> Self {
+        ["", "a", "ab", "b", "zz\u{e9}"][(i % 5) as usize].to_owned()
+    }
+}
+
+impl Pool for Vec<u8> {
+    fn pool(i: u64) -> Self {
+        [vec![], vec![0], vec![0, 1], vec![255]][(i % 4) as usize].clone()
+    }
+}
+
+fn attr(i: u8) -> Attr {
+    match i {
+        0 => Attr::String("degree_Celsius".into()),
+        1 => Attr::Float64(0.5),
+        2 => Attr::Int32List(vec![1, 2, 3]),
+        3 => Attr::StringList(vec!["a".into(), "units".into(), "degree_Celsius".into()]),
+        4 => Attr::Binary(vec![1, 2]),
+        5 => Attr::Float32(f32::NAN),
+        6 => Attr::String("a".into()),
+        7 => Attr::Int64(-1),
+        8 => Attr::BoolList(vec![true, false]),
+        9 => Attr::BinaryList(vec![vec![], vec![7, 8]]),
+        10 => Attr::UInt16(7),
+        11 => Attr::Float64List(vec![-0.0, f64::INFINITY]),
+        _ => Attr::UInt64List(vec![u64::MAX]),
+    }
+}
+
+const KEYS: [&str; 5] = ["units", "long_name", "scale", "tags", "valid_min"];
+
+/// Every chunk's origin and extent, in row-major order.
+fn chunks(shape: &[u64], chunk: &[u64]) -> Vec<(Vec<u64>, Vec<usize>)> {
+    let mut out = vec![(Vec::new(), Vec::new())];
+    for (&len, &step) in shape.iter().zip(chunk) {
+        let mut next = Vec::new();
+        for (origin, extent) in &out {
+            let mut start = 0;
+            while start < len {
+                let mut o = origin.clone();
+                o.push(start);
+                let mut e = extent.clone();
+                e.push(step.min(len - start) as usize);
+                next.push((o, e));
+                start += step;
+            }
+        }
+        out = next;
+    }
+    out
+}
+
+/// Defines and writes `spec` as array `name` in both writers.
+fn write_both<T: Pool>(
+    name: &str,
+    spec: &Spec,
+    ours: &mut SegmentWriter,
+    theirs: &mut ArrayWriter,
+) -> Result<(), SegmentError> {
+    let n: u64 = spec.shape.iter().product();
+    let values: Vec<T> = (0..n)
+        .map(|i| T::pool(spec.seed.wrapping_add(i * 7919)))
+        .collect();
+    let dims: Vec<usize> = spec.shape.iter().map(|&d| d as usize).collect();
+    let data = ArrayD::from_shape_vec(IxDyn(&dims), values).unwrap();
+    let fill = spec
+        .fill
+        .and_then(|i| T::to_fill_value(T::pool(u64::from(i))));
+    let names: Vec<String> = (0..dims.len()).map(|i| format!("d{i}")).collect();
+    ours.define_array::<T>(
+        name,
+        names.clone(),
+        &spec.shape,
+        spec.chunk.as_deref(),
+        fill.as_ref(),
+    )?;
+    theirs
+        .define_array::<T::Stored>(
+            name,
+            names,
+            dims.clone(),
+            spec.chunk
+                .as_ref()
+                .map(|c| c.iter().map(|&x| x as usize).collect()),
+            fill.as_ref().map(fill_to_stored),
+        )
+        .unwrap();
+    let grid = spec.chunk.clone().unwrap_or_else(|| spec.shape.clone());
+    let mut all = chunks(&spec.shape, &grid);
+    if spec.reversed {
+        all.reverse();
+    }
+    for (origin, extent) in all {
+        let slice: Vec<SliceInfoElem> = origin
+            .iter()
+            .zip(&extent)
+            .map(|(&o, &e)| (o as usize..o as usize + e).into())
+            .collect();
+        let view = data.slice(slice.as_slice());
+        ours.write_array(name, &origin, view.view())?;
+        let start: Vec<usize> = origin.iter().map(|&o| o as usize).collect();
+        T::with_stored(view.view(), |stored| {
+            theirs.write_array(name, start, stored)
+        })
+        .unwrap();
+    }
+    for &(key, value) in &spec.attrs {
+        let key = KEYS[usize::from(key) % KEYS.len()];
+        ours.set_attribute(name, key, &attr(value))?;
+        theirs
+            .set_attribute(name, key, attr(value).to_stored())
+            .unwrap();
+    }
+    Ok(())
+}
+
+fn write_spec(
+    name: &str,
+    spec: &Spec,
+    ours: &mut SegmentWriter,
+    theirs: &mut ArrayWriter,
+) -> Result<(), SegmentError> {
+    match spec.kind {
+        0 => write_both::<i8>(name, spec, ours, theirs),
+        1 => write_both::<i16>(name, spec, ours, theirs),
+        2 => write_both::<i32>(name, spec, ours, theirs),
+        3 => write_both::<i64>(name, spec, ours, theirs),
+        4 => write_both::<u8>(name, spec, ours, theirs),
+        5 => write_both::<u16>(name, spec, ours, theirs),
+        6 => write_both::<u32>(name, spec, ours, theirs),
+        7 => write_both::<u64>(name, spec, ours, theirs),
+        8 => write_both::<f32>(name, spec, ours, theirs),
+        9 => write_both::<f64>(name, spec, ours, theirs),
+        10 => write_both::<Timestamp>(name, spec, ours, theirs),
+        11 => write_both::<String>(name, spec, ours, theirs),
+        _ => write_both::<Vec<u8>>(name, spec, ours, theirs),
+    }
+}
+
+fn options(block: usize) -> WriteOptions {
+    WriteOptions::default()
+        .codec(Codec::Zstd)
+        .zstd_level(3)
+        .parallel_zstd(false)
+        .block_target_size(block)
+}
+
+/// Both writers' bytes for `specs` (arrays `a0`, `a1`, …), zstd blocks or
+/// uncompressed ones.
+fn both(specs: &[Spec], block: usize, zstd: bool) -> (Vec<u8>, Vec<u8>) {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
+    let (mut ours, mut theirs) = if zstd {
+        let theirs = ArrayWriter::new(WriterConfig {
+            codec: ZstdCodec { level: 3 },
+            block_target_size: block,
+        });
+        (SegmentWriter::new("seg", &options(block)).unwrap(), theirs)
+    } else {
+        let theirs = ArrayWriter::new(WriterConfig {
+            codec: NoCompression,
+            block_target_size: block,
+        });
+        let plain = options(block).codec(Codec::Uncompressed);
+        (SegmentWriter::new("seg", &plain).unwrap(), theirs)
+    };
+    for (i, spec) in specs.iter().enumerate() {
+        write_spec(&format!("a{i}"), spec, &mut ours, &mut theirs).unwrap();
+    }
+    if !specs.is_empty() {
+        // An array defined before the last one, found through the name index.
+        ours.set_attribute("a0", "late", &attr(1)).unwrap();
+        theirs
+            .set_attribute("a0", "late", attr(1).to_stored())
+            .unwrap();
+    }
+    rt.block_on(async {
+        let ours = ours.finish_to_bytes().await.unwrap().to_vec();
+        let store = Arc::new(InMemory::new());
+        let path = object_store::path::Path::from("f");
+        theirs
+            .finish(store.clone() as Arc<dyn ObjectStore>, path.clone())
+            .await
+            .unwrap();
+        let theirs = store.get(&path).await.unwrap().bytes().await.unwrap();
+        (ours, theirs.to_vec())
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(200))]
+
+    #[test]
+    fn segments_are_byte_identical_to_array_formats_writer(
+        specs in prop::collection::vec(spec(), 0..6),
+        block in prop::sample::select(vec![1usize, 16, 64, 1 << 20]),
+    ) {
+        let (ours, theirs) = both(&specs, block, true);
+        prop_assert_eq!(ours, theirs);
+    }
+}
+
+/// Attribute `key` of every array in the segment `bytes`, as array-format's
+/// open decodes it.
+fn array_formats_column(bytes: &[u8], key: &str) -> Option<Vec<Option<Attr>>> {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let store = Arc::new(InMemory::new());
+        let path = object_store::path::Path::from("f");
+        store
+            .put(&path, bytes::Bytes::copy_from_slice(bytes).into())
+            .await
+            .unwrap();
+        let file = array_format::ArrayFile::open(store, path, array_format::ReadConfig::default())
+            .await
+            .unwrap();
+        file.attribute_column(key).map(|cells| {
+            cells
+                .iter()
+                .map(|c| c.as_ref().map(Attr::from_stored))
+                .collect()
+        })
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(100))]
+
+    #[test]
+    fn attributes_read_off_the_footer_equal_array_formats_columns(
+        specs in prop::collection::vec(spec(), 0..6),
+    ) {
+        let (ours, _) = both(&specs, 64, true);
+        let len = ours.len() as u64;
+        let validated = crate::footer::validate::validate_footer(&bytes::Bytes::from(ours.clone()), len).unwrap();
+        for key in KEYS.iter().chain(&["late", "absent", "degree_Celsius"]) {
+            let off_footer = crate::footer::attributes::attribute_cells(&validated.archive, key).unwrap();
+            // Debug output, so that NaN values compare equal.
+            prop_assert_eq!(
+                format!("{off_footer:?}"),
+                format!("{:?}", array_formats_column(&ours, key)),
+                "key {}", key
+            );
+        }
+    }
+}
+
+#[test]
+fn a_large_segment_spills_blocks_and_stays_identical() {
+    // 40 arrays of 50 000 f64 in 64 KiB uncompressed blocks: 16 MB in
+    // hundreds of spilled blocks, uploaded in several parts.
+    let specs: Vec<Spec> = (0..40)
+        .map(|i| Spec {
+            kind: 9,
+            shape: vec![50_000],
+            chunk: Some(vec![8_000]),
+            fill: Some(3),
+            seed: i,
+            attrs: vec![(0, 0), (1, 1)],
+            reversed: false,
+        })
+        .collect();
+    let (ours, theirs) = both(&specs, 64 * 1024, false);
+    assert!(ours.len() > 16_000_000, "{}", ours.len());
+    assert_eq!(ours, theirs);
+}
+
+#[test]
+fn writes_that_are_not_one_whole_chunk_are_refused() {
+    let mut w = SegmentWriter::new("seg", &options(1024)).unwrap();
+    w.define_array::<i32>("x", vec![], &[10], Some(&[4]), None)
+        .unwrap();
+    let three = ndarray::Array::from_vec(vec![1i32, 2, 3]).into_dyn();
+    let four = ndarray::Array::from_vec(vec![1i32, 2, 3, 4]).into_dyn();
+    let two = ndarray::Array::from_vec(vec![1i32, 2]).into_dyn();
+    // Part of a chunk, a chunk off its corner, past the end.
+    for (origin, data) in [(0, &three), (1, &four), (12, &two)] {
+        let err = w.write_array("x", &[origin], data.view()).unwrap_err();
+        assert!(
+            matches!(err, SegmentError::InvalidRegion { .. }),
+            "{origin}: {err:?}"
+        );
+    }
+    // The clipped last chunk is whole.
+    w.write_array("x", &[8], two.view()).unwrap();
+    let err = w.write_array("x", &[8], two.view()).unwrap_err();
+    assert!(
+        matches!(err, SegmentError::InvalidRegion { ref what, .. } if what.contains("twice")),
+        "{err:?}"
+    );
+}
+
+#[test]
+fn misuse_of_the_segment_writer_gets_typed_errors() {
+    let mut w = SegmentWriter::new("seg", &options(1024)).unwrap();
+    w.define_array::<f32>("x", vec![], &[2], None, None)
+        .unwrap();
+    let err = w
+        .define_array::<f32>("x", vec![], &[2], None, None)
+        .unwrap_err();
+    assert!(
+        matches!(err, SegmentError::InvalidRegion { ref what, .. } if what.contains("already"))
+    );
+    let ints = ndarray::Array::from_vec(vec![1i32, 2]).into_dyn();
+    let err = w.write_array("x", &[0], ints.view()).unwrap_err();
+    assert!(matches!(err, SegmentError::DTypeMismatch { .. }), "{err:?}");
+    let err = w.write_array("y", &[0], ints.view()).unwrap_err();
+    assert!(
+        matches!(err, SegmentError::InvalidRegion { ref what, .. } if what.contains("not defined"))
+    );
+    let err = w
+        .set_attribute("y", "units", &Attr::String("K".into()))
+        .unwrap_err();
+    assert!(matches!(err, SegmentError::InvalidRegion { .. }), "{err:?}");
+    let err = w
+        .define_array::<f32>("z", vec![], &[4, 4], Some(&[2]), None)
+        .unwrap_err();
+    assert!(matches!(err, SegmentError::InvalidRegion { .. }), "{err:?}");
+    let err = w
+        .define_array::<f32>("z", vec![], &[1 << 40], None, None)
+        .unwrap_err();
+    assert!(matches!(err, SegmentError::InvalidRegion { .. }), "{err:?}");
+}
+
+#[test]
+fn a_fill_value_of_nan_counts_nans_as_nulls() {
+    let mut w = SegmentWriter::new("seg", &options(1024)).unwrap();
+    w.define_array::<f32>("x", vec![], &[4], None, Some(&FillValue::Float(f64::NAN)))
+        .unwrap();
+    let data = ndarray::Array::from_vec(vec![f32::NAN, 2.0, -1.0, f32::NAN]).into_dyn();
+    w.write_array("x", &[0], data.view()).unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
+    let stats = rt.block_on(async {
+        let bytes = w.finish_to_bytes().await.unwrap();
+        let segment = crate::open_bytes("seg", bytes).await.unwrap();
+        segment.array("x").unwrap().stats().unwrap()
+    });
+    assert_eq!(stats.null_count, 2);
+    assert_eq!(stats.row_count, 4);
+    assert_eq!(stats.min, Some(crate::Stat::Float(-1.0)));
+    assert_eq!(stats.max, Some(crate::Stat::Float(2.0)));
+}
