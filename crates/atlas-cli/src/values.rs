@@ -102,7 +102,7 @@ impl Cell for Timestamp {
         Json::from(self.nanos())
     }
     fn text(&self) -> String {
-        render::timestamp_ns(self.nanos())
+        self.to_string()
     }
     fn is_fill(&self, fill: &FillValue) -> bool {
         match fill {

@@ -25,6 +25,7 @@ pub mod name;
 pub mod open;
 pub mod schema;
 pub mod set_manifest;
+pub mod time;
 
 pub use checksum_sidecar::ChecksumSidecar;
 pub use constants::*;
@@ -42,3 +43,4 @@ pub use set_manifest::{
     AttributeSummary, ChecksumAlgorithm, MemberChecksums, MemberEntry, NameRange, SegmentChecksum,
     SetManifest, SummaryValue, VariableSummary, crc32c,
 };
+pub use time::{ParseTimestampError, Timestamp};

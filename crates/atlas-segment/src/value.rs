@@ -1,33 +1,12 @@
-//! The value types of the segment API: timestamps, fill values and statistics.
+//! The value types of the segment API: fill values and statistics (and
+//! [`Timestamp`], defined with the calendar in atlas-format).
 //!
 //! They mirror what a segment stores, in types of our own, so that a change
 //! of the storage library does not change what callers see.
 
 use std::cmp::Ordering;
 
-/// A point in time: nanoseconds since the Unix epoch (UTC), as a timestamp
-/// array stores it.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize))]
-pub struct Timestamp(pub i64);
-
-impl Timestamp {
-    /// The timestamp `nanos` nanoseconds after the epoch.
-    pub const fn from_nanos(nanos: i64) -> Self {
-        Self(nanos)
-    }
-
-    /// Nanoseconds since the epoch.
-    pub const fn nanos(self) -> i64 {
-        self.0
-    }
-}
-
-impl From<i64> for Timestamp {
-    fn from(nanos: i64) -> Self {
-        Self(nanos)
-    }
-}
+pub use atlas_format::Timestamp;
 
 /// What unwritten elements of an array read as. Integers are widened to
 /// `i64`/`u64` and floats to `f64`; the element type decides how the value

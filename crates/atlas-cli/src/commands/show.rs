@@ -68,7 +68,7 @@ fn fill_text(fill: &FillValue, dtype: &DType) -> String {
         FillValue::Float(f) if *dtype == DType::Float32 => render::float(*f as f32),
         FillValue::Float(f) => render::float(*f),
         FillValue::String(s) => format!("{s:?}"),
-        FillValue::Timestamp(t) => render::timestamp_ns(t.nanos()),
+        FillValue::Timestamp(t) => t.to_string(),
         other => format!("{other:?}"),
     }
 }

@@ -23,7 +23,7 @@ use serde_json::Value;
 
 use super::error::QueryError;
 use super::json_value::{f32_json, float_json};
-use super::time::format_instant;
+use crate::Timestamp;
 
 fn bytes_json(b: &[u8]) -> Value {
     Value::Array(b.iter().map(|&x| Value::from(x)).collect())
@@ -57,9 +57,9 @@ pub fn cell_json(array: &dyn Array, row: usize) -> Value {
         DataType::Float32 => prim!(Float32Type, f32_json),
         DataType::Float64 => prim!(Float64Type, float_json),
         DataType::Timestamp(_, _) => {
-            prim!(TimestampNanosecondType, |ns| Value::from(format_instant(
-                ns
-            )))
+            prim!(TimestampNanosecondType, |ns| Value::from(
+                Timestamp(ns).to_string()
+            ))
         }
         DataType::Utf8 => array
             .as_string_opt::<i32>()
