@@ -29,7 +29,7 @@ pub mod time;
 
 pub use checksum_sidecar::ChecksumSidecar;
 pub use constants::*;
-pub use dtype::DType;
+pub use dtype::{DType, ParseDTypeError};
 pub use error::{FormatError, Result};
 pub use footer::{
     Codec, CollectionFooter, DecodeLimits, InternedSchema, VariableEntry, decompress_bounded,

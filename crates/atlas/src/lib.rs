@@ -85,7 +85,7 @@ pub mod testing {
 // Formats and names of the container (atlas-format).
 pub use atlas_format::{
     ArrayMeta, CONTAINER_FILE, Codec, DATASETS_SEGMENT, DType, DatasetSchema, DecodeLimits,
-    FormatError, MASK_FILE, SchemaView, validate_name,
+    FormatError, MASK_FILE, ParseDTypeError, SchemaView, validate_name,
 };
 // Instants: nanoseconds since the epoch, printed and parsed as ISO 8601 (atlas-format).
 pub use atlas_format::{ParseTimestampError, Timestamp};
