@@ -7,15 +7,17 @@ use super::Ctx;
 use crate::cli::ShowArgs;
 use crate::exit::{CliResult, Context as _};
 use crate::location::Access;
+use crate::output;
 use crate::render;
-use crate::{json, output};
 
 /// Runs `atlas show`.
 pub async fn run(ctx: &Ctx, args: &ShowArgs) -> CliResult {
     let (loc, set) = ctx.open(&args.collection, Access::Read).await?;
     let view = set.dataset(&args.dataset).await.at(loc.display())?;
     if ctx.json {
-        let value = json::dataset(&view).await.at(loc.display())?;
+        let value = atlas_manifest::dataset_json(&view, false)
+            .await
+            .at(loc.display())?;
         output::json(&value);
         return Ok(());
     }

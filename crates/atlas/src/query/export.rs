@@ -22,12 +22,8 @@ use arrow_schema::{DataType, SchemaRef};
 use serde_json::Value;
 
 use super::error::QueryError;
-use super::json_value::{f32_json, float_json};
+use super::json_value::{bytes_json, f32_json, float_json};
 use crate::Timestamp;
-
-fn bytes_json(b: &[u8]) -> Value {
-    Value::Array(b.iter().map(|&x| Value::from(x)).collect())
-}
 
 /// The value at `row` of `array` as JSON (`null` for a null or a type no
 /// catalogue column has).
