@@ -87,11 +87,7 @@ impl Cell for Timestamp {
         self.to_string()
     }
     fn is_fill(&self, fill: &FillValue) -> bool {
-        match fill {
-            FillValue::Timestamp(f) => *f == *self,
-            FillValue::Int(f) => *f == self.nanos(),
-            _ => false,
-        }
+        fill.timestamp() == Some(*self)
     }
 }
 

@@ -29,6 +29,19 @@ pub enum FillValue {
     Timestamp(Timestamp),
 }
 
+impl FillValue {
+    /// The fill as an instant of a timestamp array: a timestamp, or an integer
+    /// read as nanoseconds since the epoch (both apply to timestamp arrays);
+    /// `None` for any other kind.
+    pub fn timestamp(&self) -> Option<Timestamp> {
+        match self {
+            FillValue::Timestamp(t) => Some(*t),
+            FillValue::Int(n) => Some(Timestamp(*n)),
+            _ => None,
+        }
+    }
+}
+
 /// One bound of an array's statistics.
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
@@ -198,6 +211,18 @@ dtype_conversion!(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_timestamp_array_reads_an_integer_fill_as_nanoseconds() {
+        assert_eq!(
+            FillValue::Timestamp(Timestamp(5)).timestamp(),
+            Some(Timestamp(5))
+        );
+        assert_eq!(FillValue::Int(-7).timestamp(), Some(Timestamp(-7)));
+        assert_eq!(FillValue::UInt(5).timestamp(), None);
+        assert_eq!(FillValue::Float(5.0).timestamp(), None);
+        assert_eq!(FillValue::String("5".into()).timestamp(), None);
+    }
 
     fn s(min: Option<Stat>, max: Option<Stat>, nulls: u64, rows: u64) -> ArrayStats {
         ArrayStats {
