@@ -4,8 +4,8 @@
 use std::fmt::Write as _;
 
 use atlas::Stat;
+use atlas::time::civil_from_seconds;
 use atlas::{Attr, DType};
-use atlas_format::time::civil_from_seconds;
 
 /// A text table: a header row, then rows; columns padded to their widest cell.
 #[derive(Debug, Default)]

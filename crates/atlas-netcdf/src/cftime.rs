@@ -8,7 +8,7 @@
 //! `secs`, `s`, `msec`, `msecs`, `ms`, `millisec(s)`, `microsec(s)`). The
 //! reference date follows CF/udunits: see [`parse_ref_date`].
 
-use atlas_format::time::{days_from_civil, days_in_month};
+use atlas::time::{days_from_civil, days_in_month};
 
 use crate::error::TimeError;
 

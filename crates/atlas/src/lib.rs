@@ -87,7 +87,9 @@ pub use atlas_format::{
     ArrayMeta, CONTAINER_FILE, Codec, DATASETS_SEGMENT, DType, DatasetSchema, DecodeLimits,
     FormatError, MASK_FILE, ParseDTypeError, SchemaView, validate_name,
 };
-// Instants: nanoseconds since the epoch, printed and parsed as ISO 8601 (atlas-format).
+// Instants: nanoseconds since the epoch, printed and parsed as ISO 8601, and
+// the calendar beneath them (atlas-format).
+pub use atlas_format::time;
 pub use atlas_format::{ParseTimestampError, Timestamp};
 // The set manifest, what it records of a member, and the checksum sidecar's content (atlas-format).
 pub use atlas_format::{
