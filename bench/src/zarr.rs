@@ -85,7 +85,10 @@ fn builder(
     }
     let mut b = ArrayBuilder::new(shape, shard, dtype, fill);
     b.subchunk_shape(sub)
-        .bytes_to_bytes_codecs(vec![Arc::new(ZstdCodec::new(3, false))]);
+        .bytes_to_bytes_codecs(vec![Arc::new(ZstdCodec::new(
+            atlas::DEFAULT_ZSTD_LEVEL,
+            false,
+        ))]);
     b
 }
 

@@ -4,6 +4,7 @@
 use std::fmt::Write as _;
 
 use atlas::Stat;
+use atlas::time::civil_from_seconds;
 use atlas::{Attr, DType};
 
 /// A text table: a header row, then rows; columns padded to their widest cell.
@@ -89,57 +90,15 @@ pub fn bytes(n: u64) -> String {
     format!("{value:.1} {unit}")
 }
 
-/// Days since 1970-01-01 → (year, month, day) in the proleptic Gregorian calendar.
-fn civil_from_days(days: i64) -> (i64, u32, u32) {
-    // Howard Hinnant's algorithm.
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let y = yoe + era * 400;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    (if m <= 2 { y + 1 } else { y }, m, d)
-}
-
-fn split_seconds(secs: i64) -> (i64, u32, u32, u32, u32, u32) {
-    let days = secs.div_euclid(86_400);
-    let rem = secs.rem_euclid(86_400);
-    let (y, mo, d) = civil_from_days(days);
-    (
-        y,
-        mo,
-        d,
-        (rem / 3600) as u32,
-        (rem % 3600 / 60) as u32,
-        (rem % 60) as u32,
-    )
-}
-
 /// Milliseconds since the epoch → `2024-01-31 12:00:00.250 UTC`.
 pub fn unix_ms(ms: i64) -> String {
-    let (y, mo, d, h, mi, s) = split_seconds(ms.div_euclid(1000));
+    let (y, mo, d, h, mi, s) = civil_from_seconds(ms.div_euclid(1000));
     let frac = ms.rem_euclid(1000);
     let mut out = format!("{y:04}-{mo:02}-{d:02} {h:02}:{mi:02}:{s:02}");
     if frac != 0 {
         let _ = write!(out, ".{frac:03}");
     }
     out.push_str(" UTC");
-    out
-}
-
-/// Nanoseconds since the epoch → `2024-01-01T00:00:00.000000001Z` (fraction only when non-zero).
-pub fn timestamp_ns(ns: i64) -> String {
-    let (y, mo, d, h, mi, s) = split_seconds(ns.div_euclid(1_000_000_000));
-    let frac = ns.rem_euclid(1_000_000_000);
-    let mut out = format!("{y:04}-{mo:02}-{d:02}T{h:02}:{mi:02}:{s:02}");
-    if frac != 0 {
-        let digits = format!("{frac:09}");
-        let _ = write!(out, ".{}", digits.trim_end_matches('0'));
-    }
-    out.push('Z');
     out
 }
 
@@ -175,7 +134,7 @@ pub fn stat(v: Option<&Stat>, dtype: Option<&DType>) -> String {
         Some(Stat::Float(f)) if dtype == Some(&DType::Float32) => float(*f as f32),
         Some(Stat::Float(f)) => float(*f),
         Some(Stat::Bytes(b)) => bytes_value(b),
-        Some(Stat::Timestamp(t)) => timestamp_ns(t.nanos()),
+        Some(Stat::Timestamp(t)) => t.to_string(),
         Some(other) => format!("{other:?}"),
     }
 }
@@ -235,15 +194,16 @@ mod tests {
     fn times_are_utc_and_exact() {
         assert_eq!(unix_ms(0), "1970-01-01 00:00:00 UTC");
         assert_eq!(unix_ms(1_704_067_200_250), "2024-01-01 00:00:00.250 UTC");
+        assert_eq!(unix_ms(-1), "1969-12-31 23:59:59.999 UTC");
         assert_eq!(
-            timestamp_ns(1_704_067_200_000_000_001),
-            "2024-01-01T00:00:00.000000001Z"
-        );
-        assert_eq!(
-            timestamp_ns(1_709_424_000_000_000_000),
+            stat(
+                Some(&Stat::Timestamp(atlas::Timestamp(
+                    1_709_424_000_000_000_000
+                ))),
+                None
+            ),
             "2024-03-03T00:00:00Z"
         );
-        assert_eq!(timestamp_ns(-1), "1969-12-31T23:59:59.999999999Z");
     }
 
     #[test]

@@ -1,8 +1,7 @@
 //! Reading an array whose element type is known only at run time: one
-//! dispatch on the dtype, then values as JSON or as text cells.
+//! dispatch on the dtype, then values as text cells (as JSON: `atlas_manifest::data_json`).
 
 use atlas::{ArrayData, AtlasError, Dataset, FillValue, Timestamp, for_each_array_data};
-use serde_json::Value as Json;
 
 use crate::render;
 
@@ -24,9 +23,8 @@ pub async fn read(
     ))
 }
 
-/// One element as JSON and as text.
+/// One element as text.
 trait Cell {
-    fn json(&self) -> Json;
     fn text(&self) -> String;
     fn is_fill(&self, fill: &FillValue) -> bool;
 }
@@ -34,7 +32,6 @@ trait Cell {
 macro_rules! int_cell {
     ($($t:ty),*) => {$(
         impl Cell for $t {
-            fn json(&self) -> Json { Json::from(*self) }
             fn text(&self) -> String { self.to_string() }
             fn is_fill(&self, fill: &FillValue) -> bool {
                 match fill {
@@ -49,9 +46,6 @@ macro_rules! int_cell {
 int_cell!(i8, i16, i32, i64, u8, u16, u32, u64);
 
 impl Cell for f32 {
-    fn json(&self) -> Json {
-        atlas::export::f32_json(*self)
-    }
     fn text(&self) -> String {
         render::float(*self)
     }
@@ -62,9 +56,6 @@ impl Cell for f32 {
 }
 
 impl Cell for f64 {
-    fn json(&self) -> Json {
-        atlas::export::float_json(*self)
-    }
     fn text(&self) -> String {
         render::float(*self)
     }
@@ -74,9 +65,6 @@ impl Cell for f64 {
 }
 
 impl Cell for String {
-    fn json(&self) -> Json {
-        Json::from(self.as_str())
-    }
     fn text(&self) -> String {
         format!("{self:?}")
     }
@@ -86,9 +74,6 @@ impl Cell for String {
 }
 
 impl Cell for Vec<u8> {
-    fn json(&self) -> Json {
-        Json::Array(self.iter().map(|b| Json::from(*b)).collect())
-    }
     fn text(&self) -> String {
         render::hex(self)
     }
@@ -98,18 +83,11 @@ impl Cell for Vec<u8> {
 }
 
 impl Cell for Timestamp {
-    fn json(&self) -> Json {
-        Json::from(self.nanos())
-    }
     fn text(&self) -> String {
-        render::timestamp_ns(self.nanos())
+        self.to_string()
     }
     fn is_fill(&self, fill: &FillValue) -> bool {
-        match fill {
-            FillValue::Timestamp(f) => *f == *self,
-            FillValue::Int(f) => *f == self.nanos(),
-            _ => false,
-        }
+        fill.timestamp() == Some(*self)
     }
 }
 
@@ -117,15 +95,6 @@ impl Values {
     /// The array's shape.
     pub fn shape(&self) -> Vec<u64> {
         self.0.shape().iter().map(|&d| d as u64).collect()
-    }
-
-    /// The elements in row-major order as a JSON list.
-    pub fn to_json(&self) -> Json {
-        for_each_array_data!(
-            &self.0,
-            a => Json::Array(a.iter().map(Cell::json).collect()),
-            _ => Json::Null
-        )
     }
 
     /// The elements in row-major order as text; an element equal to the fill value is `_`
@@ -202,15 +171,21 @@ mod tests {
         let v = Values(ArrayData::Float32(
             ArrayD::from_shape_vec(vec![2, 2], vec![0.1, f32::NAN, f32::INFINITY, -2.0]).unwrap(),
         ));
-        assert_eq!(v.to_json(), serde_json::json!([0.1, "NaN", "inf", -2.0]));
+        assert_eq!(
+            atlas_manifest::data_json(&v.0),
+            serde_json::json!([0.1, "NaN", "inf", -2.0])
+        );
         let t = Values(ArrayData::Timestamp(
             ArrayD::from_shape_vec(vec![1], vec![Timestamp(7)]).unwrap(),
         ));
-        assert_eq!(t.to_json(), serde_json::json!([7]));
+        assert_eq!(atlas_manifest::data_json(&t.0), serde_json::json!([7]));
         let b = Values(ArrayData::Binary(
             ArrayD::from_shape_vec(vec![1], vec![vec![222, 173]]).unwrap(),
         ));
-        assert_eq!(b.to_json(), serde_json::json!([[222, 173]]));
+        assert_eq!(
+            atlas_manifest::data_json(&b.0),
+            serde_json::json!([[222, 173]])
+        );
     }
 
     #[test]

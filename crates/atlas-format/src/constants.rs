@@ -4,6 +4,9 @@
 pub const CONTAINER_MAGIC: [u8; 4] = *b"ATLS";
 /// The container version this crate reads and writes.
 pub const FORMAT_VERSION: u32 = 8;
+/// The zstd level Atlas compresses with: always for footers and set
+/// manifests, and for data blocks unless a writer is configured otherwise.
+pub const DEFAULT_ZSTD_LEVEL: i32 = 3;
 /// Magic bytes at the start of a deletion mask.
 pub const MASK_MAGIC: [u8; 4] = *b"ATLM";
 /// The deletion mask version this crate reads and writes.

@@ -96,3 +96,146 @@ impl std::fmt::Display for DType {
         f.write_str(&self.display_name())
     }
 }
+
+/// Text that names no [`DType`]: what [`DType::from_str`] refuses.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "unknown dtype {text:?} (expected a name such as float32, uint8, timestamp_ns, list<string> or fixed_size_list<int16; 3>)"
+)]
+pub struct ParseDTypeError {
+    /// The text as given.
+    pub text: String,
+}
+
+/// The type `name` denotes: the inverse of [`DType::display_name`].
+fn parse_name(name: &str) -> Option<DType> {
+    Some(match name {
+        "bool" => DType::Bool,
+        "int8" => DType::Int8,
+        "int16" => DType::Int16,
+        "int32" => DType::Int32,
+        "int64" => DType::Int64,
+        "uint8" => DType::UInt8,
+        "uint16" => DType::UInt16,
+        "uint32" => DType::UInt32,
+        "uint64" => DType::UInt64,
+        "float32" => DType::Float32,
+        "float64" => DType::Float64,
+        "string" => DType::String,
+        "binary" => DType::Binary,
+        "timestamp_ns" => DType::TimestampNs,
+        _ => {
+            if let Some(inner) = name.strip_prefix("list<").and_then(|r| r.strip_suffix('>')) {
+                return Some(DType::List {
+                    child: Box::new(parse_name(inner)?),
+                });
+            }
+            let inner = name
+                .strip_prefix("fixed_size_list<")
+                .and_then(|r| r.strip_suffix('>'))?;
+            let (child, size) = inner.rsplit_once("; ")?;
+            if !size.bytes().all(|b| b.is_ascii_digit()) {
+                return None;
+            }
+            DType::FixedSizeList {
+                child: Box::new(parse_name(child)?),
+                size: size.parse().ok()?,
+            }
+        }
+    })
+}
+
+impl std::str::FromStr for DType {
+    type Err = ParseDTypeError;
+
+    /// Reads the name users see ([`DType::display_name`]): `float32`,
+    /// `timestamp_ns`, `list<string>`, `fixed_size_list<int16; 3>`.
+    ///
+    /// # Errors
+    /// [`ParseDTypeError`] naming the text when it names no type.
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        parse_name(text).ok_or_else(|| ParseDTypeError {
+            text: text.to_owned(),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn every_kind() -> Vec<DType> {
+        let scalars = vec![
+            DType::Bool,
+            DType::Int8,
+            DType::Int16,
+            DType::Int32,
+            DType::Int64,
+            DType::UInt8,
+            DType::UInt16,
+            DType::UInt32,
+            DType::UInt64,
+            DType::Float32,
+            DType::Float64,
+            DType::String,
+            DType::Binary,
+            DType::TimestampNs,
+        ];
+        let mut all = scalars.clone();
+        for s in scalars {
+            all.push(DType::List {
+                child: Box::new(s.clone()),
+            });
+            all.push(DType::FixedSizeList {
+                child: Box::new(DType::List { child: Box::new(s) }),
+                size: 3,
+            });
+        }
+        all
+    }
+
+    #[test]
+    fn every_dtype_name_parses_back_to_its_dtype() {
+        for dtype in every_kind() {
+            assert_eq!(
+                dtype.to_string().parse::<DType>(),
+                Ok(dtype.clone()),
+                "{dtype}"
+            );
+        }
+        assert_eq!(
+            "fixed_size_list<float32; 4294967295>".parse::<DType>(),
+            Ok(DType::FixedSizeList {
+                child: Box::new(DType::Float32),
+                size: u32::MAX
+            })
+        );
+    }
+
+    #[test]
+    fn an_unknown_dtype_name_is_refused_naming_the_text() {
+        for bad in [
+            "",
+            "float",
+            "Float32",
+            " int8",
+            "u_int8",
+            "timestamp_nanoseconds",
+            "list<>",
+            "list<int8",
+            "list<chars>",
+            "fixed_size_list<int8>",
+            "fixed_size_list<int8; -1>",
+            "fixed_size_list<int8; +1>",
+            "fixed_size_list<int8; 4294967296>",
+        ] {
+            assert_eq!(
+                bad.parse::<DType>(),
+                Err(ParseDTypeError {
+                    text: bad.to_owned()
+                }),
+                "{bad}"
+            );
+        }
+    }
+}

@@ -126,8 +126,6 @@ impl Default for DecodeLimits {
 
 /// Deepest list nesting accepted in a decoded dtype.
 const MAX_DTYPE_DEPTH: usize = 16;
-/// zstd level used for footers we write.
-const FOOTER_ZSTD_LEVEL: i32 = 3;
 
 impl CollectionFooter {
     /// An empty footer of the current version.
@@ -153,7 +151,7 @@ impl CollectionFooter {
     /// The footer bytes as stored: one zstd frame of compact MessagePack.
     pub fn encode(&self) -> Result<Vec<u8>> {
         let msgpack = self.to_msgpack()?;
-        zstd::bulk::compress(&msgpack, FOOTER_ZSTD_LEVEL)
+        zstd::bulk::compress(&msgpack, crate::DEFAULT_ZSTD_LEVEL)
             .map_err(|e| FormatError::corrupt(format!("footer cannot be compressed: {e}")))
     }
 

@@ -25,10 +25,11 @@ pub mod name;
 pub mod open;
 pub mod schema;
 pub mod set_manifest;
+pub mod time;
 
 pub use checksum_sidecar::ChecksumSidecar;
 pub use constants::*;
-pub use dtype::DType;
+pub use dtype::{DType, ParseDTypeError};
 pub use error::{FormatError, Result};
 pub use footer::{
     Codec, CollectionFooter, DecodeLimits, InternedSchema, VariableEntry, decompress_bounded,
@@ -42,3 +43,4 @@ pub use set_manifest::{
     AttributeSummary, ChecksumAlgorithm, MemberChecksums, MemberEntry, NameRange, SegmentChecksum,
     SetManifest, SummaryValue, VariableSummary, crc32c,
 };
+pub use time::{ParseTimestampError, Timestamp};

@@ -23,8 +23,6 @@ use crate::dtype::DType;
 use crate::error::{FormatError, Result};
 use crate::footer::{DecodeLimits, decompress_limited};
 
-/// zstd level of the manifest body (the footer's).
-const MANIFEST_ZSTD_LEVEL: i32 = 3;
 /// Deepest list nesting accepted in a variable's dtype (the footer's limit).
 const MAX_DTYPE_DEPTH: usize = 16;
 /// Deserialization depth: a dtype's nesting plus the manifest's own levels.
@@ -416,7 +414,7 @@ const MANIFEST_FRAME: Frame = Frame {
 impl Frame {
     /// The object's bytes around `msgpack`: header, compressed body, checksum.
     pub(crate) fn encode(&self, msgpack: &[u8]) -> Result<Vec<u8>> {
-        let body = zstd::bulk::compress(msgpack, MANIFEST_ZSTD_LEVEL)
+        let body = zstd::bulk::compress(msgpack, crate::DEFAULT_ZSTD_LEVEL)
             .map_err(|e| (self.corrupt)(format!("the body cannot be compressed: {e}")))?;
         let mut out = Vec::with_capacity(
             SET_MANIFEST_HEADER_LEN

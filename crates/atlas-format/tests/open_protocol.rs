@@ -286,7 +286,8 @@ fn a_zstd_frame_declaring_more_than_the_limit_is_refused_before_decompressing() 
         ));
     }
     // A real frame declaring 2 MiB (of zeros) is refused the same way ...
-    let zeros = zstd::bulk::compress(&vec![0u8; 2 << 20], 3).unwrap();
+    let zeros =
+        zstd::bulk::compress(&vec![0u8; 2 << 20], atlas_format::DEFAULT_ZSTD_LEVEL).unwrap();
     let declared = zstd::zstd_safe::get_frame_content_size(&zeros)
         .unwrap()
         .unwrap();
@@ -298,7 +299,9 @@ fn a_zstd_frame_declaring_more_than_the_limit_is_refused_before_decompressing() 
     // ... while a frame that declares nothing is cut off once it streams past the limit.
     let mut undeclared = Vec::new();
     {
-        let mut enc = zstd::stream::write::Encoder::new(&mut undeclared, 3).unwrap();
+        let mut enc =
+            zstd::stream::write::Encoder::new(&mut undeclared, atlas_format::DEFAULT_ZSTD_LEVEL)
+                .unwrap();
         enc.include_contentsize(false).unwrap();
         std::io::Write::write_all(&mut enc, &vec![0u8; 2 << 20]).unwrap();
         enc.finish().unwrap();

@@ -8,6 +8,8 @@
 //! `secs`, `s`, `msec`, `msecs`, `ms`, `millisec(s)`, `microsec(s)`). The
 //! reference date follows CF/udunits: see [`parse_ref_date`].
 
+use atlas::time::{days_from_civil, days_in_month};
+
 use crate::error::TimeError;
 
 /// Nanoseconds per unit, for every unit name xarray decodes on a standard
@@ -76,30 +78,6 @@ pub(crate) fn is_standard_calendar(calendar: &str) -> bool {
         calendar.to_lowercase().as_str(),
         "standard" | "gregorian" | "proleptic_gregorian"
     )
-}
-
-fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
-    // Howard Hinnant's algorithm, proleptic Gregorian.
-    let y = if m <= 2 { y - 1 } else { y };
-    let era = if y >= 0 { y } else { y - 399 } / 400;
-    let yoe = y - era * 400;
-    let mp = (m + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + d - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
-}
-
-fn is_leap(y: i64) -> bool {
-    (y % 4 == 0 && y % 100 != 0) || y % 400 == 0
-}
-
-fn days_in_month(y: i64, m: i64) -> i64 {
-    match m {
-        2 if is_leap(y) => 29,
-        2 => 28,
-        4 | 6 | 9 | 11 => 30,
-        _ => 31,
-    }
 }
 
 /// 1 to `max` ASCII digits as a number.

@@ -435,11 +435,7 @@ pub(crate) fn scalar_of_fill(value: &FillValue, dtype: &DType) -> Option<Scalar>
 
 /// The nanoseconds of a timestamp array's fill value, if it has one.
 pub(crate) fn timestamp_fill(fill: Option<&FillValue>) -> Option<i64> {
-    match fill? {
-        FillValue::Timestamp(t) => Some(t.nanos()),
-        FillValue::Int(v) => Some(*v),
-        _ => None,
-    }
+    fill?.timestamp().map(Timestamp::nanos)
 }
 
 fn stats_of(s: &atlas::ArrayStats, dtype: &DType) -> Stats {

@@ -9,7 +9,7 @@
 //! Shapes: `[(path, attrs, vars)]` per group, root first; an attribute is
 //! `(name, kind, value)`; a variable is `(name, dims, shape, kind, data, attrs)`.
 
-use atlas::{ArrayData, Timestamp};
+use atlas::{ArrayData, DType, Timestamp};
 use atlas_netcdf::{
     StoredAttr, StoredAttrValue, StoredData, StoredFile, StoredGroup, StoredVar, TextEncoding,
     shaped,
@@ -46,25 +46,28 @@ fn numbers<T: numpy::Element + Copy>(data: &Bound<'_, PyAny>, what: &str) -> PyR
     })
 }
 
-/// Numbers of a numeric kind, in `shape`; `None` for other kinds.
+/// Numbers of a numeric kind (a dtype name), in `shape`; `None` for other kinds.
 fn values(
     kind: &str,
     data: &Bound<'_, PyAny>,
     shape: &[u64],
     what: &str,
 ) -> PyResult<Option<ArrayData>> {
-    Ok(Some(match kind {
-        "int8" => ArrayData::Int8(shaped(numbers(data, what)?, shape)),
-        "int16" => ArrayData::Int16(shaped(numbers(data, what)?, shape)),
-        "int32" => ArrayData::Int32(shaped(numbers(data, what)?, shape)),
-        "int64" => ArrayData::Int64(shaped(numbers(data, what)?, shape)),
-        "uint8" => ArrayData::UInt8(shaped(numbers(data, what)?, shape)),
-        "uint16" => ArrayData::UInt16(shaped(numbers(data, what)?, shape)),
-        "uint32" => ArrayData::UInt32(shaped(numbers(data, what)?, shape)),
-        "uint64" => ArrayData::UInt64(shaped(numbers(data, what)?, shape)),
-        "float32" => ArrayData::Float32(shaped(numbers(data, what)?, shape)),
-        "float64" => ArrayData::Float64(shaped(numbers(data, what)?, shape)),
-        "timestamp_ns" => {
+    let Ok(dtype) = kind.parse::<DType>() else {
+        return Ok(None);
+    };
+    Ok(Some(match dtype {
+        DType::Int8 => ArrayData::Int8(shaped(numbers(data, what)?, shape)),
+        DType::Int16 => ArrayData::Int16(shaped(numbers(data, what)?, shape)),
+        DType::Int32 => ArrayData::Int32(shaped(numbers(data, what)?, shape)),
+        DType::Int64 => ArrayData::Int64(shaped(numbers(data, what)?, shape)),
+        DType::UInt8 => ArrayData::UInt8(shaped(numbers(data, what)?, shape)),
+        DType::UInt16 => ArrayData::UInt16(shaped(numbers(data, what)?, shape)),
+        DType::UInt32 => ArrayData::UInt32(shaped(numbers(data, what)?, shape)),
+        DType::UInt64 => ArrayData::UInt64(shaped(numbers(data, what)?, shape)),
+        DType::Float32 => ArrayData::Float32(shaped(numbers(data, what)?, shape)),
+        DType::Float64 => ArrayData::Float64(shaped(numbers(data, what)?, shape)),
+        DType::TimestampNs => {
             let nanos: Vec<i64> = numbers(data, what)?;
             ArrayData::Timestamp(shaped(nanos.into_iter().map(Timestamp).collect(), shape))
         }
@@ -77,17 +80,19 @@ fn attr(name: String, kind: &str, value: &Bound<'_, PyAny>, owner: &str) -> PyRe
     let value = match kind {
         "chars" => StoredAttrValue::Chars(value.extract()?),
         "strings" => StoredAttrValue::Strings(value.extract()?),
-        "int8" => StoredAttrValue::Int8(numbers(value, &what)?),
-        "int16" => StoredAttrValue::Int16(numbers(value, &what)?),
-        "int32" => StoredAttrValue::Int32(numbers(value, &what)?),
-        "int64" => StoredAttrValue::Int64(numbers(value, &what)?),
-        "uint8" => StoredAttrValue::UInt8(numbers(value, &what)?),
-        "uint16" => StoredAttrValue::UInt16(numbers(value, &what)?),
-        "uint32" => StoredAttrValue::UInt32(numbers(value, &what)?),
-        "uint64" => StoredAttrValue::UInt64(numbers(value, &what)?),
-        "float32" => StoredAttrValue::Float32(numbers(value, &what)?),
-        "float64" => StoredAttrValue::Float64(numbers(value, &what)?),
-        other => return Err(invalid(format!("{what}: unknown kind {other:?}"))),
+        other => match other.parse::<DType>() {
+            Ok(DType::Int8) => StoredAttrValue::Int8(numbers(value, &what)?),
+            Ok(DType::Int16) => StoredAttrValue::Int16(numbers(value, &what)?),
+            Ok(DType::Int32) => StoredAttrValue::Int32(numbers(value, &what)?),
+            Ok(DType::Int64) => StoredAttrValue::Int64(numbers(value, &what)?),
+            Ok(DType::UInt8) => StoredAttrValue::UInt8(numbers(value, &what)?),
+            Ok(DType::UInt16) => StoredAttrValue::UInt16(numbers(value, &what)?),
+            Ok(DType::UInt32) => StoredAttrValue::UInt32(numbers(value, &what)?),
+            Ok(DType::UInt64) => StoredAttrValue::UInt64(numbers(value, &what)?),
+            Ok(DType::Float32) => StoredAttrValue::Float32(numbers(value, &what)?),
+            Ok(DType::Float64) => StoredAttrValue::Float64(numbers(value, &what)?),
+            _ => return Err(invalid(format!("{what}: unknown kind {other:?}"))),
+        },
     };
     Ok(StoredAttr::new(name, value))
 }

@@ -87,8 +87,12 @@ pub mod testing {
 // Formats and names of the container (atlas-format).
 pub use atlas_format::{
     ArrayMeta, CONTAINER_FILE, Codec, DATASETS_SEGMENT, DType, DatasetSchema, DecodeLimits,
-    FormatError, MASK_FILE, SchemaView, validate_name,
+    FormatError, MASK_FILE, ParseDTypeError, SchemaView, validate_name,
 };
+// Instants: nanoseconds since the epoch, printed and parsed as ISO 8601, and
+// the calendar beneath them (atlas-format).
+pub use atlas_format::time;
+pub use atlas_format::{ParseTimestampError, Timestamp};
 // The set manifest, what it records of a member, and the checksum sidecar's content (atlas-format).
 pub use atlas_format::{
     AttributeSummary, CHECKSUM_SIDECAR_FILE, ChecksumAlgorithm, MemberChecksums, MemberEntry,
@@ -103,7 +107,7 @@ pub use atlas_io::{
 // Values, arrays, attributes and statistics, and what a damaged segment is (atlas-segment).
 pub use atlas_segment::{
     AnyArray, ArrayData, ArrayProblem, ArrayStats, Attr, Element, FillValue, FooterProblem,
-    SegmentError, SinkError, Stat, Timestamp, for_each_array_data,
+    SegmentError, SinkError, Stat, for_each_array_data,
 };
 /// The n-dimensional arrays reads return and writes take.
 pub use ndarray;

@@ -73,11 +73,7 @@ pub(crate) fn recompute(array: &AnyArray) -> StatsCheck {
             )
         }
         ArrayData::Timestamp(a) => {
-            let f: Option<Timestamp> = match fill {
-                Some(FillValue::Timestamp(t)) => Some(*t),
-                Some(FillValue::Int(i)) => Some(Timestamp(*i)),
-                _ => None,
-            };
+            let f: Option<Timestamp> = fill.and_then(FillValue::timestamp);
             fold(a.iter(), |v| Stat::Timestamp(*v), f)
         }
         ArrayData::String(a) => {

@@ -6,8 +6,8 @@ use super::Ctx;
 use crate::cli::AttrsArgs;
 use crate::exit::{CliError, CliResult, Context as _};
 use crate::location::Access;
+use crate::output;
 use crate::render::{self, Table};
-use crate::{json, output};
 
 /// Runs `atlas attrs`.
 pub async fn run(ctx: &Ctx, args: &AttrsArgs) -> CliResult {
@@ -31,7 +31,7 @@ pub async fn run(ctx: &Ctx, args: &AttrsArgs) -> CliResult {
         let list: Vec<_> = rows
             .iter()
             .map(|(dataset, value)| {
-                let mut obj = json::attr(value);
+                let mut obj = atlas_manifest::attr_json(value);
                 if let Some(fields) = obj.as_object_mut() {
                     fields.insert("dataset".into(), json!(dataset));
                 }

@@ -35,7 +35,7 @@ pub async fn run(ctx: &Ctx, args: &CatArgs) -> CliResult {
         output::json_line(&json!({
             "dtype": layout.dtype.display_name(),
             "shape": values.shape(),
-            "values": values.to_json(),
+            "values": atlas_manifest::data_json(&values.0),
         }));
     } else {
         let cells = values.cells(layout.fill_value.as_ref());

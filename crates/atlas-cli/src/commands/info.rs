@@ -10,8 +10,8 @@ use super::Ctx;
 use crate::cli::CollectionArg;
 use crate::exit::{CliError, CliResult, Context as _};
 use crate::location::{Access, Location};
+use crate::output;
 use crate::render::{self, Table};
-use crate::{json, output};
 use atlas::DATASETS_SEGMENT;
 
 /// Runs `atlas info`.
@@ -103,7 +103,7 @@ pub async fn print(ctx: &Ctx, loc: &Location, atlas: &Atlas, member: &Member) ->
                     "name": v.name,
                     "offset": v.offset,
                     "len": v.len,
-                    "stats": json::stats(v.stats.as_ref().ok().and_then(Option::as_ref)),
+                    "stats": atlas_manifest::stats_json(v.stats.as_ref().ok().and_then(Option::as_ref)),
                 })
             })
             .collect();
@@ -275,7 +275,7 @@ async fn print_set(ctx: &Ctx, loc: &Location, set: &Atlas) -> CliResult {
             .map(|v| {
                 json!({
                     "name": v.name,
-                    "stats": json::stats(v.stats.as_ref().ok().and_then(Option::as_ref)),
+                    "stats": atlas_manifest::stats_json(v.stats.as_ref().ok().and_then(Option::as_ref)),
                 })
             })
             .collect();

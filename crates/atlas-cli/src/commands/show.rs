@@ -7,15 +7,17 @@ use super::Ctx;
 use crate::cli::ShowArgs;
 use crate::exit::{CliResult, Context as _};
 use crate::location::Access;
+use crate::output;
 use crate::render;
-use crate::{json, output};
 
 /// Runs `atlas show`.
 pub async fn run(ctx: &Ctx, args: &ShowArgs) -> CliResult {
     let (loc, set) = ctx.open(&args.collection, Access::Read).await?;
     let view = set.dataset(&args.dataset).await.at(loc.display())?;
     if ctx.json {
-        let value = json::dataset(&view).await.at(loc.display())?;
+        let value = atlas_manifest::dataset_json(&view, false)
+            .await
+            .at(loc.display())?;
         output::json(&value);
         return Ok(());
     }
@@ -68,7 +70,7 @@ fn fill_text(fill: &FillValue, dtype: &DType) -> String {
         FillValue::Float(f) if *dtype == DType::Float32 => render::float(*f as f32),
         FillValue::Float(f) => render::float(*f),
         FillValue::String(s) => format!("{s:?}"),
-        FillValue::Timestamp(t) => render::timestamp_ns(t.nanos()),
+        FillValue::Timestamp(t) => t.to_string(),
         other => format!("{other:?}"),
     }
 }

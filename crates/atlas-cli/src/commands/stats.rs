@@ -7,8 +7,8 @@ use super::Ctx;
 use crate::cli::StatsArgs;
 use crate::exit::{CliResult, Context as _};
 use crate::location::Access;
+use crate::output;
 use crate::render::{self, Table};
-use crate::{json, output};
 
 /// Runs `atlas stats`.
 pub async fn run(ctx: &Ctx, args: &StatsArgs) -> CliResult {
@@ -36,8 +36,8 @@ pub async fn run(ctx: &Ctx, args: &StatsArgs) -> CliResult {
                 .map(|r| {
                     json!({
                         "dataset": r.dataset,
-                        "min": json::stat_value(r.stats.min.as_ref()),
-                        "max": json::stat_value(r.stats.max.as_ref()),
+                        "min": r.stats.min.as_ref().map(atlas_manifest::stat_json),
+                        "max": r.stats.max.as_ref().map(atlas_manifest::stat_json),
                         "null_count": r.stats.null_count,
                         "row_count": r.stats.row_count,
                     })
@@ -67,7 +67,7 @@ pub async fn run(ctx: &Ctx, args: &StatsArgs) -> CliResult {
 
     let stats = set.array_stats(&args.array).await.at(loc.display())?;
     if ctx.json {
-        output::json(&json::stats(stats.as_ref()));
+        output::json(&atlas_manifest::stats_json(stats.as_ref()));
         return Ok(());
     }
     let text = match &stats {

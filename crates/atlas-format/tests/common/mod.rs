@@ -51,7 +51,7 @@ pub fn footer_slice(container: &[u8]) -> &[u8] {
 }
 
 pub fn zstd(bytes: &[u8]) -> Vec<u8> {
-    zstd::bulk::compress(bytes, 3).unwrap()
+    zstd::bulk::compress(bytes, atlas_format::DEFAULT_ZSTD_LEVEL).unwrap()
 }
 
 pub fn unzstd(bytes: &[u8]) -> Vec<u8> {

@@ -773,7 +773,7 @@ mod tests {
     /// buffer and the allocator would abort the process.
     #[tokio::test]
     async fn an_absurd_block_size_is_an_error_through_the_reader_not_an_abort() {
-        let data = zstd::bulk::compress(&[0u8; 16], 3).unwrap();
+        let data = zstd::bulk::compress(&[0u8; 16], atlas_format::DEFAULT_ZSTD_LEVEL).unwrap();
         let f = footer(
             vec![block(1 << 56, data.len() as u64, "zstd")],
             vec![array("d0", vec![4], vec![4], vec![vec![0]])],

@@ -234,7 +234,7 @@ impl Element for Timestamp {
     }
 
     fn accepts_fill(fill: &FillValue) -> bool {
-        matches!(fill, FillValue::Timestamp(_) | FillValue::Int(_))
+        fill.timestamp().is_some()
     }
 
     fn fill_element(fill: Option<&FillValue>) -> Self {

@@ -1,33 +1,12 @@
-//! The value types of the segment API: timestamps, fill values and statistics.
+//! The value types of the segment API: fill values and statistics (and
+//! [`Timestamp`], defined with the calendar in atlas-format).
 //!
 //! They hold what a segment stores, in types of our own, so that a change
 //! of array-format does not change what callers see.
 
 use std::cmp::Ordering;
 
-/// A point in time: nanoseconds since the Unix epoch (UTC), as a timestamp
-/// array stores it.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize))]
-pub struct Timestamp(pub i64);
-
-impl Timestamp {
-    /// The timestamp `nanos` nanoseconds after the epoch.
-    pub const fn from_nanos(nanos: i64) -> Self {
-        Self(nanos)
-    }
-
-    /// Nanoseconds since the epoch.
-    pub const fn nanos(self) -> i64 {
-        self.0
-    }
-}
-
-impl From<i64> for Timestamp {
-    fn from(nanos: i64) -> Self {
-        Self(nanos)
-    }
-}
+pub use atlas_format::Timestamp;
 
 /// What unwritten elements of an array read as. Integers are widened to
 /// `i64`/`u64` and floats to `f64`; the element type decides how the value
@@ -48,6 +27,19 @@ pub enum FillValue {
     String(String),
     /// A timestamp.
     Timestamp(Timestamp),
+}
+
+impl FillValue {
+    /// The fill as an instant of a timestamp array: a timestamp, or an integer
+    /// read as nanoseconds since the epoch (both apply to timestamp arrays);
+    /// `None` for any other kind.
+    pub fn timestamp(&self) -> Option<Timestamp> {
+        match self {
+            FillValue::Timestamp(t) => Some(*t),
+            FillValue::Int(n) => Some(Timestamp(*n)),
+            _ => None,
+        }
+    }
 }
 
 /// One bound of an array's statistics.
@@ -219,6 +211,18 @@ dtype_conversion!(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_timestamp_array_reads_an_integer_fill_as_nanoseconds() {
+        assert_eq!(
+            FillValue::Timestamp(Timestamp(5)).timestamp(),
+            Some(Timestamp(5))
+        );
+        assert_eq!(FillValue::Int(-7).timestamp(), Some(Timestamp(-7)));
+        assert_eq!(FillValue::UInt(5).timestamp(), None);
+        assert_eq!(FillValue::Float(5.0).timestamp(), None);
+        assert_eq!(FillValue::String("5".into()).timestamp(), None);
+    }
 
     fn s(min: Option<Stat>, max: Option<Stat>, nulls: u64, rows: u64) -> ArrayStats {
         ArrayStats {

@@ -116,6 +116,7 @@ pub(crate) fn block_codec(config: &WriteOptions) -> Arc<dyn CompressionCodec> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use atlas_format::DEFAULT_ZSTD_LEVEL;
 
     fn sample(len: usize) -> Vec<u8> {
         // Compressible but not trivial: a slow ramp of f32 values.
@@ -127,7 +128,7 @@ mod tests {
     #[test]
     fn multi_threaded_blocks_decode_with_the_stock_decoder() {
         let data = sample(5 * MT_JOB_SIZE as usize + 123);
-        let codec = ParallelZstd::new(3, 4);
+        let codec = ParallelZstd::new(DEFAULT_ZSTD_LEVEL, 4);
         let packed = codec.compress(&data).unwrap();
         assert_eq!(codec.id(), ZstdCodec::default().id());
         let back = array_format::codec::decompress_by_id(&codec.id(), &packed, data.len()).unwrap();
@@ -137,15 +138,28 @@ mod tests {
     #[test]
     fn multi_threaded_output_does_not_depend_on_the_thread_count() {
         let data = sample(4 * MT_JOB_SIZE as usize);
-        let two = ParallelZstd::new(3, 2).compress(&data).unwrap();
-        let eight = ParallelZstd::new(3, 8).compress(&data).unwrap();
+        let two = ParallelZstd::new(DEFAULT_ZSTD_LEVEL, 2)
+            .compress(&data)
+            .unwrap();
+        let eight = ParallelZstd::new(DEFAULT_ZSTD_LEVEL, 8)
+            .compress(&data)
+            .unwrap();
         assert_eq!(two, eight);
     }
 
     #[test]
     fn small_blocks_are_plain_zstd() {
         let data = sample(4096);
-        let packed = ParallelZstd::new(3, 4).compress(&data).unwrap();
-        assert_eq!(packed, ZstdCodec { level: 3 }.compress(&data).unwrap());
+        let packed = ParallelZstd::new(DEFAULT_ZSTD_LEVEL, 4)
+            .compress(&data)
+            .unwrap();
+        assert_eq!(
+            packed,
+            ZstdCodec {
+                level: DEFAULT_ZSTD_LEVEL
+            }
+            .compress(&data)
+            .unwrap()
+        );
     }
 }

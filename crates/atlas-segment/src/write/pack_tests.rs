@@ -226,7 +226,7 @@ fn write_spec(
 fn options(block: usize) -> WriteOptions {
     WriteOptions::default()
         .codec(Codec::Zstd)
-        .zstd_level(3)
+        .zstd_level(atlas_format::DEFAULT_ZSTD_LEVEL)
         .parallel_zstd(false)
         .block_target_size(block)
 }
@@ -239,7 +239,9 @@ fn both(specs: &[Spec], block: usize, zstd: bool) -> (Vec<u8>, Vec<u8>) {
         .unwrap();
     let (mut ours, mut theirs) = if zstd {
         let theirs = ArrayWriter::new(WriterConfig {
-            codec: ZstdCodec { level: 3 },
+            codec: ZstdCodec {
+                level: atlas_format::DEFAULT_ZSTD_LEVEL,
+            },
             block_target_size: block,
         });
         (SegmentWriter::new("seg", &options(block)).unwrap(), theirs)

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use array_format::ArrayElement;
-use atlas_format::Codec;
+use atlas_format::{Codec, DEFAULT_ZSTD_LEVEL};
 use atlas_io::{IoError, IoErrorKind};
 use bytes::Bytes;
 use ndarray::ArrayViewD;
@@ -38,11 +38,11 @@ pub struct WriteOptions {
 }
 
 impl Default for WriteOptions {
-    /// zstd level 3, 8 MiB blocks, multi-threaded for large blocks.
+    /// zstd at [`DEFAULT_ZSTD_LEVEL`], 8 MiB blocks, multi-threaded for large blocks.
     fn default() -> Self {
         Self {
             codec: Codec::Zstd,
-            zstd_level: 3,
+            zstd_level: DEFAULT_ZSTD_LEVEL,
             block_target_size: DEFAULT_BLOCK_TARGET_SIZE,
             parallel_zstd: true,
         }

@@ -22,12 +22,8 @@ use arrow_schema::{DataType, SchemaRef};
 use serde_json::Value;
 
 use super::error::QueryError;
-use super::json_value::{f32_json, float_json};
-use super::time::format_instant;
-
-fn bytes_json(b: &[u8]) -> Value {
-    Value::Array(b.iter().map(|&x| Value::from(x)).collect())
-}
+use super::json_value::{bytes_json, f32_json, float_json};
+use crate::Timestamp;
 
 /// The value at `row` of `array` as JSON (`null` for a null or a type no
 /// catalogue column has).
@@ -57,9 +53,9 @@ pub fn cell_json(array: &dyn Array, row: usize) -> Value {
         DataType::Float32 => prim!(Float32Type, f32_json),
         DataType::Float64 => prim!(Float64Type, float_json),
         DataType::Timestamp(_, _) => {
-            prim!(TimestampNanosecondType, |ns| Value::from(format_instant(
-                ns
-            )))
+            prim!(TimestampNanosecondType, |ns| Value::from(
+                Timestamp(ns).to_string()
+            ))
         }
         DataType::Utf8 => array
             .as_string_opt::<i32>()

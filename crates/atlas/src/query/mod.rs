@@ -29,7 +29,6 @@ mod json_value;
 mod parse;
 mod predicate;
 mod table;
-mod time;
 mod value;
 
 pub use catalogue::CatalogueOptions;

@@ -16,8 +16,8 @@
 
 use super::error::ParseError;
 use super::predicate::{CmpOp, Field, Predicate, StatField};
-use super::time::parse_instant;
 use super::value::Value;
+use crate::Timestamp;
 
 /// Nesting deeper than this (parentheses, `not`) is refused rather than
 /// risking the stack on hostile input.
@@ -166,8 +166,8 @@ fn string(expr: &str, at: usize, quote: char) -> Result<(String, usize), ParseEr
 
 /// A number or an instant.
 fn literal(expr: &str, at: usize, text: &str) -> Result<Value, ParseError> {
-    if let Some(ns) = parse_instant(text) {
-        return Ok(Value::Timestamp(ns));
+    if let Ok(t) = text.parse::<Timestamp>() {
+        return Ok(Value::Timestamp(t.nanos()));
     }
     if let Ok(i) = text.parse::<i64>() {
         return Ok(Value::Int(i));

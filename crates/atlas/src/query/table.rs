@@ -607,10 +607,10 @@ impl Filler {
                 .into());
             }
             let read = result?;
-            let fill = match read.fill() {
-                Some(FillValue::Timestamp(t)) => Some(t.nanos()),
-                _ => None,
-            };
+            let fill = read
+                .fill()
+                .and_then(FillValue::timestamp)
+                .map(|t| t.nanos());
             let data = read.into_data();
             if u64::try_from(data.len()).ok() != Some(part.rows) {
                 return Err(AtlasError::corrupt(format!(

@@ -32,8 +32,7 @@ pub const SMALL_CHUNK_BYTES: u64 = 64 * 1024;
 /// Default [`WriterConfig::small_block_target_size`]: 512 KiB.
 pub const DEFAULT_SMALL_BLOCK_TARGET_SIZE: usize = 512 * 1024;
 
-/// Default zstd level of [`WriterConfig`].
-pub const DEFAULT_ZSTD_LEVEL: i32 = 3;
+pub use atlas_format::DEFAULT_ZSTD_LEVEL;
 
 impl Default for WriterConfig {
     fn default() -> Self {
@@ -58,7 +57,7 @@ impl WriterConfig {
         self
     }
 
-    /// Sets the zstd level (default 3; ignored for other codecs; checked when
+    /// Sets the zstd level (default [`DEFAULT_ZSTD_LEVEL`]; ignored for other codecs; checked when
     /// the writer is created).
     pub fn zstd_level(mut self, level: i32) -> Self {
         self.zstd_level = level;
