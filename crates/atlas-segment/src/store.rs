@@ -95,7 +95,7 @@ pub enum StoreError {
     /// The segment's array-format trailer is missing or does not fit it
     /// (checked on the tail read, on a tail supplied, or on a read that
     /// returns the trailer).
-    #[error("segment {path:?}: {source}")]
+    #[error("the tail of segment {path:?} is unusable")]
     Trailer {
         /// The virtual path.
         path: String,

@@ -80,18 +80,32 @@ pub enum QueryError {
     },
     /// Arrow refused to build a table (catalogue or long table) or to write it
     /// as CSV or NDJSON.
-    #[error("building the table: {0}")]
+    #[error("building the table failed")]
     Arrow(#[from] arrow_schema::ArrowError),
     /// The Parquet writer failed.
     #[cfg(feature = "parquet")]
-    #[error("writing the table as Parquet: {0}")]
+    #[error("writing the table as Parquet failed")]
     Parquet(#[from] parquet::errors::ParquetError),
     /// Writing an exported table (catalogue or long table) failed.
-    #[error("writing the table: {0}")]
+    #[error("writing the table failed")]
     Write(#[from] std::io::Error),
     /// Reading the collection failed.
     #[error(transparent)]
     Atlas(#[from] AtlasError),
+}
+
+impl QueryError {
+    /// What kind of failure this is: a failed read is classed as the
+    /// library classes it ([`AtlasError::class`]), a failed export write as
+    /// storage, and the rest (the expression, the names, the table asked
+    /// for) as the request.
+    pub fn class(&self) -> crate::ErrorClass {
+        match self {
+            Self::Atlas(e) => e.class(),
+            Self::Write(_) => crate::ErrorClass::Storage,
+            _ => crate::ErrorClass::InvalidRequest,
+        }
+    }
 }
 
 /// An expression that does not parse: where, and why.
