@@ -71,6 +71,7 @@ struct Inner {
     path: String,
     operation: &'static str,
     message: String,
+    reason: String,
     short_read: Option<ShortRead>,
     tries: u32,
     status: Option<u16>,
@@ -88,20 +89,23 @@ impl fmt::Display for IoError {
         } else {
             i.operation
         };
-        let path = if i.path.is_empty() {
-            "an unnamed path"
+        // "read of members/x/data.atlas", or the operation alone when the
+        // path is unknown (an error converted without one).
+        let what = if i.path.is_empty() {
+            op.to_owned()
         } else {
-            i.path.as_str()
+            format!("{op} of {}", i.path)
         };
         match i.kind {
             IoErrorKind::Transient => match i.status {
-                Some(status) => write!(f, "storage busy: {status} from {op} of {path}")?,
-                None => write!(f, "storage unreachable or busy: {op} of {path} failed")?,
+                Some(status) => write!(f, "storage busy: {status} from {what}")?,
+                None => write!(f, "storage unreachable or busy: {what} failed")?,
             },
-            IoErrorKind::NotFound => write!(f, "{path} not found")?,
-            IoErrorKind::PermissionDenied => write!(f, "permission denied: {op} of {path}")?,
+            IoErrorKind::NotFound if i.path.is_empty() => write!(f, "{op}: not found")?,
+            IoErrorKind::NotFound => write!(f, "{} not found", i.path)?,
+            IoErrorKind::PermissionDenied => write!(f, "permission denied: {what}")?,
             kind => {
-                write!(f, "{op} of {path} failed ({kind}")?;
+                write!(f, "{what} failed ({kind}")?;
                 if let Some(status) = i.status {
                     write!(f, ", status {status}")?;
                 }
@@ -144,6 +148,7 @@ impl IoError {
             path: path.into(),
             operation,
             message: message.into(),
+            reason: String::new(),
             short_read: None,
             tries: 1,
             status: None,
@@ -164,6 +169,7 @@ impl IoError {
             path: path.to_string(),
             operation,
             message: backend_message(&err),
+            reason: innermost_reason(&err),
             short_read: None,
             tries: crate::retry::tries_of(&err),
             status: http_status(&err),
@@ -189,6 +195,7 @@ impl IoError {
                 "short read: asked for {expected} bytes at {}..{}, backend returned {actual}",
                 range.start, range.end
             ),
+            reason: String::new(),
             short_read: Some(ShortRead { expected, actual }),
             tries: 1,
             status: None,
@@ -221,6 +228,12 @@ impl IoError {
     /// errors we raise), e.g. an S3 error body or a missing-credential note.
     pub fn message(&self) -> &str {
         &self.inner.message
+    }
+
+    /// The innermost cause the backend recorded, e.g. `Connection refused
+    /// (os error 111)` or an S3 error body; empty for errors we raise.
+    pub fn reason(&self) -> &str {
+        &self.inner.reason
     }
 
     /// How many times the request was sent: 1, or the retry policy's budget
@@ -271,18 +284,40 @@ fn opendal_chain(err: &opendal::Error) -> impl Iterator<Item = &opendal::Error> 
     })
 }
 
-/// The messages of `err`'s chain without OpenDAL's context dumps (request
-/// headers and such), each once: the marker of a retried failure is skipped.
-fn backend_message(err: &opendal::Error) -> String {
+/// The texts of `err`'s chain without OpenDAL's context dumps (request
+/// headers and such), each once: OpenDAL errors by their message, others (the
+/// HTTP client's, the OS's) by their display; the retry marker is skipped.
+fn backend_parts(err: &opendal::Error) -> Vec<String> {
     let mut parts: Vec<String> = Vec::new();
-    for e in opendal_chain(err) {
-        let text = e.message().trim();
-        if text.is_empty() || text == "temporary failure" || parts.iter().any(|p| p == text) {
+    let mut next: Option<&(dyn std::error::Error + 'static)> = Some(err);
+    while let Some(e) = next {
+        next = e.source();
+        let text = if let Some(t) = e.downcast_ref::<crate::retry::Temporary>() {
+            next = Some(t.error());
             continue;
+        } else if let Some(o) = e.downcast_ref::<opendal::Error>() {
+            if o.message() == "temporary failure" {
+                continue;
+            }
+            o.message().trim().to_owned()
+        } else {
+            e.to_string().trim().to_owned()
+        };
+        if !text.is_empty() && !parts.iter().any(|p| p.contains(&text)) {
+            parts.push(text);
         }
-        parts.push(text.to_owned());
     }
-    parts.join(": ")
+    parts
+}
+
+/// [`backend_parts`] joined into one message.
+fn backend_message(err: &opendal::Error) -> String {
+    backend_parts(err).join(": ")
+}
+
+/// The last of [`backend_parts`]: the root cause.
+fn innermost_reason(err: &opendal::Error) -> String {
+    backend_parts(err).pop().unwrap_or_default()
 }
 
 /// The HTTP status recorded in `err`'s chain (OpenDAL keeps the response

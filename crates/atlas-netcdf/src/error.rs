@@ -207,3 +207,36 @@ impl IngestError {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_failed_file_names_the_file_and_its_cause_once_and_is_classed_as_its_cause() {
+        let io = atlas::IoError::new(
+            atlas::IoErrorKind::Transient,
+            "write",
+            "c/data.atlas",
+            "timed out",
+        );
+        let e = IngestError::File {
+            path: PathBuf::from("in/a.nc"),
+            source: FileError::Write(atlas::AtlasError::Io(io)),
+        };
+        let mut current: &(dyn std::error::Error + 'static) = &e;
+        while let Some(source) = current.source() {
+            assert!(
+                !current.to_string().contains(&source.to_string()),
+                "{current} repeats {source}"
+            );
+            current = source;
+        }
+        assert_eq!(
+            atlas::ErrorReport::new(&e).to_string(),
+            "in/a.nc: the Atlas writer refused it: \
+             storage unreachable or busy: write of c/data.atlas failed: timed out"
+        );
+        assert_eq!(e.class(), atlas::ErrorClass::Retryable);
+    }
+}

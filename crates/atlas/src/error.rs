@@ -159,7 +159,7 @@ pub enum AtlasError {
     },
     /// A member of a collection set failed to open or read; `source` says how
     /// (a missing member is an [`AtlasError::Io`] `NotFound` inside).
-    #[error("set member {id:?} ({path})")]
+    #[error("set member {id:?}")]
     Member {
         /// The member's id in the manifest.
         id: String,
@@ -182,7 +182,7 @@ pub enum AtlasError {
     /// the set changed in a way this commit cannot merge with. Nothing was
     /// committed; retrying the operation can succeed.
     #[error(
-        "commit to {path} lost to concurrent writers (last generation seen: {generation}): {what}; nothing was committed, retry"
+        "commit to {path} lost to concurrent writers (last generation seen: {generation}): {what}; nothing was committed"
     )]
     CommitConflict {
         /// The manifest's path.
