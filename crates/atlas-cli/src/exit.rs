@@ -6,6 +6,10 @@
 //! 75 (`EX_TEMPFAIL`) storage that stayed unreachable or busy through every
 //! retry, or a commit to a set that lost every race to other writers: trying
 //! again later may work, nothing is known to be damaged.
+//!
+//! The code is read off the library's classification ([`atlas::ErrorClass`]),
+//! never decided here; the line is the library's chain of causes, each once
+//! ([`atlas::ErrorReport`]), with what to do about it.
 
 use std::process::ExitCode;
 
@@ -187,6 +191,9 @@ fn storage_error<'a>(error: &'a (dyn std::error::Error + 'static)) -> Option<&'a
 fn describe(context: &str, error: &(dyn std::error::Error + 'static), class: ErrorClass) -> String {
     let text = ErrorReport::new(error).to_string();
     let io = storage_error(error);
+    // The backend's own words, when the storage error has a backend error
+    // behind it (ours carry their reason in their display already).
+    let backend = io.filter(|io| std::error::Error::source(*io).is_some());
     match (class, io) {
         // The collection itself is missing (not a member of a set, not a dataset).
         (ErrorClass::NotFound, Some(io))
@@ -208,11 +215,11 @@ fn describe(context: &str, error: &(dyn std::error::Error + 'static), class: Err
             format!("{context}: {text}{reason}; retry later")
         }
         (_, Some(io)) if io.kind() == IoErrorKind::PermissionDenied => format!(
-            "{context}: {text} ({}); check the credentials{}",
-            backend_reason(io),
+            "{context}: {text}{}; check the credentials{}",
+            backend.map_or_else(String::new, |io| format!(" ({})", backend_reason(io))),
             credential_hint(context)
         ),
-        (_, Some(io)) if io.kind() != IoErrorKind::NotFound => {
+        (_, Some(io)) if io.kind() != IoErrorKind::NotFound && backend.is_some() => {
             let mut line = format!("{context}: {text}: {}", backend_reason(io));
             if io.message().contains("credential") {
                 line.push_str(credential_hint(context));
@@ -287,6 +294,54 @@ mod tests {
         let line = e.line();
         assert!(line.starts_with("s3://b/argo: "), "{line}");
         assert!(line.contains("retry"), "{line}");
+    }
+
+    #[test]
+    fn a_busy_set_member_exits_75_naming_the_member_and_the_object_once() {
+        let io = atlas_io::IoError::new(
+            IoErrorKind::Transient,
+            "read",
+            "members/m1/data.atlas",
+            "timed out",
+        );
+        let e = CliError::Atlas {
+            context: "s3://b/set".into(),
+            error: AtlasError::Member {
+                id: "m1".into(),
+                path: "s3://b/set/members/m1".into(),
+                source: Box::new(AtlasError::Io(io)),
+            },
+        };
+        assert_eq!(e.exit_code(), ExitCode::from(EX_TEMPFAIL));
+        assert_eq!(
+            e.line(),
+            "s3://b/set: set member \"m1\": storage unreachable or busy: \
+             read of members/m1/data.atlas failed: timed out; retry later"
+        );
+        assert_eq!(e.chain().matches("timed out").count(), 1, "{}", e.chain());
+    }
+
+    #[test]
+    fn a_missing_collection_and_a_corrupt_one_exit_1() {
+        let missing = CliError::Atlas {
+            context: "dir".into(),
+            error: AtlasError::Io(atlas_io::IoError::new(
+                IoErrorKind::NotFound,
+                "read",
+                "dir/data.atlas",
+                "",
+            )),
+        };
+        assert_eq!(missing.exit_code(), ExitCode::from(1));
+        assert_eq!(
+            missing.line(),
+            "no Atlas collection at dir: dir/data.atlas not found"
+        );
+        let corrupt = CliError::Atlas {
+            context: "dir".into(),
+            error: AtlasError::corrupt("footer past the end"),
+        };
+        assert_eq!(corrupt.exit_code(), ExitCode::from(1));
     }
 
     #[test]

@@ -358,6 +358,7 @@ fn a_set_whose_members_answer_503_exits_75_with_one_short_line_naming_the_member
     for args in [
         vec!["ls", url.as_str()],
         vec!["cat", url.as_str(), first.as_str(), "TEMP"],
+        vec!["info", url.as_str()],
     ] {
         let out = atlas_on_s3(proxy.endpoint())
             .args(["--retries", "1"])

@@ -702,7 +702,8 @@ impl Collection {
                     Ok(atlas) => add(&atlas.verify(&options).await, &mut out, &prefix),
                     Err(e) => {
                         out.sound = false;
-                        out.problems.push(format!("{prefix}{e}"));
+                        out.problems
+                            .push(format!("{prefix}{}", atlas::ErrorReport::new(&e)));
                     }
                 }
             }
@@ -711,7 +712,7 @@ impl Collection {
                 Ok(atlas) => add(&atlas.verify(&options).await, &mut out, ""),
                 Err(e) => {
                     out.sound = false;
-                    out.problems.push(e.to_string());
+                    out.problems.push(atlas::ErrorReport::new(&e).to_string());
                 }
             }
         }

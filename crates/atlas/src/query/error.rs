@@ -1,5 +1,7 @@
 //! What can go wrong building a catalogue or running a predicate.
 
+use atlas_format::DType;
+
 use crate::error::AtlasError;
 
 /// An error of [`Atlas::select`](crate::Atlas::select),
@@ -62,13 +64,14 @@ pub enum QueryError {
     /// The datasets declare an array of a long table with different element
     /// types, so it has no one column type.
     #[error(
-        "array {array:?} is declared with different types ({types:?}); ask for it where it has one"
+        "array {array:?} is declared with different types ({}); ask for it where it has one",
+        types.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ")
     )]
     MixedArrayTypes {
         /// The array.
         array: String,
         /// The types declared, in order of first appearance.
-        types: Vec<String>,
+        types: Vec<DType>,
     },
     /// An array of a long table holds elements no column here takes (bool, lists).
     #[error("array {array:?} holds {dtype} elements, which a table does not take")]
@@ -76,7 +79,7 @@ pub enum QueryError {
         /// The array.
         array: String,
         /// Its element type.
-        dtype: String,
+        dtype: DType,
     },
     /// Arrow refused to build a table (catalogue or long table) or to write it
     /// as CSV or NDJSON.
