@@ -191,9 +191,6 @@ fn storage_error<'a>(error: &'a (dyn std::error::Error + 'static)) -> Option<&'a
 fn describe(context: &str, error: &(dyn std::error::Error + 'static), class: ErrorClass) -> String {
     let text = ErrorReport::new(error).to_string();
     let io = storage_error(error);
-    // The backend's own words, when the storage error has a backend error
-    // behind it (ours carry their reason in their display already).
-    let backend = io.filter(|io| std::error::Error::source(*io).is_some());
     match (class, io) {
         // The collection itself is missing (not a member of a set, not a dataset).
         (ErrorClass::NotFound, Some(io))
@@ -206,36 +203,15 @@ fn describe(context: &str, error: &(dyn std::error::Error + 'static), class: Err
             };
             format!("no Atlas collection at {context}: {path} not found")
         }
-        (ErrorClass::Retryable, io) => {
-            // Without an HTTP status, the cause (a refused connection, a timeout) is the news.
-            let reason = io
-                .filter(|io| io.http_status().is_none() && !io.reason().is_empty())
-                .map(|io| format!(" ({})", io.reason()))
-                .unwrap_or_default();
-            format!("{context}: {text}{reason}; retry later")
-        }
+        (ErrorClass::Retryable, _) => format!("{context}: {text}; retry later"),
         (_, Some(io)) if io.kind() == IoErrorKind::PermissionDenied => format!(
-            "{context}: {text}{}; check the credentials{}",
-            backend.map_or_else(String::new, |io| format!(" ({})", backend_reason(io))),
+            "{context}: {text}; check the credentials{}",
             credential_hint(context)
         ),
-        (_, Some(io)) if io.kind() != IoErrorKind::NotFound && backend.is_some() => {
-            let mut line = format!("{context}: {text}: {}", backend_reason(io));
-            if io.message().contains("credential") {
-                line.push_str(credential_hint(context));
-            }
-            line
+        (_, Some(io)) if io.message().contains("credential") => {
+            format!("{context}: {text}{}", credential_hint(context))
         }
         _ => format!("{context}: {text}"),
-    }
-}
-
-/// The backend's message for a storage error that is not self-explanatory.
-fn backend_reason(io: &IoError) -> &str {
-    if io.message().trim().is_empty() {
-        "the backend gave no reason"
-    } else {
-        io.message()
     }
 }
 

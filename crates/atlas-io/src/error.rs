@@ -112,14 +112,23 @@ impl fmt::Display for IoError {
                 f.write_str(")")?;
             }
         }
-        // Our own errors have no source to carry their reason.
-        if i.source.is_none() && !i.message.is_empty() {
-            write!(f, ": {}", i.message)?;
+        if i.tries > 1 {
+            write!(f, " after {} tries", i.tries)?;
         }
-        match i.tries {
-            0 | 1 => Ok(()),
-            n => write!(f, " after {n} tries"),
+        // Our own errors have no source to carry their reason; a backend's
+        // gets its root cause, short (its display is the request dump), unless
+        // a busy status already says it all or the object is simply missing.
+        if i.source.is_none() {
+            if !i.message.is_empty() {
+                write!(f, ": {}", i.message)?;
+            }
+        } else if !i.reason.is_empty()
+            && i.kind != IoErrorKind::NotFound
+            && !(i.kind == IoErrorKind::Transient && i.status.is_some())
+        {
+            write!(f, ": {}", i.reason)?;
         }
+        Ok(())
     }
 }
 

@@ -95,7 +95,9 @@ pub enum StoreError {
     /// The segment's array-format trailer is missing or does not fit it
     /// (checked on the tail read, on a tail supplied, or on a read that
     /// returns the trailer).
-    #[error("the tail of segment {path:?} is unusable")]
+    // Shows its source: this error reaches users through array-format's and
+    // object_store's errors, which do not pass `source()` on.
+    #[error("segment {path:?}: {source}")]
     Trailer {
         /// The virtual path.
         path: String,
