@@ -43,8 +43,8 @@ pub enum CliError {
     Ingest {
         /// The destination.
         context: String,
-        /// The ingest's error.
-        error: IngestError,
+        /// The ingest's error (boxed: it is large, and every command's result carries it).
+        error: Box<IngestError>,
     },
     /// A problem the command itself found (bad region syntax, read-only location...).
     Message(String),
@@ -84,7 +84,7 @@ impl CliError {
         match self {
             CliError::Atlas { error, .. } => Some(error),
             CliError::Query { error, .. } => Some(error),
-            CliError::Ingest { error, .. } => Some(error),
+            CliError::Ingest { error, .. } => Some(error.as_ref()),
             CliError::Message(_) => None,
         }
     }
@@ -101,7 +101,7 @@ impl CliError {
             CliError::Query { context, error } => describe(context, error, self.class()),
             CliError::Ingest { context, error } => format!(
                 "nothing written: {}",
-                describe(context, error, self.class())
+                describe(context, error.as_ref(), self.class())
             )
             .replace("nothing written: : ", "nothing written: "),
             CliError::Message(m) => m.clone(),
@@ -159,7 +159,7 @@ impl<T> Context<T> for Result<T, IngestError> {
     fn at(self, context: &str) -> CliResult<T> {
         self.map_err(|error| CliError::Ingest {
             context: context.to_owned(),
-            error,
+            error: Box::new(error),
         })
     }
 }

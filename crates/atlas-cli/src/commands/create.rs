@@ -410,7 +410,7 @@ fn save_report(path: &Path, doc: &Value) -> std::io::Result<()> {
 fn ingest_error(error: IngestError) -> CliError {
     CliError::Ingest {
         context: String::new(),
-        error,
+        error: Box::new(error),
     }
 }
 
