@@ -6,11 +6,17 @@
 //! 75 (`EX_TEMPFAIL`) storage that stayed unreachable or busy through every
 //! retry, or a commit to a set that lost every race to other writers: trying
 //! again later may work, nothing is known to be damaged.
+//!
+//! The code is read off the library's classification ([`atlas::ErrorClass`]),
+//! never decided here; the line is the library's chain of causes, each once
+//! ([`atlas::ErrorReport`]), with what to do about it.
 
 use std::process::ExitCode;
 
-use atlas::AtlasError;
+use atlas::{AtlasError, ErrorClass, ErrorReport};
+use atlas_io::IoError;
 use atlas_io::error::IoErrorKind;
+use atlas_netcdf::IngestError;
 
 /// Exit code of a transient storage failure (sysexits.h): "try again later".
 pub const EX_TEMPFAIL: u8 = 75;
@@ -25,13 +31,6 @@ pub enum CliError {
         /// The library's error.
         error: AtlasError,
     },
-    /// A storage backend failed outside the library (building an operator, a probe).
-    Storage {
-        /// What the command was working on.
-        context: String,
-        /// The backend's error.
-        error: opendal::Error,
-    },
     /// A query (`--where`, `catalogue`) was refused; a parse error also shows
     /// the expression with a caret (see [`CliError::detail`]).
     Query {
@@ -39,6 +38,13 @@ pub enum CliError {
         context: String,
         /// The library's error.
         error: atlas::QueryError,
+    },
+    /// An ingest (`create`) failed; nothing was written.
+    Ingest {
+        /// The destination.
+        context: String,
+        /// The ingest's error (boxed: it is large, and every command's result carries it).
+        error: Box<IngestError>,
     },
     /// A problem the command itself found (bad region syntax, read-only location...).
     Message(String),
@@ -53,47 +59,63 @@ impl CliError {
         CliError::Message(text.into())
     }
 
-    /// The process exit code for this error: [`EX_TEMPFAIL`] for a transient
-    /// storage failure, else 1 (2 is clap's).
-    pub fn exit_code(&self) -> ExitCode {
-        ExitCode::from(if self.is_transient() { EX_TEMPFAIL } else { 1 })
-    }
-
-    /// Whether the failure is storage that stayed unreachable or busy, or a
-    /// set commit that lost every race (retrying can succeed).
-    pub fn is_transient(&self) -> bool {
+    /// The library's class of the failure; a problem the command found
+    /// itself is the request's.
+    pub fn class(&self) -> ErrorClass {
         match self {
-            CliError::Atlas {
-                error: AtlasError::CommitConflict { .. },
-                ..
-            } => true,
-            CliError::Atlas {
-                error: AtlasError::Io(io),
-                ..
-            } => io.kind() == IoErrorKind::Transient,
-            // A query that failed reading the collection is as transient as the read.
-            CliError::Query {
-                error: atlas::QueryError::Atlas(AtlasError::Io(io)),
-                ..
-            } => io.kind() == IoErrorKind::Transient,
-            CliError::Storage { error, .. } => error.is_temporary() || error.is_persistent(),
-            _ => false,
+            CliError::Atlas { error, .. } => error.class(),
+            CliError::Query { error, .. } => error.class(),
+            CliError::Ingest { error, .. } => error.class(),
+            CliError::Message(_) => ErrorClass::InvalidRequest,
         }
     }
 
-    /// The one line printed on stderr (without the `error: ` prefix).
+    /// The process exit code for this error: [`EX_TEMPFAIL`] when the library
+    /// classes it retryable, else 1 (2 is clap's).
+    pub fn exit_code(&self) -> ExitCode {
+        ExitCode::from(match self.class() {
+            ErrorClass::Retryable => EX_TEMPFAIL,
+            _ => 1,
+        })
+    }
+
+    /// The library's error, if there is one.
+    fn source_error(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            CliError::Atlas { error, .. } => Some(error),
+            CliError::Query { error, .. } => Some(error),
+            CliError::Ingest { error, .. } => Some(error.as_ref()),
+            CliError::Message(_) => None,
+        }
+    }
+
+    /// The one line printed on stderr (without the `error: ` prefix): what
+    /// failed, where, and for a retryable failure what to do.
     pub fn line(&self) -> String {
         let text = match self {
-            CliError::Atlas { context, error } => describe_atlas(context, error),
-            CliError::Storage { context, error } => describe_storage(context, error),
-            CliError::Query { context, error } => match error {
-                atlas::QueryError::Parse(p) => format!("{context}: {}", p.message),
-                atlas::QueryError::Atlas(e) => describe_atlas(context, e),
-                other => format!("{context}: {other}"),
-            },
+            CliError::Query {
+                context,
+                error: atlas::QueryError::Parse(p),
+            } => format!("{context}: {}", p.message),
+            CliError::Atlas { context, error } => describe(context, error, self.class()),
+            CliError::Query { context, error } => describe(context, error, self.class()),
+            CliError::Ingest { context, error } => format!(
+                "nothing written: {}",
+                describe(context, error.as_ref(), self.class())
+            )
+            .replace("nothing written: : ", "nothing written: "),
             CliError::Message(m) => m.clone(),
         };
         one_line(&text)
+    }
+
+    /// The whole chain of causes, each once and on a line of its own (the
+    /// storage backend's error included), for `--log-level debug`.
+    pub fn chain(&self) -> String {
+        match self.source_error() {
+            Some(e) => format!("{:#}", ErrorReport::new(e)),
+            None => self.line(),
+        }
     }
 
     /// Lines printed after [`line`](Self::line): the expression with a caret
@@ -133,81 +155,64 @@ impl<T> Context<T> for Result<T, atlas::QueryError> {
     }
 }
 
-impl<T> Context<T> for Result<T, opendal::Error> {
+impl<T> Context<T> for Result<T, IngestError> {
     fn at(self, context: &str) -> CliResult<T> {
-        self.map_err(|error| CliError::Storage {
+        self.map_err(|error| CliError::Ingest {
             context: context.to_owned(),
-            error,
+            error: Box::new(error),
         })
     }
 }
 
-fn describe_atlas(context: &str, error: &AtlasError) -> String {
-    let AtlasError::Io(io) = error else {
-        return format!("{context}: {error}");
-    };
-    let message = backend_message(io, context);
-    match io.kind() {
-        IoErrorKind::NotFound => format!(
-            "no Atlas collection at {context}: {} not found",
-            if io.path().is_empty() {
+impl<T> Context<T> for Result<T, opendal::Error> {
+    /// A probe the command made itself (does the container exist?): classed
+    /// like the library's own storage errors.
+    fn at(self, context: &str) -> CliResult<T> {
+        self.map_err(|error| CliError::Atlas {
+            context: context.to_owned(),
+            error: AtlasError::Io(IoError::from_opendal(error, "stat", "")),
+        })
+    }
+}
+
+/// The storage error in `error`'s chain, if the failure was one.
+fn storage_error<'a>(error: &'a (dyn std::error::Error + 'static)) -> Option<&'a IoError> {
+    ErrorReport::new(error).chain().find_map(|e| {
+        e.downcast_ref::<IoError>()
+            .or_else(|| match e.downcast_ref::<AtlasError>() {
+                Some(AtlasError::Io(io)) => Some(io),
+                _ => None,
+            })
+    })
+}
+
+/// One line from the chain of `error` (each cause once, the backend's dump
+/// left to `--log-level debug`), with what to do about it.
+fn describe(context: &str, error: &(dyn std::error::Error + 'static), class: ErrorClass) -> String {
+    let text = ErrorReport::new(error).to_string();
+    let io = storage_error(error);
+    match (class, io) {
+        // The collection itself is missing (not a member of a set, not a dataset).
+        (ErrorClass::NotFound, Some(io))
+            if matches!(error.downcast_ref::<AtlasError>(), Some(AtlasError::Io(_))) =>
+        {
+            let path = if io.path().is_empty() {
                 atlas::CONTAINER_FILE
             } else {
                 io.path()
-            }
+            };
+            format!("no Atlas collection at {context}: {path} not found")
+        }
+        (ErrorClass::Retryable, _) => format!("{context}: {text}; retry later"),
+        (_, Some(io)) if io.kind() == IoErrorKind::PermissionDenied => format!(
+            "{context}: {text}; check the credentials{}",
+            credential_hint(context)
         ),
-        IoErrorKind::PermissionDenied => {
-            format!("{context}: permission denied ({message}); check the credentials")
+        (_, Some(io)) if io.message().contains("credential") => {
+            format!("{context}: {text}{}", credential_hint(context))
         }
-        IoErrorKind::Transient => {
-            format!("{context}: storage unreachable or busy: {message}")
-        }
-        _ => {
-            let kind =
-                backend(io).map_or_else(|| io.kind().to_string(), |e| format!("{:?}", e.kind()));
-            format!(
-                "{context}: {} {:?} failed ({kind}): {message}",
-                io.operation(),
-                io.path()
-            )
-        }
+        _ => format!("{context}: {text}"),
     }
-}
-
-/// The OpenDAL error behind a transport error, if there is one.
-fn backend(io: &atlas_io::IoError) -> Option<&opendal::Error> {
-    std::error::Error::source(io).and_then(|s| s.downcast_ref::<opendal::Error>())
-}
-
-/// The backend's own message and its cause, without OpenDAL's context dump
-/// (request headers and such; `--log-level debug` shows the whole error).
-fn backend_message(io: &atlas_io::IoError, context: &str) -> String {
-    let Some(e) = backend(io) else {
-        return io.message().to_owned();
-    };
-    let mut parts = vec![e.message().to_owned()];
-    let mut cause = std::error::Error::source(e);
-    while let Some(c) = cause {
-        // A wrapped OpenDAL error (the retry layer's "temporary failure") by
-        // its message alone, without its context dump.
-        let text = c
-            .downcast_ref::<opendal::Error>()
-            .map_or_else(|| c.to_string(), |e| e.message().to_owned());
-        if !parts.iter().any(|p| p.contains(&text)) {
-            parts.push(text);
-        }
-        cause = c.source();
-    }
-    parts.retain(|p| !p.trim().is_empty());
-    let mut message = if parts.is_empty() {
-        "the backend gave no reason".to_owned()
-    } else {
-        parts.join(": ")
-    };
-    if message.contains("credential") {
-        message.push_str(credential_hint(context));
-    }
-    message
 }
 
 /// Where the backend of `location` looks for credentials.
@@ -221,18 +226,6 @@ fn credential_hint(location: &str) -> &'static str {
             "; set AZURE_STORAGE_KEY or AZURE_STORAGE_SAS_TOKEN, or pass --anonymous"
         }
         _ => "",
-    }
-}
-
-fn describe_storage(context: &str, error: &opendal::Error) -> String {
-    use opendal::ErrorKind as K;
-    match error.kind() {
-        K::NotFound => format!("no Atlas collection at {context}: {error}"),
-        K::PermissionDenied => {
-            format!("{context}: permission denied; check the credentials: {error}")
-        }
-        K::ConfigInvalid => format!("{context}: invalid storage configuration: {error}"),
-        _ => format!("{context}: {error}"),
     }
 }
 
@@ -280,13 +273,61 @@ mod tests {
     }
 
     #[test]
+    fn a_busy_set_member_exits_75_naming_the_member_and_the_object_once() {
+        let io = atlas_io::IoError::new(
+            IoErrorKind::Transient,
+            "read",
+            "members/m1/data.atlas",
+            "timed out",
+        );
+        let e = CliError::Atlas {
+            context: "s3://b/set".into(),
+            error: AtlasError::Member {
+                id: "m1".into(),
+                path: "s3://b/set/members/m1".into(),
+                source: Box::new(AtlasError::Io(io)),
+            },
+        };
+        assert_eq!(e.exit_code(), ExitCode::from(EX_TEMPFAIL));
+        assert_eq!(
+            e.line(),
+            "s3://b/set: set member \"m1\": storage unreachable or busy: \
+             read of members/m1/data.atlas failed: timed out; retry later"
+        );
+        assert_eq!(e.chain().matches("timed out").count(), 1, "{}", e.chain());
+    }
+
+    #[test]
+    fn a_missing_collection_and_a_corrupt_one_exit_1() {
+        let missing = CliError::Atlas {
+            context: "dir".into(),
+            error: AtlasError::Io(atlas_io::IoError::new(
+                IoErrorKind::NotFound,
+                "read",
+                "dir/data.atlas",
+                "",
+            )),
+        };
+        assert_eq!(missing.exit_code(), ExitCode::from(1));
+        assert_eq!(
+            missing.line(),
+            "no Atlas collection at dir: dir/data.atlas not found"
+        );
+        let corrupt = CliError::Atlas {
+            context: "dir".into(),
+            error: AtlasError::corrupt("footer past the end"),
+        };
+        assert_eq!(corrupt.exit_code(), ExitCode::from(1));
+    }
+
+    #[test]
     fn a_query_that_failed_on_unreachable_storage_exits_75() {
         let io = atlas_io::IoError::new(IoErrorKind::Transient, "read", "data.atlas", "timed out");
         let e = CliError::Query {
             context: "--where".into(),
             error: atlas::QueryError::Atlas(AtlasError::Io(io)),
         };
-        assert!(e.is_transient());
+        assert_eq!(e.class(), ErrorClass::Retryable);
         assert_eq!(e.exit_code(), ExitCode::from(EX_TEMPFAIL));
     }
 }

@@ -68,7 +68,8 @@ fn main() -> ExitCode {
     match outcome {
         Ok(Ok(())) => ExitCode::SUCCESS,
         Ok(Err(e)) => {
-            tracing::debug!("error: {e:?}");
+            // The whole chain, each cause once, before the one line.
+            tracing::debug!("error: {}", e.chain());
             eprintln!("error: {}", e.line());
             if let Some(detail) = e.detail() {
                 eprintln!("{detail}");

@@ -332,3 +332,56 @@ fn where_no_collection_opens_verify_still_lists_the_upload_left_open() {
     let uploads = loc.multipart_uploads().unwrap();
     assert!(rt.block_on(uploads.list("")).unwrap().is_empty());
 }
+
+/// A NetCDF profile of the ingest tests' Argo sample.
+fn argo_file(n: u32) -> String {
+    format!(
+        "{}/../atlas-netcdf/tests/data/argo/R6900000_{n:03}.nc",
+        env!("CARGO_MANIFEST_DIR")
+    )
+}
+
+#[test]
+fn a_set_whose_members_answer_503_exits_75_with_one_short_line_naming_the_member() {
+    let server = S3Server::start();
+    let url = url("busyset");
+    let created = json_at(
+        server.endpoint(),
+        &["create", &argo_file(1), &argo_file(2), &url, "--append"],
+    );
+    assert_eq!(created["datasets"], json!(2), "{created}");
+    let listed = json_at(server.endpoint(), &["ls", &url]);
+    let first = listed[0]["name"].as_str().unwrap().to_owned();
+
+    // The manifest still reads; every request for a member's bytes is busy.
+    let proxy = FaultProxy::start(
+        server.endpoint(),
+        FaultPlan::none()
+            .with_errors(1000)
+            .with_error_status(503)
+            .only_paths_containing("/members/"),
+    );
+    for args in [
+        vec!["ls", url.as_str()],
+        vec!["cat", url.as_str(), first.as_str(), "TEMP"],
+        vec!["info", url.as_str()],
+    ] {
+        let out = atlas_on_s3(proxy.endpoint())
+            .args(["--retries", "1"])
+            .args(&args)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(75), "{args:?}: {stderr}");
+        assert_eq!(stderr.lines().count(), 1, "{stderr}");
+        let line = stderr.trim_end();
+        assert!(line.len() < 300, "{} characters: {line}", line.len());
+        assert!(line.contains("members/"), "names the object: {line}");
+        assert!(line.contains("data.atlas"), "names the object: {line}");
+        assert!(line.contains("storage busy: 503"), "{line}");
+        assert!(line.contains("after 2 tries"), "{line}");
+        assert!(line.ends_with("retry later"), "{line}");
+        assert!(!line.contains("headers"), "no backend dump: {line}");
+    }
+    assert!(proxy.counts().errors > 0);
+}

@@ -95,7 +95,9 @@ impl RetryPolicy {
                     .with_timeout(self.timeout)
                     .with_io_timeout(self.io_timeout),
             )
-            .layer(MarkTemporary);
+            .layer(MarkTemporary {
+                tries: u32::try_from(self.max_retries.saturating_add(1)).unwrap_or(u32::MAX),
+            });
         if self.max_retries == 0 {
             return op;
         }
@@ -125,36 +127,92 @@ impl RetryPolicy {
 /// outlived its retries. Under it, this layer wraps each temporary error in one
 /// whose source is the original, still marked temporary, so the transport's
 /// error mapping can tell the two apart ([`crate::IoErrorKind::Transient`]).
-#[derive(Debug, Clone, Copy, Default)]
-struct MarkTemporary;
+/// It also records how many tries the policy allows (the first and every
+/// retry), which is how many a temporary error that reaches a caller had.
+#[derive(Debug, Clone, Copy)]
+struct MarkTemporary {
+    tries: u32,
+}
 
-fn mark(err: Error) -> Error {
+fn mark(err: Error, tries: u32) -> Error {
     if err.is_temporary() {
         Error::new(err.kind(), "temporary failure")
-            .set_source(err)
+            .set_source(Temporary { tries, error: err })
             .set_temporary()
     } else {
         err
     }
 }
 
+/// The temporary error a marked one wraps, with the tries the policy allowed.
+#[derive(Debug)]
+pub(crate) struct Temporary {
+    tries: u32,
+    error: Error,
+}
+
+impl std::fmt::Display for Temporary {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "failed on each of {} tries", self.tries)
+    }
+}
+
+impl std::error::Error for Temporary {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(&self.error)
+    }
+}
+
+/// What this crate's tests need to build a marked error without a server.
+#[cfg(test)]
+pub(crate) mod tests_support {
+    /// `err` as the retry policy passes it on after `tries` tries.
+    pub(crate) fn marked(err: super::Error, tries: u32) -> super::Error {
+        super::mark(err, tries)
+    }
+}
+
+impl Temporary {
+    /// The error the service reported on the last try.
+    pub(crate) fn error(&self) -> &Error {
+        &self.error
+    }
+}
+
+/// The service's own error behind `err`: the wrapped one if `err` is marked.
+pub(crate) fn innermost(err: &Error) -> &Error {
+    temporary(err).map_or(err, Temporary::error)
+}
+
+/// The marked part of `err`, if it failed temporarily under a [`RetryPolicy`].
+fn temporary(err: &Error) -> Option<&Temporary> {
+    std::error::Error::source(err).and_then(|s| s.downcast_ref::<Temporary>())
+}
+
 /// Whether `err`, or the error it wraps, failed temporarily.
 pub(crate) fn was_temporary(err: &Error) -> bool {
-    err.is_temporary()
-        || std::error::Error::source(err)
-            .and_then(|s| s.downcast_ref::<Error>())
-            .is_some_and(Error::is_temporary)
+    err.is_temporary() || temporary(err).is_some_and(|t| t.error.is_temporary())
+}
+
+/// How many tries a temporary `err` had: the policy's budget when it was
+/// marked, else one (an operator without a policy does not retry).
+pub(crate) fn tries_of(err: &Error) -> u32 {
+    temporary(err).map_or(1, |t| t.tries)
 }
 
 impl Layer for MarkTemporary {
     fn apply_service(&self, inner: Servicer) -> Servicer {
-        Arc::new(Marked { inner })
+        Arc::new(Marked {
+            inner,
+            tries: self.tries,
+        })
     }
 }
 
 #[derive(Debug)]
 struct Marked<R> {
     inner: R,
+    tries: u32,
 }
 
 impl Service for Marked<Servicer> {
@@ -179,21 +237,30 @@ impl Service for Marked<Servicer> {
         path: &str,
         args: OpCreateDir,
     ) -> Result<RpCreateDir> {
-        self.inner.create_dir(ctx, path, args).await.map_err(mark)
+        self.inner
+            .create_dir(ctx, path, args)
+            .await
+            .map_err(|e| mark(e, self.tries))
     }
 
     fn read(&self, ctx: &OperationContext, path: &str, args: OpRead) -> Result<Self::Reader> {
         self.inner
             .read(ctx, path, args)
-            .map(|inner| Marked { inner })
-            .map_err(mark)
+            .map(|inner| Marked {
+                inner,
+                tries: self.tries,
+            })
+            .map_err(|e| mark(e, self.tries))
     }
 
     fn write(&self, ctx: &OperationContext, path: &str, args: OpWrite) -> Result<Self::Writer> {
         self.inner
             .write(ctx, path, args)
-            .map(|inner| Marked { inner })
-            .map_err(mark)
+            .map(|inner| Marked {
+                inner,
+                tries: self.tries,
+            })
+            .map_err(|e| mark(e, self.tries))
     }
 
     fn copy(
@@ -205,15 +272,21 @@ impl Service for Marked<Servicer> {
     ) -> Result<Self::Copier> {
         self.inner
             .copy(ctx, from, to, args)
-            .map(|inner| Marked { inner })
-            .map_err(mark)
+            .map(|inner| Marked {
+                inner,
+                tries: self.tries,
+            })
+            .map_err(|e| mark(e, self.tries))
     }
 
     fn compose(&self, ctx: &OperationContext, to: &str, args: OpCompose) -> Result<Self::Composer> {
         self.inner
             .compose(ctx, to, args)
-            .map(|inner| Marked { inner })
-            .map_err(mark)
+            .map(|inner| Marked {
+                inner,
+                tries: self.tries,
+            })
+            .map_err(|e| mark(e, self.tries))
     }
 
     async fn rename(
@@ -223,7 +296,10 @@ impl Service for Marked<Servicer> {
         to: &str,
         args: OpRename,
     ) -> Result<RpRename> {
-        self.inner.rename(ctx, from, to, args).await.map_err(mark)
+        self.inner
+            .rename(ctx, from, to, args)
+            .await
+            .map_err(|e| mark(e, self.tries))
     }
 
     async fn restore(
@@ -232,25 +308,37 @@ impl Service for Marked<Servicer> {
         path: &str,
         args: OpRestore,
     ) -> Result<RpRestore> {
-        self.inner.restore(ctx, path, args).await.map_err(mark)
+        self.inner
+            .restore(ctx, path, args)
+            .await
+            .map_err(|e| mark(e, self.tries))
     }
 
     async fn stat(&self, ctx: &OperationContext, path: &str, args: OpStat) -> Result<RpStat> {
-        self.inner.stat(ctx, path, args).await.map_err(mark)
+        self.inner
+            .stat(ctx, path, args)
+            .await
+            .map_err(|e| mark(e, self.tries))
     }
 
     fn delete(&self, ctx: &OperationContext) -> Result<Self::Deleter> {
         self.inner
             .delete(ctx)
-            .map(|inner| Marked { inner })
-            .map_err(mark)
+            .map(|inner| Marked {
+                inner,
+                tries: self.tries,
+            })
+            .map_err(|e| mark(e, self.tries))
     }
 
     fn list(&self, ctx: &OperationContext, path: &str, args: OpList) -> Result<Self::Lister> {
         self.inner
             .list(ctx, path, args)
-            .map(|inner| Marked { inner })
-            .map_err(mark)
+            .map(|inner| Marked {
+                inner,
+                tries: self.tries,
+            })
+            .map_err(|e| mark(e, self.tries))
     }
 
     async fn presign(
@@ -259,84 +347,106 @@ impl Service for Marked<Servicer> {
         path: &str,
         args: OpPresign,
     ) -> Result<RpPresign> {
-        self.inner.presign(ctx, path, args).await.map_err(mark)
+        self.inner
+            .presign(ctx, path, args)
+            .await
+            .map_err(|e| mark(e, self.tries))
     }
 }
 
 impl<R: oio::ReadStream> oio::ReadStream for Marked<R> {
     async fn read(&mut self) -> Result<Buffer> {
-        self.inner.read().await.map_err(mark)
+        self.inner.read().await.map_err(|e| mark(e, self.tries))
     }
 }
 
 impl<R: oio::Read> oio::Read for Marked<R> {
     async fn open(&self, range: BytesRange) -> Result<(RpRead, Box<dyn oio::ReadStreamDyn>)> {
-        let (rp, stream) = self.inner.open(range).await.map_err(mark)?;
+        let (rp, stream) = self
+            .inner
+            .open(range)
+            .await
+            .map_err(|e| mark(e, self.tries))?;
         Ok((
             rp,
-            Box::new(Marked { inner: stream }) as Box<dyn oio::ReadStreamDyn>,
+            Box::new(Marked {
+                inner: stream,
+                tries: self.tries,
+            }) as Box<dyn oio::ReadStreamDyn>,
         ))
     }
 
     async fn read(&self, range: BytesRange) -> Result<(RpRead, Buffer)> {
-        self.inner.read(range).await.map_err(mark)
+        self.inner
+            .read(range)
+            .await
+            .map_err(|e| mark(e, self.tries))
     }
 }
 
 impl<R: oio::Write> oio::Write for Marked<R> {
     async fn write(&mut self, bs: Buffer) -> Result<()> {
-        self.inner.write(bs).await.map_err(mark)
+        self.inner.write(bs).await.map_err(|e| mark(e, self.tries))
     }
 
     async fn copy_from(&mut self, path: &str, args: OpRead, range: BytesRange) -> Result<()> {
-        self.inner.copy_from(path, args, range).await.map_err(mark)
+        self.inner
+            .copy_from(path, args, range)
+            .await
+            .map_err(|e| mark(e, self.tries))
     }
 
     async fn close(&mut self) -> Result<Metadata> {
-        self.inner.close().await.map_err(mark)
+        self.inner.close().await.map_err(|e| mark(e, self.tries))
     }
 
     async fn abort(&mut self) -> Result<()> {
-        self.inner.abort().await.map_err(mark)
+        self.inner.abort().await.map_err(|e| mark(e, self.tries))
     }
 }
 
 impl<R: oio::List> oio::List for Marked<R> {
     async fn next(&mut self) -> Result<Option<oio::Entry>> {
-        self.inner.next().await.map_err(mark)
+        self.inner.next().await.map_err(|e| mark(e, self.tries))
     }
 }
 
 impl<R: oio::Delete> oio::Delete for Marked<R> {
     async fn delete(&mut self, path: &str, args: OpDelete) -> Result<()> {
-        self.inner.delete(path, args).await.map_err(mark)
+        self.inner
+            .delete(path, args)
+            .await
+            .map_err(|e| mark(e, self.tries))
     }
 
     async fn close(&mut self) -> Result<()> {
-        self.inner.close().await.map_err(mark)
+        self.inner.close().await.map_err(|e| mark(e, self.tries))
     }
 }
 
 impl<C: oio::Copy> oio::Copy for Marked<C> {
     async fn next(&mut self) -> Result<Option<usize>> {
-        self.inner.next().await.map_err(mark)
+        self.inner.next().await.map_err(|e| mark(e, self.tries))
     }
 
     async fn close(&mut self) -> Result<Metadata> {
-        self.inner.close().await.map_err(mark)
+        self.inner.close().await.map_err(|e| mark(e, self.tries))
     }
 
     async fn abort(&mut self) -> Result<()> {
-        self.inner.abort().await.map_err(mark)
+        self.inner.abort().await.map_err(|e| mark(e, self.tries))
     }
 }
 
 impl<C: oio::Compose> oio::Compose for Marked<C> {
     async fn compose(&mut self, path: &str, args: OpRead) -> Result<()> {
-        self.inner.compose(path, args).await.map_err(mark)
+        self.inner
+            .compose(path, args)
+            .await
+            .map_err(|e| mark(e, self.tries))
     }
 
     async fn close(&mut self) -> Result<Metadata> {
-        self.inner.close().await.map_err(mark)
+        self.inner.close().await.map_err(|e| mark(e, self.tries))
     }
 }

@@ -42,7 +42,7 @@ async fn an_atomic_put_is_never_visible_half_written() {
     let err = put_atomic(&op, "coll/deleted.mask", Bytes::from(vec![7u8; 4096]))
         .await
         .unwrap_err();
-    assert!(err.to_string().contains("injected write failure"), "{err}");
+    assert!(err.message().contains("injected write failure"), "{err}");
 
     let on_disk = std::fs::read(dir.path().join("coll/deleted.mask")).unwrap();
     assert_eq!(on_disk, b"old mask");

@@ -78,7 +78,7 @@ async fn a_slow_operation_times_out_and_is_retried_as_temporary() {
     counting.faults().set_latency(Duration::from_millis(300));
     let err = read_range(&op, "obj", 0..5).await.unwrap_err();
     assert_eq!(err.kind(), IoErrorKind::Transient, "{err}");
-    assert!(err.to_string().contains("timeout"), "{err}");
+    assert!(err.message().contains("timeout"), "{err}");
 }
 
 #[tokio::test]

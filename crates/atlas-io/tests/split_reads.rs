@@ -219,7 +219,7 @@ async fn a_part_that_fails_for_good_fails_the_read_with_its_cause() {
     assert_eq!(err.kind(), IoErrorKind::Other, "{err}");
     assert_eq!(err.path(), "obj");
     assert!(
-        err.to_string().contains("injected failure of this read"),
+        err.message().contains("injected failure of this read"),
         "the part's own error: {err}"
     );
     // A permanent failure is not retried: no range is asked twice.

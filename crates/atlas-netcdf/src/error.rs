@@ -9,7 +9,7 @@ use std::path::PathBuf;
 pub enum FileError {
     /// The NetCDF reader could not open or decode the file (corrupt,
     /// truncated, a filter it lacks such as SZIP...).
-    #[error("cannot read it as NetCDF: {0}")]
+    #[error("cannot read it as NetCDF")]
     Read(#[from] netcdf_reader::Error),
     /// A variable of a type Atlas cannot store (compound, enum, opaque, non-string vlen).
     #[error(
@@ -48,7 +48,7 @@ pub enum FileError {
         reason: String,
     },
     /// The Atlas writer refused the dataset (a chunk shape that does not fit, ...).
-    #[error("writing it failed: {0}")]
+    #[error("the Atlas writer refused it")]
     Write(#[from] atlas::AtlasError),
 }
 
@@ -127,7 +127,7 @@ pub enum IngestError {
         path: PathBuf,
     },
     /// A directory could not be listed.
-    #[error("{}: {source}", path.display())]
+    #[error("cannot read {}", path.display())]
     Io {
         /// The directory or file.
         path: PathBuf,
@@ -151,7 +151,7 @@ pub enum IngestError {
         reason: String,
     },
     /// One file failed and `skip_errors` is off.
-    #[error("{}: {source}", path.display())]
+    #[error("{}", path.display())]
     File {
         /// The file.
         path: PathBuf,
@@ -159,7 +159,7 @@ pub enum IngestError {
         source: FileError,
     },
     /// One dataset handed over in memory ([`crate::feed::Feed`]) failed.
-    #[error("dataset {name:?}: {source}")]
+    #[error("dataset {name:?}")]
     Dataset {
         /// The dataset's name.
         name: String,
@@ -167,7 +167,7 @@ pub enum IngestError {
         source: FileError,
     },
     /// The collection writer failed (storage, or committing the collection).
-    #[error("writing the collection failed: {0}")]
+    #[error("writing the collection failed")]
     Writer(#[from] atlas::AtlasError),
     /// A decoding or finishing task panicked or was cancelled (a bug; please report it).
     #[error("an ingest task failed: {reason}")]
@@ -183,4 +183,60 @@ pub enum IngestError {
         /// Why.
         reason: String,
     },
+}
+
+impl IngestError {
+    /// What kind of failure this is: a writer or storage failure is classed
+    /// as the library classes it ([`atlas::AtlasError::class`]), a missing
+    /// source as not found, an unreadable directory as storage, and the rest
+    /// (files the mapping or the writer refuses) as the request.
+    pub fn class(&self) -> atlas::ErrorClass {
+        match self {
+            IngestError::Writer(a)
+            | IngestError::Dataset {
+                source: FileError::Write(a),
+                ..
+            }
+            | IngestError::File {
+                source: FileError::Write(a),
+                ..
+            } => a.class(),
+            IngestError::NotFound { .. } => atlas::ErrorClass::NotFound,
+            IngestError::Io { .. } => atlas::ErrorClass::Storage,
+            _ => atlas::ErrorClass::InvalidRequest,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_failed_file_names_the_file_and_its_cause_once_and_is_classed_as_its_cause() {
+        let io = atlas::IoError::new(
+            atlas::IoErrorKind::Transient,
+            "write",
+            "c/data.atlas",
+            "timed out",
+        );
+        let e = IngestError::File {
+            path: PathBuf::from("in/a.nc"),
+            source: FileError::Write(atlas::AtlasError::Io(io)),
+        };
+        let mut current: &(dyn std::error::Error + 'static) = &e;
+        while let Some(source) = current.source() {
+            assert!(
+                !current.to_string().contains(&source.to_string()),
+                "{current} repeats {source}"
+            );
+            current = source;
+        }
+        assert_eq!(
+            atlas::ErrorReport::new(&e).to_string(),
+            "in/a.nc: the Atlas writer refused it: \
+             storage unreachable or busy: write of c/data.atlas failed: timed out"
+        );
+        assert_eq!(e.class(), atlas::ErrorClass::Retryable);
+    }
 }

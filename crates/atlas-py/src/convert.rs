@@ -24,11 +24,12 @@ pub fn py_err(e: CoreError) -> PyErr {
 fn exception(py: Python<'_>, e: &CoreError) -> PyResult<PyErr> {
     let errors = py.import("atlasds._errors")?;
     let (class, retryable) = match e.class {
-        ErrorClass::NotAnAtlasCollection => ("NotAnAtlasCollection", None),
-        ErrorClass::CorruptCollection => ("CorruptCollection", None),
+        ErrorClass::NotACollection => ("NotAnAtlasCollection", None),
+        ErrorClass::Corrupt => ("CorruptCollection", None),
         ErrorClass::NotFound => ("NotFound", None),
-        ErrorClass::Storage { retryable } => ("StorageError", Some(retryable)),
-        ErrorClass::InvalidArgument => ("InvalidArgument", None),
+        ErrorClass::Retryable => ("StorageError", Some(true)),
+        ErrorClass::Storage => ("StorageError", Some(false)),
+        _ => ("InvalidArgument", None),
     };
     let class = errors.getattr(class)?;
     let instance = match retryable {

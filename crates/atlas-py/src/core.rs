@@ -21,10 +21,10 @@ use atlas::testing::{CountingLayer, RequestStats};
 use atlas::{Access, Address, Location, Predicate, RecordBatch, TableOptions, TableStream};
 use atlas::{
     Atlas, AtlasError, AtlasWriter, CatalogueOptions, Codec, DType, Dataset, FillValue,
-    IoErrorKind, OpenOptions, QueryError, Region, SetWriter, Stat, StorageOptions, Timestamp,
-    VerifyOptions, WriteGuarantee, WriterConfig,
+    OpenOptions, QueryError, Region, SetWriter, Stat, StorageOptions, Timestamp, VerifyOptions,
+    WriteGuarantee, WriterConfig,
 };
-use atlas_netcdf::{Decode, Feed, FileError, IngestError, IngestOptions, StoredFile};
+use atlas_netcdf::{Decode, Feed, IngestError, IngestOptions, StoredFile};
 use tokio::runtime::Runtime;
 
 use crate::region::{self, KeyItem};
@@ -36,93 +36,44 @@ pub use atlas::ArrayData;
 /// Attribute values as the library returns them (converted to Python in `convert`).
 pub use atlas::Attr;
 
-/// Which Python exception a failure becomes; the binding's whole error vocabulary.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ErrorClass {
-    /// The location holds something that is not a readable Atlas container.
-    NotAnAtlasCollection,
-    /// The container, a segment or the mask is damaged.
-    CorruptCollection,
-    /// No such dataset, array or path.
-    NotFound,
-    /// The storage backend failed; `retryable` when trying again can help.
-    Storage {
-        /// Whether the backend marked the failure temporary.
-        retryable: bool,
-    },
-    /// The caller asked for something the collection or the API cannot give.
-    InvalidArgument,
-}
+/// Which Python exception a failure becomes: the library's classification,
+/// mapped to `atlasds._errors` in `convert`.
+pub use atlas::ErrorClass;
 
 /// A failure: its class and the library's message.
 #[derive(Debug, Clone)]
 pub struct CoreError {
     /// What kind of failure it is.
     pub class: ErrorClass,
-    /// The library's message, shown to the user as is.
+    /// The library's message with its causes, each once, shown to the user as is.
     pub message: String,
 }
 
-/// The class of a library error.
-fn class_of(e: &AtlasError) -> ErrorClass {
-    match e {
-        AtlasError::NotAnAtlasCollection { .. } | AtlasError::UnsupportedVersion { .. } => {
-            ErrorClass::NotAnAtlasCollection
+impl CoreError {
+    /// The failure `e` (with its chain of causes) as the library classes it.
+    fn classed(class: ErrorClass, e: &(dyn std::error::Error + 'static)) -> Self {
+        Self {
+            class,
+            message: atlas::ErrorReport::new(e).to_string(),
         }
-        // A failure in one member of a set is that failure (the message names the member).
-        AtlasError::Member { source, .. } => class_of(source),
-        e if e.is_corruption() => ErrorClass::CorruptCollection,
-        // A set manifest that is not one, or of a set version this library does not read.
-        AtlasError::SetManifest { .. } => ErrorClass::NotAnAtlasCollection,
-        // Another writer committed first every time: trying again can succeed.
-        AtlasError::CommitConflict { .. } => ErrorClass::Storage { retryable: true },
-        AtlasError::DatasetNotFound { .. } | AtlasError::ArrayNotFound { .. } => {
-            ErrorClass::NotFound
-        }
-        AtlasError::Io(io) if io.kind() == IoErrorKind::NotFound => ErrorClass::NotFound,
-        AtlasError::Io(io) => ErrorClass::Storage {
-            retryable: io.is_transient(),
-        },
-        AtlasError::ContainerWrite { .. } => ErrorClass::Storage { retryable: false },
-        AtlasError::InvalidLocation { .. } => ErrorClass::InvalidArgument,
-        _ => ErrorClass::InvalidArgument,
     }
 }
 
 impl From<AtlasError> for CoreError {
     fn from(e: AtlasError) -> Self {
-        Self {
-            class: class_of(&e),
-            message: e.to_string(),
-        }
+        Self::classed(e.class(), &e)
     }
 }
 
 impl From<QueryError> for CoreError {
     fn from(e: QueryError) -> Self {
-        match e {
-            QueryError::Atlas(a) => a.into(),
-            // A bad expression or name, or a table Arrow refused: the request.
-            other => Self::invalid(other.to_string()),
-        }
+        Self::classed(e.class(), &e)
     }
 }
 
 impl From<IngestError> for CoreError {
     fn from(e: IngestError) -> Self {
-        let class = match &e {
-            IngestError::Writer(a)
-            | IngestError::Dataset {
-                source: FileError::Write(a),
-                ..
-            } => class_of(a),
-            // Data the mapping or the writer refuses: the caller's input.
-            _ => ErrorClass::InvalidArgument,
-        };
-        Self {
-            class,
-            message: e.to_string(),
-        }
+        Self::classed(e.class(), &e)
     }
 }
 
@@ -136,7 +87,7 @@ impl CoreError {
     /// A request the API cannot serve.
     pub fn invalid(message: impl Into<String>) -> Self {
         Self {
-            class: ErrorClass::InvalidArgument,
+            class: ErrorClass::InvalidRequest,
             message: message.into(),
         }
     }
@@ -162,7 +113,7 @@ fn runtime() -> Result<Arc<Runtime>> {
         .thread_name("atlasds-io")
         .build()
         .map_err(|e| CoreError {
-            class: ErrorClass::Storage { retryable: false },
+            class: ErrorClass::Storage,
             message: format!("cannot start the I/O runtime: {e}"),
         })?;
     let rt = Arc::new(rt);
@@ -755,7 +706,8 @@ impl Collection {
                     Ok(atlas) => add(&atlas.verify(&options).await, &mut out, &prefix),
                     Err(e) => {
                         out.sound = false;
-                        out.problems.push(format!("{prefix}{e}"));
+                        out.problems
+                            .push(format!("{prefix}{}", atlas::ErrorReport::new(&e)));
                     }
                 }
             }
@@ -993,16 +945,11 @@ async fn refuse_lone_collection(location: &str, storage: &StorageOptions) -> Res
         .resolve(storage, atlas::Access::Write)
         .await?;
     let container = resolved.object(atlas::CONTAINER_FILE);
-    let exists = resolved
-        .operator()
-        .exists(&container)
-        .await
-        .map_err(|e| CoreError {
-            class: ErrorClass::Storage {
-                retryable: e.is_temporary(),
-            },
-            message: format!("cannot check {container}: {e}"),
-        })?;
+    let exists = resolved.operator().exists(&container).await.map_err(|e| {
+        CoreError::from(AtlasError::Io(atlas::IoError::from_opendal(
+            e, "stat", &container,
+        )))
+    })?;
     if exists {
         return Err(CoreError::invalid(format!(
             "{} holds a lone collection, not a set: appending would hide it",

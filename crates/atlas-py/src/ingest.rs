@@ -65,7 +65,12 @@ async fn ingest_into_member(
         skipped: report
             .skipped_files
             .into_iter()
-            .map(|s| (s.path.display().to_string(), s.reason.to_string()))
+            .map(|s| {
+                (
+                    s.path.display().to_string(),
+                    atlas::ErrorReport::new(&s.reason).to_string(),
+                )
+            })
             .collect(),
         undecoded: report
             .undecoded
@@ -259,7 +264,7 @@ pub fn remove_members(
 ) -> PyResult<Vec<String>> {
     if prefix.as_deref().is_some_and(str::is_empty) {
         return Err(crate::convert::py_err(CoreError {
-            class: ErrorClass::InvalidArgument,
+            class: ErrorClass::InvalidRequest,
             message: "an empty prefix would name every uncommitted member".into(),
         }));
     }

@@ -14,7 +14,7 @@ pub enum SegmentError {
     #[error(transparent)]
     Io(#[from] IoError),
     /// The segment's trailer or footer cannot be handed to array-format.
-    #[error("segment {segment:?}: {problem}")]
+    #[error("segment {segment:?} has an unusable footer")]
     Footer {
         /// The segment (variable) name.
         segment: String,
@@ -23,7 +23,7 @@ pub enum SegmentError {
         problem: FooterProblem,
     },
     /// One array of the segment is damaged; the others can still be used.
-    #[error("segment {segment:?}, array {array:?}: {problem}")]
+    #[error("segment {segment:?}, array {array:?} is damaged")]
     Array {
         /// The segment (variable) name.
         segment: String,

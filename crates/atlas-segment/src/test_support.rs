@@ -65,3 +65,13 @@ pub fn embed(file: &[u8], prefix: usize, suffix: usize) -> (Bytes, u64) {
     v.extend(std::iter::repeat_n(0xCD, suffix));
     (Bytes::from(v), prefix as u64)
 }
+
+/// Every error of `e`'s chain, outermost first, joined with `: `: what a
+/// test that looks for a cause's words searches (each error shows its own
+/// layer only).
+pub(crate) fn chain(e: &(dyn std::error::Error + 'static)) -> String {
+    std::iter::successors(Some(e), |e| e.source())
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join(": ")
+}

@@ -41,6 +41,11 @@ pub struct FaultPlan {
     pub slow: u32,
     /// How long a slow response waits before its first byte.
     pub slow_delay: Duration,
+    /// Only requests whose path contains this text are spoiled (every
+    /// request when `None`), e.g. `"/members/"` to fail a set's members only.
+    pub path_contains: Option<String>,
+    /// The status of every error answer; 500 and 503 alternately when `None`.
+    pub error_status: Option<u16>,
 }
 
 impl FaultPlan {
@@ -58,7 +63,22 @@ impl FaultPlan {
             short_bodies: per_mille,
             slow: per_mille,
             slow_delay,
+            path_contains: None,
+            error_status: None,
         }
+    }
+
+    /// Answers every spoiled request with `status` (e.g. 503) instead of
+    /// 500 and 503 alternately.
+    pub fn with_error_status(mut self, status: u16) -> Self {
+        self.error_status = Some(status);
+        self
+    }
+
+    /// Spoils only requests whose path contains `text`; the rest are forwarded.
+    pub fn only_paths_containing(mut self, text: &str) -> Self {
+        self.path_contains = Some(text.to_owned());
+        self
     }
 
     /// Sets the share of 500/503 answers.
@@ -92,6 +112,9 @@ impl FaultPlan {
             u32::try_from(splitmix64(self.seed ^ n.wrapping_mul(0x9E37_79B9)) % 1000).unwrap_or(0);
         let mut edge = self.errors;
         if roll < edge {
+            if let Some(status) = self.error_status.and_then(|s| StatusCode::from_u16(s).ok()) {
+                return Fault::Status(status);
+            }
             return if n.is_multiple_of(2) {
                 Fault::Status(StatusCode::SERVICE_UNAVAILABLE)
             } else {
@@ -254,10 +277,18 @@ async fn forward(
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .clone();
-        (
-            plan.choose(n, req.method() == hyper::Method::GET),
-            plan.slow_delay,
-        )
+        let spoiled = plan
+            .path_contains
+            .as_deref()
+            .is_none_or(|text| req.uri().path().contains(text));
+        if spoiled {
+            (
+                plan.choose(n, req.method() == hyper::Method::GET),
+                plan.slow_delay,
+            )
+        } else {
+            (Fault::None, Duration::ZERO)
+        }
     } else {
         (Fault::None, Duration::ZERO)
     };

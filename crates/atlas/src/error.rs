@@ -1,7 +1,8 @@
 //! The one error type of the facade.
 
-use atlas_format::FormatError;
+use atlas_format::{DType, FormatError};
 use atlas_io::IoError;
+use atlas_io::error::IoErrorKind;
 use atlas_io::open::OpenError;
 use atlas_segment::{SegmentError, SinkError};
 
@@ -25,9 +26,9 @@ pub enum AtlasError {
     },
     /// The container's structure (header, footer, trailer, the directory
     /// they describe) is damaged or inconsistent.
-    #[error("corrupt Atlas collection: {what}")]
+    #[error("corrupt Atlas collection{}", if what.is_empty() { String::new() } else { format!(": {what}") })]
     CorruptCollection {
-        /// What is inconsistent.
+        /// What is inconsistent (empty when `source` says it).
         what: String,
         /// The byte layer's finding, when it was one.
         #[source]
@@ -37,7 +38,7 @@ pub enum AtlasError {
     /// cannot be used, one of its arrays is ([`SegmentError::Array`], the
     /// others still read), or array-format refused it. The source says which
     /// ([`FooterProblem`](crate::FooterProblem), [`ArrayProblem`](crate::ArrayProblem)).
-    #[error("corrupt Atlas collection: {source}")]
+    #[error("corrupt Atlas collection")]
     CorruptSegment {
         /// What the segment layer found.
         #[source]
@@ -69,9 +70,17 @@ pub enum AtlasError {
         /// The array.
         array: String,
         /// Its declared element type.
-        stored: String,
+        stored: DType,
         /// The type the caller asked for.
-        requested: String,
+        requested: DType,
+    },
+    /// The array holds elements this library cannot read or write (bool, lists).
+    #[error("array {array:?} holds {dtype}, which this library cannot read or write")]
+    UnsupportedDType {
+        /// The array.
+        array: String,
+        /// Its declared element type.
+        dtype: DType,
     },
     /// A dataset or array name the format cannot hold.
     #[error("invalid name {name:?}: {reason}")]
@@ -102,7 +111,7 @@ pub enum AtlasError {
         /// The array.
         array: String,
         /// The array's element type.
-        dtype: String,
+        dtype: DType,
         /// The fill value given, as text.
         fill: String,
     },
@@ -132,7 +141,7 @@ pub enum AtlasError {
     },
     /// The container writer refused a write or was left unusable by an earlier
     /// failure; nothing was committed.
-    #[error("writing the container failed: {source}")]
+    #[error("writing the container failed")]
     ContainerWrite {
         /// What the writer reported.
         #[source]
@@ -140,7 +149,7 @@ pub enum AtlasError {
     },
     /// A collection set's manifest (`set.manifest`) cannot be used: not a
     /// manifest, a set version this library does not read, or damaged.
-    #[error("set manifest {path}: {source}")]
+    #[error("set manifest {path} cannot be used")]
     SetManifest {
         /// The manifest's path.
         path: String,
@@ -150,7 +159,7 @@ pub enum AtlasError {
     },
     /// A member of a collection set failed to open or read; `source` says how
     /// (a missing member is an [`AtlasError::Io`] `NotFound` inside).
-    #[error("set member {id:?} ({path}): {source}")]
+    #[error("set member {id:?}")]
     Member {
         /// The member's id in the manifest.
         id: String,
@@ -164,7 +173,7 @@ pub enum AtlasError {
     /// the set changed in a way this commit cannot merge with. Nothing was
     /// committed; retrying the operation can succeed.
     #[error(
-        "commit to {path} lost to concurrent writers (last generation seen: {generation}): {what}; nothing was committed, retry"
+        "commit to {path} lost to concurrent writers (last generation seen: {generation}): {what}; nothing was committed"
     )]
     CommitConflict {
         /// The manifest's path.
@@ -188,31 +197,60 @@ impl AtlasError {
         }
     }
 
-    /// Whether the collection's bytes are damaged (the container or a
-    /// segment), as opposed to a misuse or a storage failure.
-    pub fn is_corruption(&self) -> bool {
+    /// What kind of failure this is; the one classification the CLI's exit
+    /// codes and Python's exception classes are derived from. A failure
+    /// inside a set member is classed as its cause.
+    pub fn class(&self) -> ErrorClass {
         match self {
+            Self::Member { source, .. } => source.class(),
+            Self::Io(io) => match io.kind() {
+                IoErrorKind::NotFound => ErrorClass::NotFound,
+                IoErrorKind::Transient => ErrorClass::Retryable,
+                _ => ErrorClass::Storage,
+            },
+            Self::CommitConflict { .. } => ErrorClass::Retryable,
+            Self::NotAnAtlasCollection { .. } | Self::UnsupportedVersion { .. } => {
+                ErrorClass::NotACollection
+            }
+            Self::SetManifest { source, .. } => match source {
+                FormatError::UnsupportedVersion { .. } | FormatError::NotASetManifest { .. } => {
+                    ErrorClass::NotACollection
+                }
+                _ => ErrorClass::Corrupt,
+            },
             Self::CorruptCollection { .. }
             | Self::CorruptSegment { .. }
-            | Self::CorruptMask { .. } => true,
-            Self::SetManifest { source, .. } => !matches!(
-                source,
-                FormatError::UnsupportedVersion { .. } | FormatError::NotASetManifest { .. }
-            ),
-            Self::Member { source, .. } => source.is_corruption(),
-            _ => false,
+            | Self::CorruptMask { .. } => ErrorClass::Corrupt,
+            Self::DatasetNotFound { .. } | Self::ArrayNotFound { .. } => ErrorClass::NotFound,
+            Self::ContainerWrite { .. } => ErrorClass::Storage,
+            Self::DTypeMismatch { .. }
+            | Self::UnsupportedDType { .. }
+            | Self::InvalidName { .. }
+            | Self::DatasetAlreadyExists { .. }
+            | Self::ArrayAlreadyExists { .. }
+            | Self::FillTypeMismatch { .. }
+            | Self::InvalidRegion { .. }
+            | Self::InvalidUse { .. }
+            | Self::InvalidLocation { .. } => ErrorClass::InvalidRequest,
         }
     }
 
-    /// Whether retrying the same call can succeed: a transient storage failure
-    /// or a commit that lost its race.
+    /// Whether the collection's bytes are damaged (the container, a segment,
+    /// the mask or a set manifest), as opposed to a misuse or a storage failure.
+    pub fn is_corruption(&self) -> bool {
+        self.class() == ErrorClass::Corrupt
+    }
+
+    /// Whether retrying the same call later can succeed: storage that stayed
+    /// unreachable or busy through every retry, or a commit that lost its race.
     pub fn is_retryable(&self) -> bool {
-        match self {
-            Self::Io(io) => io.is_transient(),
-            Self::CommitConflict { .. } => true,
-            Self::Member { source, .. } => source.is_retryable(),
-            _ => false,
-        }
+        self.class() == ErrorClass::Retryable
+    }
+
+    /// Whether what was asked for does not exist: the collection (or set
+    /// member) at the location, a dataset or an array.
+    pub fn is_not_found(&self) -> bool {
+        self.class() == ErrorClass::NotFound
     }
 
     /// The error with the set member it happened in named.
@@ -245,11 +283,13 @@ impl From<FormatError> for AtlasError {
             FormatError::Misuse { what } => Self::InvalidUse {
                 what: what.to_owned(),
             },
+            // The byte layer's own words for a damaged container; any other
+            // finding (a damaged set manifest or sidecar) stays its source.
+            FormatError::CorruptCollection { what } => {
+                Self::CorruptCollection { what, source: None }
+            }
             other => Self::CorruptCollection {
-                what: match &other {
-                    FormatError::CorruptCollection { what, .. } => what.clone(),
-                    other => other.to_string(),
-                },
+                what: String::new(),
                 source: Some(other),
             },
         }
@@ -278,16 +318,88 @@ impl From<SegmentError> for AtlasError {
                 requested,
             } => Self::DTypeMismatch {
                 array,
-                stored: stored.display_name(),
-                requested: requested.display_name(),
+                stored,
+                requested,
             },
-            SegmentError::Unsupported { array, dtype } => Self::DTypeMismatch {
-                array,
-                stored: dtype.display_name(),
-                requested: "an element type atlas can read".to_owned(),
-            },
+            SegmentError::Unsupported { array, dtype } => Self::UnsupportedDType { array, dtype },
             source => Self::CorruptSegment { source },
         }
+    }
+}
+
+/// What kind of failure an error is, reduced to what callers act on: give
+/// up, fix the request, repair the data, or try again later.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ErrorClass {
+    /// What was asked for does not exist: the collection or set at the
+    /// location, a set member, a dataset or an array.
+    NotFound,
+    /// The location holds something other than an Atlas collection or set
+    /// (or a version of one this library does not read).
+    NotACollection,
+    /// The stored bytes are damaged: the container, a segment, the mask or
+    /// a set manifest.
+    Corrupt,
+    /// Trying again later can succeed: storage stayed unreachable or busy
+    /// through every retry, or a set commit lost every race. Nothing is damaged.
+    Retryable,
+    /// Storage refused in a way retrying does not fix (permission denied, an
+    /// operation the backend lacks, a failed container write).
+    Storage,
+    /// The request or the use of the API is wrong (bad name, region, type,
+    /// location, or a call out of order).
+    InvalidRequest,
+}
+
+/// An error with its causes, each once: `{}` is one line joining each
+/// layer's text with `: `, down to (not into) the storage backend's own
+/// error; `{:#}` is every cause on a line of its own, the backend's included.
+///
+/// Each error type of this library describes its own layer only and leaves
+/// its cause to [`source`](std::error::Error::source), so this is how to show
+/// the whole story.
+#[derive(Debug, Clone, Copy)]
+pub struct ErrorReport<'a>(&'a (dyn std::error::Error + 'static));
+
+impl<'a> ErrorReport<'a> {
+    /// The report of `error` and its chain of sources.
+    pub fn new(error: &'a (dyn std::error::Error + 'static)) -> Self {
+        Self(error)
+    }
+
+    /// The errors of the chain, outermost first.
+    pub fn chain(&self) -> impl Iterator<Item = &'a (dyn std::error::Error + 'static)> + use<'a> {
+        std::iter::successors(Some(self.0), |e| e.source())
+    }
+}
+
+impl std::fmt::Display for ErrorReport<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let full = f.alternate();
+        let mut shown: Vec<String> = Vec::new();
+        for e in self.chain() {
+            // OpenDAL's display includes its own causes and request context:
+            // detail, not part of the one line.
+            let backend = e.is::<opendal::Error>();
+            if backend && !full {
+                break;
+            }
+            let text = e.to_string();
+            // A wrapper that shows its cause's words adds nothing.
+            if text.is_empty() || shown.last().is_some_and(|last| *last == text) {
+                continue;
+            }
+            if !shown.is_empty() {
+                f.write_str(if full { "\n  caused by: " } else { ": " })?;
+            }
+            f.write_str(&text)?;
+            shown.push(text);
+            if backend {
+                break;
+            }
+        }
+        Ok(())
     }
 }
 

@@ -114,7 +114,7 @@ pub use ndarray;
 /// The OpenDAL operator an [`Address`] can be built from (`(op, prefix)`).
 pub use opendal::Operator;
 
-pub use error::{AtlasError, Result};
+pub use error::{AtlasError, ErrorClass, ErrorReport, Result};
 pub use location::{Access, Address, Location, Scheme, StorageOptions};
 pub use query::{
     ArrowError, CatalogueOptions, CmpOp, DEFAULT_ROWS_PER_BATCH, Field, ParseError, Predicate,

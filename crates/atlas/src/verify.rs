@@ -228,15 +228,27 @@ impl std::fmt::Display for Finding {
                 offset,
                 len,
                 error,
-            } => write!(f, "segment {segment:?} ({len} bytes at {offset}): {error}"),
+            } => write!(
+                f,
+                "segment {segment:?} ({len} bytes at {offset}): {}",
+                crate::ErrorReport::new(error)
+            ),
             Finding::DatasetAttributes { dataset, error } => {
-                write!(f, "dataset {dataset:?}: attributes: {error}")
+                write!(
+                    f,
+                    "dataset {dataset:?}: attributes: {}",
+                    crate::ErrorReport::new(error)
+                )
             }
             Finding::Array {
                 dataset,
                 array,
                 error,
-            } => write!(f, "dataset {dataset:?} array {array:?}: {error}"),
+            } => write!(
+                f,
+                "dataset {dataset:?} array {array:?}: {}",
+                crate::ErrorReport::new(error)
+            ),
             Finding::DTypeDisagrees {
                 dataset,
                 array,
@@ -252,7 +264,8 @@ impl std::fmt::Display for Finding {
                 error,
             } => write!(
                 f,
-                "dataset {dataset:?} array {array:?}: attributes: {error}"
+                "dataset {dataset:?} array {array:?}: attributes: {}",
+                crate::ErrorReport::new(error)
             ),
             Finding::StatisticsDisagree {
                 dataset,
@@ -260,14 +273,20 @@ impl std::fmt::Display for Finding {
                 what,
             } => write!(f, "dataset {dataset:?} array {array:?}: {what}"),
             Finding::ChecksumMismatch { mismatch } => write!(f, "checksums: {mismatch}"),
-            Finding::Checksums { error } => write!(f, "checksum sidecar: {error}"),
+            Finding::Checksums { error } => {
+                write!(f, "checksum sidecar: {}", crate::ErrorReport::new(error))
+            }
             Finding::MaskWarning { message } => write!(f, "deletion mask: {message}"),
             Finding::Leftover { leftover } => write!(
                 f,
                 "leftover {leftover} from an interrupted write; `atlas cleanup` removes it"
             ),
             Finding::LeftoversUnlisted { error } => {
-                write!(f, "leftovers of interrupted writes not listed: {error}")
+                write!(
+                    f,
+                    "leftovers of interrupted writes not listed: {}",
+                    crate::ErrorReport::new(error)
+                )
             }
         }
     }
@@ -497,7 +516,10 @@ async fn check_dataset(view: &Dataset, deep: bool) -> DatasetCheck {
 /// What is wrong with the recorded statistics of `array` given its values.
 async fn statistics_problem(view: &Dataset, array: &str, whole: &AnyArray) -> Option<String> {
     match view.array_stats(array).await {
-        Err(e) => Some(format!("statistics do not read: {e}")),
+        Err(e) => Some(format!(
+            "statistics do not read: {}",
+            crate::ErrorReport::new(&e)
+        )),
         // A segment from a writer that records none: nothing to compare.
         Ok(None) => None,
         Ok(Some(recorded)) => recompute::disagreement(&recompute::recompute(whole), &recorded),

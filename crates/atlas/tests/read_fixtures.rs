@@ -6,7 +6,7 @@
 
 mod read_support;
 
-use atlas::{Atlas, AtlasError, Attr, Stat, Timestamp};
+use atlas::{Atlas, AtlasError, Attr, DType, Stat, Timestamp};
 use atlas_manifest::collection_json;
 use read_support::{FIXTURES, fixture_dir, load_fixture, manifest, memory};
 use serde_json::Value;
@@ -397,7 +397,14 @@ async fn the_wrong_element_type_is_a_dtype_mismatch_not_a_reinterpretation() {
         .await
         .unwrap_err();
     assert!(
-        matches!(&err, AtlasError::DTypeMismatch { stored, requested, .. } if stored == "float32" && requested == "int32"),
+        matches!(
+            &err,
+            AtlasError::DTypeMismatch {
+                stored: DType::Float32,
+                requested: DType::Int32,
+                ..
+            }
+        ),
         "{err}"
     );
     let err = jan

@@ -83,7 +83,8 @@ fn first_difference(a: &Value, b: &Value) -> String {
 
 /// A coarse name for where an error came from, by its message.
 fn classify(err: &AtlasError) -> String {
-    let text = err.to_string();
+    // The whole chain: each error names its own layer, the finding is a cause.
+    let text = atlas::ErrorReport::new(err).to_string();
     let class = if text.contains("array-format failed") {
         "panic inside array-format, caught"
     } else if text.contains("does not validate") {

@@ -76,8 +76,14 @@ async fn writing_the_wrong_element_type_is_a_dtype_mismatch() {
     let f64s = Array::from_elem(IxDyn(&[2]), 1.0f64);
     let err = d.write_array("x", &[0], f64s.view()).unwrap_err();
     assert!(
-        matches!(&err, AtlasError::DTypeMismatch { stored, requested, .. }
-            if stored == "float32" && requested == "float64"),
+        matches!(
+            &err,
+            AtlasError::DTypeMismatch {
+                stored: atlas::DType::Float32,
+                requested: atlas::DType::Float64,
+                ..
+            }
+        ),
         "{err}"
     );
 }

@@ -67,7 +67,11 @@ pub async fn run(ctx: &Ctx, args: &CreateArgs) -> CliResult {
     let report = match result {
         Ok(report) => report,
         Err(e) => {
-            write_failed_report(args, ingest_failed_file(&e), &e.to_string());
+            write_failed_report(
+                args,
+                ingest_failed_file(&e),
+                &atlas::ErrorReport::new(&e).to_string(),
+            );
             return Err(ingest_failure(&dst, e));
         }
     };
@@ -209,14 +213,22 @@ async fn create_members(
         if let Err(abort) = set.abort().await {
             tracing::warn!("could not remove the members written: {abort}");
         }
-        write_failed_report(args, ingest_failed_file(&e), &e.to_string());
+        write_failed_report(
+            args,
+            ingest_failed_file(&e),
+            &atlas::ErrorReport::new(&e).to_string(),
+        );
         return Err(ingest_failure(dst, e));
     }
     reporter.finish();
     let outcome = match set.commit().await {
         Ok(outcome) => outcome,
         Err(e) => {
-            write_failed_report(args, None, &format!("{}: {e}", dst.display()));
+            write_failed_report(
+                args,
+                None,
+                &format!("{}: {}", dst.display(), atlas::ErrorReport::new(&e)),
+            );
             return Err(e).at(dst.display()).map(|_: CommitOutcome| ());
         }
     };
@@ -321,7 +333,7 @@ fn left_out(reports: &[IngestReport]) -> serde_json::Map<String, Value> {
         reports
             .iter()
             .flat_map(|r| &r.skipped_files)
-            .map(|s| json!({"file": s.path.display().to_string(), "reason": s.reason.to_string()}))
+            .map(|s| json!({"file": s.path.display().to_string(), "reason": atlas::ErrorReport::new(&s.reason).to_string()}))
             .collect(),
     );
     fields.insert(
@@ -395,8 +407,11 @@ fn save_report(path: &Path, doc: &Value) -> std::io::Result<()> {
     std::fs::write(path, text)
 }
 
-fn ingest_error(e: IngestError) -> CliError {
-    CliError::msg(format!("nothing written: {e}"))
+fn ingest_error(error: IngestError) -> CliError {
+    CliError::Ingest {
+        context: String::new(),
+        error: Box::new(error),
+    }
 }
 
 /// `{"VAR": [..], ...}` into chunk shapes.

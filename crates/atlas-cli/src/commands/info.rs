@@ -2,7 +2,7 @@
 //! statistics read per variable; for a set, also its generation and members
 //! (from the manifest), with the statistics combined over the members.
 
-use atlas::{ArrayStats, Atlas, DType, Dataset, Member};
+use atlas::{ArrayStats, Atlas, AtlasError, DType, Dataset, Member};
 use futures::future::join_all;
 use serde_json::json;
 
@@ -32,7 +32,7 @@ struct Variable {
     first: Option<DType>,
     offset: u64,
     len: u64,
-    stats: Result<Option<ArrayStats>, String>,
+    stats: Result<Option<ArrayStats>, AtlasError>,
 }
 
 async fn variables(atlas: &Atlas, member: &Member) -> Vec<Variable> {
@@ -41,7 +41,7 @@ async fn variables(atlas: &Atlas, member: &Member) -> Vec<Variable> {
         if v.name == DATASETS_SEGMENT {
             return Ok(None);
         }
-        atlas.array_stats(&v.name).await.map_err(|e| e.to_string())
+        atlas.array_stats(&v.name).await
     }))
     .await;
     let declared = declared_types(member.datasets());
@@ -83,17 +83,6 @@ fn declared_types(datasets: Vec<Dataset>) -> Vec<(String, DType, Vec<String>)> {
 /// (also the end of `demo`).
 pub async fn print(ctx: &Ctx, loc: &Location, atlas: &Atlas, member: &Member) -> CliResult {
     let vars = variables(atlas, member).await;
-    // Everything readable is printed; a variable whose statistics cannot be read
-    // then fails the command (exit 1), naming the first such variable.
-    let failure = vars.iter().find_map(|v| {
-        v.stats.as_ref().err().map(|e| {
-            CliError::msg(format!(
-                "{}: statistics of variable {:?}: {e}",
-                loc.display(),
-                v.name
-            ))
-        })
-    });
     let deleted = member.deleted_datasets();
     if ctx.json {
         let variables: Vec<_> = vars
@@ -119,7 +108,7 @@ pub async fn print(ctx: &Ctx, loc: &Location, atlas: &Atlas, member: &Member) ->
             "interned_schemas": member.interned_schemas(),
             "variables": variables,
         }));
-        return failure.map_or(Ok(()), Err);
+        return stats_failure(loc, vars);
     }
 
     let mut out = String::new();
@@ -182,7 +171,11 @@ pub async fn print(ctx: &Ctx, loc: &Location, atlas: &Atlas, member: &Member) ->
                 row.extend(["-".into(), "-".into(), "(dataset attributes)".into()]);
             }
             Ok(None) => row.extend(["-".into(), "-".into(), "(no statistics)".into()]),
-            Err(e) => row.extend(["-".into(), "-".into(), format!("(unavailable: {e})")]),
+            Err(e) => row.extend([
+                "-".into(),
+                "-".into(),
+                format!("(unavailable: {})", atlas::ErrorReport::new(e)),
+            ]),
         }
         table.row(row);
     }
@@ -196,7 +189,7 @@ pub async fn print(ctx: &Ctx, loc: &Location, atlas: &Atlas, member: &Member) ->
         out.push_str(&format!("warning: deletion mask: {w}\n"));
     }
     output::text(&out);
-    failure.map_or(Ok(()), Err)
+    stats_failure(loc, vars)
 }
 
 /// `a, b, c and 7 more`.
@@ -219,7 +212,7 @@ struct SetVariable {
     name: String,
     dtypes: Vec<String>,
     first: Option<DType>,
-    stats: Result<Option<ArrayStats>, String>,
+    stats: Result<Option<ArrayStats>, AtlasError>,
 }
 
 async fn set_variables(set: &Atlas, loc: &Location) -> CliResult<Vec<SetVariable>> {
@@ -227,7 +220,7 @@ async fn set_variables(set: &Atlas, loc: &Location) -> CliResult<Vec<SetVariable
     let stats = join_all(
         names
             .iter()
-            .map(|name| async move { set.array_stats(name).await.map_err(|e| e.to_string()) }),
+            .map(|name| async move { set.array_stats(name).await }),
     )
     .await;
     let declared = declared_types(set.datasets().await.at(loc.display())?);
@@ -259,15 +252,6 @@ async fn print_set(ctx: &Ctx, loc: &Location, set: &Atlas) -> CliResult {
     let replaced = member_live.saturating_sub(live as u64);
     let bytes: u64 = members.iter().map(|m| m.bytes).sum();
     let vars = set_variables(set, loc).await?;
-    let failure = vars.iter().find_map(|v| {
-        v.stats.as_ref().err().map(|e| {
-            CliError::msg(format!(
-                "{}: statistics of variable {:?}: {e}",
-                loc.display(),
-                v.name
-            ))
-        })
-    });
     if ctx.json {
         let member_list: Vec<_> = members.iter().map(crate::json::member).collect();
         let variables: Vec<_> = vars
@@ -291,7 +275,7 @@ async fn print_set(ctx: &Ctx, loc: &Location, set: &Atlas) -> CliResult {
             "datasets_deleted": deleted,
             "variables": variables,
         }));
-        return failure.map_or(Ok(()), Err);
+        return stats_failure(loc, vars);
     }
 
     let mut out = String::new();
@@ -357,7 +341,11 @@ async fn print_set(ctx: &Ctx, loc: &Location, set: &Atlas) -> CliResult {
                 render::stat(s.max.as_ref(), first),
             ]),
             Ok(None) => row.extend(["-".into(), "-".into(), "(no statistics)".into()]),
-            Err(e) => row.extend(["-".into(), "-".into(), format!("(unavailable: {e})")]),
+            Err(e) => row.extend([
+                "-".into(),
+                "-".into(),
+                format!("(unavailable: {})", atlas::ErrorReport::new(e)),
+            ]),
         }
         table.row(row);
     }
@@ -368,5 +356,36 @@ async fn print_set(ctx: &Ctx, loc: &Location, set: &Atlas) -> CliResult {
         );
     }
     output::text(&out);
-    failure.map_or(Ok(()), Err)
+    stats_failure(loc, vars)
+}
+
+/// Everything readable is printed first; a variable whose statistics cannot
+/// be read then fails the command, naming the first such variable, with the
+/// library's class of the failure (a busy member exits 75).
+fn stats_failure<V: HasStats>(loc: &Location, vars: Vec<V>) -> CliResult {
+    match vars.into_iter().find_map(HasStats::into_failure) {
+        None => Ok(()),
+        Some((name, error)) => Err(CliError::Atlas {
+            context: format!("{}: statistics of variable {name:?}", loc.display()),
+            error,
+        }),
+    }
+}
+
+/// A variable row whose statistics may have failed to read.
+trait HasStats {
+    /// The variable's name and the error, if its statistics failed.
+    fn into_failure(self) -> Option<(String, AtlasError)>;
+}
+
+impl HasStats for Variable {
+    fn into_failure(self) -> Option<(String, AtlasError)> {
+        self.stats.err().map(|e| (self.name, e))
+    }
+}
+
+impl HasStats for SetVariable {
+    fn into_failure(self) -> Option<(String, AtlasError)> {
+        self.stats.err().map(|e| (self.name, e))
+    }
 }

@@ -182,7 +182,10 @@ async fn check_set(
         let atlas = match set.member(id).await {
             Ok(atlas) => atlas,
             Err(e) => {
-                out.problems.push(format!("member {id}: open: {e}"));
+                out.problems.push(format!(
+                    "member {id}: open: {}",
+                    atlas::ErrorReport::new(&e)
+                ));
                 continue;
             }
         };
@@ -220,7 +223,10 @@ async fn check_set(
                         .iter()
                         .map(|m| format!("member {id}: checksum: {m}")),
                 ),
-                Err(e) => member_problems.push(format!("member {id}: checksums: {e}")),
+                Err(e) => member_problems.push(format!(
+                    "member {id}: checksums: {}",
+                    atlas::ErrorReport::new(&e)
+                )),
             }
         }
         let live = u64::try_from(atlas.dataset_count()).unwrap_or(u64::MAX);
@@ -269,7 +275,10 @@ async fn check_set(
 async fn uncommitted_warnings(loc: &crate::location::Location) -> Vec<String> {
     match atlas::uncommitted_members(loc).await {
         Ok(found) => found.iter().map(uncommitted_line).collect(),
-        Err(e) => vec![format!("uncommitted members not listed: {e}")],
+        Err(e) => vec![format!(
+            "uncommitted members not listed: {}",
+            atlas::ErrorReport::new(&e)
+        )],
     }
 }
 

@@ -1,4 +1,9 @@
-"""The exceptions atlasds raises; each carries the Rust library's message."""
+"""The exceptions atlasds raises; each carries the Rust library's message.
+
+The class is the Rust library's classification of the failure
+(``atlas::ErrorClass``), the same one the ``atlas`` command's exit status
+comes from; the message names each cause once.
+"""
 
 from __future__ import annotations
 
@@ -24,15 +29,22 @@ class CorruptCollection(AtlasError):
     """The container, one of its segments or the deletion mask is damaged."""
 
 
-class NotFound(AtlasError, KeyError):
-    """No such dataset, array or path (also a ``KeyError``, so ``collection[name]`` reads naturally)."""
+class NotFound(AtlasError, KeyError, FileNotFoundError):
+    """No such collection, set member, dataset or array.
+
+    Also a ``FileNotFoundError``, so a missing collection is caught as xarray
+    and fsspec users expect, and a ``KeyError``, so ``collection[name]`` reads
+    naturally.
+    """
 
     def __str__(self) -> str:  # KeyError would quote the message
         return str(self.args[0]) if self.args else ""
 
 
 class StorageError(AtlasError, OSError):
-    """The storage backend failed; ``retryable`` says whether trying again can help."""
+    """The storage backend failed; ``retryable`` says whether trying again later
+    can help (storage unreachable or busy through every retry, or a set commit
+    that lost every race to other writers)."""
 
     def __init__(self, message: str, *, retryable: bool = False) -> None:
         super().__init__(message)

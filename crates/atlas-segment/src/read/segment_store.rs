@@ -96,6 +96,8 @@ pub enum StoreError {
     /// The segment's array-format trailer is missing or does not fit it
     /// (checked on the tail read, on a tail supplied, or on a read that
     /// returns the trailer).
+    // Shows its source: this error reaches users through array-format's and
+    // object_store's errors, which do not pass `source()` on.
     #[error("segment {path:?}: {source}")]
     Trailer {
         /// The virtual path.

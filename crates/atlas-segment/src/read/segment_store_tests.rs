@@ -358,7 +358,7 @@ async fn a_corrupt_segment_trailer_is_rejected_before_array_format_sees_it() {
         )
         .await
         .unwrap_err();
-        let msg = err.to_string();
+        let msg = crate::test_support::chain(&err);
         assert!(
             msg.contains("ARRF") || msg.contains("footer"),
             "unexpected error: {msg}"
@@ -554,8 +554,7 @@ async fn a_read_whose_piece_and_direct_fetch_both_fail_fails_with_the_cause() {
         .await
         .unwrap_err();
     assert!(
-        err.to_string()
-            .contains("injected failure of reads matching"),
+        crate::test_support::chain(&err).contains("injected failure of reads matching"),
         "{err}"
     );
 }

@@ -179,7 +179,10 @@ async fn a_failing_backend_write_surfaces_as_an_error() {
         )
         .await
         .unwrap_err();
-    assert!(err.to_string().contains("injected write failure"), "{err}");
+    assert!(
+        crate::test_support::chain(&err).contains("injected write failure"),
+        "{err}"
+    );
 
     assert_eq!(sink.segment(&segment_path(0)), None);
     // The container holds a partial segment now: it cannot be completed.

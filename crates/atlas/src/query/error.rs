@@ -1,5 +1,7 @@
 //! What can go wrong building a catalogue or running a predicate.
 
+use atlas_format::DType;
+
 use crate::error::AtlasError;
 
 /// An error of [`Atlas::select`](crate::Atlas::select),
@@ -62,13 +64,14 @@ pub enum QueryError {
     /// The datasets declare an array of a long table with different element
     /// types, so it has no one column type.
     #[error(
-        "array {array:?} is declared with different types ({types:?}); ask for it where it has one"
+        "array {array:?} is declared with different types ({}); ask for it where it has one",
+        types.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ")
     )]
     MixedArrayTypes {
         /// The array.
         array: String,
         /// The types declared, in order of first appearance.
-        types: Vec<String>,
+        types: Vec<DType>,
     },
     /// An array of a long table holds elements no column here takes (bool, lists).
     #[error("array {array:?} holds {dtype} elements, which a table does not take")]
@@ -76,22 +79,36 @@ pub enum QueryError {
         /// The array.
         array: String,
         /// Its element type.
-        dtype: String,
+        dtype: DType,
     },
     /// Arrow refused to build a table (catalogue or long table) or to write it
     /// as CSV or NDJSON.
-    #[error("building the table: {0}")]
+    #[error("building the table failed")]
     Arrow(#[from] arrow_schema::ArrowError),
     /// The Parquet writer failed.
     #[cfg(feature = "parquet")]
-    #[error("writing the table as Parquet: {0}")]
+    #[error("writing the table as Parquet failed")]
     Parquet(#[from] parquet::errors::ParquetError),
     /// Writing an exported table (catalogue or long table) failed.
-    #[error("writing the table: {0}")]
+    #[error("writing the table failed")]
     Write(#[from] std::io::Error),
     /// Reading the collection failed.
     #[error(transparent)]
     Atlas(#[from] AtlasError),
+}
+
+impl QueryError {
+    /// What kind of failure this is: a failed read is classed as the
+    /// library classes it ([`AtlasError::class`]), a failed export write as
+    /// storage, and the rest (the expression, the names, the table asked
+    /// for) as the request.
+    pub fn class(&self) -> crate::ErrorClass {
+        match self {
+            Self::Atlas(e) => e.class(),
+            Self::Write(_) => crate::ErrorClass::Storage,
+            _ => crate::ErrorClass::InvalidRequest,
+        }
+    }
 }
 
 /// An expression that does not parse: where, and why.

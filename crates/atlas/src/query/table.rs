@@ -253,14 +253,14 @@ pub(crate) async fn table_with(
             many => {
                 return Err(QueryError::MixedArrayTypes {
                     array: array.clone(),
-                    types: many.iter().map(DType::display_name).collect(),
+                    types: many.to_vec(),
                 });
             }
         };
         if column_type(&dtype).is_none() {
             return Err(QueryError::UnsupportedArrayType {
                 array: array.clone(),
-                dtype: dtype.display_name(),
+                dtype: dtype.clone(),
             });
         }
         dtypes.push(dtype);
@@ -663,7 +663,7 @@ impl BatchBuilder {
             .map(|d| {
                 ColumnBuilder::new(d).ok_or_else(|| QueryError::UnsupportedArrayType {
                     array: String::new(),
-                    dtype: d.display_name(),
+                    dtype: d.clone(),
                 })
             })
             .collect::<Result<Vec<_>, _>>()?;

@@ -266,8 +266,8 @@ impl Dataset {
         if T::ATLAS_DTYPE != *meta.dtype() {
             return Err(AtlasError::DTypeMismatch {
                 array: array.to_owned(),
-                stored: meta.dtype().display_name(),
-                requested: T::ATLAS_DTYPE.display_name(),
+                stored: meta.dtype().clone(),
+                requested: T::ATLAS_DTYPE,
             });
         }
         let segment = self.segment_for(array, true).await?;

@@ -110,7 +110,7 @@ impl DatasetWriter {
                 Some(
                     T::to_fill_value(v).ok_or_else(|| AtlasError::FillTypeMismatch {
                         array: name.to_owned(),
-                        dtype: T::ATLAS_DTYPE.display_name(),
+                        dtype: T::ATLAS_DTYPE,
                         fill: shown,
                     })?,
                 )
@@ -148,7 +148,7 @@ impl DatasetWriter {
         {
             return Err(AtlasError::FillTypeMismatch {
                 array: name.to_owned(),
-                dtype: T::ATLAS_DTYPE.display_name(),
+                dtype: T::ATLAS_DTYPE,
                 fill: format!("{fill:?}"),
             });
         }
@@ -185,8 +185,8 @@ impl DatasetWriter {
         if stored != T::ATLAS_DTYPE {
             return Err(AtlasError::DTypeMismatch {
                 array: name.to_owned(),
-                stored: stored.to_string(),
-                requested: T::ATLAS_DTYPE.to_string(),
+                stored: stored.clone(),
+                requested: T::ATLAS_DTYPE,
             });
         }
         let buffer = entry
@@ -195,8 +195,8 @@ impl DatasetWriter {
             .downcast_mut::<TypedBuffer<T>>()
             .ok_or_else(|| AtlasError::DTypeMismatch {
                 array: name.to_owned(),
-                stored: stored.to_string(),
-                requested: std::any::type_name::<T>().to_owned(),
+                stored: stored.clone(),
+                requested: T::ATLAS_DTYPE,
             })?;
         buffer.write(name, start, data)
     }
