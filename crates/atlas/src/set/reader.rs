@@ -470,10 +470,7 @@ impl Atlas {
     /// As [`array_stats`](Self::array_stats).
     pub async fn array_stats_by_dataset(&self, array: &str) -> Result<Vec<DatasetStats>> {
         let views = self.views_declaring(array).await?;
-        let parts =
-            futures::future::try_join_all(views.iter().map(|v| v.array_stats_by_dataset(array)))
-                .await?;
-        Ok(parts.into_iter().flatten().collect())
+        rows_of_each(&views, |v| v.array_stats_by_dataset(array)).await
     }
 
     /// Each live dataset declaring `array`, members oldest commit first, each
@@ -486,10 +483,7 @@ impl Atlas {
     /// As [`array_stats`](Self::array_stats).
     pub async fn array_blocks_by_dataset(&self, array: &str) -> Result<Vec<DatasetBlock>> {
         let views = self.views_declaring(array).await?;
-        let parts =
-            futures::future::try_join_all(views.iter().map(|v| v.array_blocks_by_dataset(array)))
-                .await?;
-        Ok(parts.into_iter().flatten().collect())
+        rows_of_each(&views, |v| v.array_blocks_by_dataset(array)).await
     }
 
     /// Each live dataset declaring `array`, members oldest commit first, each
@@ -504,10 +498,7 @@ impl Atlas {
     /// its dataset declares.
     pub async fn array_shapes_by_dataset(&self, array: &str) -> Result<Vec<DatasetShape>> {
         let views = self.views_declaring(array).await?;
-        let parts =
-            futures::future::try_join_all(views.iter().map(|v| v.array_shapes_by_dataset(array)))
-                .await?;
-        Ok(parts.into_iter().flatten().collect())
+        rows_of_each(&views, |v| v.array_shapes_by_dataset(array)).await
     }
 
     /// Attribute `key` of every live dataset that declares it, members oldest
@@ -529,11 +520,7 @@ impl Atlas {
             Some(array) => self.views_declaring(array).await?,
             None => self.views().await?,
         };
-        let parts = futures::future::try_join_all(
-            views.iter().map(|v| v.attributes_by_dataset(array, key)),
-        )
-        .await?;
-        Ok(parts.into_iter().flatten().collect())
+        rows_of_each(&views, |v| v.attributes_by_dataset(array, key)).await
     }
 
     /// The views whose datasets declare `array`; `ArrayNotFound` when none does.
@@ -768,6 +755,15 @@ impl Atlas {
             .get(index)
             .map(|m| (m.id.as_str(), m.path.as_str()))
     }
+}
+
+/// The rows `ask` returns for each view, asked concurrently, in view order.
+async fn rows_of_each<'a, T, F>(views: &'a [View], ask: impl Fn(&'a View) -> F) -> Result<Vec<T>>
+where
+    F: std::future::Future<Output = Result<Vec<T>>> + 'a,
+{
+    let parts = futures::future::try_join_all(views.iter().map(ask)).await?;
+    Ok(parts.into_iter().flatten().collect())
 }
 
 /// Whether two members' name ranges can share a name (a member without a
