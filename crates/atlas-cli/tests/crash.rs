@@ -97,7 +97,7 @@ fn a_delete_killed_at_any_point_leaves_the_old_mask_or_the_new_one() {
     let atlas = rt
         .block_on(Atlas::open(&dir, &atlas::OpenOptions::default()))
         .unwrap();
-    let names: Vec<String> = rt.block_on(atlas.dataset_names()).unwrap();
+    let names: Vec<atlas::SmolStr> = rt.block_on(atlas.dataset_names()).unwrap();
     for (i, pair) in names.chunks(2).take(20).enumerate() {
         let before = rt
             .block_on(async {

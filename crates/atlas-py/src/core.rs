@@ -446,7 +446,7 @@ impl Collection {
 
     /// Live dataset names: members oldest commit first, each in ordinal order
     /// (opens every member of a set on first use).
-    pub async fn names(&self) -> Result<Vec<String>> {
+    pub async fn names(&self) -> Result<Vec<atlas::SmolStr>> {
         Ok(self.set.dataset_names().await?)
     }
 

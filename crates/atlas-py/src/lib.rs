@@ -42,7 +42,8 @@ impl PyCollection {
     /// Live dataset names: a set's members oldest commit first, each in
     /// ordinal order. A set's members are opened on first use.
     fn names(&self, py: Python<'_>) -> PyResult<Vec<String>> {
-        run(py, || self.inner.names())
+        let names = run(py, || self.inner.names())?;
+        Ok(names.into_iter().map(String::from).collect())
     }
 
     fn __len__(&self, py: Python<'_>) -> PyResult<usize> {

@@ -96,7 +96,7 @@ async fn brute_force(atlas: &Atlas) -> Result<Vec<String>, BoxError> {
         Value::Timestamp(t) => *t,
         _ => 0,
     };
-    let names: Vec<String> = atlas.dataset_names().await?;
+    let names: Vec<atlas::SmolStr> = atlas.dataset_names().await?;
     let checks = futures::stream::iter(names.into_iter().map(|name| {
         let (lat, lon, time) = (&lat, &lon, &time);
         async move {
@@ -126,7 +126,7 @@ async fn brute_force(atlas: &Atlas) -> Result<Vec<String>, BoxError> {
     let mut out = Vec::new();
     for c in checks {
         if let Some(name) = c? {
-            out.push(name);
+            out.push(name.to_string());
         }
     }
     Ok(out)

@@ -113,6 +113,9 @@ pub use atlas_segment::{
 pub use ndarray;
 /// The OpenDAL operator an [`Address`] can be built from (`(op, prefix)`).
 pub use opendal::Operator;
+/// A dataset name as the footer holds it: cloned without allocating when
+/// short (up to 23 bytes), so listing names costs no allocation per name.
+pub use smol_str::SmolStr;
 
 pub use error::{AtlasError, ErrorClass, ErrorReport, Result};
 pub use location::{Access, Address, Location, Scheme, StorageOptions};

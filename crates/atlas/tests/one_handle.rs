@@ -49,7 +49,7 @@ fn text<T: std::fmt::Debug>(value: &T) -> String {
     format!("{value:?}")
 }
 
-async fn names(atlas: &Atlas) -> Vec<String> {
+async fn names(atlas: &Atlas) -> Vec<atlas::SmolStr> {
     atlas.dataset_names().await.unwrap()
 }
 

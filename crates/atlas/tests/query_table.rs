@@ -272,7 +272,7 @@ async fn expected_rows(set: &Atlas) -> Vec<Row> {
         };
         for i in 0..n {
             rows.push(Row {
-                dataset: name.clone(),
+                dataset: name.to_string(),
                 level: Some(i as u32),
                 temp: temp.as_ref().map(|v| v[i]),
                 psal: psal.as_ref().map(|v| v[i]),
@@ -612,8 +612,8 @@ async fn a_table_of_named_datasets_holds_their_rows_only_in_collection_order() {
     assert!(names.len() >= 3, "{names:?}");
     // Asked for out of order, with a name no dataset has: collection order, the rest ignored.
     let wanted = vec![
-        names[names.len() - 1].clone(),
-        names[0].clone(),
+        names[names.len() - 1].to_string(),
+        names[0].to_string(),
         "no_such_dataset".to_owned(),
     ];
     let got = rows_of(&batches(&set, &all_four().datasets(wanted.clone())).await);

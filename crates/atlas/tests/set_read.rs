@@ -443,7 +443,7 @@ async fn snapshot(set: &Atlas) -> Vec<(String, Vec<f32>, Option<atlas::Attr>)> {
     for name in names {
         let ds = set.dataset(&name).await.unwrap();
         let cycle = ds.attribute("cycle").await.unwrap();
-        out.push((name.clone(), temp(set, &name).await, cycle));
+        out.push((name.to_string(), temp(set, &name).await, cycle));
     }
     out
 }

@@ -326,12 +326,13 @@ impl Member {
 
     /// The live datasets, as one snapshot of the mask.
     pub(crate) fn live(&self) -> Live {
-        let state = self.mask();
-        let live: Vec<bool> = (0..self.dataset_count_total())
-            .map(|i| u32::try_from(i).is_ok_and(|o| !state.mask.contains(o)))
-            .collect();
-        let count = live.iter().filter(|l| **l).count();
-        Live { live, count }
+        let total = self.dataset_count_total();
+        let mut live = Live {
+            live: vec![true; total],
+            count: total,
+        };
+        live.hide(self.mask().mask.iter());
+        live
     }
 
     /// The format version of the container (8).

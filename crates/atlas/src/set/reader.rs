@@ -17,6 +17,7 @@ use arrow_array::{ArrayRef, RecordBatch, StringArray};
 use arrow_schema::{DataType, Field as ArrowField, Schema};
 use atlas_format::{MemberEntry, SET_MANIFEST_FILE, SetManifest};
 use futures::stream::{self, BoxStream, StreamExt, TryStreamExt};
+use smol_str::SmolStr;
 use tokio::sync::OnceCell;
 
 use super::manifest_store::read_manifest;
@@ -317,10 +318,12 @@ impl Atlas {
 
     /// Names of the live datasets: members oldest commit first, each in
     /// ordinal order; a replaced name is listed once, where its live copy is.
+    /// Names are the footers' own [`SmolStr`]s, so a short name (up to 23
+    /// bytes, as Argo's are) is listed without an allocation.
     ///
     /// # Errors
     /// [`AtlasError::Member`] when a member cannot be opened.
-    pub async fn dataset_names(&self) -> Result<Vec<String>> {
+    pub async fn dataset_names(&self) -> Result<Vec<SmolStr>> {
         Ok(self
             .views()
             .await?
@@ -781,16 +784,23 @@ fn ranges_overlap(a: &MemberEntry, b: &MemberEntry) -> bool {
 fn resolve(opened: &[Member]) -> Vec<View> {
     let mut seen: HashSet<&str> = HashSet::new();
     let mut views: Vec<View> = Vec::with_capacity(opened.len());
-    for member in opened.iter().rev() {
+    for (older, member) in opened.iter().enumerate().rev() {
         let names = &member.footer().datasets;
-        let replaced: Vec<u32> = names
-            .keys()
-            .enumerate()
-            .filter(|(_, name)| seen.contains(name.as_str()))
-            .filter_map(|(i, _)| u32::try_from(i).ok())
-            .collect();
+        let replaced: Vec<u32> = if seen.is_empty() {
+            Vec::new()
+        } else {
+            names
+                .keys()
+                .enumerate()
+                .filter(|(_, name)| seen.contains(name.as_str()))
+                .filter_map(|(i, _)| u32::try_from(i).ok())
+                .collect()
+        };
         views.push(View::new(member.clone(), replaced));
-        seen.extend(names.keys().map(|n| n.as_str()));
+        if older > 0 {
+            // Only older members can be replaced: the oldest's names need no hashing.
+            seen.extend(names.keys().map(|n| n.as_str()));
+        }
     }
     views.reverse();
     views

@@ -5,6 +5,8 @@
 
 use std::sync::Arc;
 
+use smol_str::SmolStr;
+
 use crate::error::{AtlasError, Result};
 use crate::read::{DatasetBlock, DatasetShape, DatasetStats, Live, Member};
 use crate::{ArrayStats, Attr, Dataset};
@@ -51,11 +53,12 @@ impl View {
     }
 
     /// Names of the datasets covered, in ordinal order.
-    pub(crate) fn dataset_names(&self) -> Vec<String> {
-        self.member
-            .dataset_names_in(&self.live())
-            .into_iter()
-            .map(str::to_owned)
+    pub(crate) fn dataset_names(&self) -> Vec<SmolStr> {
+        let datasets = &self.member.footer().datasets;
+        self.live()
+            .ordinals()
+            .filter_map(|o| datasets.get_index(o as usize))
+            .map(|(name, _)| name.clone())
             .collect()
     }
 
