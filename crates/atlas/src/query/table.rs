@@ -268,13 +268,10 @@ pub(crate) async fn table_with(
 
     // Every segment footer involved, concurrently, before any layout is asked.
     let mut needed: Vec<(Member, &str)> = Vec::new();
+    let mut seen: HashSet<(usize, &str)> = HashSet::new();
     for ds in &rows {
         for array in &arrays {
-            if ds.schema().array(array).is_some()
-                && !needed
-                    .iter()
-                    .any(|(a, n)| *n == array.as_str() && a.same_member(ds.member()))
-            {
+            if ds.schema().array(array).is_some() && seen.insert((ds.member().key(), array)) {
                 needed.push((ds.member().clone(), array.as_str()));
             }
         }

@@ -312,14 +312,9 @@ impl Member {
         }
     }
 
-    /// Whether `other` is a handle on the same opened container (a clone).
-    pub(crate) fn same_member(&self, other: &Member) -> bool {
-        Arc::ptr_eq(&self.inner, &other.inner)
-    }
-
     /// What tells this opened container from every other one alive: equal
-    /// for clones, as [`same_member`](Self::same_member) says; for grouping
-    /// many datasets by their member in one pass.
+    /// exactly for clones of one handle; for grouping many datasets by their
+    /// member in one pass.
     pub(crate) fn key(&self) -> usize {
         Arc::as_ptr(&self.inner).addr()
     }
@@ -389,13 +384,9 @@ impl Member {
 
     /// Names of the live datasets, in ordinal order (no request).
     pub fn dataset_names(&self) -> Vec<&str> {
-        self.dataset_names_in(&self.live())
-    }
-
-    /// Names of the datasets `live` covers, in ordinal order.
-    pub(crate) fn dataset_names_in(&self, live: &Live) -> Vec<&str> {
         let datasets = &self.footer().datasets;
-        live.ordinals()
+        self.live()
+            .ordinals()
             .filter_map(|o| datasets.get_index(o as usize))
             .map(|(name, _)| name.as_str())
             .collect()
