@@ -3,7 +3,7 @@
 
 use std::fmt::Write as _;
 
-use atlas::Stat;
+use atlas::Value;
 use atlas::time::civil_from_seconds;
 use atlas::{Attr, DType};
 
@@ -126,16 +126,16 @@ pub fn hex(b: &[u8]) -> String {
 
 /// A min or max of an array of `dtype` as text; `-` when absent. A float32
 /// array's bound prints as the float32 it is (`2000.8`, not `2000.800048828125`).
-pub fn stat(v: Option<&Stat>, dtype: Option<&DType>) -> String {
+pub fn stat(v: Option<&Value>, dtype: Option<&DType>) -> String {
     match v {
         None => "-".to_owned(),
-        Some(Stat::Int(i)) => i.to_string(),
-        Some(Stat::UInt(u)) => u.to_string(),
-        Some(Stat::Float(f)) if dtype == Some(&DType::Float32) => float(*f as f32),
-        Some(Stat::Float(f)) => float(*f),
-        Some(Stat::Bytes(b)) => bytes_value(b),
-        Some(Stat::Timestamp(t)) => t.to_string(),
-        Some(other) => format!("{other:?}"),
+        Some(Value::Int(i)) => i.to_string(),
+        Some(Value::UInt(u)) => u.to_string(),
+        Some(Value::Float(f)) if dtype == Some(&DType::Float32) => float(*f as f32),
+        Some(Value::Float(f)) => float(*f),
+        Some(Value::Bytes(b)) => bytes_value(b),
+        Some(Value::Timestamp(t)) => t.to_string(),
+        Some(other) => other.to_string(),
     }
 }
 
@@ -197,7 +197,7 @@ mod tests {
         assert_eq!(unix_ms(-1), "1969-12-31 23:59:59.999 UTC");
         assert_eq!(
             stat(
-                Some(&Stat::Timestamp(atlas::Timestamp(
+                Some(&Value::Timestamp(atlas::Timestamp(
                     1_709_424_000_000_000_000
                 ))),
                 None
@@ -208,7 +208,7 @@ mod tests {
 
     #[test]
     fn a_float32_bound_prints_as_a_float32() {
-        let v = Stat::Float(f64::from(2000.8f32));
+        let v = Value::Float(f64::from(2000.8f32));
         assert_eq!(stat(Some(&v), Some(&DType::Float32)), "2000.8");
         assert_eq!(stat(Some(&v), Some(&DType::Float64)), "2000.800048828125");
         assert_eq!(stat(None, None), "-");

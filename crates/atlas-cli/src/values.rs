@@ -1,7 +1,7 @@
 //! Reading an array whose element type is known only at run time: one
 //! dispatch on the dtype, then values as text cells (as JSON: `atlas_manifest::data_json`).
 
-use atlas::{ArrayData, AtlasError, Dataset, FillValue, Timestamp, for_each_array_data};
+use atlas::{ArrayData, AtlasError, Dataset, Timestamp, Value, for_each_array_data};
 
 use crate::render;
 
@@ -26,17 +26,17 @@ pub async fn read(
 /// One element as text.
 trait Cell {
     fn text(&self) -> String;
-    fn is_fill(&self, fill: &FillValue) -> bool;
+    fn is_fill(&self, fill: &Value) -> bool;
 }
 
 macro_rules! int_cell {
     ($($t:ty),*) => {$(
         impl Cell for $t {
             fn text(&self) -> String { self.to_string() }
-            fn is_fill(&self, fill: &FillValue) -> bool {
+            fn is_fill(&self, fill: &Value) -> bool {
                 match fill {
-                    FillValue::Int(f) => i128::from(*self) == i128::from(*f),
-                    FillValue::UInt(f) => i128::from(*self) == i128::from(*f),
+                    Value::Int(f) => i128::from(*self) == i128::from(*f),
+                    Value::UInt(f) => i128::from(*self) == i128::from(*f),
                     _ => false,
                 }
             }
@@ -49,9 +49,9 @@ impl Cell for f32 {
     fn text(&self) -> String {
         render::float(*self)
     }
-    fn is_fill(&self, fill: &FillValue) -> bool {
+    fn is_fill(&self, fill: &Value) -> bool {
         // As array-format compares: the fill narrowed to the element type, bit for bit.
-        matches!(fill, FillValue::Float(f) if (*f as f32).to_bits() == self.to_bits())
+        matches!(fill, Value::Float(f) if (*f as f32).to_bits() == self.to_bits())
     }
 }
 
@@ -59,8 +59,8 @@ impl Cell for f64 {
     fn text(&self) -> String {
         render::float(*self)
     }
-    fn is_fill(&self, fill: &FillValue) -> bool {
-        matches!(fill, FillValue::Float(f) if f.to_bits() == self.to_bits())
+    fn is_fill(&self, fill: &Value) -> bool {
+        matches!(fill, Value::Float(f) if f.to_bits() == self.to_bits())
     }
 }
 
@@ -68,8 +68,8 @@ impl Cell for String {
     fn text(&self) -> String {
         format!("{self:?}")
     }
-    fn is_fill(&self, fill: &FillValue) -> bool {
-        matches!(fill, FillValue::String(f) if f == self)
+    fn is_fill(&self, fill: &Value) -> bool {
+        matches!(fill, Value::String(f) if f == self)
     }
 }
 
@@ -77,7 +77,7 @@ impl Cell for Vec<u8> {
     fn text(&self) -> String {
         render::hex(self)
     }
-    fn is_fill(&self, _fill: &FillValue) -> bool {
+    fn is_fill(&self, _fill: &Value) -> bool {
         false
     }
 }
@@ -86,7 +86,7 @@ impl Cell for Timestamp {
     fn text(&self) -> String {
         self.to_string()
     }
-    fn is_fill(&self, fill: &FillValue) -> bool {
+    fn is_fill(&self, fill: &Value) -> bool {
         fill.timestamp() == Some(*self)
     }
 }
@@ -99,7 +99,7 @@ impl Values {
 
     /// The elements in row-major order as text; an element equal to the fill value is `_`
     /// (as `ncdump` prints it).
-    pub fn cells(&self, fill: Option<&FillValue>) -> Vec<String> {
+    pub fn cells(&self, fill: Option<&Value>) -> Vec<String> {
         for_each_array_data!(&self.0, a => a
             .iter()
             .map(|v| match fill {
@@ -211,9 +211,6 @@ mod tests {
         let v = Values(ArrayData::Float32(
             ArrayD::from_shape_vec(vec![3], vec![1.0, -999.0, 2.5]).unwrap(),
         ));
-        assert_eq!(
-            v.cells(Some(&FillValue::Float(-999.0))),
-            ["1.0", "_", "2.5"]
-        );
+        assert_eq!(v.cells(Some(&Value::Float(-999.0))), ["1.0", "_", "2.5"]);
     }
 }

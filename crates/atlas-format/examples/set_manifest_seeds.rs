@@ -5,14 +5,10 @@
 
 use atlas_format::{
     AttributeSummary, ChecksumAlgorithm, DType, MemberChecksums, MemberEntry, NameRange,
-    SegmentChecksum, SetManifest, SummaryValue, VariableSummary, crc32c,
+    SegmentChecksum, SetManifest, Timestamp, Value, VariableSummary, crc32c,
 };
 
-fn variable(
-    name: &str,
-    dtype: DType,
-    bounds: Option<(SummaryValue, SummaryValue)>,
-) -> VariableSummary {
+fn variable(name: &str, dtype: DType, bounds: Option<(Value, Value)>) -> VariableSummary {
     let (min, max) = match bounds {
         Some((min, max)) => (Some(min), Some(max)),
         None => (None, None),
@@ -33,41 +29,38 @@ fn member(id: &str, created_unix_ms: i64, rich: bool) -> MemberEntry {
             variable(
                 "TEMP",
                 DType::Float32,
-                Some((SummaryValue::Float(-1.5), SummaryValue::Float(30.25))),
+                Some((Value::Float(-1.5), Value::Float(30.25))),
             ),
             variable(
                 "JULD",
                 DType::TimestampNs,
                 Some((
-                    SummaryValue::TimestampNs(1_600_000_000_000_000_000),
-                    SummaryValue::TimestampNs(1_700_000_000_000_000_000),
+                    Value::Timestamp(Timestamp(1_600_000_000_000_000_000)),
+                    Value::Timestamp(Timestamp(1_700_000_000_000_000_000)),
                 )),
             ),
             variable(
                 "CYCLE",
                 DType::Int32,
-                Some((SummaryValue::Int(-1), SummaryValue::Int(312))),
+                Some((Value::Int(-1), Value::Int(312))),
             ),
             variable(
                 "ID",
                 DType::UInt64,
-                Some((SummaryValue::UInt(1), SummaryValue::UInt(u64::MAX))),
+                Some((Value::UInt(1), Value::UInt(u64::MAX))),
             ),
             variable(
                 "PLATFORM",
                 DType::String,
                 Some((
-                    SummaryValue::String("1900001".into()),
-                    SummaryValue::String("6903999".into()),
+                    Value::String("1900001".into()),
+                    Value::String("6903999".into()),
                 )),
             ),
             variable(
                 "RAW",
                 DType::Binary,
-                Some((
-                    SummaryValue::Bytes(vec![0]),
-                    SummaryValue::Bytes(vec![0xff, 1]),
-                )),
+                Some((Value::Bytes(vec![0]), Value::Bytes(vec![0xff, 1]))),
             ),
             variable(
                 "QC",
@@ -91,8 +84,8 @@ fn member(id: &str, created_unix_ms: i64, rich: bool) -> MemberEntry {
         variables,
         attributes: vec![AttributeSummary {
             key: "platform_number".into(),
-            min: SummaryValue::UInt(1_900_001),
-            max: SummaryValue::UInt(6_903_999),
+            min: Value::UInt(1_900_001),
+            max: Value::UInt(6_903_999),
         }],
         checksums: MemberChecksums {
             algorithm: ChecksumAlgorithm::Crc32c,

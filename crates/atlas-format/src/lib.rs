@@ -26,6 +26,7 @@ pub mod open;
 pub mod schema;
 pub mod set_manifest;
 pub mod time;
+pub mod value;
 
 pub use checksum_sidecar::ChecksumSidecar;
 pub use constants::*;
@@ -41,6 +42,7 @@ pub use open::{DecodeResult, OpenDecoder, OpenedContainer, ReadRequest, assemble
 pub use schema::{ArrayDecl, ArrayMeta, DatasetSchema, FooterBuilder, SchemaView};
 pub use set_manifest::{
     AttributeSummary, ChecksumAlgorithm, MemberChecksums, MemberEntry, NameRange, SegmentChecksum,
-    SetManifest, SummaryValue, VariableSummary, crc32c,
+    SetManifest, VariableSummary, crc32c,
 };
 pub use time::{ParseTimestampError, Timestamp};
+pub use value::Value;

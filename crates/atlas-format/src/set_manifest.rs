@@ -22,6 +22,7 @@ use crate::constants::{
 use crate::dtype::DType;
 use crate::error::{FormatError, Result};
 use crate::footer::{DecodeLimits, decompress_limited};
+use crate::value::Value;
 
 /// Deepest list nesting accepted in a variable's dtype (the footer's limit).
 const MAX_DTYPE_DEPTH: usize = 16;
@@ -105,9 +106,9 @@ pub struct VariableSummary {
     /// Of those, how many are null (fill value or NaN); at most `count`.
     pub nulls: u64,
     /// Smallest non-null element, if known.
-    pub min: Option<SummaryValue>,
+    pub min: Option<Value>,
     /// Largest non-null element, if known.
-    pub max: Option<SummaryValue>,
+    pub max: Option<Value>,
 }
 
 /// The range of one dataset-level attribute over a member's live datasets.
@@ -116,46 +117,9 @@ pub struct AttributeSummary {
     /// The attribute key.
     pub key: String,
     /// Smallest value.
-    pub min: SummaryValue,
+    pub min: Value,
     /// Largest value, of the same kind as `min`.
-    pub max: SummaryValue,
-}
-
-/// A bound of a summary, of the kind the statistics of a segment use.
-///
-/// Exhaustive on purpose: the set manifest version fixes this set.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-#[non_exhaustive]
-pub enum SummaryValue {
-    /// Of signed integers.
-    Int(i64),
-    /// Of unsigned integers.
-    #[serde(rename = "uint")]
-    UInt(u64),
-    /// Of floats; ordered by `total_cmp` (a NaN sorts above every number).
-    Float(f64),
-    /// Of timestamps, nanoseconds since the Unix epoch.
-    TimestampNs(i64),
-    /// Of UTF-8 strings, ordered by bytes.
-    String(String),
-    /// Of binary values, ordered by bytes.
-    Bytes(Vec<u8>),
-}
-
-impl SummaryValue {
-    /// Orders two bounds of one kind; `None` for two different kinds.
-    pub fn compare(&self, other: &SummaryValue) -> Option<Ordering> {
-        match (self, other) {
-            (Self::Int(a), Self::Int(b)) => Some(a.cmp(b)),
-            (Self::UInt(a), Self::UInt(b)) => Some(a.cmp(b)),
-            (Self::Float(a), Self::Float(b)) => Some(a.total_cmp(b)),
-            (Self::TimestampNs(a), Self::TimestampNs(b)) => Some(a.cmp(b)),
-            (Self::String(a), Self::String(b)) => Some(a.as_bytes().cmp(b.as_bytes())),
-            (Self::Bytes(a), Self::Bytes(b)) => Some(a.cmp(b)),
-            _ => None,
-        }
-    }
+    pub max: Value,
 }
 
 /// Which checksum a member's checksums are.
@@ -359,7 +323,11 @@ impl MemberChecksums {
 }
 
 /// `min <= max`, both of one kind.
-fn check_bounds(min: &SummaryValue, max: &SummaryValue) -> std::result::Result<(), String> {
+fn check_bounds(min: &Value, max: &Value) -> std::result::Result<(), String> {
+    if matches!(min, Value::Bool(_)) {
+        // Version 1 of the manifest summarises no boolean data.
+        return Err(format!("min {min:?} is a boolean"));
+    }
     match min.compare(max) {
         None => Err(format!(
             "min {min:?} and max {max:?} are of different kinds"

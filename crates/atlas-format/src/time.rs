@@ -64,7 +64,20 @@ pub fn civil_from_seconds(seconds: i64) -> (i64, i64, i64, i64, i64, i64) {
 /// A point in time: nanoseconds since the Unix epoch (UTC), as a timestamp
 /// array stores it. Prints as `YYYY-MM-DDTHH:MM:SS[.fraction]Z` and parses
 /// the forms the query language accepts ([`Timestamp::from_str`]).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    Default,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    serde::Serialize,
+    serde::Deserialize,
+)]
+#[serde(transparent)]
 pub struct Timestamp(pub i64);
 
 impl Timestamp {

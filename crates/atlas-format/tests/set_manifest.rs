@@ -10,7 +10,7 @@ mod common;
 use atlas_format::{
     AttributeSummary, ChecksumAlgorithm, DType, DecodeLimits, DeletionMask, FormatError,
     MemberChecksums, MemberEntry, NameRange, SET_MANIFEST_MAGIC, SET_MANIFEST_VERSION,
-    SegmentChecksum, SetManifest, SummaryValue, VariableSummary, crc32c,
+    SegmentChecksum, SetManifest, Timestamp, Value, VariableSummary, crc32c,
 };
 use proptest::prelude::*;
 
@@ -31,40 +31,40 @@ fn member(id: &str, created_unix_ms: i64) -> MemberEntry {
                 dtype: DType::Float32,
                 count: 96_000,
                 nulls: 1_204,
-                min: Some(SummaryValue::Float(-1.9)),
-                max: Some(SummaryValue::Float(31.2)),
+                min: Some(Value::Float(-1.9)),
+                max: Some(Value::Float(31.2)),
             },
             VariableSummary {
                 name: "PRES".into(),
                 dtype: DType::Float64,
                 count: 96_000,
                 nulls: 0,
-                min: Some(SummaryValue::Float(0.0)),
-                max: Some(SummaryValue::Float(f64::NAN)),
+                min: Some(Value::Float(0.0)),
+                max: Some(Value::Float(f64::NAN)),
             },
             VariableSummary {
                 name: "JULD".into(),
                 dtype: DType::TimestampNs,
                 count: 117,
                 nulls: 0,
-                min: Some(SummaryValue::TimestampNs(1_600_000_000_000_000_000)),
-                max: Some(SummaryValue::TimestampNs(1_700_000_000_000_000_000)),
+                min: Some(Value::Timestamp(Timestamp(1_600_000_000_000_000_000))),
+                max: Some(Value::Timestamp(Timestamp(1_700_000_000_000_000_000))),
             },
             VariableSummary {
                 name: "CYCLE_NUMBER".into(),
                 dtype: DType::Int32,
                 count: 117,
                 nulls: 0,
-                min: Some(SummaryValue::Int(-1)),
-                max: Some(SummaryValue::Int(312)),
+                min: Some(Value::Int(-1)),
+                max: Some(Value::Int(312)),
             },
             VariableSummary {
                 name: "PLATFORM".into(),
                 dtype: DType::String,
                 count: 117,
                 nulls: 2,
-                min: Some(SummaryValue::String("1900001".into())),
-                max: Some(SummaryValue::String("6903999".into())),
+                min: Some(Value::String("1900001".into())),
+                max: Some(Value::String("6903999".into())),
             },
             VariableSummary {
                 name: "QC".into(),
@@ -81,13 +81,13 @@ fn member(id: &str, created_unix_ms: i64) -> MemberEntry {
         attributes: vec![
             AttributeSummary {
                 key: "platform_number".into(),
-                min: SummaryValue::UInt(1_900_001),
-                max: SummaryValue::UInt(6_903_999),
+                min: Value::UInt(1_900_001),
+                max: Value::UInt(6_903_999),
             },
             AttributeSummary {
                 key: "_date_update".into(),
-                min: SummaryValue::TimestampNs(-5),
-                max: SummaryValue::TimestampNs(5),
+                min: Value::Timestamp(Timestamp(-5)),
+                max: Value::Timestamp(Timestamp(5)),
             },
         ],
         checksums: MemberChecksums {
@@ -199,9 +199,7 @@ fn a_realistic_manifest_round_trips() {
         decoded.members[0].variables[0],
         manifest.members[0].variables[0]
     );
-    assert!(
-        matches!(decoded.members[0].variables[1].max, Some(SummaryValue::Float(x)) if x.is_nan())
-    );
+    assert!(matches!(decoded.members[0].variables[1].max, Some(Value::Float(x)) if x.is_nan()));
     assert_eq!(decoded.members[1].checksums, manifest.members[1].checksums);
     assert_eq!(
         decoded.members[1].attributes,
@@ -243,12 +241,12 @@ fn the_bytes_are_magic_version_length_body_and_a_crc32c_of_all_before_it() {
 #[test]
 fn summary_values_have_their_wire_names() {
     let cases = [
-        (SummaryValue::Int(-1), "int"),
-        (SummaryValue::UInt(1), "uint"),
-        (SummaryValue::Float(1.5), "float"),
-        (SummaryValue::TimestampNs(3), "timestamp_ns"),
-        (SummaryValue::String("a".into()), "string"),
-        (SummaryValue::Bytes(vec![1]), "bytes"),
+        (Value::Int(-1), "int"),
+        (Value::UInt(1), "uint"),
+        (Value::Float(1.5), "float"),
+        (Value::Timestamp(Timestamp(3)), "timestamp_ns"),
+        (Value::String("a".into()), "string"),
+        (Value::Bytes(vec![1]), "bytes"),
     ];
     for (value, name) in cases {
         let bytes = rmp_serde::to_vec(&value).unwrap();
@@ -493,21 +491,29 @@ fn more_nulls_than_elements_is_rejected() {
 #[test]
 fn a_min_above_its_max_is_rejected() {
     let mut manifest = realistic();
-    manifest.members[0].variables[3].min = Some(SummaryValue::Int(313));
+    manifest.members[0].variables[3].min = Some(Value::Int(313));
     assert_refused(&manifest, "is above max");
     let mut manifest = realistic();
-    manifest.members[0].attributes[0].max = SummaryValue::UInt(7);
+    manifest.members[0].attributes[0].max = Value::UInt(7);
     assert_refused(&manifest, "is above max");
     let mut manifest = realistic();
-    manifest.members[0].variables[0].min = Some(SummaryValue::Float(f64::NAN));
+    manifest.members[0].variables[0].min = Some(Value::Float(f64::NAN));
     assert_refused(&manifest, "is above max");
 }
 
 #[test]
 fn bounds_of_different_kinds_are_rejected() {
     let mut manifest = realistic();
-    manifest.members[0].variables[3].max = Some(SummaryValue::UInt(312));
+    manifest.members[0].variables[3].max = Some(Value::UInt(312));
     assert_refused(&manifest, "different kinds");
+}
+
+#[test]
+fn a_boolean_bound_is_not_part_of_manifest_version_1() {
+    let mut manifest = realistic();
+    manifest.members[0].attributes[0].min = Value::Bool(false);
+    manifest.members[0].attributes[0].max = Value::Bool(true);
+    assert_refused(&manifest, "is a boolean");
 }
 
 #[test]
@@ -519,7 +525,7 @@ fn one_bound_alone_is_accepted() {
     assert_eq!(decoded.members[0].variables[0].max, None);
     assert_eq!(
         decoded.members[0].variables[0].min,
-        Some(SummaryValue::Float(-1.9))
+        Some(Value::Float(-1.9))
     );
 }
 

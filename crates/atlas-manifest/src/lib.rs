@@ -16,8 +16,8 @@
 
 use atlas::export::{attr_value_json, bytes_json, f32_json, float_json};
 use atlas::{
-    ArrayData, ArrayStats, AtlasError, Attr, Dataset, FillValue, Member, Region, Result, Stat,
-    Timestamp, for_each_array_data,
+    ArrayData, ArrayStats, AtlasError, Attr, Dataset, Member, Region, Result, Timestamp,
+    for_each_array_data,
 };
 use serde_json::{Map, Value, json};
 
@@ -36,14 +36,19 @@ pub fn attrs_json(attrs: &[(String, Attr)]) -> Value {
     )
 }
 
-/// A statistic bound as `{"float": x}`, `{"int": n}`, `{"uint": n}`, `{"timestamp_ns": n}` or `{"bytes": [...]}`.
-pub fn stat_json(v: &Stat) -> Value {
+/// A statistic bound as `{"float": x}`, `{"int": n}`, `{"uint": n}`,
+/// `{"timestamp_ns": n}` or `{"bytes": [...]}` (and `{"string": s}`, `{"bool": b}`,
+/// which a segment's statistics never hold).
+pub fn stat_json(v: &atlas::Value) -> Value {
+    use atlas::Value as V;
     match v {
-        Stat::Int(n) => json!({ "int": n }),
-        Stat::UInt(n) => json!({ "uint": n }),
-        Stat::Float(x) => json!({ "float": float_json(*x) }),
-        Stat::Timestamp(t) => json!({ "timestamp_ns": t.nanos() }),
-        Stat::Bytes(b) => json!({ "bytes": bytes_json(b) }),
+        V::Int(n) => json!({ "int": n }),
+        V::UInt(n) => json!({ "uint": n }),
+        V::Float(x) => json!({ "float": float_json(*x) }),
+        V::Timestamp(t) => json!({ "timestamp_ns": t.nanos() }),
+        V::Bytes(b) => json!({ "bytes": bytes_json(b) }),
+        V::String(s) => json!({ "string": s }),
+        V::Bool(b) => json!({ "bool": b }),
         _ => Value::Null,
     }
 }
@@ -62,15 +67,17 @@ pub fn stats_json(stats: Option<&ArrayStats>) -> Value {
 }
 
 /// A fill value as a number, string or bool; `null` when none was given.
-pub fn fill_json(fill: Option<&FillValue>) -> Value {
+pub fn fill_json(fill: Option<&atlas::Value>) -> Value {
+    use atlas::Value as V;
     match fill {
         None => Value::Null,
-        Some(FillValue::Bool(b)) => Value::from(*b),
-        Some(FillValue::Int(n)) => Value::from(*n),
-        Some(FillValue::UInt(n)) => Value::from(*n),
-        Some(FillValue::Float(x)) => float_json(*x),
-        Some(FillValue::String(s)) => Value::from(s.as_str()),
-        Some(FillValue::Timestamp(t)) => Value::from(t.nanos()),
+        Some(V::Bool(b)) => Value::from(*b),
+        Some(V::Int(n)) => Value::from(*n),
+        Some(V::UInt(n)) => Value::from(*n),
+        Some(V::Float(x)) => float_json(*x),
+        Some(V::String(s)) => Value::from(s.as_str()),
+        Some(V::Timestamp(t)) => Value::from(t.nanos()),
+        Some(V::Bytes(b)) => bytes_json(b),
         Some(_) => Value::Null,
     }
 }
@@ -227,9 +234,9 @@ mod tests {
 
     #[test]
     fn stats_and_attributes_use_the_manifest_encoding() {
-        assert_eq!(stat_json(&Stat::UInt(2)), json!({"uint": 2}));
+        assert_eq!(stat_json(&atlas::Value::UInt(2)), json!({"uint": 2}));
         assert_eq!(
-            stat_json(&Stat::Bytes(vec![1, 2])),
+            stat_json(&atlas::Value::Bytes(vec![1, 2])),
             json!({"bytes": [1, 2]})
         );
         assert_eq!(
@@ -240,7 +247,10 @@ mod tests {
             attr_json(&Attr::Binary(vec![222, 173])),
             json!({"type": "binary", "value": [222, 173]})
         );
-        assert_eq!(fill_json(Some(&FillValue::Float(f64::NAN))), json!("NaN"));
+        assert_eq!(
+            fill_json(Some(&atlas::Value::Float(f64::NAN))),
+            json!("NaN")
+        );
         assert_eq!(fill_json(None), Value::Null);
     }
 }

@@ -26,7 +26,7 @@
 use std::collections::HashSet;
 
 use atlas::ndarray::ArrayD;
-use atlas::{ArrayData, Attr, FillValue, Timestamp};
+use atlas::{ArrayData, Attr, Timestamp, Value};
 
 use crate::attrs;
 use crate::cftime::{TimeCoder, is_date_units};
@@ -251,7 +251,7 @@ fn map_group(
                 (
                     dims,
                     string_array(values, &shape, &full)?,
-                    Some(FillValue::String(String::new())),
+                    Some(Value::String(String::new())),
                 )
             }
             StoredData::Strings(strings) => {
@@ -262,7 +262,7 @@ fn map_group(
                 (
                     var.dims.clone(),
                     string_array(values, &var.shape, &full)?,
-                    Some(FillValue::String(String::new())),
+                    Some(Value::String(String::new())),
                 )
             }
             StoredData::Num(values) => {
@@ -285,10 +285,8 @@ fn map_group(
                     out.notes.push(note);
                 }
                 let fill = match &values {
-                    ArrayData::Float32(_) | ArrayData::Float64(_) => {
-                        Some(FillValue::Float(f64::NAN))
-                    }
-                    ArrayData::Timestamp(_) => Some(FillValue::Timestamp(Timestamp(i64::MIN))),
+                    ArrayData::Float32(_) | ArrayData::Float64(_) => Some(Value::Float(f64::NAN)),
+                    ArrayData::Timestamp(_) => Some(Value::Timestamp(Timestamp(i64::MIN))),
                     _ => None,
                 };
                 (var.dims.clone(), values, fill)

@@ -4,9 +4,9 @@
 //! It knows nothing of NetCDF or of the Atlas writer, so other front ends (an
 //! xarray dataset handed over from Python) can fill it and reuse the sink.
 //! Values, fills and attributes are the facade's own types ([`ArrayData`],
-//! [`FillValue`], [`Attr`]), so the sink hands them over without converting.
+//! [`Value`], [`Attr`]), so the sink hands them over without converting.
 
-use atlas::{ArrayData, Attr, FillValue};
+use atlas::{ArrayData, Attr, Value};
 
 /// One array of a dataset.
 #[derive(Debug, Clone, PartialEq)]
@@ -20,7 +20,7 @@ pub struct Array {
     /// Fill value, if any, in the variant the element type takes
     /// (`Int`/`UInt`/`Float` as the type is signed, unsigned or a float,
     /// `Timestamp`, `String`), and in its range.
-    pub fill: Option<FillValue>,
+    pub fill: Option<Value>,
     /// The elements in the dtype they will be stored as; their shape is the array's.
     pub values: ArrayData,
     /// Attributes in order.

@@ -6,7 +6,7 @@
 //! "missing"); every other attribute keeps its type. Global attributes become
 //! dataset attributes. Nothing is unpacked, masked or decoded.
 
-use atlas::{ArrayData, Attr, FillValue, Timestamp};
+use atlas::{ArrayData, Attr, Timestamp, Value};
 use netcdf_core_fills as fills;
 
 use crate::attrs;
@@ -119,7 +119,7 @@ pub(crate) fn map_var(
             (
                 leading_axes(&var.dims).to_vec(),
                 string_array(strings.clone(), leading_axes(&var.shape), &name)?,
-                Some(FillValue::String(fill)),
+                Some(Value::String(fill)),
             )
         }
         StoredData::Strings(strings) => {
@@ -129,7 +129,7 @@ pub(crate) fn map_var(
             (
                 var.dims.clone(),
                 string_array(strings.clone(), &var.shape, &name)?,
-                Some(FillValue::String(fill)),
+                Some(Value::String(fill)),
             )
         }
         StoredData::Unsupported(dtype) => {
@@ -162,18 +162,18 @@ pub(crate) fn map_var(
 /// The declared `_FillValue` (converted to the array's type) or NetCDF's
 /// default. A declared integer beyond 64 bits falls back to the default; one
 /// within 64 bits that the type cannot hold leaves the array without a fill.
-fn numeric_fill(values: &ArrayData, declared: Option<&StoredAttrValue>) -> Option<FillValue> {
+fn numeric_fill(values: &ArrayData, declared: Option<&StoredAttrValue>) -> Option<Value> {
     let exact = declared.and_then(attrs::first_integer);
     let float = declared
         .and_then(attrs::numbers)
         .and_then(|v| v.first().copied());
-    fn int<T: TryFrom<i64>>(exact: Option<i128>, default: i64) -> Option<FillValue> {
+    fn int<T: TryFrom<i64>>(exact: Option<i128>, default: i64) -> Option<Value> {
         let n = exact.and_then(|n| i64::try_from(n).ok()).unwrap_or(default);
-        T::try_from(n).is_ok().then_some(FillValue::Int(n))
+        T::try_from(n).is_ok().then_some(Value::Int(n))
     }
-    fn uint<T: TryFrom<u64>>(exact: Option<i128>, default: u64) -> Option<FillValue> {
+    fn uint<T: TryFrom<u64>>(exact: Option<i128>, default: u64) -> Option<Value> {
         let n = exact.and_then(|n| u64::try_from(n).ok()).unwrap_or(default);
-        T::try_from(n).is_ok().then_some(FillValue::UInt(n))
+        T::try_from(n).is_ok().then_some(Value::UInt(n))
     }
     match values {
         ArrayData::Int8(_) => int::<i8>(exact, fills::BYTE),
@@ -184,12 +184,12 @@ fn numeric_fill(values: &ArrayData, declared: Option<&StoredAttrValue>) -> Optio
         ArrayData::UInt16(_) => uint::<u16>(exact, fills::USHORT),
         ArrayData::UInt32(_) => uint::<u32>(exact, fills::UINT),
         ArrayData::UInt64(_) => uint::<u64>(exact, fills::UINT64),
-        ArrayData::Float32(_) => Some(FillValue::Float(f64::from(
+        ArrayData::Float32(_) => Some(Value::Float(f64::from(
             float.map_or(fills::FLOAT, |f| f as f32),
         ))),
-        ArrayData::Float64(_) => Some(FillValue::Float(float.unwrap_or(fills::DOUBLE))),
-        ArrayData::Timestamp(_) => Some(FillValue::Timestamp(Timestamp(i64::MIN))),
-        ArrayData::String(_) => Some(FillValue::String(String::new())),
+        ArrayData::Float64(_) => Some(Value::Float(float.unwrap_or(fills::DOUBLE))),
+        ArrayData::Timestamp(_) => Some(Value::Timestamp(Timestamp(i64::MIN))),
+        ArrayData::String(_) => Some(Value::String(String::new())),
         _ => None,
     }
 }
@@ -207,14 +207,11 @@ mod tests {
     #[test]
     fn a_declared_fill_is_kept_in_the_variant_of_the_type() {
         let declared = StoredAttrValue::Int16(vec![-5]);
-        assert_eq!(
-            numeric_fill(&int8(), Some(&declared)),
-            Some(FillValue::Int(-5))
-        );
+        assert_eq!(numeric_fill(&int8(), Some(&declared)), Some(Value::Int(-5)));
         let u16s = ArrayData::UInt16(ArrayD::from_elem(vec![1], 0));
         assert_eq!(
             numeric_fill(&u16s, Some(&StoredAttrValue::Int32(vec![7]))),
-            Some(FillValue::UInt(7))
+            Some(Value::UInt(7))
         );
     }
 
@@ -229,7 +226,7 @@ mod tests {
         let declared = StoredAttrValue::UInt64(vec![u64::MAX]);
         assert_eq!(
             numeric_fill(&int8(), Some(&declared)),
-            Some(FillValue::Int(fills::BYTE))
+            Some(Value::Int(fills::BYTE))
         );
     }
 
@@ -239,7 +236,7 @@ mod tests {
         let declared = StoredAttrValue::Float64(vec![0.1]);
         assert_eq!(
             numeric_fill(&f32s, Some(&declared)),
-            Some(FillValue::Float(f64::from(0.1f32)))
+            Some(Value::Float(f64::from(0.1f32)))
         );
     }
 }

@@ -11,7 +11,7 @@ mod common;
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
-use atlas::{ArrayData, FillValue};
+use atlas::{ArrayData, Value};
 use atlas_netcdf::{Decode, IngestOptions, TimeError, map_file};
 use common::{corpus_dir, corpus_names};
 
@@ -66,6 +66,6 @@ fn the_time_xarray_cannot_decode_is_stored_undecoded() {
     let time = mapped.dataset.arrays.iter().find(|a| a.name == "time");
     let time = time.expect("time");
     // NetCDF's default int fill, which --decode raw makes the fill.
-    assert_eq!(time.fill, Some(FillValue::Int(-2_147_483_647)));
+    assert_eq!(time.fill, Some(Value::Int(-2_147_483_647)));
     assert!(matches!(&time.values, ArrayData::Int32(v) if v.iter().eq([&-2_147_483_647])));
 }

@@ -10,8 +10,9 @@ use pyo3::exceptions::PyOverflowError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyBytes, PyCapsule, PyDict, PyEllipsis, PySlice, PyString, PyTuple};
 
-use crate::core::{ArrayData, Attr, CoreError, ErrorClass, Layout, Scalar, Stats, attr_dtype};
+use crate::core::{ArrayData, Attr, CoreError, ErrorClass, Layout, Stats, attr_dtype};
 use crate::region::KeyItem;
+use atlas::Value;
 
 /// The Python exception of a core failure, an instance of a class of `atlasds._errors`.
 pub fn py_err(e: CoreError) -> PyErr {
@@ -77,23 +78,25 @@ pub fn values(py: Python<'_>, values: ArrayData) -> PyResult<Bound<'_, PyAny>> {
 }
 
 /// A statistic or fill value: int, float, str, bytes, bool, or `numpy.datetime64` in ns.
-pub fn scalar<'py>(py: Python<'py>, value: &Scalar) -> PyResult<Bound<'py, PyAny>> {
+pub fn scalar<'py>(py: Python<'py>, value: &Value) -> PyResult<Bound<'py, PyAny>> {
     match value {
-        Scalar::Bool(v) => v.into_bound_py_any(py),
-        Scalar::Int(v) => v.into_bound_py_any(py),
-        Scalar::UInt(v) => v.into_bound_py_any(py),
-        Scalar::Float(v) => v.into_bound_py_any(py),
-        Scalar::Str(v) => v.into_bound_py_any(py),
-        Scalar::Bytes(v) => Ok(PyBytes::new(py, v).into_any()),
-        Scalar::Timestamp(v) => py.import("numpy")?.getattr("datetime64")?.call1((*v, "ns")),
+        Value::Bool(v) => v.into_bound_py_any(py),
+        Value::Int(v) => v.into_bound_py_any(py),
+        Value::UInt(v) => v.into_bound_py_any(py),
+        Value::Float(v) => v.into_bound_py_any(py),
+        Value::String(v) => v.into_bound_py_any(py),
+        Value::Bytes(v) => Ok(PyBytes::new(py, v).into_any()),
+        Value::Timestamp(v) => py
+            .import("numpy")?
+            .getattr("datetime64")?
+            .call1((v.nanos(), "ns")),
+        // A kind of value this binding does not know yet: shown as unknown.
+        _ => Ok(py.None().into_bound(py)),
     }
 }
 
 /// A statistic or fill value, or None.
-pub fn optional_scalar<'py>(
-    py: Python<'py>,
-    value: Option<&Scalar>,
-) -> PyResult<Bound<'py, PyAny>> {
+pub fn optional_scalar<'py>(py: Python<'py>, value: Option<&Value>) -> PyResult<Bound<'py, PyAny>> {
     match value {
         Some(v) => scalar(py, v),
         None => Ok(py.None().into_bound(py)),

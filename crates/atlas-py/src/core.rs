@@ -3,7 +3,7 @@
 //!
 //! Keeping every library call here means an API change touches this file only.
 //! The rest of the binding sees plain Rust values: [`ArrayData`] (reads),
-//! [`Scalar`], [`Stats`], [`Layout`], [`Described`], the catalogue's Arrow
+//! [`Value`], [`Stats`], [`Layout`], [`Described`], the catalogue's Arrow
 //! [`RecordBatch`], [`Verified`], [`Written`] and [`CoreError`].
 //!
 //! Every collection is opened as an [`Atlas`]: a collection set, or a lone
@@ -20,9 +20,9 @@ use std::sync::{Arc, Mutex};
 use atlas::testing::{CountingLayer, RequestStats};
 use atlas::{Access, Address, Location, Predicate, RecordBatch, TableOptions, TableStream};
 use atlas::{
-    Atlas, AtlasError, AtlasWriter, CatalogueOptions, Codec, DType, Dataset, FillValue,
-    OpenOptions, QueryError, Region, SetWriter, Stat, StorageOptions, Timestamp, VerifyOptions,
-    WriteGuarantee, WriterConfig,
+    Atlas, AtlasError, AtlasWriter, CatalogueOptions, Codec, DType, Dataset, OpenOptions,
+    QueryError, Region, SetWriter, StorageOptions, Timestamp, Value, VerifyOptions, WriteGuarantee,
+    WriterConfig,
 };
 use atlas_netcdf::{Decode, Feed, IngestError, IngestOptions, StoredFile};
 use tokio::runtime::Runtime;
@@ -266,25 +266,6 @@ pub async fn open(location: &str, request: &OpenRequest, cached: bool) -> Result
     Ok(collection)
 }
 
-/// A single value: a statistic, a fill value. Timestamps are nanoseconds since the epoch.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Scalar {
-    /// A boolean.
-    Bool(bool),
-    /// A signed integer.
-    Int(i64),
-    /// An unsigned integer.
-    UInt(u64),
-    /// A float.
-    Float(f64),
-    /// Text.
-    Str(String),
-    /// Bytes that are not text.
-    Bytes(Vec<u8>),
-    /// Nanoseconds since the Unix epoch.
-    Timestamp(i64),
-}
-
 /// Statistics of one array or a fold of many, as the segments record them.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Stats {
@@ -293,9 +274,9 @@ pub struct Stats {
     /// Elements equal to the fill value (or NaN).
     pub nulls: u64,
     /// Smallest non-null element.
-    pub min: Option<Scalar>,
+    pub min: Option<Value>,
     /// Largest non-null element.
-    pub max: Option<Scalar>,
+    pub max: Option<Value>,
 }
 
 /// An array's layout: dtype name (`float32`, `timestamp_ns`, ...), shape,
@@ -311,7 +292,7 @@ pub struct Layout {
     /// Name of each axis.
     pub dims: Vec<String>,
     /// Value of unwritten elements, if the writer gave one.
-    pub fill: Option<Scalar>,
+    pub fill: Option<Value>,
 }
 
 /// Attributes in the order they were set.
@@ -356,36 +337,8 @@ pub fn attr_dtype(value: &Attr) -> String {
     value.dtype().display_name()
 }
 
-fn scalar_of_stat(value: &Stat, dtype: &DType) -> Option<Scalar> {
-    Some(match value {
-        Stat::Int(v) => Scalar::Int(*v),
-        Stat::UInt(v) => Scalar::UInt(*v),
-        Stat::Float(v) => Scalar::Float(*v),
-        Stat::Timestamp(v) => Scalar::Timestamp(v.nanos()),
-        Stat::Bytes(b) => match (dtype, std::str::from_utf8(b)) {
-            (DType::String, Ok(s)) => Scalar::Str(s.to_owned()),
-            _ => Scalar::Bytes(b.clone()),
-        },
-        // A kind of bound this binding does not know yet: shown as unknown.
-        _ => return None,
-    })
-}
-
-pub(crate) fn scalar_of_fill(value: &FillValue, dtype: &DType) -> Option<Scalar> {
-    Some(match (value, dtype) {
-        (FillValue::Int(v), DType::TimestampNs) => Scalar::Timestamp(*v),
-        (FillValue::Bool(v), _) => Scalar::Bool(*v),
-        (FillValue::Int(v), _) => Scalar::Int(*v),
-        (FillValue::UInt(v), _) => Scalar::UInt(*v),
-        (FillValue::Float(v), _) => Scalar::Float(*v),
-        (FillValue::String(v), _) => Scalar::Str(v.clone()),
-        (FillValue::Timestamp(v), _) => Scalar::Timestamp(v.nanos()),
-        _ => return None,
-    })
-}
-
 /// The nanoseconds of a timestamp array's fill value, if it has one.
-pub(crate) fn timestamp_fill(fill: Option<&FillValue>) -> Option<i64> {
+pub(crate) fn timestamp_fill(fill: Option<&Value>) -> Option<i64> {
     fill?.timestamp().map(Timestamp::nanos)
 }
 
@@ -393,8 +346,8 @@ fn stats_of(s: &atlas::ArrayStats, dtype: &DType) -> Stats {
     Stats {
         count: s.row_count,
         nulls: s.null_count,
-        min: s.min.as_ref().and_then(|v| scalar_of_stat(v, dtype)),
-        max: s.max.as_ref().and_then(|v| scalar_of_stat(v, dtype)),
+        min: s.min.clone().map(|v| v.for_dtype(dtype)),
+        max: s.max.clone().map(|v| v.for_dtype(dtype)),
     }
 }
 
@@ -523,7 +476,7 @@ impl Collection {
             fill: layout
                 .fill_value
                 .as_ref()
-                .and_then(|f| scalar_of_fill(f, &layout.dtype)),
+                .map(|f| f.clone().for_dtype(&layout.dtype)),
             shape: layout.shape,
             chunk_shape: layout.chunk_shape,
             dims: layout.dimension_names,

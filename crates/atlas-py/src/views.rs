@@ -16,7 +16,7 @@
 use std::collections::HashMap;
 
 use atlas::{
-    AnyArray, ArrayData, Atlas, AtlasError, DType, Dataset, FillValue, Order, Region, Timestamp,
+    AnyArray, ArrayData, Atlas, AtlasError, DType, Dataset, Order, Region, Timestamp, Value,
 };
 use futures::StreamExt;
 use ndarray::{Array1, Array2};
@@ -25,7 +25,7 @@ use pyo3::IntoPyObjectExt;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
-use crate::core::{self, CoreError, Scalar};
+use crate::core::{self, CoreError};
 use crate::{PyCollection, convert, run};
 
 /// Reads in flight at once in `read_concat` (they share one segment and block cache).
@@ -45,7 +45,7 @@ struct ArrayShapes {
     /// The dtype name of the first dataset declaring the array (None: no dataset does).
     dtype: Option<String>,
     /// Its fill value.
-    fill: Option<Scalar>,
+    fill: Option<Value>,
     /// Its dimension names.
     dims: Vec<String>,
     /// Its stored chunk shape.
@@ -103,7 +103,7 @@ async fn array_shapes(set: &Atlas, array: &str, names: &[String]) -> core::Resul
         out.fill = layout
             .fill_value
             .as_ref()
-            .and_then(|f| core::scalar_of_fill(f, &layout.dtype));
+            .map(|f| f.clone().for_dtype(&layout.dtype));
         out.dims = layout.dimension_names;
         out.chunk_shape = layout.chunk_shape;
     }
@@ -179,7 +179,7 @@ struct Concat {
     /// Each dataset's shape (None where it does not declare the array).
     shapes: Vec<Option<Vec<usize>>>,
     /// The first read's fill value (timestamps already have NaT in its place).
-    fill: Option<FillValue>,
+    fill: Option<Value>,
 }
 
 /// A timestamp array with its fill value replaced by `i64::MIN` (NaT), as `read` gives it.
@@ -316,12 +316,11 @@ pub fn read_concat<'py>(
     let counts = PyArray1::from_vec(py, joined.counts);
     let fill = match &joined.fill {
         Some(f) => {
-            let dtype = DType::Float64;
             let scalar = match f {
-                FillValue::Timestamp(_) => None,
-                other => core::scalar_of_fill(other, &dtype),
+                Value::Timestamp(_) => None,
+                other => Some(other),
             };
-            convert::optional_scalar(py, scalar.as_ref())?
+            convert::optional_scalar(py, scalar)?
         }
         None => py.None().into_bound(py),
     };

@@ -59,7 +59,7 @@ pub use read::segment::{ArrayRef, Segment};
 pub use types::any_array::{AnyArray, ArrayData};
 pub use types::attr::Attr;
 pub use types::element::Element;
-pub use types::value::{ArrayStats, FillValue, Stat, Timestamp};
+pub use types::value::{ArrayStats, Timestamp, Value};
 pub use write::sink::{SinkError, WrittenSegment};
 pub use write::spool::SpooledSegment;
 pub use write::writer::{ContainerSink, DEFAULT_BLOCK_TARGET_SIZE, SegmentWriter, WriteOptions};

@@ -93,7 +93,7 @@ async fn brute_force(atlas: &Atlas) -> Result<Vec<String>, BoxError> {
         _ => f64::NAN,
     };
     let as_ns = |v: &Value| match v {
-        Value::Timestamp(t) => *t,
+        Value::Timestamp(t) => t.nanos(),
         _ => 0,
     };
     let names: Vec<atlas::SmolStr> = atlas.dataset_names().await?;

@@ -8,7 +8,7 @@
 
 use std::time::Instant;
 
-use atlas::{ArrayData, Atlas, FillValue, OpenOptions, Order, Region};
+use atlas::{ArrayData, Atlas, OpenOptions, Order, Region, Value};
 use futures::StreamExt;
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
@@ -32,7 +32,7 @@ async fn main() -> Result<(), BoxError> {
     while let Some((_, read)) = reads.next().await {
         let read = read?;
         let fill = match read.fill() {
-            Some(FillValue::Float(f)) => Some(*f as f32),
+            Some(Value::Float(f)) => Some(*f as f32),
             _ => None,
         };
         let ArrayData::Float32(data) = read.into_data() else {

@@ -1,6 +1,6 @@
 //! The one error type of the facade.
 
-use atlas_format::{DType, FormatError};
+use atlas_format::{DType, FormatError, Value};
 use atlas_io::IoError;
 use atlas_io::error::IoErrorKind;
 use atlas_io::open::OpenError;
@@ -112,8 +112,8 @@ pub enum AtlasError {
         array: String,
         /// The array's element type.
         dtype: DType,
-        /// The fill value given, as text.
-        fill: String,
+        /// The fill value given.
+        fill: Value,
     },
     /// A region, shape or argument the array cannot take.
     #[error("invalid request for array {array:?}: {what}")]

@@ -96,18 +96,20 @@ pub use atlas_format::{ParseTimestampError, Timestamp};
 // The set manifest, what it records of a member, and the checksum sidecar's content (atlas-format).
 pub use atlas_format::{
     AttributeSummary, CHECKSUM_SIDECAR_FILE, ChecksumAlgorithm, MemberChecksums, MemberEntry,
-    NameRange, SET_MANIFEST_FILE, SET_MEMBERS_DIR, SegmentChecksum, SetManifest, SummaryValue,
-    VariableSummary,
+    NameRange, SET_MANIFEST_FILE, SET_MEMBERS_DIR, SegmentChecksum, SetManifest, VariableSummary,
 };
 // Storage: errors, retries, split reads, leftovers of interrupted writes (atlas-io).
 pub use atlas_io::{
     IoError, IoErrorKind, Leftover, LeftoverKind, MultipartUploads, ReadParallelism, RetryPolicy,
     Upload, WriteGuarantee,
 };
-// Values, arrays, attributes and statistics, and what a damaged segment is (atlas-segment).
+// One scalar of stored data: a fill value, a statistic's or summary's bound,
+// a query literal (atlas-format).
+pub use atlas_format::Value;
+// Arrays, attributes and statistics, and what a damaged segment is (atlas-segment).
 pub use atlas_segment::{
-    AnyArray, ArrayData, ArrayProblem, ArrayStats, Attr, Element, FillValue, FooterProblem,
-    SegmentError, SinkError, Stat, for_each_array_data,
+    AnyArray, ArrayData, ArrayProblem, ArrayStats, Attr, Element, FooterProblem, SegmentError,
+    SinkError, for_each_array_data,
 };
 /// The n-dimensional arrays reads return and writes take.
 pub use ndarray;
@@ -121,7 +123,7 @@ pub use error::{AtlasError, ErrorClass, ErrorReport, Result};
 pub use location::{Access, Address, Location, Scheme, StorageOptions};
 pub use query::{
     ArrowError, CatalogueOptions, CmpOp, DEFAULT_ROWS_PER_BATCH, Field, ParseError, Predicate,
-    QueryError, RecordBatch, Schema, SchemaRef, StatField, TableOptions, TableStream, Value,
+    QueryError, RecordBatch, Schema, SchemaRef, StatField, TableOptions, TableStream,
 };
 pub use read::{
     ArrayLayout, Dataset, DatasetBlock, DatasetShape, DatasetStats, DeleteOutcome, Member,

@@ -9,7 +9,7 @@
 
 use std::cmp::Ordering;
 
-use crate::{AnyArray, ArrayData, ArrayStats, FillValue, Stat, Timestamp};
+use crate::{AnyArray, ArrayData, ArrayStats, Timestamp, Value};
 
 /// What the values of an array say about its recorded statistics.
 #[derive(Debug, Clone, PartialEq)]
@@ -28,39 +28,43 @@ pub(crate) enum StatsCheck {
 pub(crate) fn recompute(array: &AnyArray) -> StatsCheck {
     let fill = array.fill();
     let stats = match array.data() {
-        ArrayData::Int8(a) => fold(a.iter(), |v| Stat::Int(i64::from(*v)), int_fill::<i8>(fill)),
+        ArrayData::Int8(a) => fold(
+            a.iter(),
+            |v| Value::Int(i64::from(*v)),
+            int_fill::<i8>(fill),
+        ),
         ArrayData::Int16(a) => fold(
             a.iter(),
-            |v| Stat::Int(i64::from(*v)),
+            |v| Value::Int(i64::from(*v)),
             int_fill::<i16>(fill),
         ),
         ArrayData::Int32(a) => fold(
             a.iter(),
-            |v| Stat::Int(i64::from(*v)),
+            |v| Value::Int(i64::from(*v)),
             int_fill::<i32>(fill),
         ),
-        ArrayData::Int64(a) => fold(a.iter(), |v| Stat::Int(*v), int_fill::<i64>(fill)),
+        ArrayData::Int64(a) => fold(a.iter(), |v| Value::Int(*v), int_fill::<i64>(fill)),
         ArrayData::UInt8(a) => fold(
             a.iter(),
-            |v| Stat::UInt(u64::from(*v)),
+            |v| Value::UInt(u64::from(*v)),
             uint_fill::<u8>(fill),
         ),
         ArrayData::UInt16(a) => fold(
             a.iter(),
-            |v| Stat::UInt(u64::from(*v)),
+            |v| Value::UInt(u64::from(*v)),
             uint_fill::<u16>(fill),
         ),
         ArrayData::UInt32(a) => fold(
             a.iter(),
-            |v| Stat::UInt(u64::from(*v)),
+            |v| Value::UInt(u64::from(*v)),
             uint_fill::<u32>(fill),
         ),
-        ArrayData::UInt64(a) => fold(a.iter(), |v| Stat::UInt(*v), uint_fill::<u64>(fill)),
+        ArrayData::UInt64(a) => fold(a.iter(), |v| Value::UInt(*v), uint_fill::<u64>(fill)),
         ArrayData::Float32(a) => {
             let f = float_fill(fill).map(|f| f as f32);
             fold_with(
                 a.iter(),
-                |v| Stat::Float(f64::from(*v)),
+                |v| Value::Float(f64::from(*v)),
                 |v| f.is_some_and(|f| if f.is_nan() { v.is_nan() } else { *v == f }),
             )
         }
@@ -68,19 +72,19 @@ pub(crate) fn recompute(array: &AnyArray) -> StatsCheck {
             let f = float_fill(fill);
             fold_with(
                 a.iter(),
-                |v| Stat::Float(*v),
+                |v| Value::Float(*v),
                 |v| f.is_some_and(|f| if f.is_nan() { v.is_nan() } else { *v == f }),
             )
         }
         ArrayData::Timestamp(a) => {
-            let f: Option<Timestamp> = fill.and_then(FillValue::timestamp);
-            fold(a.iter(), |v| Stat::Timestamp(*v), f)
+            let f: Option<Timestamp> = fill.and_then(Value::timestamp);
+            fold(a.iter(), |v| Value::Timestamp(*v), f)
         }
         ArrayData::String(a) => {
             let f = string_fill(fill);
             fold_with(
                 a.iter(),
-                |v| Stat::Bytes(v.as_bytes().to_vec()),
+                |v| Value::Bytes(v.as_bytes().to_vec()),
                 |v| f.is_some_and(|f| f == v.as_bytes()),
             )
         }
@@ -88,7 +92,7 @@ pub(crate) fn recompute(array: &AnyArray) -> StatsCheck {
             let f = string_fill(fill);
             fold_with(
                 a.iter(),
-                |v| Stat::Bytes(v.clone()),
+                |v| Value::Bytes(v.clone()),
                 |v| f.is_some_and(|f| f == v.as_slice()),
             )
         }
@@ -138,7 +142,7 @@ pub(crate) fn disagreement(check: &StatsCheck, recorded: &ArrayStats) -> Option<
         return None;
     }
     // No fill value: the recorded bounds must lie within what was read.
-    let within = |r: Option<&Stat>| {
+    let within = |r: Option<&Value>| {
         r.is_none_or(|r| {
             computed
                 .min
@@ -164,7 +168,7 @@ fn check_exact_nulls(check: &StatsCheck) -> bool {
     matches!(check, StatsCheck::Exact(_))
 }
 
-fn same(a: Option<&Stat>, b: Option<&Stat>) -> bool {
+fn same(a: Option<&Value>, b: Option<&Value>) -> bool {
     match (a, b) {
         (None, None) => true,
         (Some(a), Some(b)) => a.compare(b) == Some(Ordering::Equal),
@@ -174,7 +178,7 @@ fn same(a: Option<&Stat>, b: Option<&Stat>) -> bool {
 
 fn fold<'a, T: PartialEq + 'a>(
     values: impl Iterator<Item = &'a T>,
-    stat: impl Fn(&T) -> Stat,
+    stat: impl Fn(&T) -> Value,
     fill: Option<T>,
 ) -> ArrayStats {
     fold_with(values, stat, |v| fill.as_ref() == Some(v))
@@ -182,7 +186,7 @@ fn fold<'a, T: PartialEq + 'a>(
 
 fn fold_with<'a, T: 'a>(
     values: impl Iterator<Item = &'a T>,
-    stat: impl Fn(&T) -> Stat,
+    stat: impl Fn(&T) -> Value,
     is_null: impl Fn(&T) -> bool,
 ) -> ArrayStats {
     let mut out = ArrayStats {
@@ -217,33 +221,33 @@ fn fold_with<'a, T: 'a>(
 }
 
 /// The fill of a signed integer array, narrowed as the writer narrows it (wrapping).
-fn int_fill<T: FromWide>(fill: Option<&FillValue>) -> Option<T> {
+fn int_fill<T: FromWide>(fill: Option<&Value>) -> Option<T> {
     match fill {
-        Some(FillValue::Int(v)) => Some(T::from_i64(*v)),
-        Some(FillValue::UInt(v)) => Some(T::from_u64(*v)),
+        Some(Value::Int(v)) => Some(T::from_i64(*v)),
+        Some(Value::UInt(v)) => Some(T::from_u64(*v)),
         _ => None,
     }
 }
 
 /// The fill of an unsigned integer array, narrowed as the writer narrows it.
-fn uint_fill<T: FromWide>(fill: Option<&FillValue>) -> Option<T> {
+fn uint_fill<T: FromWide>(fill: Option<&Value>) -> Option<T> {
     match fill {
-        Some(FillValue::UInt(v)) => Some(T::from_u64(*v)),
-        Some(FillValue::Int(v)) => Some(T::from_i64(*v)),
+        Some(Value::UInt(v)) => Some(T::from_u64(*v)),
+        Some(Value::Int(v)) => Some(T::from_i64(*v)),
         _ => None,
     }
 }
 
-fn float_fill(fill: Option<&FillValue>) -> Option<f64> {
+fn float_fill(fill: Option<&Value>) -> Option<f64> {
     match fill {
-        Some(FillValue::Float(v)) => Some(*v),
+        Some(Value::Float(v)) => Some(*v),
         _ => None,
     }
 }
 
-fn string_fill(fill: Option<&FillValue>) -> Option<&[u8]> {
+fn string_fill(fill: Option<&Value>) -> Option<&[u8]> {
     match fill {
-        Some(FillValue::String(s)) => Some(s.as_bytes()),
+        Some(Value::String(s)) => Some(s.as_bytes()),
         _ => None,
     }
 }
@@ -273,7 +277,7 @@ mod tests {
     use super::*;
     use ndarray::ArrayD;
 
-    fn any(data: ArrayData, fill: Option<FillValue>) -> AnyArray {
+    fn any(data: ArrayData, fill: Option<Value>) -> AnyArray {
         AnyArray::new(data, fill, Vec::new())
     }
 
@@ -283,17 +287,17 @@ mod tests {
             ArrayData::Float32(
                 ArrayD::from_shape_vec(vec![4], vec![3.0, f32::NAN, -1.0, 9.5]).unwrap(),
             ),
-            Some(FillValue::Float(f64::NAN)),
+            Some(Value::Float(f64::NAN)),
         );
         let StatsCheck::Exact(s) = recompute(&a) else {
             panic!("a fill value is set")
         };
         assert_eq!((s.null_count, s.row_count), (1, 4));
-        assert_eq!(s.min, Some(Stat::Float(-1.0)));
-        assert_eq!(s.max, Some(Stat::Float(9.5)));
+        assert_eq!(s.min, Some(Value::Float(-1.0)));
+        assert_eq!(s.max, Some(Value::Float(9.5)));
         assert_eq!(disagreement(&StatsCheck::Exact(s.clone()), &s), None);
         let mut wrong = s.clone();
-        wrong.max = Some(Stat::Float(9.25));
+        wrong.max = Some(Value::Float(9.25));
         assert!(disagreement(&StatsCheck::Exact(s), &wrong).is_some());
     }
 
@@ -306,14 +310,14 @@ mod tests {
         );
         let check = recompute(&a);
         let recorded = ArrayStats {
-            min: Some(Stat::Int(5)),
-            max: Some(Stat::Int(7)),
+            min: Some(Value::Int(5)),
+            max: Some(Value::Int(7)),
             null_count: 2,
             row_count: 4,
         };
         assert_eq!(disagreement(&check, &recorded), None);
         let outside = ArrayStats {
-            max: Some(Stat::Int(70)),
+            max: Some(Value::Int(70)),
             ..recorded
         };
         assert!(disagreement(&check, &outside).is_some());

@@ -134,13 +134,15 @@ async fn selections_on_the_small_fixture_equal_the_brute_force() {
             ("temperature != 0", a("temperature").equals(0).negated()),
             (
                 "time >= 2024-01-01T00:00:00.000000002",
-                a("time").at_least(atlas::Value::Timestamp(1_704_067_200_000_000_002)),
+                a("time").at_least(atlas::Value::Timestamp(atlas::Timestamp(
+                    1_704_067_200_000_000_002,
+                ))),
             ),
             (
                 "time overlaps 2024-02-01 2024-02-28",
                 a("time").overlaps(
-                    atlas::Value::Timestamp(1_706_745_600_000_000_000),
-                    atlas::Value::Timestamp(1_709_078_400_000_000_000),
+                    atlas::Value::Timestamp(atlas::Timestamp(1_706_745_600_000_000_000)),
+                    atlas::Value::Timestamp(atlas::Timestamp(1_709_078_400_000_000_000)),
                 ),
             ),
             (

@@ -116,8 +116,8 @@ fn box_and_window_selections_equal_the_brute_force() {
             &query(),
             |(lat0, lat1, lon0, lon1, d0, d1, platform, all)| {
                 let (t0, t1) = (
-                    Value::Timestamp(T0 + d0 * DAY),
-                    Value::Timestamp(T0 + d1 * DAY),
+                    Value::Timestamp(atlas::Timestamp(T0 + d0 * DAY)),
+                    Value::Timestamp(atlas::Timestamp(T0 + d1 * DAY)),
                 );
                 let time = if all {
                     Field::array("JULD").between(t0, t1)

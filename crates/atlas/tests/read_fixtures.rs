@@ -6,7 +6,7 @@
 
 mod read_support;
 
-use atlas::{Atlas, AtlasError, Attr, DType, Stat, Timestamp};
+use atlas::{Atlas, AtlasError, Attr, DType, Timestamp};
 use atlas_manifest::collection_json;
 use read_support::{FIXTURES, fixture_dir, load_fixture, manifest, memory};
 use serde_json::Value;
@@ -494,7 +494,7 @@ async fn layouts_and_statistics_come_from_the_segments() {
     assert_eq!(layout.chunk_shape, vec![2, 4]);
     assert_eq!(layout.dimension_names, vec!["lat", "lon"]);
     assert_eq!(layout.element_count, 32);
-    assert_eq!(layout.fill_value, Some(atlas::FillValue::Float(-999.0)));
+    assert_eq!(layout.fill_value, Some(atlas::Value::Float(-999.0)));
     let stats = feb.array_stats("temperature").await.unwrap().unwrap();
     assert_eq!(stats.null_count, 16);
 
@@ -502,8 +502,8 @@ async fn layouts_and_statistics_come_from_the_segments() {
     let all = atlas.array_stats("temperature").await.unwrap().unwrap();
     assert_eq!(all.row_count, 96);
     assert_eq!(all.null_count, 48);
-    assert_eq!(all.min, Some(Stat::Float(0.0)));
-    assert_eq!(all.max, Some(Stat::Float(76.75)));
+    assert_eq!(all.min, Some(atlas::Value::Float(0.0)));
+    assert_eq!(all.max, Some(atlas::Value::Float(76.75)));
     let rows = atlas.array_stats_by_dataset("temperature").await.unwrap();
     assert_eq!(
         rows.iter()
@@ -531,11 +531,11 @@ async fn a_fold_leaves_out_datasets_of_another_dtype_but_lists_them() {
     // a: f32 [1.5, 3.5], b: i64, c: string. Only a is comparable with a (the first).
     let folded = atlas.array_stats("value").await.unwrap().unwrap();
     assert_eq!(folded.row_count, 3);
-    assert_eq!(folded.min, Some(Stat::Float(1.5)));
-    assert_eq!(folded.max, Some(Stat::Float(3.5)));
+    assert_eq!(folded.min, Some(atlas::Value::Float(1.5)));
+    assert_eq!(folded.max, Some(atlas::Value::Float(3.5)));
     let rows = atlas.array_stats_by_dataset("value").await.unwrap();
     assert_eq!(rows.len(), 3);
-    assert_eq!(rows[1].stats.max, Some(Stat::Int(9_000_000_000)));
+    assert_eq!(rows[1].stats.max, Some(atlas::Value::Int(9_000_000_000)));
 }
 
 #[tokio::test]
@@ -550,7 +550,7 @@ async fn hidden_datasets_count_toward_no_statistic_and_no_attribute_column() {
     assert_eq!(names, ["d00", "d01", "d03", "d04", "d06", "d07", "d08"]);
     let folded = atlas.array_stats("v").await.unwrap().unwrap();
     assert_eq!(folded.row_count, 42);
-    assert_eq!(folded.max, Some(Stat::Int(805)));
+    assert_eq!(folded.max, Some(atlas::Value::Int(805)));
     let idx = atlas.attributes_by_dataset(None, "idx").await.unwrap();
     assert_eq!(
         idx.iter().map(|(n, _)| n.as_str()).collect::<Vec<_>>(),

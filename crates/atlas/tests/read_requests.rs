@@ -486,7 +486,7 @@ async fn statistics_layouts_and_attributes_across_10_000_datasets_open_one_segme
     assert_eq!(folded.row_count, 4 * n as u64);
     assert_eq!(
         folded.max,
-        Some(atlas::Stat::Float((n as f64 - 1.0) * 10.0 + 3.0))
+        Some(atlas::Value::Float((n as f64 - 1.0) * 10.0 + 3.0))
     );
     let rows = atlas.array_stats_by_dataset("v").await.unwrap();
     assert_eq!(rows.len(), n);
@@ -608,7 +608,7 @@ async fn unwritten_elements_read_as_fill_without_a_request() {
                 vec!["t".into()],
                 &[1_000],
                 Some(&[100]),
-                Some(&atlas::FillValue::Float(f64::NAN)),
+                Some(&atlas::Value::Float(f64::NAN)),
             )
             .unwrap();
         let head = ndarray::Array::from_vec((0..100).map(f64::from).collect()).into_dyn();
@@ -839,7 +839,7 @@ async fn statistics_and_attributes_come_from_the_footer_alone_and_the_open_after
     assert_eq!(folded.row_count, 4 * n as u64);
     let rows = atlas.array_stats_by_dataset("v").await.unwrap();
     assert_eq!(rows.len(), n);
-    assert_eq!(rows[4321].stats.min, Some(atlas::Stat::Float(43_210.0)));
+    assert_eq!(rows[4321].stats.min, Some(atlas::Value::Float(43_210.0)));
     let fold = stats.snapshot();
     assert_eq!(
         (fold.reads, fold.bytes_read),

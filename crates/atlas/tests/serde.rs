@@ -2,7 +2,7 @@
 
 #![cfg(test)]
 
-use atlas::{Atlas, Attr, Region, Stat, Timestamp};
+use atlas::{Atlas, Attr, Region, Timestamp};
 use serde_json::json;
 
 fn fixture(name: &str) -> std::path::PathBuf {
@@ -34,8 +34,8 @@ async fn layouts_statistics_and_attributes_serialize_as_plain_data() {
         json!({"Int32List": [1, 2]})
     );
     assert_eq!(
-        serde_json::to_value(Stat::Timestamp(Timestamp(7))).unwrap(),
-        json!({"Timestamp": 7})
+        serde_json::to_value(atlas::Value::Timestamp(Timestamp(7))).unwrap(),
+        json!({"timestamp_ns": 7})
     );
     let member = atlas.lone_member().unwrap();
     let summary = serde_json::to_value(member.segments()).unwrap();

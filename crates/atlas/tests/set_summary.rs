@@ -8,8 +8,7 @@ use std::path::Path;
 
 use atlas::testing::member_entry;
 use atlas::{
-    Atlas, AtlasWriter, DType, MemberEntry, OpenOptions, SummaryValue, VariableSummary,
-    WriterConfig,
+    Atlas, AtlasWriter, DType, MemberEntry, OpenOptions, Value, VariableSummary, WriterConfig,
 };
 use atlas_format::{DecodeLimits, SetManifest};
 
@@ -135,12 +134,8 @@ async fn a_float_variable_counts_fill_values_as_nulls_and_bounds_the_rest() {
         1 + 2,
         "a's fill value and b's two unwritten elements"
     );
-    assert_eq!(temp.min, Some(SummaryValue::Float(-2.5)));
-    assert_eq!(
-        temp.max,
-        Some(SummaryValue::Float(4.0)),
-        "d's 1000.0 is deleted"
-    );
+    assert_eq!(temp.min, Some(Value::Float(-2.5)));
+    assert_eq!(temp.max, Some(Value::Float(4.0)), "d's 1000.0 is deleted");
 }
 
 #[tokio::test]
@@ -150,8 +145,8 @@ async fn an_int_variable_is_bounded_over_the_live_datasets_only() {
     assert_eq!(psal.dtype, DType::Int32);
     assert_eq!(psal.count, 4 + 2 + 1);
     assert_eq!(psal.nulls, 1);
-    assert_eq!(psal.min, Some(SummaryValue::Int(-3)), "d's -500 is deleted");
-    assert_eq!(psal.max, Some(SummaryValue::Int(100)));
+    assert_eq!(psal.min, Some(Value::Int(-3)), "d's -500 is deleted");
+    assert_eq!(psal.max, Some(Value::Int(100)));
 }
 
 #[tokio::test]
@@ -169,8 +164,8 @@ async fn an_int_attribute_is_bounded_and_string_or_mixed_ones_are_not() {
     let keys: Vec<&str> = entry.attributes.iter().map(|a| a.key.as_str()).collect();
     assert_eq!(keys, ["cycle"], "platform is a string, mixed mixes kinds");
     let cycle = &entry.attributes[0];
-    assert_eq!(cycle.min, SummaryValue::Int(10));
-    assert_eq!(cycle.max, SummaryValue::Int(12), "d's 9999 is deleted");
+    assert_eq!(cycle.min, Value::Int(10));
+    assert_eq!(cycle.max, Value::Int(12), "d's 9999 is deleted");
 }
 
 #[tokio::test]
@@ -227,18 +222,18 @@ async fn a_nan_and_zeros_keep_the_bounds_valid_and_wide() {
 
     let v = variable(&entry, "V");
     assert!(
-        matches!(v.min, Some(SummaryValue::Float(x)) if x == 0.0 && x.is_sign_negative()),
+        matches!(v.min, Some(Value::Float(x)) if x == 0.0 && x.is_sign_negative()),
         "a zero minimum is widened to -0.0: {:?}",
         v.min
     );
     assert!(
-        matches!(v.max, Some(SummaryValue::Float(x)) if x.is_nan()),
+        matches!(v.max, Some(Value::Float(x)) if x.is_nan()),
         "a NaN sorts above every number: {:?}",
         v.max
     );
     let z = variable(&entry, "Z");
     assert!(
-        matches!(z.max, Some(SummaryValue::Float(x)) if x == 0.0 && x.is_sign_positive()),
+        matches!(z.max, Some(Value::Float(x)) if x == 0.0 && x.is_sign_positive()),
         "a -0.0 maximum is widened to +0.0: {:?}",
         z.max
     );

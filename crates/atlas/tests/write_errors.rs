@@ -4,7 +4,7 @@
 
 mod write_support;
 
-use atlas::{AtlasError, Codec, FillValue, WriterConfig};
+use atlas::{AtlasError, Codec, Value, WriterConfig};
 use ndarray::{Array, IxDyn};
 use write_support::{Written, writer_in};
 
@@ -205,11 +205,11 @@ async fn malformed_definitions_are_refused() {
         "binary fill"
     );
     assert!(wrong_fill(
-        d.define_array_with_fill::<f32>("f", &[], &[2], None, Some(FillValue::String("x".into()))),
+        d.define_array_with_fill::<f32>("f", &[], &[2], None, Some(Value::String("x".into()))),
         "f"
     ));
     assert!(wrong_fill(
-        d.define_array_with_fill::<String>("g", &[], &[2], None, Some(FillValue::Int(0))),
+        d.define_array_with_fill::<String>("g", &[], &[2], None, Some(Value::Int(0))),
         "g"
     ));
     // None of the refused definitions exists.

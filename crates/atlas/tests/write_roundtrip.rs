@@ -5,9 +5,7 @@
 
 mod write_support;
 
-use atlas::{
-    AtlasError, AtlasWriter, Attr, Codec, DType, FillValue, Stat, Timestamp, WriterConfig,
-};
+use atlas::{AtlasError, AtlasWriter, Attr, Codec, DType, Timestamp, Value, WriterConfig};
 use ndarray::{Array, ArrayD, IxDyn, arr0};
 use write_support::{Written, writer_in};
 
@@ -197,7 +195,7 @@ async fn partial_and_unaligned_writes_keep_fill_elsewhere_and_untouched_chunks_u
     assert_eq!(info.shape(), [5, 7]);
     assert_eq!(info.chunk_shape(), [2, 3]);
     assert_eq!(info.dimension_names(), ["y", "x"]);
-    assert_eq!(info.fill(), Some(FillValue::Float(-999.0)));
+    assert_eq!(info.fill(), Some(Value::Float(-999.0)));
     // Touched chunks: rows 0-1 and 2-3 x cols 0-2 and 3-5, plus the corner (2,2).
     let written: Vec<Vec<u32>> = info.written_chunks().map(|c| c.to_vec()).collect();
     assert_eq!(
@@ -207,8 +205,8 @@ async fn partial_and_unaligned_writes_keep_fill_elsewhere_and_untouched_chunks_u
     let stats = info.stats().unwrap();
     assert_eq!(stats.row_count, 35);
     assert_eq!(stats.null_count, 35 - 7);
-    assert_eq!(stats.min, Some(Stat::Float(1.0)));
-    assert_eq!(stats.max, Some(Stat::Float(50.0)));
+    assert_eq!(stats.min, Some(Value::Float(1.0)));
+    assert_eq!(stats.max, Some(Value::Float(50.0)));
 }
 
 #[tokio::test]
@@ -628,7 +626,7 @@ async fn a_string_fill_value_is_stored_and_partly_written_chunks_use_array_forma
     let seg = out.segment("s").await;
     assert_eq!(
         seg.array("d").unwrap().fill(),
-        Some(FillValue::String("n/a".into()))
+        Some(Value::String("n/a".into()))
     );
     // array-format materialises unwritten string elements as "" whatever the fill.
     let got = out.read::<String>("s", "d").await;

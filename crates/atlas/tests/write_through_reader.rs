@@ -5,7 +5,7 @@
 
 mod write_support;
 
-use atlas::{Atlas, AtlasWriter, Attr, DType, FillValue, Timestamp, WriterConfig};
+use atlas::{Atlas, AtlasWriter, Attr, DType, Timestamp, WriterConfig};
 use ndarray::{Array, ArrayD, IxDyn, arr0};
 use serde_json::Value;
 use write_support::manifest::{load, rebuild};
@@ -98,7 +98,7 @@ async fn every_dtype_layout_and_attribute_reads_back_through_the_reader() {
     assert_eq!(layout.shape, vec![3, 4]);
     assert_eq!(layout.chunk_shape, vec![2, 2]);
     assert_eq!(layout.dimension_names, vec!["y", "x"]);
-    assert!(matches!(layout.fill_value, Some(FillValue::Float(f)) if f.is_nan()));
+    assert!(matches!(layout.fill_value, Some(atlas::Value::Float(f)) if f.is_nan()));
     assert_eq!(
         v.read_array::<Timestamp>("time", atlas::Region::all())
             .await

@@ -1,6 +1,6 @@
 //! `atlas show`: one dataset in `ncdump -h` style.
 
-use atlas::{ArrayLayout, ArrayStats, Attr, DType, Dataset, FillValue};
+use atlas::{ArrayLayout, ArrayStats, Attr, DType, Dataset, Value};
 use futures::future::try_join_all;
 
 use super::Ctx;
@@ -62,15 +62,15 @@ fn dims(a: &ArrayInfo) -> Vec<String> {
 }
 
 /// A fill value as text, narrowed to the array's element type for floats.
-fn fill_text(fill: &FillValue, dtype: &DType) -> String {
+fn fill_text(fill: &Value, dtype: &DType) -> String {
     match fill {
-        FillValue::Bool(b) => b.to_string(),
-        FillValue::Int(i) => i.to_string(),
-        FillValue::UInt(u) => u.to_string(),
-        FillValue::Float(f) if *dtype == DType::Float32 => render::float(*f as f32),
-        FillValue::Float(f) => render::float(*f),
-        FillValue::String(s) => format!("{s:?}"),
-        FillValue::Timestamp(t) => t.to_string(),
+        Value::Bool(b) => b.to_string(),
+        Value::Int(i) => i.to_string(),
+        Value::UInt(u) => u.to_string(),
+        Value::Float(f) if *dtype == DType::Float32 => render::float(*f as f32),
+        Value::Float(f) => render::float(*f),
+        Value::String(s) => format!("{s:?}"),
+        Value::Timestamp(t) => t.to_string(),
         other => format!("{other:?}"),
     }
 }

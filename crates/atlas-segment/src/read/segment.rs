@@ -32,7 +32,7 @@ use crate::types::any_array::ArrayData;
 use crate::types::attr::Attr;
 use crate::types::element::{Element, sealed::Sealed};
 use crate::types::value::{
-    ArrayStats, FillValue, dtype_from_archived, fill_from_stored, stats_from_archived,
+    ArrayStats, Value, dtype_from_archived, fill_from_stored, stats_from_archived,
 };
 
 /// One opened segment: its footer validated and read in place (layouts,
@@ -439,7 +439,7 @@ impl<'a> ArrayRef<'a> {
     }
 
     /// What unwritten elements read as; `None` means zero (or empty).
-    pub fn fill(&self) -> Option<FillValue> {
+    pub fn fill(&self) -> Option<Value> {
         self.stored_fill().as_ref().map(fill_from_stored)
     }
 

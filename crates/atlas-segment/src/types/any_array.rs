@@ -3,7 +3,7 @@
 use atlas_format::DType;
 use ndarray::ArrayD;
 
-use crate::types::value::{FillValue, Timestamp};
+use crate::types::value::{Timestamp, Value};
 
 /// The elements of an array of any readable type: one variant per element
 /// type, named as the type's [`DType`]. Exhaustive on purpose, so callers can
@@ -121,13 +121,13 @@ impl ArrayData {
 #[derive(Debug, Clone, PartialEq)]
 pub struct AnyArray {
     data: ArrayData,
-    fill: Option<FillValue>,
+    fill: Option<Value>,
     dimension_names: Vec<String>,
 }
 
 impl AnyArray {
     /// Bundles `data` with its array's fill value and the names of its axes.
-    pub fn new(data: ArrayData, fill: Option<FillValue>, dimension_names: Vec<String>) -> Self {
+    pub fn new(data: ArrayData, fill: Option<Value>, dimension_names: Vec<String>) -> Self {
         Self {
             data,
             fill,
@@ -146,7 +146,7 @@ impl AnyArray {
     }
 
     /// What unwritten elements read as; `None` means zero (or empty).
-    pub fn fill(&self) -> Option<&FillValue> {
+    pub fn fill(&self) -> Option<&Value> {
         self.fill.as_ref()
     }
 

@@ -1,7 +1,7 @@
 //! Attribute values: what a user sets on a dataset or an array and reads back.
 
 use array_format::{AttributeValue, EcoString};
-use atlas_format::DType;
+use atlas_format::{DType, Value};
 
 /// An attribute value. Every variant reads back as itself (a `UInt16` stays a
 /// `UInt16`). There is no timestamp variant: array-format stores none, so store
@@ -117,6 +117,29 @@ attr_mapping!(
         Int64List => Int64, UInt8List => UInt8, UInt16List => UInt16, UInt32List => UInt32,
         UInt64List => UInt64, Float32List => Float32, Float64List => Float64
 );
+
+impl Attr {
+    /// A single-valued attribute as a [`Value`] (integers widened to `i64` or
+    /// `u64`, floats to `f64`, binary as bytes); `None` for a list.
+    pub fn value(&self) -> Option<Value> {
+        Some(match self {
+            Attr::Bool(v) => Value::Bool(*v),
+            Attr::Int8(v) => Value::Int(i64::from(*v)),
+            Attr::Int16(v) => Value::Int(i64::from(*v)),
+            Attr::Int32(v) => Value::Int(i64::from(*v)),
+            Attr::Int64(v) => Value::Int(*v),
+            Attr::UInt8(v) => Value::UInt(u64::from(*v)),
+            Attr::UInt16(v) => Value::UInt(u64::from(*v)),
+            Attr::UInt32(v) => Value::UInt(u64::from(*v)),
+            Attr::UInt64(v) => Value::UInt(*v),
+            Attr::Float32(v) => Value::Float(f64::from(*v)),
+            Attr::Float64(v) => Value::Float(*v),
+            Attr::String(v) => Value::String(v.clone()),
+            Attr::Binary(v) => Value::Bytes(v.clone()),
+            _ => return None,
+        })
+    }
+}
 
 impl From<&str> for Attr {
     fn from(v: &str) -> Self {

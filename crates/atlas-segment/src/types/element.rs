@@ -6,7 +6,7 @@ use ndarray::ArrayD;
 #[cfg(test)]
 use ndarray::ArrayViewD;
 
-use crate::types::value::{FillValue, Timestamp, fill_to_stored};
+use crate::types::value::{Timestamp, Value, fill_to_stored};
 use crate::write::pack::{ChunkStats, PackError, chunk_stats, pack_variable};
 
 /// A Rust type that can be an array element: the integers, `f32`, `f64`,
@@ -20,14 +20,15 @@ pub trait Element:
 
     /// The fill value stored for `value`: `Int` for the signed integers,
     /// `UInt` for the unsigned ones, `Float` for `f32`/`f64`, `Timestamp`,
-    /// `String`. `None` for binary, which cannot have a fill value.
-    fn to_fill_value(value: Self) -> Option<FillValue>;
+    /// `String`, `Bytes` for binary (which no array accepts as a fill:
+    /// [`Element::accepts_fill`]).
+    fn to_fill_value(value: Self) -> Value;
 
     /// Whether `fill` is a fill value that applies to this type.
-    fn accepts_fill(fill: &FillValue) -> bool;
+    fn accepts_fill(fill: &Value) -> bool;
 
     /// The element unwritten positions read as under `fill` (zero or empty without one).
-    fn fill_element(fill: Option<&FillValue>) -> Self;
+    fn fill_element(fill: Option<&Value>) -> Self;
 
     /// Bytes of payload this element adds to a variable-length chunk (0 for
     /// fixed-size types). Segments address that payload with `u32` offsets,
@@ -162,16 +163,16 @@ macro_rules! elements {
             impl Element for $ty {
                 const ATLAS_DTYPE: DType = DType::$dtype;
 
-                fn to_fill_value(value: Self) -> Option<FillValue> {
-                    Some(FillValue::$fill(<$wide>::from(value)))
+                fn to_fill_value(value: Self) -> Value {
+                    Value::$fill(<$wide>::from(value))
                 }
 
-                fn accepts_fill(fill: &FillValue) -> bool {
-                    matches!(fill, $(FillValue::$ok(_))|*)
+                fn accepts_fill(fill: &Value) -> bool {
+                    matches!(fill, $(Value::$ok(_))|*)
                 }
 
-                fn fill_element(fill: Option<&FillValue>) -> Self {
-                    <$ty as ArrayElement>::fill_element(fill.map(fill_to_stored).as_ref())
+                fn fill_element(fill: Option<&Value>) -> Self {
+                    <$ty as ArrayElement>::fill_element(fill.and_then(fill_to_stored).as_ref())
                 }
             }
         )*
@@ -229,32 +230,32 @@ impl sealed::Sealed for Timestamp {
 impl Element for Timestamp {
     const ATLAS_DTYPE: DType = DType::TimestampNs;
 
-    fn to_fill_value(value: Self) -> Option<FillValue> {
-        Some(FillValue::Timestamp(value))
+    fn to_fill_value(value: Self) -> Value {
+        Value::Timestamp(value)
     }
 
-    fn accepts_fill(fill: &FillValue) -> bool {
+    fn accepts_fill(fill: &Value) -> bool {
         fill.timestamp().is_some()
     }
 
-    fn fill_element(fill: Option<&FillValue>) -> Self {
-        Timestamp(TimestampNs::fill_element(fill.map(fill_to_stored).as_ref()).0)
+    fn fill_element(fill: Option<&Value>) -> Self {
+        Timestamp(TimestampNs::fill_element(fill.and_then(fill_to_stored).as_ref()).0)
     }
 }
 
 impl Element for String {
     const ATLAS_DTYPE: DType = DType::String;
 
-    fn to_fill_value(value: Self) -> Option<FillValue> {
-        Some(FillValue::String(value))
+    fn to_fill_value(value: Self) -> Value {
+        Value::String(value)
     }
 
-    fn accepts_fill(fill: &FillValue) -> bool {
-        matches!(fill, FillValue::String(_))
+    fn accepts_fill(fill: &Value) -> bool {
+        matches!(fill, Value::String(_))
     }
 
-    fn fill_element(fill: Option<&FillValue>) -> Self {
-        <String as ArrayElement>::fill_element(fill.map(fill_to_stored).as_ref())
+    fn fill_element(fill: Option<&Value>) -> Self {
+        <String as ArrayElement>::fill_element(fill.and_then(fill_to_stored).as_ref())
     }
 
     fn payload_len(&self) -> usize {
@@ -265,16 +266,16 @@ impl Element for String {
 impl Element for Vec<u8> {
     const ATLAS_DTYPE: DType = DType::Binary;
 
-    fn to_fill_value(_value: Self) -> Option<FillValue> {
-        None
+    fn to_fill_value(value: Self) -> Value {
+        Value::Bytes(value)
     }
 
-    fn accepts_fill(_fill: &FillValue) -> bool {
+    fn accepts_fill(_fill: &Value) -> bool {
         false
     }
 
-    fn fill_element(fill: Option<&FillValue>) -> Self {
-        <Vec<u8> as ArrayElement>::fill_element(fill.map(fill_to_stored).as_ref())
+    fn fill_element(fill: Option<&Value>) -> Self {
+        <Vec<u8> as ArrayElement>::fill_element(fill.and_then(fill_to_stored).as_ref())
     }
 
     fn payload_len(&self) -> usize {
@@ -284,14 +285,14 @@ impl Element for Vec<u8> {
 
 #[cfg(test)]
 mod tests {
-    use super::{Element, FillValue, Timestamp};
+    use super::{Element, Timestamp, Value};
 
     #[test]
     fn fill_elements_follow_the_fill_value() {
-        assert_eq!(i16::fill_element(Some(&FillValue::Int(-9))), -9);
-        assert_eq!(f32::fill_element(Some(&FillValue::Float(0.5))), 0.5);
+        assert_eq!(i16::fill_element(Some(&Value::Int(-9))), -9);
+        assert_eq!(f32::fill_element(Some(&Value::Float(0.5))), 0.5);
         assert_eq!(
-            Timestamp::fill_element(Some(&FillValue::Timestamp(Timestamp(4)))),
+            Timestamp::fill_element(Some(&Value::Timestamp(Timestamp(4)))),
             Timestamp(4)
         );
         assert_eq!(u8::fill_element(None), 0);

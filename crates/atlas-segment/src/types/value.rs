@@ -1,79 +1,10 @@
-//! The value types of the segment API: fill values and statistics (and
-//! [`Timestamp`], defined with the calendar in atlas-format).
-//!
-//! They hold what a segment stores, in types of our own, so that a change
-//! of array-format does not change what callers see.
+//! Statistics and fill values as the segment API gives them: in
+//! atlas-format's [`Value`] (with [`Timestamp`]), not in array-format's
+//! types, so that a change of array-format does not change what callers see.
 
 use std::cmp::Ordering;
 
-pub use atlas_format::Timestamp;
-
-/// What unwritten elements of an array read as. Integers are widened to
-/// `i64`/`u64` and floats to `f64`; the element type decides how the value
-/// is narrowed when it is applied.
-#[derive(Debug, Clone, PartialEq)]
-#[non_exhaustive]
-#[cfg_attr(feature = "serde", derive(serde::Serialize))]
-pub enum FillValue {
-    /// A boolean (applies to unsigned integers as 0 or 1).
-    Bool(bool),
-    /// A signed integer.
-    Int(i64),
-    /// An unsigned integer.
-    UInt(u64),
-    /// A float.
-    Float(f64),
-    /// A string.
-    String(String),
-    /// A timestamp.
-    Timestamp(Timestamp),
-}
-
-impl FillValue {
-    /// The fill as an instant of a timestamp array: a timestamp, or an integer
-    /// read as nanoseconds since the epoch (both apply to timestamp arrays);
-    /// `None` for any other kind.
-    pub fn timestamp(&self) -> Option<Timestamp> {
-        match self {
-            FillValue::Timestamp(t) => Some(*t),
-            FillValue::Int(n) => Some(Timestamp(*n)),
-            _ => None,
-        }
-    }
-}
-
-/// One bound of an array's statistics.
-#[derive(Debug, Clone, PartialEq)]
-#[non_exhaustive]
-#[cfg_attr(feature = "serde", derive(serde::Serialize))]
-pub enum Stat {
-    /// Of a signed integer array.
-    Int(i64),
-    /// Of an unsigned integer array.
-    UInt(u64),
-    /// Of a float array.
-    Float(f64),
-    /// Of a timestamp array.
-    Timestamp(Timestamp),
-    /// Of a string or binary array, as raw bytes.
-    Bytes(Vec<u8>),
-}
-
-impl Stat {
-    /// Orders two bounds of one kind as the segment's statistics do: floats
-    /// by `total_cmp` (a NaN sorts above every number), bytes
-    /// lexicographically; `None` for two different kinds.
-    pub fn compare(&self, other: &Stat) -> Option<Ordering> {
-        match (self, other) {
-            (Stat::Int(a), Stat::Int(b)) => Some(a.cmp(b)),
-            (Stat::UInt(a), Stat::UInt(b)) => Some(a.cmp(b)),
-            (Stat::Float(a), Stat::Float(b)) => Some(a.total_cmp(b)),
-            (Stat::Bytes(a), Stat::Bytes(b)) => Some(a.cmp(b)),
-            (Stat::Timestamp(a), Stat::Timestamp(b)) => Some(a.cmp(b)),
-            _ => None,
-        }
-    }
-}
+pub use atlas_format::{Timestamp, Value};
 
 /// Minimum, maximum, nulls and rows of one array (or of one array name folded
 /// over many). `min`/`max` are `None` for a type with no order or when every
@@ -82,9 +13,9 @@ impl Stat {
 #[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub struct ArrayStats {
     /// Smallest non-null element (strings and binary as raw bytes).
-    pub min: Option<Stat>,
+    pub min: Option<Value>,
     /// Largest non-null element.
-    pub max: Option<Stat>,
+    pub max: Option<Value>,
     /// Elements equal to the fill value, unwritten ones included.
     pub null_count: u64,
     /// Elements in total (the shape's product).
@@ -103,7 +34,7 @@ impl ArrayStats {
 
 /// The one of `a`, `b` that compares `want` against the other; a value beats
 /// `None`, and two values of different kinds (which a fold never mixes) keep `a`.
-fn pick(a: Option<Stat>, b: Option<Stat>, want: Ordering) -> Option<Stat> {
+fn pick(a: Option<Value>, b: Option<Value>, want: Ordering) -> Option<Value> {
     match (a, b) {
         (None, x) | (x, None) => x,
         (Some(a), Some(b)) => match b.compare(&a) {
@@ -113,39 +44,43 @@ fn pick(a: Option<Stat>, b: Option<Stat>, want: Ordering) -> Option<Stat> {
     }
 }
 
-pub(crate) fn fill_from_stored(fill: &array_format::FillValue) -> FillValue {
+pub(crate) fn fill_from_stored(fill: &array_format::FillValue) -> Value {
     use array_format::FillValue as F;
     match fill {
-        F::Bool(b) => FillValue::Bool(*b),
-        F::Int(n) => FillValue::Int(*n),
-        F::UInt(n) => FillValue::UInt(*n),
-        F::Float(x) => FillValue::Float(*x),
-        F::String(s) => FillValue::String(s.clone()),
-        F::TimestampNs(n) => FillValue::Timestamp(Timestamp(*n)),
+        F::Bool(b) => Value::Bool(*b),
+        F::Int(n) => Value::Int(*n),
+        F::UInt(n) => Value::UInt(*n),
+        F::Float(x) => Value::Float(*x),
+        F::String(s) => Value::String(s.clone()),
+        F::TimestampNs(n) => Value::Timestamp(Timestamp(*n)),
     }
 }
 
-pub(crate) fn fill_to_stored(fill: &FillValue) -> array_format::FillValue {
+/// A fill as array-format stores it; `None` for bytes, which it cannot store
+/// as a fill (no element type accepts them: [`crate::Element::accepts_fill`]).
+pub(crate) fn fill_to_stored(fill: &Value) -> Option<array_format::FillValue> {
     use array_format::FillValue as F;
-    match fill {
-        FillValue::Bool(b) => F::Bool(*b),
-        FillValue::Int(n) => F::Int(*n),
-        FillValue::UInt(n) => F::UInt(*n),
-        FillValue::Float(x) => F::Float(*x),
-        FillValue::String(s) => F::String(s.clone()),
-        FillValue::Timestamp(t) => F::TimestampNs(t.0),
-    }
+    Some(match fill {
+        Value::Bool(b) => F::Bool(*b),
+        Value::Int(n) => F::Int(*n),
+        Value::UInt(n) => F::UInt(*n),
+        Value::Float(x) => F::Float(*x),
+        Value::String(s) => F::String(s.clone()),
+        Value::Timestamp(t) => F::TimestampNs(t.0),
+        // Bytes, and any kind a later atlas-format adds: no stored fill.
+        _ => return None,
+    })
 }
 
 /// One archived statistic as ours, read in place without deserialising.
-fn stat_from_archived(v: &array_format::stats::ArchivedStatValue) -> Stat {
+fn stat_from_archived(v: &array_format::stats::ArchivedStatValue) -> Value {
     use array_format::stats::ArchivedStatValue as S;
     match v {
-        S::Int(n) => Stat::Int(n.to_native()),
-        S::UInt(n) => Stat::UInt(n.to_native()),
-        S::Float(x) => Stat::Float(x.to_native()),
-        S::TimestampNs(n) => Stat::Timestamp(Timestamp(n.to_native())),
-        S::Bytes(b) => Stat::Bytes(b.as_slice().to_vec()),
+        S::Int(n) => Value::Int(n.to_native()),
+        S::UInt(n) => Value::UInt(n.to_native()),
+        S::Float(x) => Value::Float(x.to_native()),
+        S::TimestampNs(n) => Value::Timestamp(Timestamp(n.to_native())),
+        S::Bytes(b) => Value::Bytes(b.as_slice().to_vec()),
     }
 }
 
@@ -215,16 +150,16 @@ mod tests {
     #[test]
     fn a_timestamp_array_reads_an_integer_fill_as_nanoseconds() {
         assert_eq!(
-            FillValue::Timestamp(Timestamp(5)).timestamp(),
+            Value::Timestamp(Timestamp(5)).timestamp(),
             Some(Timestamp(5))
         );
-        assert_eq!(FillValue::Int(-7).timestamp(), Some(Timestamp(-7)));
-        assert_eq!(FillValue::UInt(5).timestamp(), None);
-        assert_eq!(FillValue::Float(5.0).timestamp(), None);
-        assert_eq!(FillValue::String("5".into()).timestamp(), None);
+        assert_eq!(Value::Int(-7).timestamp(), Some(Timestamp(-7)));
+        assert_eq!(Value::UInt(5).timestamp(), None);
+        assert_eq!(Value::Float(5.0).timestamp(), None);
+        assert_eq!(Value::String("5".into()).timestamp(), None);
     }
 
-    fn s(min: Option<Stat>, max: Option<Stat>, nulls: u64, rows: u64) -> ArrayStats {
+    fn s(min: Option<Value>, max: Option<Value>, nulls: u64, rows: u64) -> ArrayStats {
         ArrayStats {
             min,
             max,
@@ -292,56 +227,57 @@ mod tests {
 
     #[test]
     fn merging_adds_counts_and_keeps_the_extremes() {
-        let mut a = s(Some(Stat::Int(3)), Some(Stat::Int(9)), 1, 10);
-        a.merge(&s(Some(Stat::Int(-2)), Some(Stat::Int(5)), 2, 4));
-        assert_eq!(a, s(Some(Stat::Int(-2)), Some(Stat::Int(9)), 3, 14));
+        let mut a = s(Some(Value::Int(3)), Some(Value::Int(9)), 1, 10);
+        a.merge(&s(Some(Value::Int(-2)), Some(Value::Int(5)), 2, 4));
+        assert_eq!(a, s(Some(Value::Int(-2)), Some(Value::Int(9)), 3, 14));
         a.merge(&s(None, None, 4, 4));
-        assert_eq!(a, s(Some(Stat::Int(-2)), Some(Stat::Int(9)), 7, 18));
+        assert_eq!(a, s(Some(Value::Int(-2)), Some(Value::Int(9)), 7, 18));
     }
 
     #[test]
     fn an_all_null_start_takes_the_first_values_seen() {
         let mut a = s(None, None, 5, 5);
         a.merge(&s(
-            Some(Stat::Bytes(b"b".to_vec())),
-            Some(Stat::Bytes(b"c".to_vec())),
+            Some(Value::Bytes(b"b".to_vec())),
+            Some(Value::Bytes(b"c".to_vec())),
             0,
             2,
         ));
         a.merge(&s(
-            Some(Stat::Bytes(b"a".to_vec())),
-            Some(Stat::Bytes(b"bb".to_vec())),
+            Some(Value::Bytes(b"a".to_vec())),
+            Some(Value::Bytes(b"bb".to_vec())),
             0,
             2,
         ));
-        assert_eq!(a.min, Some(Stat::Bytes(b"a".to_vec())));
-        assert_eq!(a.max, Some(Stat::Bytes(b"c".to_vec())));
+        assert_eq!(a.min, Some(Value::Bytes(b"a".to_vec())));
+        assert_eq!(a.max, Some(Value::Bytes(b"c".to_vec())));
     }
 
     #[test]
     fn floats_order_like_array_format() {
-        let mut a = s(Some(Stat::Float(1.0)), Some(Stat::Float(2.0)), 0, 2);
+        let mut a = s(Some(Value::Float(1.0)), Some(Value::Float(2.0)), 0, 2);
         a.merge(&s(
-            Some(Stat::Float(-0.5)),
-            Some(Stat::Float(f64::NAN)),
+            Some(Value::Float(-0.5)),
+            Some(Value::Float(f64::NAN)),
             0,
             2,
         ));
-        assert_eq!(a.min, Some(Stat::Float(-0.5)));
-        assert!(matches!(a.max, Some(Stat::Float(x)) if x.is_nan()));
+        assert_eq!(a.min, Some(Value::Float(-0.5)));
+        assert!(matches!(a.max, Some(Value::Float(x)) if x.is_nan()));
     }
 
     #[test]
     fn fill_values_survive_the_trip_through_storage() {
         for f in [
-            FillValue::Bool(true),
-            FillValue::Int(-3),
-            FillValue::UInt(7),
-            FillValue::Float(0.5),
-            FillValue::String("x".into()),
-            FillValue::Timestamp(Timestamp(9)),
+            Value::Bool(true),
+            Value::Int(-3),
+            Value::UInt(7),
+            Value::Float(0.5),
+            Value::String("x".into()),
+            Value::Timestamp(Timestamp(9)),
         ] {
-            assert_eq!(fill_from_stored(&fill_to_stored(&f)), f);
+            assert_eq!(fill_to_stored(&f).map(|s| fill_from_stored(&s)), Some(f));
         }
+        assert_eq!(fill_to_stored(&Value::Bytes(vec![1])), None);
     }
 }

@@ -14,7 +14,7 @@ use object_store::ObjectStore;
 use crate::error::SegmentError;
 use crate::types::attr::Attr;
 use crate::types::element::{Element, sealed::Sealed};
-use crate::types::value::{FillValue, dtype_from_stored, fill_to_stored};
+use crate::types::value::{Value, dtype_from_stored, fill_to_stored};
 use crate::write::codec::block_codec;
 use crate::write::pack::{Pack, PackError};
 use crate::write::sink::{SinkStore, WrittenSegment};
@@ -204,7 +204,7 @@ impl SegmentWriter {
         dimension_names: Vec<String>,
         shape: &[u64],
         chunk_shape: Option<&[u64]>,
-        fill: Option<&FillValue>,
+        fill: Option<&Value>,
     ) -> Result<(), SegmentError> {
         let dtype = <<T as Sealed>::Stored as ArrayElement>::DTYPE;
         self.inner
@@ -214,7 +214,7 @@ impl SegmentWriter {
                 dimension_names,
                 shape,
                 chunk_shape,
-                fill.map(fill_to_stored),
+                fill.and_then(fill_to_stored),
             )
             .map_err(|e| self.refused(array, e))
     }

@@ -22,7 +22,7 @@ use super::eval::{Declared, Plan, eval, has_order};
 use super::facts::Facts;
 use super::json_value::attr_value_json;
 use super::predicate::Predicate;
-use super::value::{Scalar, stat_scalar};
+use super::value::Scalar;
 use crate::ArrayStats;
 use crate::Attr;
 use crate::read::Dataset;
@@ -192,7 +192,7 @@ fn build(
                                 s.max.as_ref()
                             }
                         })
-                        .and_then(stat_scalar)
+                        .and_then(Scalar::of)
                     })
                     .collect();
                 let typed = match dtypes.as_slice() {

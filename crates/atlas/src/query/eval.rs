@@ -9,8 +9,7 @@ use atlas_format::DType;
 use super::error::QueryError;
 use super::facts::Facts;
 use super::predicate::{CmpOp, Field, Predicate, StatField};
-use super::value::{Scalar, Value, attr_scalar, order, stat_scalar};
-use crate::Stat;
+use super::value::{Scalar, Value, attr_scalar, order};
 use crate::read::Dataset;
 use crate::set::View;
 
@@ -306,10 +305,10 @@ fn range(
     }
 }
 
-/// [`stat_scalar`], or `NoStatistics` for a statistic kind this version
+/// [`Scalar::of`], or `NoStatistics` for a statistic kind this version
 /// cannot compare (never guessed as absent, which would drop datasets).
-fn known_stat(stat: &Stat, array: &str, ds: &Dataset) -> Result<Scalar, QueryError> {
-    stat_scalar(stat).ok_or_else(|| QueryError::NoStatistics {
+fn known_stat(stat: &Value, array: &str, ds: &Dataset) -> Result<Scalar, QueryError> {
+    Scalar::of(stat).ok_or_else(|| QueryError::NoStatistics {
         array: array.to_owned(),
         dataset: Some(ds.name().to_owned()),
     })

@@ -167,7 +167,7 @@ fn string(expr: &str, at: usize, quote: char) -> Result<(String, usize), ParseEr
 /// A number or an instant.
 fn literal(expr: &str, at: usize, text: &str) -> Result<Value, ParseError> {
     if let Ok(t) = text.parse::<Timestamp>() {
-        return Ok(Value::Timestamp(t.nanos()));
+        return Ok(Value::Timestamp(t));
     }
     if let Ok(i) = text.parse::<i64>() {
         return Ok(Value::Int(i));
@@ -374,7 +374,9 @@ mod tests {
             p,
             Predicate::And(vec![
                 Field::name("LATITUDE").between(-10, 10),
-                Field::name("JULD").at_least(Value::Timestamp(1_577_836_800_000_000_000)),
+                Field::name("JULD").at_least(Value::Timestamp(atlas_format::Timestamp(
+                    1_577_836_800_000_000_000
+                ))),
                 Field::name("platform_number").equals("6901234"),
             ])
         );

@@ -34,7 +34,7 @@ use super::predicate::Predicate;
 use crate::error::AtlasError;
 use crate::read::{Dataset, Member, Order, Region, read_many};
 use crate::set::View;
-use crate::{AnyArray, ArrayData, Attr, FillValue};
+use crate::{AnyArray, ArrayData, Attr, Value};
 
 /// Rows per batch unless [`TableOptions::rows_per_batch`] says otherwise.
 pub const DEFAULT_ROWS_PER_BATCH: usize = 65_536;
@@ -604,10 +604,7 @@ impl Filler {
                 .into());
             }
             let read = result?;
-            let fill = read
-                .fill()
-                .and_then(FillValue::timestamp)
-                .map(|t| t.nanos());
+            let fill = read.fill().and_then(Value::timestamp).map(|t| t.nanos());
             let data = read.into_data();
             if u64::try_from(data.len()).ok() != Some(part.rows) {
                 return Err(AtlasError::corrupt(format!(

@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use atlas_format::{ArrayMeta, DATASETS_SEGMENT, DType, DatasetSchema, SchemaView};
-use atlas_segment::{AnyArray, ArrayRef, ArrayStats, Attr, Element, FillValue, Segment};
+use atlas_segment::{AnyArray, ArrayRef, ArrayStats, Attr, Element, Segment, Value};
 
 use super::member::Member;
 use super::region::{Region, Resolved};
@@ -31,7 +31,7 @@ pub struct ArrayLayout {
     /// Name of each axis.
     pub dimension_names: Vec<String>,
     /// Value of unwritten elements; `None` means zero (or empty).
-    pub fill_value: Option<FillValue>,
+    pub fill_value: Option<Value>,
     /// Elements in the whole array (the product of `shape`).
     pub element_count: u64,
 }

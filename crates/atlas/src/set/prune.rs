@@ -7,7 +7,7 @@
 
 use std::cmp::Ordering;
 
-use atlas_format::{MemberEntry, SummaryValue};
+use atlas_format::MemberEntry;
 
 use crate::query::{CmpOp, Field, Predicate, StatField, Value};
 use crate::query::{Scalar, order};
@@ -75,9 +75,9 @@ fn compare_may_hold(lo: &Scalar, hi: &Scalar, op: CmpOp, value: &Value) -> bool 
 fn bounds(entry: &MemberEntry, field: &Field) -> Bounds {
     let variable = |name: &str| entry.variables.iter().find(|v| v.name == name);
     let attribute = |key: &str| entry.attributes.iter().find(|a| a.key == key);
-    let within = |min: &Option<SummaryValue>, max: &Option<SummaryValue>| match (
-        min.as_ref().and_then(scalar),
-        max.as_ref().and_then(scalar),
+    let within = |min: &Option<Value>, max: &Option<Value>| match (
+        min.as_ref().and_then(Scalar::of),
+        max.as_ref().and_then(Scalar::of),
     ) {
         (Some(lo), Some(hi)) => Bounds::Within(lo, hi),
         _ => Bounds::Unknown,
@@ -103,17 +103,4 @@ fn bounds(entry: &MemberEntry, field: &Field) -> Bounds {
             _ => Bounds::Unknown,
         },
     }
-}
-
-/// A summary bound as comparisons see it (the same widening as the statistics').
-fn scalar(v: &SummaryValue) -> Option<Scalar> {
-    Some(match v {
-        SummaryValue::Int(i) => Scalar::Int(i128::from(*i)),
-        SummaryValue::UInt(u) => Scalar::Int(i128::from(*u)),
-        SummaryValue::Float(x) => Scalar::Float(*x),
-        SummaryValue::TimestampNs(t) => Scalar::Int(i128::from(*t)),
-        SummaryValue::String(s) => Scalar::Bytes(s.as_bytes().to_vec()),
-        SummaryValue::Bytes(b) => Scalar::Bytes(b.clone()),
-        _ => return None,
-    })
 }

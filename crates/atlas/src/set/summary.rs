@@ -16,15 +16,13 @@
 
 use std::cmp::Ordering;
 
-use atlas_format::{
-    AttributeSummary, DType, MemberEntry, NameRange, SummaryValue, VariableSummary,
-};
+use atlas_format::{AttributeSummary, DType, MemberEntry, NameRange, Value, VariableSummary};
 use indexmap::IndexMap;
 
 use super::integrity::member_checksums;
 use crate::error::{AtlasError, Result};
 use crate::read::{Live, Member};
-use crate::{ArrayStats, Attr, Stat};
+use crate::{ArrayStats, Attr};
 
 /// What the live datasets declare of one array name.
 #[derive(Default)]
@@ -175,10 +173,7 @@ enum Bound {
 
 /// `min` and `max` if they are of one kind with `min <= max`; otherwise both
 /// unknown, never a pair that would fail the manifest's validation.
-fn bounds(
-    min: Option<SummaryValue>,
-    max: Option<SummaryValue>,
-) -> (Option<SummaryValue>, Option<SummaryValue>) {
+fn bounds(min: Option<Value>, max: Option<Value>) -> (Option<Value>, Option<Value>) {
     match (&min, &max) {
         (Some(lo), Some(hi)) => match lo.compare(hi) {
             Some(Ordering::Less | Ordering::Equal) => (min, max),
@@ -191,15 +186,13 @@ fn bounds(
 /// A segment statistic as a summary bound of an array of type `dtype`;
 /// `None` for a kind the manifest has no bound for (or a string statistic
 /// that is not UTF-8).
-fn summary_of_stat(stat: &Stat, dtype: &DType, end: Bound) -> Option<SummaryValue> {
+fn summary_of_stat(stat: &Value, dtype: &DType, end: Bound) -> Option<Value> {
     match stat {
-        Stat::Int(v) => Some(SummaryValue::Int(*v)),
-        Stat::UInt(v) => Some(SummaryValue::UInt(*v)),
-        Stat::Float(x) => Some(SummaryValue::Float(widen_zero(*x, end))),
-        Stat::Timestamp(t) => Some(SummaryValue::TimestampNs(t.nanos())),
-        Stat::Bytes(b) => match dtype {
-            DType::String => String::from_utf8(b.clone()).ok().map(SummaryValue::String),
-            DType::Binary => Some(SummaryValue::Bytes(b.clone())),
+        Value::Int(_) | Value::UInt(_) | Value::Timestamp(_) => Some(stat.clone()),
+        Value::Float(x) => Some(Value::Float(widen_zero(*x, end))),
+        Value::Bytes(b) => match dtype {
+            DType::String => String::from_utf8(b.clone()).ok().map(Value::String),
+            DType::Binary => Some(stat.clone()),
             _ => None,
         },
         _ => None,
@@ -220,29 +213,16 @@ fn widen_zero(x: f64, end: Bound) -> f64 {
     }
 }
 
-/// The summary kind of an attribute value, if it is a single number.
-fn summary_of_attr(attr: &Attr) -> Option<SummaryValue> {
-    Some(match attr {
-        Attr::Int8(v) => SummaryValue::Int(i64::from(*v)),
-        Attr::Int16(v) => SummaryValue::Int(i64::from(*v)),
-        Attr::Int32(v) => SummaryValue::Int(i64::from(*v)),
-        Attr::Int64(v) => SummaryValue::Int(*v),
-        Attr::UInt8(v) => SummaryValue::UInt(u64::from(*v)),
-        Attr::UInt16(v) => SummaryValue::UInt(u64::from(*v)),
-        Attr::UInt32(v) => SummaryValue::UInt(u64::from(*v)),
-        Attr::UInt64(v) => SummaryValue::UInt(*v),
-        Attr::Float32(v) => SummaryValue::Float(f64::from(*v)),
-        Attr::Float64(v) => SummaryValue::Float(*v),
-        _ => return None,
-    })
+/// The summary bound of an attribute value, if it is a single number.
+fn summary_of_attr(attr: &Attr) -> Option<Value> {
+    attr.value()
+        .filter(|v| matches!(v, Value::Int(_) | Value::UInt(_) | Value::Float(_)))
 }
 
 /// Min and max of attribute values that are all single numbers of one kind;
 /// `None` for anything else (a string, a list, a mix of kinds, no value).
-fn attribute_bounds<'a>(
-    values: impl Iterator<Item = &'a Attr>,
-) -> Option<(SummaryValue, SummaryValue)> {
-    let mut range: Option<(SummaryValue, SummaryValue)> = None;
+fn attribute_bounds<'a>(values: impl Iterator<Item = &'a Attr>) -> Option<(Value, Value)> {
+    let mut range: Option<(Value, Value)> = None;
     for attr in values {
         let value = summary_of_attr(attr)?;
         range = Some(match range {
@@ -261,8 +241,8 @@ fn attribute_bounds<'a>(
         });
     }
     let (lo, hi) = range?;
-    let widen = |v: SummaryValue, end| match v {
-        SummaryValue::Float(x) => SummaryValue::Float(widen_zero(x, end)),
+    let widen = |v: Value, end| match v {
+        Value::Float(x) => Value::Float(widen_zero(x, end)),
         other => other,
     };
     Some((widen(lo, Bound::Min), widen(hi, Bound::Max)))
@@ -282,18 +262,18 @@ mod tests {
     fn zero_bounds_are_widened_to_both_zeros() {
         let values = [Attr::Float64(0.0), Attr::Float64(-0.0)];
         let (lo, hi) = attribute_bounds(values.iter()).unwrap();
-        assert!(matches!(lo, SummaryValue::Float(x) if x == 0.0 && x.is_sign_negative()));
-        assert!(matches!(hi, SummaryValue::Float(x) if x == 0.0 && x.is_sign_positive()));
+        assert!(matches!(lo, Value::Float(x) if x == 0.0 && x.is_sign_negative()));
+        assert!(matches!(hi, Value::Float(x) if x == 0.0 && x.is_sign_positive()));
     }
 
     #[test]
     fn an_inverted_pair_of_bounds_becomes_unknown() {
         assert_eq!(
-            bounds(Some(SummaryValue::Int(3)), Some(SummaryValue::Int(2))),
+            bounds(Some(Value::Int(3)), Some(Value::Int(2))),
             (None, None)
         );
         assert_eq!(
-            bounds(Some(SummaryValue::Int(3)), Some(SummaryValue::UInt(4))),
+            bounds(Some(Value::Int(3)), Some(Value::UInt(4))),
             (None, None)
         );
     }

@@ -14,7 +14,7 @@ use std::collections::BTreeMap;
 use std::ops::Range;
 
 use atlas_format::DType;
-use atlas_segment::{Element, FillValue, SegmentError, SegmentWriter};
+use atlas_segment::{Element, SegmentError, SegmentWriter, Value};
 use ndarray::{ArrayViewD, ArrayViewMutD, IxDyn, Slice, SliceInfoElem};
 
 use crate::error::{AtlasError, Result};
@@ -147,7 +147,7 @@ pub(crate) trait ArrayBuffer: Send + Sync {
 /// The typed buffer of one array.
 pub(crate) struct TypedBuffer<T: Element> {
     geometry: Geometry,
-    fill: Option<FillValue>,
+    fill: Option<Value>,
     fill_element: T,
     /// Touched chunks by coordinate (sorted, so pushes are deterministic), row-major values.
     chunks: BTreeMap<Vec<u64>, Vec<T>>,
@@ -155,7 +155,7 @@ pub(crate) struct TypedBuffer<T: Element> {
 }
 
 impl<T: Element> TypedBuffer<T> {
-    pub(crate) fn new(geometry: Geometry, fill: Option<FillValue>) -> Self {
+    pub(crate) fn new(geometry: Geometry, fill: Option<Value>) -> Self {
         let fill_element = T::fill_element(fill.as_ref());
         Self {
             geometry,
@@ -366,7 +366,7 @@ mod tests {
     #[test]
     fn an_unaligned_write_touches_only_the_chunks_it_covers() {
         let g = Geometry::new("x", &[], &[10], Some(&[4])).unwrap();
-        let mut b = TypedBuffer::<i32>::new(g, Some(FillValue::Int(-1)));
+        let mut b = TypedBuffer::<i32>::new(g, Some(Value::Int(-1)));
         let data = Array::from_vec(vec![7, 8, 9]).into_dyn();
         b.write("x", &[3], data.view()).unwrap();
         let chunks: Vec<_> = b

@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use atlas_format::{DATASETS_SEGMENT, validate_name};
-use atlas_segment::{Attr, Element, FillValue, SegmentWriter};
+use atlas_segment::{Attr, Element, SegmentWriter, Value};
 use indexmap::IndexMap;
 use ndarray::ArrayViewD;
 use smol_str::SmolStr;
@@ -103,23 +103,11 @@ impl DatasetWriter {
         chunk_shape: Option<&[u64]>,
         fill_value: Option<T>,
     ) -> Result<()> {
-        let fill = match fill_value {
-            None => None,
-            Some(v) => {
-                let shown = format!("{v:?}");
-                Some(
-                    T::to_fill_value(v).ok_or_else(|| AtlasError::FillTypeMismatch {
-                        array: name.to_owned(),
-                        dtype: T::ATLAS_DTYPE,
-                        fill: shown,
-                    })?,
-                )
-            }
-        };
+        let fill = fill_value.map(T::to_fill_value);
         self.define_array_with_fill::<T>(name, dimension_names, shape, chunk_shape, fill)
     }
 
-    /// [`define_array`](Self::define_array) with a [`FillValue`], as a reader
+    /// [`define_array`](Self::define_array) with a [`Value`], as a reader
     /// reports it (e.g. to copy an array exactly). The variant must be one that
     /// applies to `T` (`Int`/`UInt`/`Float` for numbers, `Timestamp`/`Int` for
     /// timestamps, `String` for strings).
@@ -132,7 +120,7 @@ impl DatasetWriter {
         dimension_names: &[&str],
         shape: &[u64],
         chunk_shape: Option<&[u64]>,
-        fill_value: Option<FillValue>,
+        fill_value: Option<Value>,
     ) -> Result<()> {
         validate_name(name)?;
         let dataset = self.name.to_string();
@@ -149,7 +137,7 @@ impl DatasetWriter {
             return Err(AtlasError::FillTypeMismatch {
                 array: name.to_owned(),
                 dtype: T::ATLAS_DTYPE,
-                fill: format!("{fill:?}"),
+                fill: fill.clone(),
             });
         }
         let geometry = Geometry::new(name, dimension_names, shape, chunk_shape)?;

@@ -30,7 +30,8 @@ pub struct Row {
 
 fn cmp(d: &V, lit: &Value) -> Ordering {
     match (d, lit) {
-        (V::I(a), Value::Int(b) | Value::Timestamp(b)) => a.cmp(&i128::from(*b)),
+        (V::I(a), Value::Int(b)) => a.cmp(&i128::from(*b)),
+        (V::I(a), Value::Timestamp(b)) => a.cmp(&i128::from(b.nanos())),
         (V::I(a), Value::Bool(b)) => a.cmp(&i128::from(*b)),
         (V::I(a), Value::Float(b)) => (*a as f64).total_cmp(b),
         (V::F(a), Value::Int(b)) => a.total_cmp(&(*b as f64)),

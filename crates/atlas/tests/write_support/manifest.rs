@@ -4,9 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use atlas::{
-    AtlasWriter, Attr, Codec, DatasetWriter, Element, FillValue, Stat, Timestamp, WriterConfig,
-};
+use atlas::{AtlasWriter, Attr, Codec, DatasetWriter, Element, Timestamp, WriterConfig};
 use atlas_format::DeletionMask;
 use ndarray::{ArrayD, IxDyn, Slice};
 use serde_json::Value;
@@ -252,27 +250,27 @@ pub async fn rebuild(manifest: &Value, dir: &Path) -> atlas::WriteSummary {
     summary
 }
 
-fn fill_matches(stored: &Option<FillValue>, json: &Value, dtype: &str) -> bool {
+fn fill_matches(stored: &Option<atlas::Value>, json: &Value, dtype: &str) -> bool {
     match (stored, json) {
         (None, Value::Null) => true,
-        (Some(FillValue::Float(f)), j) => j.as_f64() == Some(*f),
-        (Some(FillValue::Int(i)), j) => j.as_i64() == Some(*i),
-        (Some(FillValue::UInt(u)), j) => j.as_u64() == Some(*u),
-        (Some(FillValue::Timestamp(t)), j) => j.as_i64() == Some(t.nanos()),
-        (Some(FillValue::String(s)), j) => j.as_str() == Some(s.as_str()),
-        (Some(FillValue::Bool(b)), j) => j.as_bool() == Some(*b) || dtype == "bool",
+        (Some(atlas::Value::Float(f)), j) => j.as_f64() == Some(*f),
+        (Some(atlas::Value::Int(i)), j) => j.as_i64() == Some(*i),
+        (Some(atlas::Value::UInt(u)), j) => j.as_u64() == Some(*u),
+        (Some(atlas::Value::Timestamp(t)), j) => j.as_i64() == Some(t.nanos()),
+        (Some(atlas::Value::String(s)), j) => j.as_str() == Some(s.as_str()),
+        (Some(atlas::Value::Bool(b)), j) => j.as_bool() == Some(*b) || dtype == "bool",
         _ => false,
     }
 }
 
-fn stat_json(v: &Option<Stat>) -> Value {
+fn stat_json(v: &Option<atlas::Value>) -> Value {
     match v {
         None => Value::Null,
-        Some(Stat::Float(f)) => serde_json::json!({ "float": f }),
-        Some(Stat::Int(i)) => serde_json::json!({ "int": i }),
-        Some(Stat::UInt(u)) => serde_json::json!({ "uint": u }),
-        Some(Stat::Timestamp(t)) => serde_json::json!({ "timestamp_ns": t.nanos() }),
-        Some(Stat::Bytes(b)) => serde_json::json!({ "bytes": b }),
+        Some(atlas::Value::Float(f)) => serde_json::json!({ "float": f }),
+        Some(atlas::Value::Int(i)) => serde_json::json!({ "int": i }),
+        Some(atlas::Value::UInt(u)) => serde_json::json!({ "uint": u }),
+        Some(atlas::Value::Timestamp(t)) => serde_json::json!({ "timestamp_ns": t.nanos() }),
+        Some(atlas::Value::Bytes(b)) => serde_json::json!({ "bytes": b }),
         Some(other) => panic!("unknown statistic {other:?}"),
     }
 }
