@@ -30,6 +30,25 @@ async fn an_unknown_name_deletes_nothing() {
 }
 
 #[tokio::test]
+async fn names_listed_before_a_delete_are_not_listed_after_it() {
+    let op = memory();
+    load_fixture(&op, "small", "").await;
+    let atlas = Atlas::open((op.clone(), ""), &atlas::OpenOptions::default())
+        .await
+        .unwrap();
+    let before = atlas.dataset_names().await.unwrap();
+    assert_eq!(before, ["jan_2024", "feb_2024", "mar_2024"]);
+    // The handle keeps the listing; a delete through it must replace it.
+    atlas.delete_datasets(&["jan_2024"]).await.unwrap();
+    assert_eq!(
+        atlas.dataset_names().await.unwrap(),
+        ["feb_2024", "mar_2024"]
+    );
+    atlas.delete_datasets(&["mar_2024"]).await.unwrap();
+    assert_eq!(atlas.dataset_names().await.unwrap(), ["feb_2024"]);
+}
+
+#[tokio::test]
 async fn a_deletion_applies_at_once_everywhere() {
     let op = memory();
     load_fixture(&op, "small", "").await;

@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use atlas_format::{ArrayMeta, DATASETS_SEGMENT, DType, DatasetSchema, SchemaView};
 use atlas_segment::{AnyArray, ArrayRef, ArrayStats, Attr, Element, Segment, Value};
+use smol_str::SmolStr;
 
 use super::member::Member;
 use super::region::{Region, Resolved};
@@ -36,13 +37,13 @@ pub struct ArrayLayout {
     pub element_count: u64,
 }
 
-/// One live dataset of an [`Member`]: an owned handle (the collection's `Arc`,
-/// the name, the ordinal and the schema's pool index), cheap to clone and
+/// One live dataset of a [`Member`]: an owned handle (the member, the name as
+/// the footer holds it, the ordinal and the schema's pool index), cheap to clone and
 /// `Send + Sync + 'static`, so it can move into a spawned task.
 #[derive(Clone)]
 pub struct Dataset {
     member: Member,
-    name: Arc<str>,
+    name: SmolStr,
     ordinal: u32,
     schema: u32,
 }
@@ -58,10 +59,10 @@ impl std::fmt::Debug for Dataset {
 }
 
 impl Dataset {
-    pub(crate) fn new(member: Member, name: &str, ordinal: u32, schema: u32) -> Self {
+    pub(crate) fn new(member: Member, name: SmolStr, ordinal: u32, schema: u32) -> Self {
         Self {
             member,
-            name: Arc::from(name),
+            name,
             ordinal,
             schema,
         }

@@ -324,12 +324,11 @@ impl Atlas {
     /// # Errors
     /// [`AtlasError::Member`] when a member cannot be opened.
     pub async fn dataset_names(&self) -> Result<Vec<SmolStr>> {
-        Ok(self
-            .views()
-            .await?
-            .iter()
-            .flat_map(|v| v.dataset_names())
-            .collect())
+        let mut names = Vec::new();
+        for view in self.views().await?.iter() {
+            view.push_names(&mut names);
+        }
+        Ok(names)
     }
 
     /// Handles of the live datasets, in [`dataset_names`](Self::dataset_names) order.
@@ -337,12 +336,11 @@ impl Atlas {
     /// # Errors
     /// [`AtlasError::Member`] when a member cannot be opened.
     pub async fn datasets(&self) -> Result<Vec<Dataset>> {
-        Ok(self
-            .views()
-            .await?
-            .iter()
-            .flat_map(|v| v.datasets())
-            .collect())
+        let mut datasets = Vec::new();
+        for view in self.views().await?.iter() {
+            view.push_datasets(&mut datasets);
+        }
+        Ok(datasets)
     }
 
     /// Handles of the live datasets grouped by the member holding them, with

@@ -3,7 +3,7 @@
 //! (replaced, or deleted there for good); this overlay lives here, not in the
 //! member, so a [`Member`] always answers for its own container alone.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use smol_str::SmolStr;
 
@@ -11,12 +11,24 @@ use crate::error::{AtlasError, Result};
 use crate::read::{DatasetBlock, DatasetShape, DatasetStats, Live, Member};
 use crate::{ArrayStats, Attr, Dataset};
 
-/// A member with the ordinals newer members replace hidden. Cheap to clone.
+/// A member with the ordinals newer members replace hidden. Cheap to clone;
+/// clones share the cached name list.
 #[derive(Clone)]
 pub(crate) struct View {
     member: Member,
     /// Ordinals replaced by a newer member, ascending.
     hidden: Arc<[u32]>,
+    /// The covered names, kept while the mask is unchanged: listing 30 000
+    /// names again from the footer costs ten times copying a kept list.
+    names: Arc<Mutex<Option<Names>>>,
+}
+
+/// The covered names as of a mask holding `stamp` ordinals. The mask only
+/// grows while a handle is open (a delete adds, nothing removes), so its
+/// length tells whether the list is still current.
+struct Names {
+    stamp: usize,
+    names: Arc<[SmolStr]>,
 }
 
 impl View {
@@ -27,6 +39,7 @@ impl View {
         View {
             member,
             hidden: hidden.into(),
+            names: Arc::default(),
         }
     }
 
@@ -52,19 +65,42 @@ impl View {
         self.live().count()
     }
 
-    /// Names of the datasets covered, in ordinal order.
-    pub(crate) fn dataset_names(&self) -> Vec<SmolStr> {
-        let datasets = &self.member.footer().datasets;
-        self.live()
-            .ordinals()
-            .filter_map(|o| datasets.get_index(o as usize))
-            .map(|(name, _)| name.clone())
-            .collect()
+    /// Appends the names of the datasets covered, in ordinal order, to `out`.
+    pub(crate) fn push_names(&self, out: &mut Vec<SmolStr>) {
+        out.extend_from_slice(&self.names());
+    }
+
+    /// The covered names, from the kept list while the mask is unchanged.
+    fn names(&self) -> Arc<[SmolStr]> {
+        // The stamp is read before the list is built, so a delete racing
+        // with the build leaves a stale stamp and the next call rebuilds.
+        let stamp = self.member.mask().mask.len();
+        let mut kept = self.names.lock().unwrap_or_else(|e| e.into_inner());
+        match kept.as_ref() {
+            Some(k) if k.stamp == stamp => Arc::clone(&k.names),
+            _ => {
+                let mut names = Vec::new();
+                self.member.push_names(&self.live(), &mut names);
+                let names: Arc<[SmolStr]> = names.into();
+                *kept = Some(Names {
+                    stamp,
+                    names: Arc::clone(&names),
+                });
+                names
+            }
+        }
+    }
+
+    /// Appends handles of the datasets covered, in ordinal order, to `out`.
+    pub(crate) fn push_datasets(&self, out: &mut Vec<Dataset>) {
+        self.member.push_datasets(&self.live(), out);
     }
 
     /// Handles of the datasets covered, in ordinal order.
     pub(crate) fn datasets(&self) -> Vec<Dataset> {
-        self.member.datasets_in(&self.live())
+        let mut out = Vec::new();
+        self.push_datasets(&mut out);
+        out
     }
 
     /// The ordinal of `name` if this view covers it.
