@@ -1,6 +1,6 @@
 //! What can go wrong building a catalogue or running a predicate.
 
-use atlas_format::DType;
+use atlas_format::{DType, Value};
 
 use crate::error::AtlasError;
 
@@ -38,14 +38,23 @@ pub enum QueryError {
     },
     /// The literal cannot be compared with what is stored (a date against a float,
     /// a string against a number, a list attribute).
-    #[error("{field}: cannot compare stored {stored} with {value}")]
+    #[error("{field}: cannot compare stored {} with {value}", stored_name(stored.as_ref()))]
     TypeMismatch {
         /// The field as written in the predicate.
         field: String,
-        /// The stored type.
-        stored: String,
+        /// The stored type; `None` when the dataset stores nothing under the field.
+        stored: Option<DType>,
         /// The literal.
-        value: String,
+        value: Value,
+    },
+    /// A comparison names a list attribute, which holds no single value to
+    /// compare; only `exists` applies to it.
+    #[error("{field}: a list attribute ({stored}) only answers exists")]
+    ListAttribute {
+        /// The field as written in the predicate.
+        field: String,
+        /// The attribute's stored type (a list).
+        stored: DType,
     },
     /// A long table was asked for without any array.
     #[error("a table needs at least one array")]
@@ -132,4 +141,9 @@ impl ParseError {
             .get(..self.offset)
             .map_or(self.offset, |s| s.chars().count())
     }
+}
+
+/// A stored type as an error names it (`nothing` when none is stored).
+fn stored_name(stored: Option<&DType>) -> String {
+    stored.map_or_else(|| "nothing".to_owned(), DType::display_name)
 }

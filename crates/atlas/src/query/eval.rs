@@ -263,10 +263,9 @@ fn range(
             let Some(attr) = facts.attrs.get(key).and_then(|m| m.get(ds.name())) else {
                 return Ok(None);
             };
-            let scalar = attr_scalar(attr).ok_or_else(|| QueryError::TypeMismatch {
+            let scalar = attr_scalar(attr).ok_or_else(|| QueryError::ListAttribute {
                 field: field.to_string(),
-                stored: attr.dtype().display_name(),
-                value: "a single value (a list attribute only answers exists)".to_owned(),
+                stored: attr.dtype(),
             })?;
             Ok(Some((scalar.clone(), scalar)))
         }
@@ -319,21 +318,20 @@ fn ord(field: &Field, data: &Scalar, value: &Value, ds: &Dataset) -> Result<Orde
     order(data, value).ok_or_else(|| QueryError::TypeMismatch {
         field: field.to_string(),
         stored: stored_type(field, ds),
-        value: value.to_string(),
+        value: value.clone(),
     })
 }
 
-fn stored_type(field: &Field, ds: &Dataset) -> String {
+fn stored_type(field: &Field, ds: &Dataset) -> Option<DType> {
     let schema = ds.schema();
     match field {
-        Field::Attribute(k) => schema.attribute_dtype(k).map(DType::display_name),
+        Field::Attribute(k) => schema.attribute_dtype(k).cloned(),
         Field::Array(a) | Field::Stat(a, StatField::Min | StatField::Max) => {
-            schema.array(a).map(|m| m.dtype().display_name())
+            schema.array(a).map(|m| m.dtype().clone())
         }
-        Field::Stat(_, _) => Some("uint64".to_owned()),
+        Field::Stat(_, _) => Some(DType::UInt64),
         Field::Name(_) => None,
     }
-    .unwrap_or_else(|| "nothing".to_owned())
 }
 
 fn exists(field: &Field, ds: &Dataset, facts: &Facts) -> bool {
