@@ -201,7 +201,11 @@ fn describe(context: &str, error: &(dyn std::error::Error + 'static), class: Err
             } else {
                 io.path()
             };
-            format!("no Atlas collection at {context}: {path} not found")
+            if path.trim_end_matches('/') == context.trim_end_matches('/') {
+                format!("no Atlas collection at {context}: nothing is there")
+            } else {
+                format!("no Atlas collection at {context}: {path} not found")
+            }
         }
         (ErrorClass::Retryable, _) => format!("{context}: {text}; retry later"),
         (_, Some(io)) if io.kind() == IoErrorKind::PermissionDenied => format!(
@@ -312,6 +316,20 @@ mod tests {
         assert_eq!(
             missing.line(),
             "no Atlas collection at dir: dir/data.atlas not found"
+        );
+        let nothing = CliError::Atlas {
+            context: "dir/".into(),
+            error: AtlasError::Io(atlas_io::IoError::new(
+                IoErrorKind::NotFound,
+                "read",
+                "dir",
+                "",
+            )),
+        };
+        assert_eq!(
+            nothing.line(),
+            "no Atlas collection at dir/: nothing is there",
+            "the path is said once"
         );
         let corrupt = CliError::Atlas {
             context: "dir".into(),
