@@ -159,7 +159,7 @@ Example:
 
     /// Remove what interrupted writes left: temp files in the collection's directory, S3 multipart uploads never completed, a set's uncommitted members.
     #[command(
-        after_help = "Only what is older than --older-than (default 60 minutes) is removed: a younger\ntemp file, upload or member may belong to a write in progress. A member folder\n(members/<id>/) that the set's manifest does not name was left by a writer that\ncrashed or lost its commit; it goes once its newest object is older than\n--older-than. Azure and GCS discard unfinished uploads themselves after about\nseven days.\n\nExample:\n  atlas cleanup ./argo --dry-run\n  atlas cleanup ./argo --older-than 0\n  atlas cleanup ./argo-set --older-than 2h\n  atlas cleanup s3://bucket/argo"
+        after_help = "Only what is older than --older-than (default 60 minutes) is removed: a younger\ntemp file, upload or member may belong to a write in progress. A member folder\n(members/<id>/) that the set's manifest does not name was left by a writer that\ncrashed or lost its commit; it goes once its newest object is older than\n--older-than. A member a compaction replaced is marked retired and kept for\nreaders of older generations; it goes once the mark is older than --retention\n(default 7 days). Azure and GCS discard unfinished uploads themselves after about\nseven days.\n\nExample:\n  atlas cleanup ./argo --dry-run\n  atlas cleanup ./argo --older-than 0\n  atlas cleanup ./argo-set --older-than 2h\n  atlas cleanup ./argo-set --retention 1d\n  atlas cleanup s3://bucket/argo"
     )]
     Cleanup(CleanupArgs),
 }
@@ -200,6 +200,10 @@ pub struct CleanupArgs {
     /// be in progress): minutes, or a number with s, m, h or d (`0s`, `2h`).
     #[arg(long, value_name = "DURATION", default_value = "60", value_parser = crate::commands::members::parse_duration)]
     pub older_than: std::time::Duration,
+    /// Keep a member a compaction replaced this long after the compaction:
+    /// a reader opened before it may still read it (default 7 days).
+    #[arg(long, value_name = "DURATION", default_value = "7d", value_parser = crate::commands::members::parse_duration)]
+    pub retention: std::time::Duration,
     /// List what would be removed, remove nothing.
     #[arg(long)]
     pub dry_run: bool,

@@ -670,9 +670,41 @@ fn compact_rewrites_small_members_into_one_and_every_read_stays_the_same() {
     assert_eq!(member_ids(&info).len(), 1);
     assert_eq!(names(&json_of(&["ls", s(&set)])), before_ls);
     assert_eq!(json_of(&["cat", s(&set), "p1.nc", "TEMP"]), before_cat);
+    // The replaced members stay for readers of the older generation, marked
+    // retired; cleanup keeps them within the retention, then removes them.
     for id in &before_ids {
-        assert!(!set.join("members").join(id).exists(), "{id} removed");
+        assert!(
+            set.join("members").join(id).join("retired").exists(),
+            "{id} retired"
+        );
+        assert!(
+            set.join("members").join(id).join("data.atlas").exists(),
+            "{id} kept"
+        );
     }
+    let kept = json_of(&["cleanup", s(&set), "--older-than", "0"]);
+    assert_eq!(kept["members_kept_young"], 3, "{kept}");
+    for id in &before_ids {
+        assert!(
+            set.join("members").join(id).exists(),
+            "{id} kept by cleanup"
+        );
+    }
+    let removed = json_of(&["cleanup", s(&set), "--older-than", "0", "--retention", "0s"]);
+    let paths: Vec<&str> = removed["members_removed"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["path"].as_str().unwrap())
+        .collect();
+    assert_eq!(paths.len(), 3, "{removed}");
+    for id in &before_ids {
+        assert!(
+            !set.join("members").join(id).exists(),
+            "{id} removed after the retention"
+        );
+    }
+    assert_eq!(names(&json_of(&["ls", s(&set)])), before_ls);
     // Nothing left to compact.
     assert_eq!(json_of(&["compact", s(&set)])["compacted"], false);
 }

@@ -3,9 +3,11 @@
 
 #![cfg(test)]
 
+mod s3_support;
+
 use atlas::{
-    Atlas, AtlasError, CatalogueOptions, FormatError, OpenOptions, Predicate, Region, SetWriter,
-    WriterConfig, member_id,
+    Address, Atlas, AtlasError, CatalogueOptions, CompactOptions, FormatError, OpenOptions,
+    Predicate, Region, SetWriter, WriterConfig, member_id,
 };
 use atlas_io::{CasMemory, CountingLayer, RequestStats};
 use opendal::Operator;
@@ -34,10 +36,13 @@ fn cas() -> (Operator, RequestStats) {
 
 /// Commits one member holding `profiles` to the set at `(op, prefix)`.
 async fn append(op: &Operator, prefix: &str, n: u64, profiles: &[Profile<'_>]) -> String {
+    append_at((op.clone(), prefix).into(), n, profiles).await
+}
+
+/// Commits one member holding `profiles` to the set at `at`.
+async fn append_at(at: Address, n: u64, profiles: &[Profile<'_>]) -> String {
     let ms = 1_700_000_000_000 + i64::try_from(n).unwrap();
-    let mut set = SetWriter::create((op.clone(), prefix), &config(ms))
-        .await
-        .unwrap();
+    let mut set = SetWriter::create(at, &config(ms)).await.unwrap();
     let id = member_id(ms, n);
     let member = set.add_member(&id).await.unwrap();
     for profile in profiles {
@@ -464,6 +469,10 @@ async fn compact_keeps_every_live_datasets_values_attributes_and_names() {
     set.delete_datasets(&["e"]).await.unwrap();
     let before = snapshot(&set).await;
     let old_ids: Vec<String> = set.members().into_iter().map(|m| m.id).collect();
+    // A reader of this generation, which has read everything once.
+    let reader = open(&op, "argo").await;
+    assert_eq!(snapshot(&reader).await, before);
+    let generation = reader.generation();
 
     let outcome = set
         .compact(
@@ -481,15 +490,26 @@ async fn compact_keeps_every_live_datasets_values_attributes_and_names() {
     let after_set = open(&op, "argo").await;
     assert_eq!(after_set.members().len(), 1);
     assert_eq!(snapshot(&after_set).await, before);
-    for id in &old_ids {
-        assert!(
-            op.list(&format!("argo/members/{id}/"))
-                .await
-                .map_or(true, |l| l.is_empty()),
-            "replaced member {id} removed after the commit"
-        );
-    }
     assert_eq!(after_set.members()[0].datasets_live, 4);
+    assert_eq!(after_set.generation(), generation.map(|g| g + 1));
+
+    // The replaced members stay, marked retired, so the older reader keeps
+    // its generation, values unchanged; refreshed, it reads the new one.
+    assert_eq!(snapshot(&reader).await, before);
+    assert_eq!(reader.generation(), generation);
+    let refreshed = reader.refresh().await.unwrap();
+    assert_eq!(refreshed.generation(), after_set.generation());
+    assert_eq!(refreshed.members().len(), 1);
+    for id in &old_ids {
+        for object in ["data.atlas", "retired"] {
+            assert!(
+                op.exists(&format!("argo/members/{id}/{object}"))
+                    .await
+                    .unwrap(),
+                "replaced member {id} keeps {object}"
+            );
+        }
+    }
 }
 
 #[tokio::test]
@@ -643,4 +663,54 @@ async fn a_member_written_but_never_committed_is_found_and_removed_and_the_set_k
     assert!(!dir.join(&found[0].path).exists());
     let set = Atlas::open(&dir, &OpenOptions::default()).await.unwrap();
     assert_eq!(set.dataset_names().await.unwrap(), ["kept"]);
+}
+
+/// A reader that asked its first question keeps reading its generation, values
+/// unchanged, across an append, a delete and a compaction another handle
+/// commits after; refreshed, it reads the newest generation.
+async fn a_reader_keeps_its_generation(at: impl Fn() -> Address) {
+    append_at(at(), 1, &[p("a", &[1.0], 1), p("b", &[2.0, 2.5], 1)]).await;
+    append_at(at(), 2, &[p("c", &[3.0], 2)]).await;
+    let reader = Atlas::open(at(), &OpenOptions::default()).await.unwrap();
+    let before = snapshot(&reader).await;
+    let generation = reader.generation();
+    assert_eq!(generation, Some(2));
+
+    append_at(at(), 3, &[p("a", &[10.0], 3), p("d", &[4.0], 3)]).await;
+    let writer = Atlas::open(at(), &OpenOptions::default()).await.unwrap();
+    writer.delete_datasets(&["b"]).await.unwrap();
+    let compacted = writer
+        .compact(&CompactOptions::default().target_datasets(10).ids(9, 9))
+        .await
+        .unwrap()
+        .expect("three small members make a run");
+    assert_eq!(compacted.replaced.len(), 3);
+
+    assert_eq!(snapshot(&reader).await, before, "the generation it opened");
+    assert_eq!(reader.generation(), generation);
+    let newest = reader.refresh().await.unwrap();
+    assert_eq!(newest.generation(), Some(5), "append, delete, compaction");
+    let names: Vec<String> = snapshot(&newest).await.into_iter().map(|r| r.0).collect();
+    assert_eq!(names, ["a", "c", "d"]);
+    assert_eq!(temp(&newest, "a").await, [10.0]);
+}
+
+#[tokio::test]
+async fn a_reader_keeps_its_generation_in_memory() {
+    let (op, _) = cas();
+    a_reader_keeps_its_generation(|| (op.clone(), "argo").into()).await;
+}
+
+#[tokio::test]
+async fn a_reader_keeps_its_generation_on_local_disk() {
+    let tmp = tempfile::tempdir().unwrap();
+    let set = tmp.path().join("argo");
+    std::fs::create_dir_all(&set).unwrap();
+    a_reader_keeps_its_generation(|| set.as_path().into()).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reader_keeps_its_generation_on_s3() {
+    let (op, _) = s3_support::s3("snapshot");
+    a_reader_keeps_its_generation(|| (op.clone(), "argo").into()).await;
 }

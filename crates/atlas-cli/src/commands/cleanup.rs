@@ -2,7 +2,8 @@
 //! atomic writes, S3 multipart uploads never completed), which `atlas verify`
 //! lists as warnings, and a set's uncommitted members (folders under
 //! `members/` that the manifest does not name). Only what is older than
-//! `--older-than`: a younger one may belong to a write in progress.
+//! `--older-than`: a younger one may belong to a write in progress; and a
+//! member a compaction retired only once its mark is older than `--retention`.
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -36,7 +37,7 @@ pub async fn run(ctx: &Ctx, args: &CleanupArgs) -> CliResult {
             .at(loc.display())?
     };
     let bytes: u64 = found.iter().filter_map(Leftover::bytes).sum();
-    let (old, young) = uncommitted_members(&loc, older_than, now).await?;
+    let (old, young) = uncommitted_members(&loc, older_than, args.retention, now).await?;
     if !args.dry_run {
         for member in &old {
             atlas::remove_uncommitted_member(&loc, member)
@@ -88,7 +89,7 @@ pub async fn run(ctx: &Ctx, args: &CleanupArgs) -> CliResult {
         }
         if young > 0 {
             out.push_str(&format!(
-                "{}: left {} younger than --older-than alone (a write may be in progress)\n",
+                "{}: left {} alone: younger than --older-than (a write may be in progress) or retired within --retention\n",
                 loc.display(),
                 render::count(young, "uncommitted member", "uncommitted members")
             ));
@@ -111,25 +112,32 @@ fn leftover_json(l: &Leftover) -> serde_json::Value {
     }
 }
 
-/// The uncommitted members at `loc` older than `older_than`, and how many
-/// younger ones are left alone.
+/// The uncommitted members at `loc` that may go (older than `older_than`,
+/// or retired longer ago than `retention`), and how many are left alone.
 async fn uncommitted_members(
     loc: &crate::location::Location,
     older_than: std::time::Duration,
+    retention: std::time::Duration,
     now: SystemTime,
 ) -> CliResult<(Vec<UncommittedMember>, usize)> {
     let all = atlas::uncommitted_members(loc).await.at(loc.display())?;
     let (old, young): (Vec<_>, Vec<_>) = all
         .into_iter()
-        .partition(|m| m.is_older_than(older_than, now));
+        .partition(|m| m.is_removable(older_than, retention, now));
     Ok((old, young.len()))
 }
 
-/// `{"path", "objects", "bytes", "newest_unix_ms"}`.
+/// `{"path", "objects", "bytes", "newest_unix_ms", "retired_unix_ms"}`.
 fn member_json(m: &UncommittedMember) -> serde_json::Value {
-    let newest = m
-        .newest
-        .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
-        .map(|d| d.as_millis());
-    json!({"path": m.path, "objects": m.objects, "bytes": m.bytes, "newest_unix_ms": newest})
+    let ms = |t: Option<SystemTime>| {
+        t.and_then(|t| t.duration_since(UNIX_EPOCH).ok())
+            .map(|d| d.as_millis())
+    };
+    json!({
+        "path": m.path,
+        "objects": m.objects,
+        "bytes": m.bytes,
+        "newest_unix_ms": ms(m.newest),
+        "retired_unix_ms": ms(m.retired),
+    })
 }

@@ -283,6 +283,12 @@ async fn uncommitted_warnings(loc: &crate::location::Location) -> Vec<String> {
 }
 
 fn uncommitted_line(m: &atlas::UncommittedMember) -> String {
+    if m.retired.is_some() {
+        return format!(
+            "retired member {m}: a compaction replaced it; kept for readers of older \
+             generations, `atlas cleanup` removes it once older than --retention"
+        );
+    }
     format!(
         "uncommitted member {m}: no commit names it (a writer crashed, lost its commit, \
          or is still writing); `atlas cleanup` removes it once older than --older-than"

@@ -1,6 +1,9 @@
 //! Compaction: a run of small members rewritten into fewer big ones, which
-//! replace the run in the manifest by one commit. The replaced members'
-//! objects are removed after that commit, never before.
+//! replace the run in the manifest by one commit. The replaced members stay
+//! on storage, each marked retired (a `retired` object in its folder, written
+//! before the commit), so that a handle opened at an older generation keeps
+//! reading them; `cleanup` removes them once the mark is older than the
+//! retention ([`crate::DEFAULT_RETENTION`]). No commit removes a member.
 //!
 //! Which run: the longest run of consecutive members (commit order) each
 //! holding fewer live datasets than the target, extended towards older
@@ -15,8 +18,9 @@ use atlas_format::MemberEntry;
 
 use super::manifest_store::CommitOutcome;
 use super::reader::Atlas;
+use super::uncommitted::RETIRED_MARK;
 use super::view::View;
-use super::writer::{SetWriter, member_id, remove_member};
+use super::writer::{SetWriter, member_id, member_path};
 use crate::error::{AtlasError, Result};
 use crate::read::Dataset;
 use crate::write::{WriterConfig, copy_datasets};
@@ -69,7 +73,8 @@ impl CompactOptions {
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct CompactOutcome {
-    /// Ids of the members replaced (and removed after the commit).
+    /// Ids of the members replaced: marked retired and left on storage for
+    /// readers of older generations until `cleanup` removes them after the retention.
     pub replaced: Vec<String>,
     /// Ids of the members written in their place.
     pub written: Vec<String>,
@@ -142,15 +147,25 @@ impl Atlas {
             written.push(id);
         }
         let replaced: Vec<String> = entries.iter().map(|e| e.id.clone()).collect();
+        // Marked before the commit: once the commit drops them from the
+        // manifest, `cleanup` sees them retired, never as old leftovers.
+        if let Err(e) = self.mark_retired(&replaced, true).await {
+            writer.abort().await?;
+            return Err(e);
+        }
         let commit = writer
             .commit_with(|current, new| replace_run(current, &entries, new, self.manifest_path()))
-            .await?;
-        // Only now are the old members unreachable from the manifest.
-        for id in &replaced {
-            if let Err(e) = remove_member(self.location(), id).await {
-                tracing::warn!(member = %id, "compacted member not removed (cleanup will): {e}");
+            .await;
+        let commit = match commit {
+            Ok(commit) => commit,
+            Err(e) => {
+                // Still committed: the marks would only mislead a reader of the folder.
+                if let Err(unmark) = self.mark_retired(&replaced, false).await {
+                    tracing::warn!("retired marks of a failed compaction not removed: {unmark}");
+                }
+                return Err(e);
             }
-        }
+        };
         Ok(Some(CompactOutcome {
             replaced,
             written,
@@ -162,6 +177,31 @@ impl Atlas {
 
 /// Puts `new` in the place of `run` in `manifest`, provided the run is still
 /// there unchanged (same members in the same order, same live counts and masks).
+impl Atlas {
+    /// Writes (`mark`) or removes the retired mark of each member in `ids`.
+    async fn mark_retired(&self, ids: &[String], mark: bool) -> Result<()> {
+        let op = self.location().operator();
+        for id in ids {
+            let path = self
+                .location()
+                .object(&format!("{}/{RETIRED_MARK}", member_path(id)));
+            let done = if mark {
+                op.write(&path, Vec::<u8>::new()).await.map(|_| ())
+            } else {
+                op.delete(&path).await
+            };
+            done.map_err(|e| {
+                AtlasError::Io(atlas_io::IoError::from_opendal(
+                    e,
+                    if mark { "write" } else { "delete" },
+                    &path,
+                ))
+            })?;
+        }
+        Ok(())
+    }
+}
+
 fn replace_run(
     manifest: &mut atlas_format::SetManifest,
     run: &[MemberEntry],

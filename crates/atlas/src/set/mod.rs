@@ -24,6 +24,8 @@ mod writer;
 pub use compact::{CompactOptions, CompactOutcome};
 pub use manifest_store::CommitOutcome;
 pub use reader::Atlas;
-pub use uncommitted::{UncommittedMember, remove_uncommitted_member, uncommitted_members};
+pub use uncommitted::{
+    DEFAULT_RETENTION, UncommittedMember, remove_uncommitted_member, uncommitted_members,
+};
 pub(crate) use view::View;
 pub use writer::{MemberWriter, SetWriter, member_id, member_path};

@@ -166,6 +166,30 @@ impl Atlas {
             .clone()
     }
 
+    /// The set's generation this handle reads (`None` for a lone
+    /// collection). Commits after the open do not change what it reads: the
+    /// members of this generation stay readable (a compaction only marks the
+    /// ones it replaces retired, and `cleanup` removes them after the
+    /// retention); [`refresh`](Self::refresh) moves to the newest generation.
+    /// This handle's own deletes apply at once.
+    pub fn generation(&self) -> Option<u64> {
+        self.inner
+            .manifest
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .as_ref()
+            .map(|m| m.generation)
+    }
+
+    /// A handle on the same collection at its newest generation, opened with
+    /// this handle's options (the same requests as [`Atlas::open`]).
+    ///
+    /// # Errors
+    /// What [`Atlas::open`] returns.
+    pub async fn refresh(&self) -> Result<Atlas> {
+        Atlas::open(self.location(), &self.inner.options).await
+    }
+
     /// The committed members, oldest commit first, as the manifest describes
     /// them (no request); empty for a lone collection.
     pub fn members(&self) -> Vec<MemberEntry> {

@@ -1,7 +1,9 @@
 //! Members that storage holds but no commit names: folders under `members/`
-//! left by a writer that crashed, was dropped, or lost its commit. They are
-//! invisible to readers; this finds them (for `verify`) and removes them
-//! (for `cleanup`, and for a distributed ingest that gives up).
+//! left by a writer that crashed, was dropped, or lost its commit, and
+//! members a compaction replaced (marked retired), which handles opened at
+//! an older generation may still read. New readers never see either; this
+//! finds them (for `verify`) and removes them (for `cleanup`, and for a
+//! distributed ingest that gives up).
 
 use std::collections::HashSet;
 use std::time::{Duration, SystemTime};
@@ -13,6 +15,14 @@ use super::writer::member_path;
 use crate::error::{AtlasError, Result};
 use crate::location::Location;
 use crate::{IoError, IoErrorKind, OpenOptions};
+
+/// The object a compaction writes into each member it replaces, before its
+/// commit: the member is retired, kept for older readers until the retention ends.
+pub(crate) const RETIRED_MARK: &str = "retired";
+
+/// How long `cleanup` keeps a retired member by default: a handle opened
+/// before the compaction that replaced it reads it until then (7 days).
+pub const DEFAULT_RETENTION: Duration = Duration::from_secs(7 * 24 * 3600);
 
 /// A folder under a set's `members/` that its manifest does not name.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -26,6 +36,9 @@ pub struct UncommittedMember {
     pub bytes: u64,
     /// When its newest object was last written, where the backend says.
     pub newest: Option<SystemTime>,
+    /// When a compaction marked it retired (it was committed until that
+    /// compaction's commit); `None` for the leftover of a failed write.
+    pub retired: Option<SystemTime>,
 }
 
 impl UncommittedMember {
@@ -35,6 +48,18 @@ impl UncommittedMember {
     pub fn is_older_than(&self, older_than: Duration, now: SystemTime) -> bool {
         self.newest
             .is_none_or(|t| now.duration_since(t).is_ok_and(|age| age >= older_than))
+    }
+}
+
+impl UncommittedMember {
+    /// Whether `cleanup` may remove it at `now`: a retired member once its
+    /// mark is at least `retention` old, any other once it [`is_older_than`](Self::is_older_than)
+    /// `older_than` (it is no write in progress).
+    pub fn is_removable(&self, older_than: Duration, retention: Duration, now: SystemTime) -> bool {
+        match self.retired {
+            Some(marked) => now.duration_since(marked).is_ok_and(|age| age >= retention),
+            None => self.is_older_than(older_than, now),
+        }
     }
 }
 
@@ -156,6 +181,7 @@ async fn list(location: &Location) -> std::result::Result<Vec<UncommittedMember>
                     objects: 0,
                     bytes: 0,
                     newest: None,
+                    retired: None,
                 });
                 found.len().saturating_sub(1)
             }
@@ -174,6 +200,10 @@ async fn list(location: &Location) -> std::result::Result<Vec<UncommittedMember>
             },
         };
         if let Some(u) = found.get_mut(index) {
+            if rest.strip_prefix(id).and_then(|r| r.strip_prefix('/')) == Some(RETIRED_MARK) {
+                // A mark whose time the backend does not give counts as old.
+                u.retired = Some(modified.unwrap_or(SystemTime::UNIX_EPOCH));
+            }
             u.objects = u.objects.saturating_add(1);
             u.bytes = u.bytes.saturating_add(bytes);
             u.newest = match (u.newest, modified) {
@@ -198,8 +228,32 @@ mod tests {
             objects: 1,
             bytes: 1,
             newest: Some(now),
+            retired: None,
         };
         assert!(!fresh.is_older_than(Duration::from_secs(60), now));
         assert!(fresh.is_older_than(Duration::ZERO, now));
+    }
+
+    #[test]
+    fn a_retired_member_is_kept_for_the_retention_not_for_older_than() {
+        let now = SystemTime::now();
+        let hour = Duration::from_secs(3600);
+        let retired = UncommittedMember {
+            path: "members/x".into(),
+            objects: 3,
+            bytes: 10,
+            // Written long ago, replaced an hour ago.
+            newest: now.checked_sub(hour),
+            retired: now.checked_sub(hour),
+        };
+        assert!(retired.is_older_than(Duration::ZERO, now));
+        assert!(!retired.is_removable(Duration::ZERO, DEFAULT_RETENTION, now));
+        assert!(retired.is_removable(Duration::ZERO, hour, now));
+        let leftover = UncommittedMember {
+            retired: None,
+            ..retired
+        };
+        assert!(leftover.is_removable(hour, DEFAULT_RETENTION, now));
+        assert!(!leftover.is_removable(hour * 2, DEFAULT_RETENTION, now));
     }
 }
