@@ -15,7 +15,7 @@ import xarray as xr
 
 import atlasds
 from atlasds.xarray_backend import AtlasBackendEntrypoint
-from conftest import fixture
+from conftest import atlas_json, fixture
 
 
 def _profile(temp: list[float], cycle: int) -> xr.Dataset:
@@ -204,3 +204,19 @@ def test_a_missing_member_is_reported_naming_it_when_first_needed(replaced):
     assert len(c.members) == 2
     with pytest.raises(atlasds.NotFound, match=first):
         list(c)
+
+
+def test_a_handle_keeps_reading_its_generation_across_a_compaction_by_another_process(tmp_path):
+    path = tmp_path / "argo"
+    for i in range(4):
+        _append(path, {f"p{i}": _profile([float(i), float(i) + 0.5], i)})
+    reader = atlasds.Collection.open(path)
+    before = {name: reader[name].read("TEMP").tolist() for name in reader}
+    report = atlas_json("compact", str(path), "--target-datasets", "10")
+    assert report["compacted"] is True
+    # Every dataset of the generation it opened still reads, values unchanged.
+    assert {name: reader[name].read("TEMP").tolist() for name in reader} == before
+    assert reader.generation == 4
+    newest = reader.refresh()
+    assert newest.generation == 5 and len(newest.members) == 1
+    assert {name: newest[name].read("TEMP").tolist() for name in newest} == before

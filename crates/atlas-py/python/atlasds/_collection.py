@@ -335,6 +335,15 @@ class Collection(Mapping[str, "Dataset"]):
         opened or as this handle's deletes left it; None for a lone collection."""
         return self._native.generation()
 
+    def refresh(self) -> Collection:
+        """A new handle on the same location at its newest generation, with
+        this handle's options. This handle keeps reading the generation it
+        opened: a compaction leaves the members it replaces on storage
+        (retired) until `atlas cleanup` removes them after the retention."""
+        return Collection.open(
+            self._location, self._storage_options, cache=False, **(self._open_options or {})
+        )
+
     @property
     def members(self) -> list[dict[str, Any]]:
         """The set's committed members, oldest commit first, as the manifest
