@@ -36,11 +36,26 @@ struct Entry {
 struct Store {
     objects: Mutex<BTreeMap<String, Entry>>,
     next_etag: AtomicU64,
+    /// Path endings whose next write is applied and then answered with a
+    /// temporary error, as when a response is lost on the way back.
+    lost_answers: Mutex<Vec<String>>,
 }
 
 impl Store {
     fn lock(&self) -> MutexGuard<'_, BTreeMap<String, Entry>> {
         self.objects.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Whether the answer to this write to `path` is to be lost (once per armed ending).
+    fn loses_answer(&self, path: &str) -> bool {
+        let mut armed = self.lost_answers.lock().unwrap_or_else(|e| e.into_inner());
+        match armed.iter().position(|end| path.ends_with(end.as_str())) {
+            Some(i) => {
+                armed.remove(i);
+                true
+            }
+            None => false,
+        }
     }
 
     fn new_etag(&self) -> String {
@@ -81,6 +96,17 @@ impl CasMemory {
     /// An empty store.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// Arms a fault: the next write to a path ending with `path_end` takes
+    /// effect and is then answered with a temporary error (the answer is
+    /// lost), so a retry meets its own write.
+    pub fn lose_next_answer(&self, path_end: &str) {
+        self.store
+            .lost_answers
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(path_end.to_owned());
     }
 
     /// An operator over this store (clones share the same objects).
@@ -270,6 +296,13 @@ impl oio::Write for CasWriter {
         };
         let meta = metadata_of(&entry);
         objects.insert(self.path.clone(), entry);
+        if self.store.loses_answer(&self.path) {
+            return Err(Error::new(
+                ErrorKind::Unexpected,
+                "the write took effect; its answer was lost",
+            )
+            .set_temporary());
+        }
         Ok(meta)
     }
 

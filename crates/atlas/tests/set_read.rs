@@ -714,3 +714,55 @@ async fn a_reader_keeps_its_generation_on_s3() {
     let (op, _) = s3_support::s3("snapshot");
     a_reader_keeps_its_generation(|| (op.clone(), "argo").into()).await;
 }
+
+/// A retrying operator over `cas`, with short backoffs.
+fn retrying(cas: &CasMemory) -> Operator {
+    let ms = std::time::Duration::from_millis;
+    atlas::RetryPolicy::default()
+        .backoff(ms(1), ms(4))
+        .apply(cas.operator())
+}
+
+#[tokio::test]
+async fn a_commit_whose_answer_was_lost_is_not_a_conflict_nor_committed_twice() {
+    let cas = CasMemory::new();
+    let op = retrying(&cas);
+    let first = append(&op, "argo", 1, &[p("a", &[1.0], 1)]).await;
+    cas.lose_next_answer("argo/set.manifest");
+    let second = append(&op, "argo", 2, &[p("b", &[2.0], 2)]).await;
+    let set = open(&op, "argo").await;
+    assert_eq!(set.generation(), Some(2), "one commit each");
+    let ids: Vec<String> = set.members().into_iter().map(|m| m.id).collect();
+    assert_eq!(ids, [first, second]);
+    assert_eq!(set.dataset_names().await.unwrap(), ["a", "b"]);
+}
+
+#[tokio::test]
+async fn a_delete_and_a_compaction_whose_answers_were_lost_are_done_once() {
+    let cas = CasMemory::new();
+    let op = retrying(&cas);
+    for n in 1..=3 {
+        let name = format!("p{n}");
+        append(&op, "argo", n, &[p(&name, &[n as f32], 1)]).await;
+    }
+    let set = open(&op, "argo").await;
+    cas.lose_next_answer("deleted.mask");
+    cas.lose_next_answer("argo/set.manifest");
+    let deleted = set.delete_datasets(&["p2"]).await.unwrap();
+    assert_eq!(deleted.deleted, 1);
+    let set = open(&op, "argo").await;
+    assert_eq!(set.generation(), Some(4), "three appends and one delete");
+    assert_eq!(set.dataset_names().await.unwrap(), ["p1", "p3"]);
+
+    cas.lose_next_answer("argo/set.manifest");
+    let compacted = set
+        .compact(&CompactOptions::default().target_datasets(10).ids(9, 9))
+        .await
+        .unwrap()
+        .expect("three small members make a run");
+    let after = open(&op, "argo").await;
+    assert_eq!(after.generation(), Some(5), "one compaction commit");
+    let ids: Vec<String> = after.members().into_iter().map(|m| m.id).collect();
+    assert_eq!(ids, compacted.written);
+    assert_eq!(snapshot(&after).await, snapshot(&set).await);
+}

@@ -54,7 +54,10 @@ fn decode(bytes: &[u8], path: &str, limits: &DecodeLimits) -> Result<SetManifest
 ///
 /// `change` runs once per attempt on the manifest as it is then, so a commit
 /// that lost a race is merged with the winner's. It may refuse (its error is
-/// returned, nothing written).
+/// returned, nothing written). A manifest that already `holds` the change is
+/// not written again and is the outcome: an earlier attempt of this commit
+/// landed and its answer was lost (a retried conditional write then fails
+/// against its own write), so the commit is done, not in conflict.
 ///
 /// # Errors
 /// [`AtlasError::CommitConflict`] when every attempt lost its race;
@@ -98,6 +101,13 @@ where
             Some(bytes) => decode(bytes, path, limits)?,
         };
         last_generation = manifest.generation;
+        if holds(&manifest) {
+            // Already there: an earlier attempt of this commit landed and its
+            // answer was lost (or there is nothing to change). Writing again
+            // would commit twice or, refused, report a false conflict.
+            written = Some(manifest);
+            return Ok(None);
+        }
         change(&mut manifest)?;
         manifest.generation = manifest.generation.saturating_add(1);
         let bytes = manifest

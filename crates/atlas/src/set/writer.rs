@@ -310,9 +310,12 @@ impl SetWriter {
                 }
                 place(manifest, &self.finished)
             },
+            // Our members, as we wrote them, are in the manifest: either the
+            // write just made, or an earlier attempt whose answer was lost.
             |stored: &SetManifest| {
-                ids.iter()
-                    .all(|id| stored.members.iter().any(|m| m.id == *id))
+                self.finished
+                    .iter()
+                    .all(|ours| stored.members.iter().any(|m| same_member(m, ours)))
             },
             &mut was_visible,
         )
@@ -356,6 +359,19 @@ impl SetWriter {
             }
         }
     }
+}
+
+/// Whether two manifest entries describe the same member objects: what a
+/// later commit never changes of an entry (a delete changes its live count
+/// and mask checksum, nothing else).
+fn same_member(a: &MemberEntry, b: &MemberEntry) -> bool {
+    a.id == b.id
+        && a.path == b.path
+        && a.bytes == b.bytes
+        && a.datasets_total == b.datasets_total
+        && a.created_unix_ms == b.created_unix_ms
+        && a.checksums.footer == b.checksums.footer
+        && a.checksums.segments == b.checksums.segments
 }
 
 /// Removes the objects of member `id` of the set at `set`.
