@@ -36,9 +36,22 @@ struct Entry {
 struct Store {
     objects: Mutex<BTreeMap<String, Entry>>,
     next_etag: AtomicU64,
-    /// Path endings whose next write is applied and then answered with a
-    /// temporary error, as when a response is lost on the way back.
-    lost_answers: Mutex<Vec<String>>,
+    /// Armed write faults: a path ending and what happens to the next write
+    /// to a path with that ending.
+    faults: Mutex<Vec<(String, WriteFault)>>,
+}
+
+/// What an armed fault does to a write.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum WriteFault {
+    /// Refused with a temporary error before it takes effect.
+    FailBefore,
+    /// Takes effect, then is answered with a temporary error.
+    LoseAnswer,
+}
+
+fn temporary(what: &'static str) -> Error {
+    Error::new(ErrorKind::Unexpected, what).set_temporary()
 }
 
 impl Store {
@@ -46,16 +59,26 @@ impl Store {
         self.objects.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Whether the answer to this write to `path` is to be lost (once per armed ending).
-    fn loses_answer(&self, path: &str) -> bool {
-        let mut armed = self.lost_answers.lock().unwrap_or_else(|e| e.into_inner());
-        match armed.iter().position(|end| path.ends_with(end.as_str())) {
+    /// Disarms and returns the first fault armed for `path` of kind `kind`.
+    fn take_fault(&self, path: &str, kind: WriteFault) -> bool {
+        let mut armed = self.faults.lock().unwrap_or_else(|e| e.into_inner());
+        match armed
+            .iter()
+            .position(|(end, k)| *k == kind && path.ends_with(end.as_str()))
+        {
             Some(i) => {
                 armed.remove(i);
                 true
             }
             None => false,
         }
+    }
+
+    fn arm(&self, path_end: &str, fault: WriteFault) {
+        self.faults
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push((path_end.to_owned(), fault));
     }
 
     fn new_etag(&self) -> String {
@@ -102,11 +125,13 @@ impl CasMemory {
     /// effect and is then answered with a temporary error (the answer is
     /// lost), so a retry meets its own write.
     pub fn lose_next_answer(&self, path_end: &str) {
-        self.store
-            .lost_answers
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .push(path_end.to_owned());
+        self.store.arm(path_end, WriteFault::LoseAnswer);
+    }
+
+    /// Arms a fault: the next write to a path ending with `path_end` is
+    /// refused with a temporary error and does not take effect.
+    pub fn fail_next_write(&self, path_end: &str) {
+        self.store.arm(path_end, WriteFault::FailBefore);
     }
 
     /// An operator over this store (clones share the same objects).
@@ -265,15 +290,20 @@ impl oio::Write for CasWriter {
     }
 
     async fn close(&mut self) -> opendal::Result<Metadata> {
+        // Kept until the write succeeds: a retried close writes them again.
         let content: Bytes = self
             .parts
-            .drain(..)
+            .iter()
+            .cloned()
             .flatten()
             .fold(bytes::BytesMut::new(), |mut acc, b| {
                 acc.extend_from_slice(&b);
                 acc
             })
             .freeze();
+        if self.store.take_fault(&self.path, WriteFault::FailBefore) {
+            return Err(temporary("the write was refused before it took effect"));
+        }
         let mut objects = self.store.lock();
         let current = objects.get(&self.path);
         if self.args.if_not_exists() && current.is_some() {
@@ -296,12 +326,8 @@ impl oio::Write for CasWriter {
         };
         let meta = metadata_of(&entry);
         objects.insert(self.path.clone(), entry);
-        if self.store.loses_answer(&self.path) {
-            return Err(Error::new(
-                ErrorKind::Unexpected,
-                "the write took effect; its answer was lost",
-            )
-            .set_temporary());
+        if self.store.take_fault(&self.path, WriteFault::LoseAnswer) {
+            return Err(temporary("the write took effect; its answer was lost"));
         }
         Ok(meta)
     }

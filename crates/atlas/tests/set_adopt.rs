@@ -145,7 +145,8 @@ async fn a_retried_member_rewrites_the_earlier_attempt_and_one_copy_is_committed
 }
 
 #[tokio::test]
-async fn a_committed_member_is_neither_rewritten_nor_removed_nor_committed_again_by_a_second_commit_of_its_id() {
+async fn a_committed_member_is_neither_rewritten_nor_removed_nor_committed_again_by_a_second_commit_of_its_id()
+ {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("set");
     let id = member_id(MS, 0x300);

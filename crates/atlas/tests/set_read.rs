@@ -766,3 +766,38 @@ async fn a_delete_and_a_compaction_whose_answers_were_lost_are_done_once() {
     assert_eq!(ids, compacted.written);
     assert_eq!(snapshot(&after).await, snapshot(&set).await);
 }
+
+#[tokio::test]
+async fn a_member_whose_container_upload_lost_its_answer_still_commits() {
+    let cas = CasMemory::new();
+    let op = retrying(&cas);
+    cas.lose_next_answer("data.atlas");
+    let id = append(&op, "argo", 1, &[p("a", &[1.0], 1)]).await;
+    let set = open(&op, "argo").await;
+    assert_eq!(set.members()[0].id, id);
+    assert_eq!(temp(&set, "a").await, [1.0]);
+}
+
+#[tokio::test]
+async fn compacting_a_run_whose_datasets_are_all_deleted_drops_the_run() {
+    let (op, _) = cas();
+    append(&op, "argo", 1, &[p("a", &[1.0], 1)]).await;
+    append(&op, "argo", 2, &[p("b", &[2.0], 2)]).await;
+    let set = open(&op, "argo").await;
+    set.delete_datasets(&["a", "b"]).await.unwrap();
+    let outcome = set
+        .compact(&CompactOptions::default().target_datasets(10).ids(9, 9))
+        .await
+        .unwrap()
+        .expect("two members with nothing live make a run");
+    assert_eq!(outcome.replaced.len(), 2);
+    assert!(outcome.written.is_empty());
+    let after = open(&op, "argo").await;
+    assert!(after.members().is_empty());
+    assert!(after.dataset_names().await.unwrap().is_empty());
+    assert_eq!(
+        after.generation(),
+        Some(4),
+        "two appends, a delete, the compaction"
+    );
+}

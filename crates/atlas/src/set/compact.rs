@@ -16,7 +16,7 @@ use std::collections::HashSet;
 
 use atlas_format::MemberEntry;
 
-use super::manifest_store::CommitOutcome;
+use super::manifest_store::{CommitOutcome, update_manifest};
 use super::reader::Atlas;
 use super::uncommitted::RETIRED_MARK;
 use super::view::View;
@@ -118,6 +118,11 @@ impl Atlas {
             .flat_map(View::datasets)
             .collect();
         let copied = u64::try_from(datasets.len()).unwrap_or(u64::MAX);
+        if datasets.is_empty() {
+            // Every dataset of the run is deleted: the run leaves the set and
+            // nothing takes its place.
+            return self.drop_run(&entries).await.map(Some);
+        }
 
         let mut writer = SetWriter::create(self.location().clone(), &options.writer).await?;
         let per_member = usize::try_from(options.target_datasets).unwrap_or(usize::MAX);
@@ -178,6 +183,39 @@ impl Atlas {
 /// Puts `new` in the place of `run` in `manifest`, provided the run is still
 /// there unchanged (same members in the same order, same live counts and masks).
 impl Atlas {
+    /// Commits the set without `run`, whose datasets are all deleted.
+    async fn drop_run(&self, run: &[MemberEntry]) -> Result<CompactOutcome> {
+        let replaced: Vec<String> = run.iter().map(|e| e.id.clone()).collect();
+        self.mark_retired(&replaced, true).await?;
+        let path = self.manifest_path();
+        let commit = update_manifest(
+            self.location().operator(),
+            path,
+            &self.options().limits,
+            |manifest| replace_run(manifest, run, &[], path),
+            |stored| {
+                replaced
+                    .iter()
+                    .all(|id| stored.members.iter().all(|m| &m.id != id))
+            },
+        )
+        .await;
+        match commit {
+            Ok((_, commit)) => Ok(CompactOutcome {
+                replaced,
+                written: Vec::new(),
+                datasets: 0,
+                commit,
+            }),
+            Err(e) => {
+                if let Err(unmark) = self.mark_retired(&replaced, false).await {
+                    tracing::warn!("retired marks of a failed compaction not removed: {unmark}");
+                }
+                Err(e)
+            }
+        }
+    }
+
     /// Writes (`mark`) or removes the retired mark of each member in `ids`.
     async fn mark_retired(&self, ids: &[String], mark: bool) -> Result<()> {
         let op = self.location().operator();

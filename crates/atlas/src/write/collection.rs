@@ -306,11 +306,24 @@ async fn commit(shared: &Shared) -> Result<WriteSummary> {
     let mut guard = AbortOnDrop(Some(sink.clone()));
 
     let result = match stream(shared, &sink, builder, &order).await {
-        Ok(summary) => sink
-            .close()
-            .await
-            .map(|_| summary)
-            .map_err(AtlasError::from),
+        Ok((summary, tail)) => match sink.close().await.map_err(AtlasError::from) {
+            Ok(_) => Ok(summary),
+            // A retried upload met an object where there was none: its
+            // earlier attempt completed and the answer was lost, if what is
+            // stored ends with our footer at our length.
+            Err(AtlasError::Io(io))
+                if io.kind() == atlas_io::IoErrorKind::ConditionNotMet
+                    && cap.write_with_if_not_exists
+                    && stored_is(&shared.op, path, summary.container_bytes, &tail).await =>
+            {
+                tracing::debug!(
+                    path,
+                    "a retried container write found its own earlier write"
+                );
+                Ok(summary)
+            }
+            Err(e) => Err(e),
+        },
         Err(e) => Err(e),
     };
     guard.0 = None;
@@ -324,6 +337,22 @@ async fn commit(shared: &Shared) -> Result<WriteSummary> {
             Err(e)
         }
     }
+}
+
+/// Whether the object at `path` is `len` bytes long and ends with `tail`
+/// (the footer and trailer this writer wrote); false when that cannot be read.
+async fn stored_is(op: &Operator, path: &str, len: u64, tail: &[u8]) -> bool {
+    let Some(start) = len.checked_sub(tail.len() as u64) else {
+        return false;
+    };
+    match op.stat(path).await {
+        Ok(meta) if meta.content_length() == len => {}
+        _ => return false,
+    }
+    op.read_with(path)
+        .range(start..len)
+        .await
+        .is_ok_and(|stored| stored.to_bytes() == tail)
 }
 
 /// Leaves nothing that opens after a failed commit: aborts the upload, and
@@ -382,12 +411,14 @@ fn place(
     Ok(())
 }
 
+/// Streams the container into `sink`: its summary, and the bytes it ends
+/// with (footer and trailer), by which a retried upload knows its own object.
 async fn stream(
     shared: &Shared,
     sink: &ContainerSink,
     mut builder: FooterBuilder,
     order: &IndexSet<SmolStr>,
-) -> Result<WriteSummary> {
+) -> Result<(WriteSummary, Vec<u8>)> {
     sink.write_raw(Bytes::copy_from_slice(&encode_header()))
         .await?;
     let mut writers = Vec::with_capacity(order.len());
@@ -438,7 +469,8 @@ async fn stream(
     let footer_start = builder.next_offset();
     let footer = builder.finish().encode()?;
     let footer_len = footer.len() as u64;
-    let at = sink.write_raw(Bytes::from(footer)).await?;
+    let footer_bytes = Bytes::from(footer);
+    let at = sink.write_raw(footer_bytes.clone()).await?;
     if at != footer_start {
         return Err(AtlasError::corrupt(format!(
             "footer landed at byte {at}, expected {footer_start}"
@@ -449,9 +481,14 @@ async fn stream(
     }
     .encode();
     let end = sink.write_raw(Bytes::copy_from_slice(&trailer)).await? + trailer.len() as u64;
-    Ok(WriteSummary {
-        datasets: 0,
-        container_bytes: end,
-        segments,
-    })
+    let mut tail = footer_bytes.to_vec();
+    tail.extend_from_slice(&trailer);
+    Ok((
+        WriteSummary {
+            datasets: 0,
+            container_bytes: end,
+            segments,
+        },
+        tail,
+    ))
 }

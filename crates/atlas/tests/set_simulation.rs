@@ -1,0 +1,311 @@
+//! A simulation of the set protocol: seeded runs of appends, deletes,
+//! compactions and readers over an in-memory object store with conditional
+//! writes (`CasMemory`), with write faults injected before steps (a write
+//! refused before it takes effect, a write whose answer is lost after it took
+//! effect), checked against a model after every step:
+//!
+//! - every acknowledged step is visible to a new reader, exactly: no dataset
+//!   lost, duplicated or brought back, every value the model's;
+//! - every reader opened earlier still reads the generation it opened, values
+//!   unchanged (the members a compaction replaced stay until cleanup);
+//! - two writers committing at once both land.
+//!
+//! A run is a list of steps that proptest generates from its seed and shrinks
+//! on failure; the steps run one after another (two concurrent commits
+//! inside a step), so a failing case replays from the printed steps.
+
+#![cfg(test)]
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use atlas::{Atlas, CompactOptions, OpenOptions, Region, RetryPolicy, SetWriter, WriterConfig};
+use atlas_io::CasMemory;
+use opendal::Operator;
+use proptest::prelude::*;
+
+/// Dataset names a run draws from: few, so that names are replaced and
+/// deleted again and again.
+const NAMES: u8 = 8;
+
+/// Where a fault is armed: the object whose next write fails or loses its answer.
+#[derive(Debug, Clone, Copy)]
+enum Target {
+    Manifest,
+    Mask,
+    Container,
+}
+
+impl Target {
+    fn path_end(self) -> &'static str {
+        match self {
+            Target::Manifest => "set.manifest",
+            Target::Mask => "deleted.mask",
+            Target::Container => "data.atlas",
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+enum Step {
+    /// Commit a member holding these names (value: the step's number).
+    Append(Vec<u8>),
+    /// Two writers commit members at once (disjoint names).
+    AppendTwice(Vec<u8>, Vec<u8>),
+    /// Delete these names (those live; nothing when none is).
+    Delete(Vec<u8>),
+    Compact,
+    /// Open a reader and ask it a first question; it is checked after every later step.
+    OpenReader,
+    /// Arm a fault for the next write to `Target`'s objects.
+    FailBefore(Target),
+    LoseAnswer(Target),
+}
+
+fn names() -> impl Strategy<Value = Vec<u8>> {
+    proptest::collection::vec(0..NAMES, 1..4)
+}
+
+fn target() -> impl Strategy<Value = Target> {
+    prop_oneof![
+        Just(Target::Manifest),
+        Just(Target::Mask),
+        Just(Target::Container)
+    ]
+}
+
+fn step() -> impl Strategy<Value = Step> {
+    prop_oneof![
+        4 => names().prop_map(Step::Append),
+        1 => (names(), names()).prop_map(|(a, b)| Step::AppendTwice(a, b)),
+        2 => names().prop_map(Step::Delete),
+        1 => Just(Step::Compact),
+        1 => Just(Step::OpenReader),
+        1 => target().prop_map(Step::FailBefore),
+        1 => target().prop_map(Step::LoseAnswer),
+    ]
+}
+
+/// Live name to its value.
+type Model = BTreeMap<String, f32>;
+
+struct Sim {
+    cas: CasMemory,
+    op: Operator,
+    model: Model,
+    readers: Vec<(Atlas, Model)>,
+    commits: u64,
+}
+
+fn name(i: u8) -> String {
+    format!("n{i}")
+}
+
+impl Sim {
+    fn new() -> Sim {
+        let cas = CasMemory::new();
+        let ms = Duration::from_millis;
+        let op = RetryPolicy::default()
+            .backoff(ms(1), ms(2))
+            .apply(cas.operator());
+        Sim {
+            cas,
+            op,
+            model: Model::new(),
+            readers: Vec::new(),
+            commits: 0,
+        }
+    }
+
+    async fn open(&self) -> Atlas {
+        Atlas::open((self.op.clone(), "set"), &OpenOptions::default())
+            .await
+            .expect("the set opens")
+    }
+
+    /// Commits one member holding `names`, each valued `value`.
+    async fn append(op: Operator, nonce: u64, names: &[u8], value: f32) {
+        let ms = 1_700_000_000_000 + i64::try_from(nonce).unwrap_or(0);
+        let config = WriterConfig::default().created_unix_ms(ms);
+        let mut set = SetWriter::create((op, "set"), &config)
+            .await
+            .expect("create");
+        let id = atlas::member_id(ms, nonce);
+        let member = set.add_member(&id).await.expect("member");
+        let mut unique = names.to_vec();
+        unique.sort_unstable();
+        unique.dedup();
+        for &n in &unique {
+            let mut ds = member.writer().add_dataset(&name(n)).expect("dataset");
+            ds.define_array::<f32>("TEMP", &["N"], &[1], None, None)
+                .expect("define");
+            ds.write_array("TEMP", &[0], ndarray::arr1(&[value]).into_dyn().view())
+                .expect("write");
+            ds.finish().await.expect("finish dataset");
+        }
+        set.finish_member(member).await.expect("finish member");
+        set.commit()
+            .await
+            .expect("a commit lands, whatever faults its retries meet");
+    }
+
+    async fn run(&mut self, number: u64, step: &Step) {
+        #[allow(clippy::cast_precision_loss)]
+        let value = number as f32;
+        match step {
+            Step::Append(names) => {
+                self.commits += 1;
+                Sim::append(self.op.clone(), self.commits, names, value).await;
+                for &n in names {
+                    self.model.insert(name(n), value);
+                }
+            }
+            Step::AppendTwice(a, b) => {
+                let b: Vec<u8> = b.iter().copied().filter(|n| !a.contains(n)).collect();
+                let (first, second) = (self.commits + 1, self.commits + 2);
+                self.commits += 2;
+                let later = value + 0.5;
+                if b.is_empty() {
+                    Sim::append(self.op.clone(), first, a, value).await;
+                } else {
+                    tokio::join!(
+                        Sim::append(self.op.clone(), first, a, value),
+                        Sim::append(self.op.clone(), second, &b, later),
+                    );
+                }
+                for &n in a {
+                    self.model.insert(name(n), value);
+                }
+                for &n in &b {
+                    self.model.insert(name(n), later);
+                }
+            }
+            Step::Delete(names) => {
+                let live: Vec<String> = names
+                    .iter()
+                    .map(|&n| name(n))
+                    .filter(|n| self.model.contains_key(n))
+                    .collect();
+                if live.is_empty() {
+                    return;
+                }
+                let set = self.open().await;
+                let refs: Vec<&str> = live.iter().map(String::as_str).collect();
+                set.delete_datasets(&refs).await.expect("the delete lands");
+                for n in &live {
+                    self.model.remove(n);
+                }
+            }
+            Step::Compact => {
+                if self.commits == 0 {
+                    return;
+                }
+                let set = self.open().await;
+                set.compact(
+                    &CompactOptions::default()
+                        .target_datasets(u64::from(NAMES) * 4)
+                        .ids(1_800_000_000_000, number),
+                )
+                .await
+                .expect("the compaction lands or finds nothing to do");
+            }
+            Step::OpenReader => {
+                if self.commits == 0 {
+                    return;
+                }
+                let reader = self.open().await;
+                // Its first question reads the members' masks: its snapshot.
+                assert_eq!(names_of(&reader).await, keys(&self.model));
+                self.readers.push((reader, self.model.clone()));
+            }
+            Step::FailBefore(t) => self.cas.fail_next_write(t.path_end()),
+            Step::LoseAnswer(t) => self.cas.lose_next_answer(t.path_end()),
+        }
+    }
+
+    /// A new reader sees the model; every earlier reader still sees its own.
+    async fn check(&self, after: &Step) {
+        if self.commits == 0 {
+            return;
+        }
+        let now = self.open().await;
+        assert_eq!(
+            read_all(&now).await,
+            self.model,
+            "a new reader after {after:?}"
+        );
+        for (i, (reader, seen)) in self.readers.iter().enumerate() {
+            assert_eq!(
+                &read_all(reader).await,
+                seen,
+                "reader {i} after {after:?}: the generation it opened"
+            );
+        }
+    }
+}
+
+fn keys(model: &Model) -> Vec<String> {
+    model.keys().cloned().collect()
+}
+
+async fn names_of(set: &Atlas) -> Vec<String> {
+    let mut names: Vec<String> = set
+        .dataset_names()
+        .await
+        .expect("names")
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+    names.sort();
+    names
+}
+
+/// Every live dataset's name and `TEMP` value, failing on a name listed twice.
+async fn read_all(set: &Atlas) -> Model {
+    let mut out = Model::new();
+    for name in set.dataset_names().await.expect("names") {
+        let value = set
+            .dataset(&name)
+            .await
+            .expect("a listed dataset opens")
+            .read_array::<f32>("TEMP", Region::all())
+            .await
+            .expect("a listed dataset reads");
+        let first = value.iter().copied().next().expect("one value");
+        assert!(
+            out.insert(name.to_string(), first).is_none(),
+            "{name} listed twice"
+        );
+    }
+    out
+}
+
+/// Runs per `cargo test`: 400 by default (about 15 s in a debug build on two
+/// cores); `ATLAS_SIM_CASES` sets another number (the long runs of the docs).
+fn cases() -> u32 {
+    std::env::var("ATLAS_SIM_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(400)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: cases(), ..ProptestConfig::default() })]
+
+    #[test]
+    fn every_acknowledged_step_is_seen_and_every_reader_keeps_its_generation(
+        steps in proptest::collection::vec(step(), 1..24)
+    ) {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .build()
+            .expect("runtime");
+        rt.block_on(async {
+            let mut sim = Sim::new();
+            for (number, step) in (1u64..).zip(&steps) {
+                sim.run(number, step).await;
+                sim.check(step).await;
+            }
+        });
+    }
+}
