@@ -801,3 +801,78 @@ async fn compacting_a_run_whose_datasets_are_all_deleted_drops_the_run() {
         "two appends, a delete, the compaction"
     );
 }
+
+#[tokio::test]
+async fn datasets_added_and_names_hidden_in_one_commit_are_seen_together_or_not_at_all() {
+    let (op, _) = cas();
+    append(&op, "argo", 1, &[p("R1_001", &[1.0], 1), p("b", &[2.0], 1)]).await;
+    let before = vec!["R1_001".to_owned(), "b".to_owned()];
+    let after = vec!["D1_001".to_owned(), "b".to_owned()];
+
+    // A reader polls while one commit replaces R1_001 by D1_001 (another
+    // name for the same profile, as Argo's real-time and delayed-mode files).
+    let done = std::sync::atomic::AtomicBool::new(false);
+    let poll = async {
+        let mut seen = Vec::new();
+        while !done.load(std::sync::atomic::Ordering::Relaxed) {
+            let set = open(&op, "argo").await;
+            let mut names: Vec<String> = set
+                .dataset_names()
+                .await
+                .unwrap()
+                .iter()
+                .map(ToString::to_string)
+                .collect();
+            names.sort();
+            seen.push(names);
+            tokio::task::yield_now().await;
+        }
+        seen
+    };
+    let commit = async {
+        let ms = 1_700_000_000_002;
+        let mut set = SetWriter::create((op.clone(), "argo"), &config(ms))
+            .await
+            .unwrap();
+        let member = set.add_member(&member_id(ms, 2)).await.unwrap();
+        let mut ds = member.writer().add_dataset("D1_001").unwrap();
+        ds.define_array::<f32>("TEMP", &["N_LEVELS"], &[1], None, None)
+            .unwrap();
+        ds.write_array("TEMP", &[0], ndarray::arr1(&[1.5f32]).into_dyn().view())
+            .unwrap();
+        ds.finish().await.unwrap();
+        assert!(matches!(
+            set.hide(&member, &["D1_001"]).await.unwrap_err(),
+            AtlasError::DatasetAlreadyExists { .. }
+        ));
+        set.hide(&member, &["R1_001", "never_there"]).await.unwrap();
+        set.finish_member(member).await.unwrap();
+        let outcome = set.commit().await.unwrap();
+        done.store(true, std::sync::atomic::Ordering::Relaxed);
+        outcome
+    };
+    let (seen, outcome) = tokio::join!(poll, commit);
+    assert_eq!(outcome.generation, 2, "one commit");
+    assert!(seen.iter().all(|s| *s == before || *s == after), "{seen:?}");
+
+    let set = open(&op, "argo").await;
+    assert_eq!(snapshot(&set).await.len(), 2);
+    assert_eq!(temp(&set, "D1_001").await, [1.5]);
+    assert!(!set.contains("R1_001").await.unwrap());
+    assert!(!set.contains("never_there").await.unwrap());
+    // A compaction keeps the name hidden.
+    set.compact(&CompactOptions::default().target_datasets(10).ids(9, 9))
+        .await
+        .unwrap()
+        .expect("two small members make a run");
+    let compacted = open(&op, "argo").await;
+    let mut names: Vec<String> = compacted
+        .dataset_names()
+        .await
+        .unwrap()
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+    names.sort();
+    assert_eq!(names, after);
+}

@@ -52,6 +52,8 @@ enum Step {
     Append(Vec<u8>),
     /// Two writers commit members at once (disjoint names).
     AppendTwice(Vec<u8>, Vec<u8>),
+    /// One commit adds the first names and hides the second (those not added).
+    AppendHiding(Vec<u8>, Vec<u8>),
     /// Delete these names (those live; nothing when none is).
     Delete(Vec<u8>),
     Compact,
@@ -78,6 +80,7 @@ fn step() -> impl Strategy<Value = Step> {
     prop_oneof![
         4 => names().prop_map(Step::Append),
         1 => (names(), names()).prop_map(|(a, b)| Step::AppendTwice(a, b)),
+        2 => (names(), names()).prop_map(|(a, b)| Step::AppendHiding(a, b)),
         2 => names().prop_map(Step::Delete),
         1 => Just(Step::Compact),
         1 => Just(Step::OpenReader),
@@ -125,6 +128,11 @@ impl Sim {
 
     /// Commits one member holding `names`, each valued `value`.
     async fn append(op: Operator, nonce: u64, names: &[u8], value: f32) {
+        Sim::append_hiding(op, nonce, names, &[], value).await;
+    }
+
+    /// Commits one member holding `names`, each valued `value`, that hides `hide`.
+    async fn append_hiding(op: Operator, nonce: u64, names: &[u8], hide: &[u8], value: f32) {
         let ms = 1_700_000_000_000 + i64::try_from(nonce).unwrap_or(0);
         let config = WriterConfig::default().created_unix_ms(ms);
         let mut set = SetWriter::create((op, "set"), &config)
@@ -143,6 +151,9 @@ impl Sim {
                 .expect("write");
             ds.finish().await.expect("finish dataset");
         }
+        let hidden: Vec<String> = hide.iter().map(|&n| name(n)).collect();
+        let hidden: Vec<&str> = hidden.iter().map(String::as_str).collect();
+        set.hide(&member, &hidden).await.expect("hide");
         set.finish_member(member).await.expect("finish member");
         set.commit()
             .await
@@ -178,6 +189,19 @@ impl Sim {
                 }
                 for &n in &b {
                     self.model.insert(name(n), later);
+                }
+            }
+            Step::AppendHiding(add, hide) => {
+                let mut hide: Vec<u8> = hide.iter().copied().filter(|n| !add.contains(n)).collect();
+                hide.sort_unstable();
+                hide.dedup();
+                self.commits += 1;
+                Sim::append_hiding(self.op.clone(), self.commits, add, &hide, value).await;
+                for &n in add {
+                    self.model.insert(name(n), value);
+                }
+                for &n in &hide {
+                    self.model.remove(&name(n));
                 }
             }
             Step::Delete(names) => {

@@ -57,6 +57,8 @@ pub struct SetWriter {
     begun: Vec<String>,
     /// Members written and described, in the order they will be committed.
     finished: Vec<MemberEntry>,
+    /// Per member id, the names it hides ([`SetWriter::hide`]).
+    hidden: Vec<(String, Vec<String>)>,
 }
 
 /// One new member being written: an [`AtlasWriter`] under `members/<id>/`.
@@ -114,6 +116,7 @@ impl SetWriter {
             limits: DecodeLimits::default(),
             begun: Vec::new(),
             finished: Vec::new(),
+            hidden: Vec::new(),
         })
     }
 
@@ -138,6 +141,42 @@ impl SetWriter {
             id: id.to_owned(),
             writer,
         })
+    }
+
+    /// Hides `names` in the same commit as `member`'s datasets: a reader
+    /// sees the new datasets and these names gone together, or neither. The
+    /// member holds an empty copy of each name, which its own deletion mask
+    /// hides before the commit; as the newest copy, a hidden one hides every
+    /// older copy in the set (the rule by which a delete in a newer member
+    /// wins). A name the set does not hold stays absent. Costs one small
+    /// dataset per name and, when the member is recorded, one mask write.
+    ///
+    /// # Errors
+    /// [`AtlasError::InvalidName`] for a name that is not valid;
+    /// [`AtlasError::DatasetAlreadyExists`] for a name `member` already
+    /// holds (a new copy replaces the old one without hiding it);
+    /// [`AtlasError::InvalidUse`] for a member this writer did not begin.
+    pub async fn hide(&mut self, member: &MemberWriter, names: &[&str]) -> Result<()> {
+        if !self.begun.iter().any(|b| b == &member.id) {
+            return Err(AtlasError::invalid_use(format!(
+                "member {:?} was not begun by this writer",
+                member.id
+            )));
+        }
+        for &name in names {
+            member.writer.add_dataset(name)?.finish().await?;
+            let slot = match self.hidden.iter().position(|(id, _)| id == &member.id) {
+                Some(i) => i,
+                None => {
+                    self.hidden.push((member.id.clone(), Vec::new()));
+                    self.hidden.len().saturating_sub(1)
+                }
+            };
+            if let Some((_, hidden)) = self.hidden.get_mut(slot) {
+                hidden.push(name.to_owned());
+            }
+        }
+        Ok(())
     }
 
     /// Finishes the member's container, then describes it for the manifest
@@ -165,6 +204,13 @@ impl SetWriter {
             return Err(AtlasError::invalid_use(format!(
                 "member {id:?} was not begun by this writer, or is already finished"
             )));
+        }
+        if let Some((_, hidden)) = self.hidden.iter().find(|(m, _)| m == id) {
+            // The member is not committed: its mask is nobody's but ours.
+            let location = self.location.child(&member_path(id), Access::Write)?;
+            let lone = crate::Atlas::open(location, &OpenOptions::default()).await?;
+            let names: Vec<&str> = hidden.iter().map(String::as_str).collect();
+            lone.delete_datasets(&names).await?;
         }
         let location = self.location.child(&member_path(id), Access::Read)?;
         let atlas = Member::open_location(location, &OpenOptions::default()).await?;
