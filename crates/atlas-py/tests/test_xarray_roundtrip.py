@@ -211,7 +211,8 @@ def test_timedeltas_and_cftime_dates_round_trip(tmp_path):
             "noleap": ("n", dates),
         }
     )
-    actual = atlas_roundtrip(tmp_path, ds, open_kwargs=dict(decode_timedelta=True, use_cftime=True))
+    times = xr.coders.CFDatetimeCoder(use_cftime=True)
+    actual = atlas_roundtrip(tmp_path, ds, open_kwargs=dict(decode_timedelta=True, decode_times=times))
     assert_identical(actual, ds)
     assert actual["noleap"].encoding["calendar"] == "noleap"
 
