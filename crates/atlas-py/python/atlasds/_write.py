@@ -12,6 +12,13 @@ In-memory datasets work too: their values are taken as stored (NaN stays NaN,
 `datetime64` stays a timestamp), booleans become int8 with ``dtype = "bool"``
 as xarray writes them to NetCDF, and non-index coordinates are named in the
 ``coordinates`` attribute as NetCDF files name them.
+
+`decode="xarray"` is for datasets as xarray holds them: xarray's own CF
+encoder (`Dataset.dump_to_store` into a `WritableCFDataStore`, the path of
+`to_netcdf`) writes the stored form, which is kept as `decode="raw"` keeps a
+file, with three marks the engine reads and removes (`NO_FILL_ATTRIBUTE`,
+`BYTES_ATTRIBUTE`, `UNNAMED_ATTRIBUTE`); the engine decodes it as xarray
+decodes a NetCDF file (docs/python.md, "What xarray writes, Atlas gives back").
 """
 
 from __future__ import annotations
