@@ -79,6 +79,16 @@ def test_an_unknown_encoding_key_is_refused_and_nothing_is_written(tmp_path):
     assert not (tmp_path / "c" / "data.atlas").exists()
 
 
+def test_an_encoding_applies_to_the_datasets_holding_the_variable_and_a_name_none_holds_is_a_key_error(tmp_path):
+    other = xr.Dataset({"u": ("n", np.arange(3.0))})
+    atlasds.write(tmp_path / "c", {"a": masked_scaled(), "b": other}, decode="xarray", encoding=PACKED)
+    assert xr.open_dataset(tmp_path / "c", engine="atlas", group="a")["t"].encoding["dtype"] == np.int16
+    assert_identical(xr.open_dataset(tmp_path / "c", engine="atlas", group="b"), other)
+    with pytest.raises(KeyError, match="'invalid'"):
+        atlasds.write(tmp_path / "d", {"a": masked_scaled()}, decode="xarray", encoding={"invalid": {}})
+    assert not (tmp_path / "d" / "data.atlas").exists()
+
+
 def test_append_mode_is_refused_because_collections_are_write_once(tmp_path):
     with pytest.raises(atlasds.InvalidArgument, match="write-once"):
         atlasds.write(tmp_path / "c", {"ds": masked_scaled()}, decode="xarray", mode="a")
@@ -319,3 +329,30 @@ def test_the_backend_array_is_read_from_many_threads_at_once(tmp_path):
     for t in threads:
         t.join()
     np.testing.assert_array_equal(np.concatenate([results[i] for i in range(10)]), ds["v"].values)
+
+
+# DataTree -------------------------------------------------------------------
+
+
+def test_a_datatree_of_datasets_comes_back_identical_from_open_datatree(tmp_path):
+    tree = xr.DataTree.from_dict(
+        {
+            "/profile_1": masked_scaled().assign_attrs(platform="6901"),
+            "/profile_2": xr.Dataset(
+                {"flag": ("m", np.array([True, False])), "name": ((), "second")},
+                coords={"m": [5, 6]},
+            ),
+        }
+    )
+    path = tmp_path / "c"
+    result = atlasds.write(path, tree, decode="xarray", encoding={"t": PACKED["t"]})
+    assert result.datasets == ["profile_1", "profile_2"]
+    back = xr.open_datatree(path, engine="atlas")
+    xr.testing.assert_identical(back, tree)
+    assert back["profile_1"]["t"].encoding["dtype"] == np.dtype("int16")
+
+
+def test_a_datatree_whose_root_holds_variables_is_refused(tmp_path):
+    tree = xr.DataTree.from_dict({"/": xr.Dataset({"x": 1}), "/a": masked_scaled()})
+    with pytest.raises(atlasds.InvalidArgument, match="root holds variables"):
+        atlasds.write(tmp_path / "c", tree, decode="xarray")

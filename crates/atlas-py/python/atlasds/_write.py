@@ -286,7 +286,7 @@ def _encode(
     enc: dict[Any, dict[str, Any]] = {}
     for key, value in (encoding or {}).items():
         if key not in ds.variables:
-            raise KeyError(f"encoding names {key!r}, which {owner} does not hold")
+            continue  # held by other datasets of the call (`write` checks one does)
         try:
             enc[key] = dict(value)
         except (TypeError, ValueError) as e:
@@ -369,7 +369,34 @@ def _stored(
     )
 
 
-DatasetsArg = Union[Mapping[str, Any], Iterable[tuple[str, Any]]]
+def _names(value: Any) -> set[Any]:
+    """Variable names of a Dataset, or of every node of a DataTree."""
+    import xarray as xr
+
+    if isinstance(value, xr.DataTree):
+        return {k for node in value.subtree for k in node.variables}
+    return set(value.variables)
+
+
+def _tree_items(value: Any) -> list[tuple[str, Any]] | None:
+    """A DataTree as the collection it describes: one dataset per child of
+    the root (a child's own children are its sub-groups, as for a DataTree
+    value), what `xr.open_datatree(path, engine="atlas")` gives back. None
+    for anything else."""
+    import xarray as xr
+
+    if not isinstance(value, xr.DataTree):
+        return None
+    root = value.to_dataset(inherit=False)
+    if root.variables or root.attrs:
+        raise InvalidArgument(
+            "the DataTree's root holds variables or attributes: a collection has "
+            "none of its own (each child of the root is one dataset); move them into a child"
+        )
+    return [(str(name), child) for name, child in value.children.items()]
+
+
+DatasetsArg = Union[Mapping[str, Any], Iterable[tuple[str, Any]], "xr.DataTree"]
 
 
 def write(
@@ -388,8 +415,9 @@ def write(
     mode: Literal["w", "w-"] = "w-",
     unlimited_dims: Iterable[str] | str | None = None,
 ) -> WriteResult:
-    """Writes `datasets` (a mapping or iterable of `(name, xarray.Dataset)`)
-    as a new collection at `destination` (a path or URL that holds none yet).
+    """Writes `datasets` (a mapping or iterable of `(name, xarray.Dataset)`,
+    or an `xarray.DataTree` whose root's children are the datasets) as a new
+    collection at `destination` (a path or URL that holds none yet).
 
     Pass datasets as NetCDF files hold them, e.g. opened with
     ``xr.open_dataset(f, decode_cf=False, mask_and_scale=False, decode_times=False)``:
@@ -411,7 +439,8 @@ def write(
     booleans, coordinates), the encoded form is stored, and the xarray engine
     decodes it on open exactly as xarray decodes a NetCDF file, so the Dataset
     and its `encoding` come back as they went in. `encoding` (variable name ->
-    settings, for every dataset given) then takes what `to_netcdf` takes that
+    settings, for each dataset holding that variable; a name no dataset holds
+    is a `KeyError`) then takes what `to_netcdf` takes that
     means something here (`dtype`, `_FillValue`, `scale_factor`/`add_offset`,
     `units`/`calendar` of times, `_Encoding` of text, `_Unsigned`); chunk and
     compression settings of other stores are accepted and ignored (use
@@ -439,9 +468,12 @@ def write(
             raise InvalidArgument(f"chunks[{key!r}] must be positive, got {shape!r}")
     if isinstance(datasets, (str, bytes)) or not isinstance(datasets, (Mapping, Iterable)):
         raise InvalidArgument(
-            "datasets must be a mapping or iterable of (name, xarray.Dataset) pairs"
+            "datasets must be a mapping or iterable of (name, xarray.Dataset) pairs, "
+            "or an xarray.DataTree"
         )
-    items = datasets.items() if isinstance(datasets, Mapping) else datasets
+    items = _tree_items(datasets)
+    if items is None:
+        items = datasets.items() if isinstance(datasets, Mapping) else datasets
     if decode == "xarray":
         encode: _Encode | None = (encoding, unlimited_dims)
     elif encoding is not None or unlimited_dims is not None:
@@ -469,6 +501,7 @@ def write(
         bool(skip_unsupported),
         bool(append),
     )
+    held: set[Any] = set()  # variable names the datasets hold (for `encoding`)
     try:
         for item in items:
             try:
@@ -480,6 +513,11 @@ def write(
             if not isinstance(name, str):
                 raise InvalidArgument(f"dataset names must be strings, got {name!r}")
             writer.add(name, _stored(value, name, encode))
+            if encoding:
+                held.update(_names(value))
+        unheld = [k for k in (encoding or {}) if k not in held]
+        if unheld:
+            raise KeyError(f"encoding names variables no dataset holds: {unheld!r}")
         names, container_bytes, skipped, notes, member, generation, undecoded = writer.finish()
     except BaseException:
         writer.abort()
