@@ -23,6 +23,7 @@ decodes a NetCDF file (docs/python.md, "What xarray writes, Atlas gives back").
 
 from __future__ import annotations
 
+import functools
 import os
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Iterable, Literal, Mapping, Union
@@ -213,63 +214,61 @@ def _encoded_variable(name: Any, var: xr.Variable) -> tuple[Any, ...]:
     return _variable(name, var)
 
 
-class _EncodedStore:
-    """Stands in for a writable xarray data store: `Dataset.dump_to_store`
-    runs xarray's own CF encoding (coordinates, masks, packing, times,
-    booleans, object arrays) and hands over the encoded variables, as it
-    does for the NetCDF backends."""
+@functools.cache
+def _encoding_store() -> type:
+    """A writable xarray data store that keeps what it is given: through it
+    `Dataset.dump_to_store` runs xarray's own CF encoding (coordinates,
+    masks, packing, times, booleans, object arrays) and hands over the
+    encoded variables, as it does for the NetCDF backends. Built on first use
+    (xarray is an optional dependency)."""
+    from xarray.backends.common import WritableCFDataStore
+    from xarray.coding.strings import EncodedStringCoder
 
-    def __init__(self, owner: str) -> None:
-        from xarray.backends.common import WritableCFDataStore
+    class EncodingStore(WritableCFDataStore):  # type: ignore[misc]
+        def __init__(self) -> None:
+            self.attrs: dict[str, Any] = {}
+            self.variables: dict[str, Any] = {}
 
-        self.owner = owner
-        self.attrs: dict[str, Any] = {}
-        self.variables: dict[str, xr.Variable] = {}
-        base = WritableCFDataStore
+        def get_dimensions(self) -> dict[str, int]:
+            return {}
 
-        class Store(base):  # type: ignore[misc, valid-type]
-            def get_dimensions(inner) -> dict[str, int]:
-                return {}
+        def get_parent_dimensions(self) -> dict[str, int]:
+            return {}
 
-            def get_parent_dimensions(inner) -> dict[str, int]:
-                return {}
+        def get_attrs(self) -> dict[str, Any]:
+            return self.attrs
 
-            def get_attrs(inner) -> dict[str, Any]:
-                return self.attrs
+        def get_variables(self) -> dict[str, Any]:
+            return self.variables
 
-            def get_variables(inner) -> dict[str, Any]:
-                return self.variables
+        def set_dimension(self, dim: str, length: int, is_unlimited: bool = False) -> None:
+            pass  # Atlas arrays are written whole: no dimension is unlimited
 
-            def set_dimension(inner, dim: str, length: int, is_unlimited: bool = False) -> None:
-                pass  # Atlas arrays are written whole: no dimension is unlimited
+        def set_attribute(self, key: str, value: Any) -> None:
+            self.attrs[key] = value
 
-            def set_attribute(inner, key: str, value: Any) -> None:
-                self.attrs[key] = value
+        def encode_variable(self, variable: xr.Variable, name: Any = None) -> xr.Variable:
+            # Text stays text (Atlas stores strings), as netCDF4 keeps it.
+            return EncodedStringCoder(allows_unicode=True).encode(variable, name=name)
 
-            def encode_variable(inner, variable: xr.Variable, name: Any = None) -> xr.Variable:
-                from xarray.coding.strings import EncodedStringCoder
+        def prepare_variable(
+            self,
+            name: str,
+            variable: xr.Variable,
+            check_encoding: bool = False,
+            unlimited_dims: Any = None,
+        ) -> tuple[Any, Any]:
+            invalid = [k for k in variable.encoding if k not in _VALID_ENCODINGS]
+            if check_encoding and invalid:
+                raise InvalidArgument(
+                    f"unexpected encoding parameters for Atlas: {invalid!r}. "
+                    f"Valid encodings are: {sorted(_VALID_ENCODINGS)!r}"
+                )
+            data = np.asarray(variable.values)  # dask arrays computed here
+            self.variables[name] = variable.copy(data=data, deep=False)
+            return _Sink(), data
 
-                return EncodedStringCoder(allows_unicode=True).encode(variable, name=name)
-
-            def prepare_variable(
-                inner, name: Any, variable: xr.Variable, check_encoding: bool = False,
-                unlimited_dims: Any = None,
-            ) -> tuple[Any, Any]:
-                encoding = dict(variable.encoding)
-                invalid = [k for k in encoding if k not in _VALID_ENCODINGS]
-                if check_encoding and invalid:
-                    raise InvalidArgument(
-                        f"unexpected encoding parameters for Atlas: {invalid!r}. "
-                        f"Valid encodings are: {sorted(_VALID_ENCODINGS)!r}"
-                    )
-                dtype = encoding.get("dtype")
-                data = np.asarray(variable.values)
-                if dtype is not None and dtype is not str and np.dtype(dtype).kind in "iuf":
-                    data = data.astype(np.dtype(dtype))
-                self.variables[name] = variable.copy(data=data, deep=False)
-                return _Sink(), data
-
-        self.store = Store()
+    return EncodingStore
 
 
 class _Sink:
@@ -303,8 +302,8 @@ def _encode(
                 f"Invalid name {name!r} for a variable of {owner}: "
                 "string must be length 1 or greater"
             )
-    target = _EncodedStore(owner)
-    ds.dump_to_store(target.store, encoding=enc, unlimited_dims=unlimited_dims)
+    target = _encoding_store()()
+    ds.dump_to_store(target, encoding=enc, unlimited_dims=unlimited_dims)
     variables = target.variables
     if NONE_VAR_NAME in variables:
         # Atlas reserves names starting with '_': the unnamed variable gets a
