@@ -5,6 +5,8 @@
 //! atlas-python stores after netCDF4 and xarray hand it the value: one number
 //! becomes a Python `int` or `float` (so `Int64` or `Float64`), text a string,
 //! and anything else the `json:`-prefixed text of `json.dumps`.
+//! Text with no element (a string attribute of length zero, as HDF5 can hold
+//! an empty attribute) is the empty string in both, as netCDF4 and xarray give it.
 
 use atlas::Attr;
 
@@ -35,6 +37,7 @@ pub(crate) fn raw(value: &StoredAttrValue) -> Option<Attr> {
         StoredAttrValue::Chars(s) => Attr::String(s.clone()),
         StoredAttrValue::Strings(v) => match v.as_slice() {
             [s] => Attr::String(s.clone()),
+            [] => Attr::String(String::new()),
             _ => Attr::StringList(v.clone()),
         },
         StoredAttrValue::Unsupported(_) => return None,
@@ -86,6 +89,7 @@ pub(crate) fn python(value: &StoredAttrValue) -> Option<Attr> {
         StoredAttrValue::Chars(s) => Attr::String(s.clone()),
         StoredAttrValue::Strings(v) => match v.as_slice() {
             [s] => Attr::String(s.clone()),
+            [] => Attr::String(String::new()),
             _ => Attr::String(format!("json:{}", list_json(v, |s| string_json(s)))),
         },
         StoredAttrValue::Unsupported(_) => return None,
@@ -103,6 +107,7 @@ pub(crate) fn text(value: &StoredAttrValue) -> Option<String> {
     match value {
         StoredAttrValue::Chars(s) => Some(s.clone()),
         StoredAttrValue::Strings(v) if v.len() == 1 => v.first().cloned(),
+        StoredAttrValue::Strings(v) if v.is_empty() => Some(String::new()),
         _ => None,
     }
 }
@@ -119,5 +124,31 @@ pub(crate) fn first_integer(value: &StoredAttrValue) -> Option<i128> {
         StoredAttrValue::Int64(v) => v.first().map(|&x| i128::from(x)),
         StoredAttrValue::UInt64(v) => v.first().map(|&x| i128::from(x)),
         _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_zero_length_text_attribute_is_the_empty_string() {
+        let empty = StoredAttrValue::Strings(Vec::new());
+        assert_eq!(python(&empty), Some(Attr::String(String::new())));
+        assert_eq!(raw(&empty), Some(Attr::String(String::new())));
+        assert_eq!(text(&empty), Some(String::new()));
+    }
+
+    #[test]
+    fn several_text_values_stay_a_list() {
+        let two = StoredAttrValue::Strings(vec!["a".into(), "b".into()]);
+        assert_eq!(
+            python(&two),
+            Some(Attr::String("json:[\"a\", \"b\"]".into()))
+        );
+        assert_eq!(
+            raw(&two),
+            Some(Attr::StringList(vec!["a".into(), "b".into()]))
+        );
     }
 }

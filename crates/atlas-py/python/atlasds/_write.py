@@ -12,10 +12,18 @@ In-memory datasets work too: their values are taken as stored (NaN stays NaN,
 `datetime64` stays a timestamp), booleans become int8 with ``dtype = "bool"``
 as xarray writes them to NetCDF, and non-index coordinates are named in the
 ``coordinates`` attribute as NetCDF files name them.
+
+`decode="xarray"` is for datasets as xarray holds them: xarray's own CF
+encoder (`Dataset.dump_to_store` into a `WritableCFDataStore`, the path of
+`to_netcdf`) writes the stored form, which is kept as `decode="raw"` keeps a
+file, with three marks the engine reads and removes (`NO_FILL_ATTRIBUTE`,
+`BYTES_ATTRIBUTE`, `UNNAMED_ATTRIBUTE`); the engine decodes it as xarray
+decodes a NetCDF file (docs/python.md, "What xarray writes, Atlas gives back").
 """
 
 from __future__ import annotations
 
+import functools
 import os
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Iterable, Literal, Mapping, Union
@@ -113,6 +121,38 @@ def _attrs(attrs: Mapping[Any, Any], owner: str) -> list[tuple[str, str, Any]]:
     return [_attr(k, v, owner) for k, v in attrs.items()]
 
 
+# Marks the writer leaves on a variable for the engine (docs/python.md, "What
+# xarray writes"): the variable declared no `_FillValue` (the collection still
+# records one, the NetCDF default), and its values were bytes (stored as the
+# text the codec named gives, handed back as bytes).
+NO_FILL_ATTRIBUTE = "_atlas_no_fill"
+BYTES_ATTRIBUTE = "_atlas_bytes"
+# The dataset attribute naming the variable xarray held under the name None.
+UNNAMED_ATTRIBUTE = "_atlas_unnamed"
+NONE_VAR_NAME = "__values__"  # xarray.backends.common.NONE_VAR_NAME
+
+# Encoding keys a variable may carry into `write`: the CF ones xarray's encoder
+# consumes, and those that describe how another store held it (ignored here).
+_VALID_ENCODINGS = frozenset({
+    "dtype", "_FillValue", "missing_value", "scale_factor", "add_offset", "units",
+    "calendar", "_Unsigned", "_Encoding", "chunksizes", "chunks", "preferred_chunks",
+    "coordinates", "compression", "zlib", "complevel", "shuffle", "fletcher32",
+    "contiguous", "endian", "least_significant_digit", "source", "original_shape",
+    "char_dim_name", "szip", "zstd", "blosc", "bzip2", "quantize_mode",
+    "significant_digits",
+})  # fmt: skip
+
+
+def _bytes_as_text(items: list[bytes]) -> tuple[list[str], str]:
+    """Bytes as text and the codec that gives them back: UTF-8 where they
+    are UTF-8 (so the stored text reads right), latin-1 otherwise (every
+    byte is one character, so nothing is lost)."""
+    try:
+        return [b.decode("utf-8") for b in items], "utf-8"
+    except UnicodeDecodeError:
+        return [b.decode("latin-1") for b in items], "latin-1"
+
+
 def _variable(name: Any, var: xr.Variable) -> tuple[Any, ...]:
     if not isinstance(name, str):
         raise InvalidArgument(f"variable names must be strings, got {name!r}")
@@ -147,8 +187,144 @@ def _variable(name: Any, var: xr.Variable) -> tuple[Any, ...]:
     return name, dims, shape, "unsupported", str(values.dtype), attrs
 
 
-def _group(path: list[str], ds: xr.Dataset) -> tuple[list[str], list, list]:
+def _encoded_variable(name: Any, var: xr.Variable) -> tuple[Any, ...]:
+    """A variable xarray's CF encoder produced, with the engine's marks."""
+    attrs = var.attrs
+    marks: dict[str, Any] = {}
+    if "_FillValue" not in attrs:
+        marks[NO_FILL_ATTRIBUTE] = np.int8(1)
+    values = np.asarray(var.values)
+    # One-byte items are NetCDF char data (strings along the last axis), as
+    # before; other bytes are stored as text and marked to come back as bytes.
+    if (values.dtype.kind == "S" and values.dtype.itemsize > 1) or (
+        values.dtype.kind == "O" and values.size and isinstance(values.flat[0], bytes)
+    ):
+        items = values.reshape(-1).tolist()
+        text, codec = _bytes_as_text(items)
+        marks[BYTES_ATTRIBUTE] = codec
+        fill = attrs.get("_FillValue")
+        if isinstance(fill, (bytes, np.bytes_)):
+            marks["_FillValue"] = bytes(fill).decode(codec)
+        var = var.copy(data=np.array(text, dtype=object).reshape(values.shape), deep=False)
+    elif values.dtype.kind == "T":
+        var = var.copy(data=values.astype(object), deep=False)
+    if marks:
+        var = var.copy(deep=False)
+        var.attrs = {**attrs, **marks}
+    return _variable(name, var)
+
+
+@functools.cache
+def _encoding_store() -> type:
+    """A writable xarray data store that keeps what it is given: through it
+    `Dataset.dump_to_store` runs xarray's own CF encoding (coordinates,
+    masks, packing, times, booleans, object arrays) and hands over the
+    encoded variables, as it does for the NetCDF backends. Built on first use
+    (xarray is an optional dependency)."""
+    from xarray.backends.common import WritableCFDataStore
+    from xarray.coding.strings import EncodedStringCoder
+
+    class EncodingStore(WritableCFDataStore):  # type: ignore[misc]
+        def __init__(self) -> None:
+            self.attrs: dict[str, Any] = {}
+            self.variables: dict[str, Any] = {}
+
+        def get_dimensions(self) -> dict[str, int]:
+            return {}
+
+        def get_parent_dimensions(self) -> dict[str, int]:
+            return {}
+
+        def get_attrs(self) -> dict[str, Any]:
+            return self.attrs
+
+        def get_variables(self) -> dict[str, Any]:
+            return self.variables
+
+        def set_dimension(self, dim: str, length: int, is_unlimited: bool = False) -> None:
+            pass  # Atlas arrays are written whole: no dimension is unlimited
+
+        def set_attribute(self, key: str, value: Any) -> None:
+            self.attrs[key] = value
+
+        def encode_variable(self, variable: xr.Variable, name: Any = None) -> xr.Variable:
+            # Text stays text (Atlas stores strings), as netCDF4 keeps it.
+            return EncodedStringCoder(allows_unicode=True).encode(variable, name=name)
+
+        def prepare_variable(
+            self,
+            name: str,
+            variable: xr.Variable,
+            check_encoding: bool = False,
+            unlimited_dims: Any = None,
+        ) -> tuple[Any, Any]:
+            invalid = [k for k in variable.encoding if k not in _VALID_ENCODINGS]
+            if check_encoding and invalid:
+                raise InvalidArgument(
+                    f"unexpected encoding parameters for Atlas: {invalid!r}. "
+                    f"Valid encodings are: {sorted(_VALID_ENCODINGS)!r}"
+                )
+            data = np.asarray(variable.values)  # dask arrays computed here
+            self.variables[name] = variable.copy(data=data, deep=False)
+            return _Sink(), data
+
+    return EncodingStore
+
+
+class _Sink:
+    """Where `ArrayWriter` puts a variable's values (already held)."""
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        pass
+
+
+def _encode(
+    ds: xr.Dataset, owner: str, encoding: Mapping[Any, Any] | None, unlimited_dims: Any
+) -> tuple[dict[str, Any], dict[str, xr.Variable]]:
+    """`ds` as xarray's CF encoder writes it to a NetCDF file."""
+    enc: dict[Any, dict[str, Any]] = {}
+    for key, value in (encoding or {}).items():
+        if key not in ds.variables:
+            continue  # held by other datasets of the call (`write` checks one does)
+        try:
+            enc[key] = dict(value)
+        except (TypeError, ValueError) as e:
+            raise InvalidArgument(f"encoding of {key!r} must be castable to a dictionary") from e
+    for name in ds.variables:
+        # xarray's own rules for names it writes (None is stored as NONE_VAR_NAME).
+        if name is not None and not isinstance(name, str):
+            raise TypeError(
+                f"Invalid name {name!r} for a variable of {owner}: "
+                "it must be a string or None"
+            )
+        if name == "":
+            raise InvalidArgument(
+                f"Invalid name {name!r} for a variable of {owner}: "
+                "string must be length 1 or greater"
+            )
+    target = _encoding_store()()
+    ds.dump_to_store(target, encoding=enc, unlimited_dims=unlimited_dims)
+    variables = target.variables
+    if NONE_VAR_NAME in variables:
+        # Atlas reserves names starting with '_': the unnamed variable gets a
+        # free name, which a dataset attribute gives the engine.
+        free = next(
+            n for n in ("values", *(f"values_{i}" for i in range(1, len(variables) + 1)))
+            if n not in variables
+        )
+        variables = {free if k == NONE_VAR_NAME else k: v for k, v in variables.items()}
+        target.attrs[UNNAMED_ATTRIBUTE] = free
+    return target.attrs, variables
+
+
+def _group(
+    path: list[str], ds: xr.Dataset, encode: _Encode | None = None
+) -> tuple[list[str], list, list]:
     owner = "the dataset" if not path else f"group {'/'.join(path)!r}"
+    if encode is not None:
+        attrs_in, encoded = _encode(ds, owner, *encode)
+        attrs = _attrs(attrs_in, owner)
+        return path, attrs, [_encoded_variable(name, var) for name, var in encoded.items()]
     attrs = _attrs(ds.attrs, owner)
     # Non-index coordinates: NetCDF names them in a `coordinates` attribute.
     extra = [str(c) for c in ds.coords if not (ds[c].dims == (c,))]
@@ -165,17 +341,23 @@ def _group(path: list[str], ds: xr.Dataset) -> tuple[list[str], list, list]:
     return path, attrs, variables
 
 
-def _stored(value: Any, name: str) -> list[tuple[list[str], list, list]]:
+# `decode="xarray"`: (encoding=, unlimited_dims=) of the call.
+_Encode = tuple[Union[Mapping[Any, Any], None], Any]
+
+
+def _stored(
+    value: Any, name: str, encode: _Encode | None = None
+) -> list[tuple[list[str], list, list]]:
     """A Dataset (one root group) or DataTree (every node, depth first) in stored form."""
     import xarray as xr
 
     if isinstance(value, xr.Dataset):
-        return [_group([], value)]
+        return [_group([], value, encode)]
     if isinstance(value, xr.DataTree):
         groups: list[tuple[list[str], list, list]] = []
 
         def walk(node: xr.DataTree, path: list[str]) -> None:
-            groups.append(_group(path, node.to_dataset(inherit=False)))
+            groups.append(_group(path, node.to_dataset(inherit=False), encode))
             for child_name, child in node.children.items():
                 walk(child, [*path, str(child_name)])
 
@@ -186,14 +368,41 @@ def _stored(value: Any, name: str) -> list[tuple[list[str], list, list]]:
     )
 
 
-DatasetsArg = Union[Mapping[str, Any], Iterable[tuple[str, Any]]]
+def _names(value: Any) -> set[Any]:
+    """Variable names of a Dataset, or of every node of a DataTree."""
+    import xarray as xr
+
+    if isinstance(value, xr.DataTree):
+        return {k for node in value.subtree for k in node.variables}
+    return set(value.variables)
+
+
+def _tree_items(value: Any) -> list[tuple[str, Any]] | None:
+    """A DataTree as the collection it describes: one dataset per child of
+    the root (a child's own children are its sub-groups, as for a DataTree
+    value), what `xr.open_datatree(path, engine="atlas")` gives back. None
+    for anything else."""
+    import xarray as xr
+
+    if not isinstance(value, xr.DataTree):
+        return None
+    root = value.to_dataset(inherit=False)
+    if root.variables or root.attrs:
+        raise InvalidArgument(
+            "the DataTree's root holds variables or attributes: a collection has "
+            "none of its own (each child of the root is one dataset); move them into a child"
+        )
+    return [(str(name), child) for name, child in value.children.items()]
+
+
+DatasetsArg = Union[Mapping[str, Any], Iterable[tuple[str, Any]], "xr.DataTree"]
 
 
 def write(
     destination: str | os.PathLike[str],
     datasets: DatasetsArg,
     *,
-    decode: Literal["cf", "raw"] = "cf",
+    decode: Literal["cf", "raw", "xarray"] = "cf",
     codec: Literal["zstd", "lz4", "none"] = "zstd",
     zstd_level: int | None = None,
     chunks: Mapping[str, Iterable[int]] | None = None,
@@ -201,9 +410,13 @@ def write(
     skip_unsupported: bool = False,
     storage_options: Mapping[str, Any] | None = None,
     append: bool = False,
+    encoding: Mapping[Any, Mapping[str, Any]] | None = None,
+    mode: Literal["w", "w-"] = "w-",
+    unlimited_dims: Iterable[str] | str | None = None,
 ) -> WriteResult:
-    """Writes `datasets` (a mapping or iterable of `(name, xarray.Dataset)`)
-    as a new collection at `destination` (a path or URL that holds none yet).
+    """Writes `datasets` (a mapping or iterable of `(name, xarray.Dataset)`,
+    or an `xarray.DataTree` whose root's children are the datasets) as a new
+    collection at `destination` (a path or URL that holds none yet).
 
     Pass datasets as NetCDF files hold them, e.g. opened with
     ``xr.open_dataset(f, decode_cf=False, mask_and_scale=False, decode_times=False)``:
@@ -218,6 +431,22 @@ def write(
     one new member, committed to the set's manifest once written (the set is
     created if absent; a lone collection there is refused). A name the set
     already holds is replaced: readers see the new copy.
+
+    `decode="xarray"` takes datasets as xarray holds them in memory (decoded,
+    with their `encoding`) and stores what `Dataset.to_netcdf` would write:
+    xarray's own CF encoder encodes each one (masks, packing, times,
+    booleans, coordinates), the encoded form is stored, and the xarray engine
+    decodes it on open exactly as xarray decodes a NetCDF file, so the Dataset
+    and its `encoding` come back as they went in. `encoding` (variable name ->
+    settings, for each dataset holding that variable; a name no dataset holds
+    is a `KeyError`) then takes what `to_netcdf` takes that
+    means something here (`dtype`, `_FillValue`, `scale_factor`/`add_offset`,
+    `units`/`calendar` of times, `_Encoding` of text, `_Unsigned`); chunk and
+    compression settings of other stores are accepted and ignored (use
+    `chunks`, `codec`), unknown ones refused. `unlimited_dims` is accepted and
+    ignored: arrays are written whole, so no dimension can grow. `mode` is
+    `"w-"` or `"w"` (both create; a collection is never rewritten in place:
+    see `append`).
 
     All or nothing: on any error (`InvalidArgument` for data that cannot be
     stored, `StorageError` for the backend) nothing appears at `destination`.
@@ -238,15 +467,32 @@ def write(
             raise InvalidArgument(f"chunks[{key!r}] must be positive, got {shape!r}")
     if isinstance(datasets, (str, bytes)) or not isinstance(datasets, (Mapping, Iterable)):
         raise InvalidArgument(
-            "datasets must be a mapping or iterable of (name, xarray.Dataset) pairs"
+            "datasets must be a mapping or iterable of (name, xarray.Dataset) pairs, "
+            "or an xarray.DataTree"
         )
-    items = datasets.items() if isinstance(datasets, Mapping) else datasets
+    items = _tree_items(datasets)
+    if items is None:
+        items = datasets.items() if isinstance(datasets, Mapping) else datasets
+    if decode == "xarray":
+        encode: _Encode | None = (encoding, unlimited_dims)
+    elif encoding is not None or unlimited_dims is not None:
+        raise InvalidArgument(
+            "encoding= and unlimited_dims= take effect with decode='xarray' "
+            "(datasets as xarray holds them, encoded as to_netcdf encodes them)"
+        )
+    else:
+        encode = None
+    if mode not in ("w", "w-"):
+        raise InvalidArgument(
+            f"mode={mode!r}: Atlas collections are write-once; mode is 'w' or 'w-' "
+            "(to add or replace datasets, write a set member with append=True)"
+        )
     pairs, anonymous = _storage(dict(storage_options) if storage_options else None)
     writer = _native.create(
         _location(destination),
         pairs,
         anonymous,
-        decode,
+        "raw" if decode == "xarray" else decode,
         codec,
         None if zstd_level is None else int(zstd_level),
         chunk_shapes,
@@ -254,6 +500,7 @@ def write(
         bool(skip_unsupported),
         bool(append),
     )
+    held: set[Any] = set()  # variable names the datasets hold (for `encoding`)
     try:
         for item in items:
             try:
@@ -264,7 +511,12 @@ def write(
                 ) from None
             if not isinstance(name, str):
                 raise InvalidArgument(f"dataset names must be strings, got {name!r}")
-            writer.add(name, _stored(value, name))
+            writer.add(name, _stored(value, name, encode))
+            if encoding:
+                held.update(_names(value))
+        unheld = [k for k in (encoding or {}) if k not in held]
+        if unheld:
+            raise KeyError(f"encoding names variables no dataset holds: {unheld!r}")
         names, container_bytes, skipped, notes, member, generation, undecoded = writer.finish()
     except BaseException:
         writer.abort()

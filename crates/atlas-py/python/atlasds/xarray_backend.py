@@ -21,7 +21,7 @@ xarray masks with, so those cells are NaN as xarray gives for the file.
 
 from __future__ import annotations
 
-import functools
+import asyncio
 import json
 import os
 from typing import Any, Iterable
@@ -41,6 +41,7 @@ from ._collection import (
     as_collection,
 )
 from ._errors import InvalidArgument
+from ._write import BYTES_ATTRIBUTE, NO_FILL_ATTRIBUTE, UNNAMED_ATTRIBUTE
 from ._views import (
     COORDS_ATTRIBUTE,
     DATASETS_PER_CHUNK,
@@ -61,24 +62,46 @@ _REMOTE_SCHEMES = frozenset({"s3", "s3a", "gs", "gcs", "az", "azure", "azblob", 
 
 
 class AtlasBackendArray(BackendArray):
-    """One array of one dataset, read region by region on demand."""
+    """One array of one dataset, read region by region on demand.
+
+    Basic indexing reaches the extension as xarray gave it; outer and
+    vectorised keys read the region that covers them and index it in numpy
+    (`explicit_indexing_adapter`). Holds no state a read changes, so threads
+    (dask's included) share it. ``codec`` names how text that was bytes when
+    written is given back as bytes."""
 
     def __init__(
-        self, dataset: Dataset, array: str, shape: tuple[int, ...], dtype: np.dtype
+        self,
+        dataset: Dataset,
+        array: str,
+        shape: tuple[int, ...],
+        dtype: np.dtype,
+        codec: str | None = None,
     ) -> None:
         self.dataset = dataset
-        self.array = array
+        # Not `.array`: xarray takes an `array` attribute for a wrapped array.
+        self.array_name = array
         self.shape = shape
         self.dtype = dtype
+        self.codec = codec
+
+    def _read(self, region: Any) -> np.ndarray:
+        # xarray's convention for text is an object array of str.
+        values = self.dataset.read(self.array_name, region, strings="object")
+        if self.codec is not None:
+            out = np.empty(values.shape, dtype=object)
+            out.reshape(-1)[:] = [v.encode(self.codec) for v in values.reshape(-1).tolist()]
+            return out
+        return values
 
     def __getitem__(self, key: indexing.ExplicitIndexer) -> np.ndarray:
-        # The key reaches the extension as xarray gave it: it interprets numpy
-        # basic indexing (steps included) for every caller. xarray's
-        # convention for text is an object array of str.
-        read = functools.partial(self.dataset.read, self.array, strings="object")
         return indexing.explicit_indexing_adapter(
-            key, self.shape, indexing.IndexingSupport.BASIC, read
+            key, self.shape, indexing.IndexingSupport.BASIC, self._read
         )
+
+    async def async_getitem(self, key: indexing.ExplicitIndexer) -> np.ndarray:
+        # The extension's reads block: one runs on a worker thread.
+        return await asyncio.to_thread(self.__getitem__, key)
 
 
 def _dims(array: str, dims: tuple[str, ...], rank: int) -> tuple[str, ...]:
@@ -91,11 +114,27 @@ def _variable(
     handle: Dataset, array: str, layout: ArrayLayout, attrs: dict[str, Any]
 ) -> xr.Variable:
     dims = _dims(array, layout.dims, len(layout.shape))
-    attrs, encoding = cf_encoding(layout.atlas_dtype, layout.fill, layout.dtype, attrs)
+    attrs = dict(attrs)
+    declared = attrs.pop(NO_FILL_ATTRIBUTE, None) is None
+    codec = attrs.pop(BYTES_ATTRIBUTE, None)
+    if codec is not None:
+        # Bytes when written: the engine hands back bytes, their `_Encoding`
+        # (if any) left for xarray to decode, as a NetCDF file's char data.
+        fill = layout.fill if declared else None
+        if isinstance(fill, str):
+            attrs["_FillValue"] = fill.encode(codec)
+        # What xarray reports for a NetCDF file's char data.
+        encoding: dict[str, Any] = {"dtype": np.dtype("S1")}
+        dtype = np.dtype(object)
+    else:
+        attrs, encoding = cf_encoding(
+            layout.atlas_dtype, layout.fill if declared else None, layout.dtype, attrs
+        )
+        dtype = layout.dtype
     if layout.chunk_shape and len(layout.chunk_shape) == len(dims):
         encoding["preferred_chunks"] = dict(zip(dims, layout.chunk_shape))
         encoding["chunksizes"] = tuple(layout.chunk_shape)
-    backend = AtlasBackendArray(handle, array, layout.shape, layout.dtype)
+    backend = AtlasBackendArray(handle, array, layout.shape, dtype, codec)
     return xr.Variable(dims, indexing.LazilyIndexedArray(backend), attrs=attrs, encoding=encoding)
 
 
@@ -124,8 +163,11 @@ def _node(
     decoders: dict[str, Any],
 ) -> xr.Dataset:
     """One dataset as a lazy, CF-decoded Dataset, from what `describe` gave."""
+    # A variable xarray wrote without a name (None) is stored under a free name.
+    attrs = dict(attrs)
+    unnamed = attrs.pop(UNNAMED_ATTRIBUTE, None)
     variables = {
-        a: _variable(handle, a, layout, array_attrs)
+        None if a == unnamed else a: _variable(handle, a, layout, array_attrs)
         for a, (layout, array_attrs) in arrays.items()
         if a not in drop
     }
