@@ -39,6 +39,11 @@ struct Store {
     /// Armed write faults: a path ending and what happens to the next write
     /// to a path with that ending.
     faults: Mutex<Vec<(String, WriteFault)>>,
+    /// Changes (writes and deletes) still allowed before the writing process
+    /// is killed; `None`: no kill armed.
+    changes_left: Mutex<Option<u32>>,
+    /// Killed: every request fails, for good, until [`CasMemory::revive`].
+    killed: std::sync::atomic::AtomicBool,
 }
 
 /// What an armed fault does to a write.
@@ -71,6 +76,29 @@ impl Store {
                 true
             }
             None => false,
+        }
+    }
+
+    /// `Err` once the process is killed: a request it can no longer make.
+    fn alive(&self) -> opendal::Result<()> {
+        if self.killed.load(Ordering::SeqCst) {
+            return Err(Error::new(
+                ErrorKind::Unexpected,
+                "the process was killed (simulated)",
+            ));
+        }
+        Ok(())
+    }
+
+    /// Counts one change that took effect; the last one allowed kills the process.
+    fn changed(&self) {
+        let mut left = self.changes_left.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(n) = left.as_mut() {
+            *n = n.saturating_sub(1);
+            if *n == 0 {
+                *left = None;
+                self.killed.store(true, Ordering::SeqCst);
+            }
         }
     }
 
@@ -134,6 +162,32 @@ impl CasMemory {
         self.store.arm(path_end, WriteFault::FailBefore);
     }
 
+    /// Arms a kill: after `changes` more writes or deletes take effect, the
+    /// process is killed between two requests: every later request fails
+    /// with a permanent error until [`revive`](Self::revive). `0` kills now.
+    pub fn kill_after_changes(&self, changes: u32) {
+        if changes == 0 {
+            self.store.killed.store(true, Ordering::SeqCst);
+            return;
+        }
+        *self
+            .store
+            .changes_left
+            .lock()
+            .unwrap_or_else(|e| e.into_inner()) = Some(changes);
+    }
+
+    /// Ends a kill (and disarms one not yet reached): requests work again,
+    /// as for the next process.
+    pub fn revive(&self) {
+        *self
+            .store
+            .changes_left
+            .lock()
+            .unwrap_or_else(|e| e.into_inner()) = None;
+        self.store.killed.store(false, Ordering::SeqCst);
+    }
+
     /// An operator over this store (clones share the same objects).
     pub fn operator(&self) -> Operator {
         Operator::from_parts(
@@ -179,6 +233,7 @@ impl Service for CasMemory {
     }
 
     async fn stat(&self, _: &OperationContext, path: &str, _: OpStat) -> opendal::Result<RpStat> {
+        self.store.alive()?;
         match self.store.lock().get(path) {
             Some(e) => Ok(RpStat::new(metadata_of(e))),
             None => Err(not_found(path)),
@@ -266,11 +321,13 @@ impl oio::Read for CasReader {
         &self,
         range: BytesRange,
     ) -> opendal::Result<(RpRead, Box<dyn oio::ReadStreamDyn>)> {
+        self.store.alive()?;
         let (rp, buf) = self.get(range)?;
         Ok((rp, Box::new(buf) as Box<dyn oio::ReadStreamDyn>))
     }
 
     async fn read(&self, range: BytesRange) -> opendal::Result<(RpRead, Buffer)> {
+        self.store.alive()?;
         self.get(range)
     }
 }
@@ -301,6 +358,7 @@ impl oio::Write for CasWriter {
                 acc
             })
             .freeze();
+        self.store.alive()?;
         if self.store.take_fault(&self.path, WriteFault::FailBefore) {
             return Err(temporary("the write was refused before it took effect"));
         }
@@ -326,6 +384,8 @@ impl oio::Write for CasWriter {
         };
         let meta = metadata_of(&entry);
         objects.insert(self.path.clone(), entry);
+        drop(objects);
+        self.store.changed();
         if self.store.take_fault(&self.path, WriteFault::LoseAnswer) {
             return Err(temporary("the write took effect; its answer was lost"));
         }
@@ -345,7 +405,9 @@ pub struct CasDeleter {
 
 impl oio::Delete for CasDeleter {
     async fn delete(&mut self, path: &str, _: OpDelete) -> opendal::Result<()> {
+        self.store.alive()?;
         self.store.lock().remove(path);
+        self.store.changed();
         Ok(())
     }
 

@@ -2,13 +2,15 @@
 //! compactions and readers over an in-memory object store with conditional
 //! writes (`CasMemory`), with write faults injected before steps (a write
 //! refused before it takes effect, a write whose answer is lost after it took
-//! effect), checked against a model after every step:
+//! effect, the writer killed after some of its writes), checked against a model after every step:
 //!
 //! - every acknowledged step is visible to a new reader, exactly: no dataset
 //!   lost, duplicated or brought back, every value the model's;
 //! - every reader opened earlier still reads the generation it opened, values
 //!   unchanged (the members a compaction replaced stay until cleanup);
-//! - two writers committing at once both land.
+//! - two writers committing at once both land;
+//! - a writer killed between two requests leaves the set as before its
+//!   change or as after it (a delete across members: name by name).
 //!
 //! A run is a list of steps that proptest generates from its seed and shrinks
 //! on failure; the steps run one after another (two concurrent commits
@@ -61,6 +63,9 @@ enum Step {
     Compact,
     /// Open a reader and ask it a first question; it is checked after every later step.
     OpenReader,
+    /// The change, with its process killed after this many writes and deletes
+    /// took effect (0: before its first request).
+    Killed(Box<Step>, u32),
     /// Arm a fault for the next write to `Target`'s objects.
     FailBefore(Target),
     LoseAnswer(Target),
@@ -78,8 +83,19 @@ fn target() -> impl Strategy<Value = Target> {
     ]
 }
 
+/// A change one writer makes: what a kill can cut short.
+fn change() -> impl Strategy<Value = Step> {
+    prop_oneof![
+        names().prop_map(Step::Append),
+        (names(), names()).prop_map(|(a, b)| Step::AppendHiding(a, b)),
+        names().prop_map(Step::Delete),
+        Just(Step::Compact),
+    ]
+}
+
 fn step() -> impl Strategy<Value = Step> {
     prop_oneof![
+        2 => (change(), 0..12u32).prop_map(|(c, n)| Step::Killed(Box::new(c), n)),
         4 => names().prop_map(Step::Append),
         1 => (names(), names()).prop_map(|(a, b)| Step::AppendTwice(a, b)),
         2 => (names(), names()).prop_map(|(a, b)| Step::AppendHiding(a, b)),
@@ -128,56 +144,140 @@ impl Sim {
         }
     }
 
-    async fn open(&self) -> Atlas {
-        Atlas::open((self.op.clone(), "set"), &OpenOptions::default())
-            .await
-            .expect("the set opens")
-    }
-
     /// Commits one member holding `names`, each valued `value`.
     async fn append(op: Operator, nonce: u64, names: &[u8], value: f32) {
-        Sim::append_hiding(op, nonce, names, &[], value).await;
+        Sim::append_hiding(op, nonce, names, &[], value)
+            .await
+            .expect("a commit lands, whatever faults its retries meet");
     }
 
     /// Commits one member holding `names`, each valued `value`, that hides `hide`.
-    async fn append_hiding(op: Operator, nonce: u64, names: &[u8], hide: &[u8], value: f32) {
+    async fn append_hiding(
+        op: Operator,
+        nonce: u64,
+        names: &[u8],
+        hide: &[u8],
+        value: f32,
+    ) -> atlas::Result<()> {
         let ms = 1_700_000_000_000 + i64::try_from(nonce).unwrap_or(0);
         let config = WriterConfig::default().created_unix_ms(ms);
-        let mut set = SetWriter::create((op, "set"), &config)
-            .await
-            .expect("create");
+        let mut set = SetWriter::create((op, "set"), &config).await?;
         let id = atlas::member_id(ms, nonce);
-        let member = set.add_member(&id).await.expect("member");
+        let member = set.add_member(&id).await?;
         let mut unique = names.to_vec();
         unique.sort_unstable();
         unique.dedup();
         for &n in &unique {
-            let mut ds = member.writer().add_dataset(&name(n)).expect("dataset");
-            ds.define_array::<f32>("TEMP", &["N"], &[1], None, None)
-                .expect("define");
-            ds.write_array("TEMP", &[0], ndarray::arr1(&[value]).into_dyn().view())
-                .expect("write");
-            ds.finish().await.expect("finish dataset");
+            let mut ds = member.writer().add_dataset(&name(n))?;
+            ds.define_array::<f32>("TEMP", &["N"], &[1], None, None)?;
+            ds.write_array("TEMP", &[0], ndarray::arr1(&[value]).into_dyn().view())?;
+            ds.finish().await?;
         }
         let hidden: Vec<String> = hide.iter().map(|&n| name(n)).collect();
         let hidden: Vec<&str> = hidden.iter().map(String::as_str).collect();
-        set.hide(&member, &hidden).await.expect("hide");
-        set.finish_member(member).await.expect("finish member");
-        set.commit()
-            .await
-            .expect("a commit lands, whatever faults its retries meet");
+        set.hide(&member, &hidden).await?;
+        set.finish_member(member).await?;
+        set.commit().await.map(|_| ())
+    }
+
+    /// Runs one single-writer change (an append, a delete, a compaction):
+    /// what it returned, and the model as it is if the change landed.
+    async fn attempt(&mut self, number: u64, step: &Step) -> (atlas::Result<()>, Model) {
+        #[allow(clippy::cast_precision_loss)]
+        let value = number as f32;
+        let mut after = self.model.clone();
+        let result = match step {
+            Step::Append(add) | Step::AppendHiding(add, _) => {
+                let hide: Vec<u8> = match step {
+                    Step::AppendHiding(_, hide) => {
+                        let mut hide: Vec<u8> =
+                            hide.iter().copied().filter(|n| !add.contains(n)).collect();
+                        hide.sort_unstable();
+                        hide.dedup();
+                        hide
+                    }
+                    _ => Vec::new(),
+                };
+                for &n in add {
+                    after.insert(name(n), value);
+                }
+                for &n in &hide {
+                    after.remove(&name(n));
+                }
+                self.commits += 1;
+                Sim::append_hiding(self.op.clone(), self.commits, add, &hide, value).await
+            }
+            Step::Delete(names) => {
+                let live: Vec<String> = names
+                    .iter()
+                    .map(|&n| name(n))
+                    .filter(|n| self.model.contains_key(n))
+                    .collect();
+                for n in &live {
+                    after.remove(n);
+                }
+                if live.is_empty() {
+                    Ok(())
+                } else {
+                    let refs: Vec<&str> = live.iter().map(String::as_str).collect();
+                    match self.open_existing().await {
+                        Ok(Some(set)) => set.delete_datasets(&refs).await.map(|_| ()),
+                        Ok(None) => Ok(()),
+                        Err(e) => Err(e),
+                    }
+                }
+            }
+            Step::Compact if self.commits > 0 => {
+                let options = CompactOptions::default()
+                    .target_datasets(u64::from(NAMES) * 4)
+                    .ids(1_800_000_000_000, number);
+                match self.open_existing().await {
+                    Ok(Some(set)) => set.compact(&options).await.map(|_| ()),
+                    Ok(None) => Ok(()),
+                    Err(e) => Err(e),
+                }
+            }
+            _ => Ok(()),
+        };
+        (result, after)
     }
 
     async fn run(&mut self, number: u64, step: &Step) {
         #[allow(clippy::cast_precision_loss)]
         let value = number as f32;
         match step {
-            Step::Append(names) => {
-                self.commits += 1;
-                Sim::append(self.op.clone(), self.commits, names, value).await;
-                for &n in names {
-                    self.model.insert(name(n), value);
+            Step::Append(_) | Step::AppendHiding(..) | Step::Delete(_) | Step::Compact => {
+                let (result, after) = self.attempt(number, step).await;
+                result.expect("a change lands, whatever faults its retries meet");
+                self.model = after;
+            }
+            Step::Killed(change, changes) => {
+                let Some(cas) = self.cas.clone() else {
+                    return;
+                };
+                let before = self.model.clone();
+                cas.kill_after_changes(*changes);
+                let (result, after) = self.attempt(number, change).await;
+                cas.revive();
+                // The next process sees the set as before or as after, never between.
+                let seen = self.observe().await;
+                if result.is_ok() {
+                    assert_eq!(seen, after, "{change:?} reported landed");
+                } else if matches!(change.as_ref(), Step::Delete(_)) {
+                    // A delete writes each member's mask in turn: killed
+                    // between two, some of its names are hidden and the rest
+                    // not (known; docs/sets.md). Each name is all or nothing.
+                    assert!(
+                        partly(&before, &seen, &after),
+                        "{change:?} killed after {changes} changes: {seen:?}"
+                    );
+                } else {
+                    assert!(
+                        seen == before || seen == after,
+                        "{change:?} killed after {changes} changes: neither before nor after: {seen:?}"
+                    );
                 }
+                self.model = seen;
             }
             Step::AppendTwice(a, b) => {
                 let b: Vec<u8> = b.iter().copied().filter(|n| !a.contains(n)).collect();
@@ -199,53 +299,10 @@ impl Sim {
                     self.model.insert(name(n), later);
                 }
             }
-            Step::AppendHiding(add, hide) => {
-                let mut hide: Vec<u8> = hide.iter().copied().filter(|n| !add.contains(n)).collect();
-                hide.sort_unstable();
-                hide.dedup();
-                self.commits += 1;
-                Sim::append_hiding(self.op.clone(), self.commits, add, &hide, value).await;
-                for &n in add {
-                    self.model.insert(name(n), value);
-                }
-                for &n in &hide {
-                    self.model.remove(&name(n));
-                }
-            }
-            Step::Delete(names) => {
-                let live: Vec<String> = names
-                    .iter()
-                    .map(|&n| name(n))
-                    .filter(|n| self.model.contains_key(n))
-                    .collect();
-                if live.is_empty() {
-                    return;
-                }
-                let set = self.open().await;
-                let refs: Vec<&str> = live.iter().map(String::as_str).collect();
-                set.delete_datasets(&refs).await.expect("the delete lands");
-                for n in &live {
-                    self.model.remove(n);
-                }
-            }
-            Step::Compact => {
-                if self.commits == 0 {
-                    return;
-                }
-                let set = self.open().await;
-                set.compact(
-                    &CompactOptions::default()
-                        .target_datasets(u64::from(NAMES) * 4)
-                        .ids(1_800_000_000_000, number),
-                )
-                .await
-                .expect("the compaction lands or finds nothing to do");
-            }
             Step::OpenReader => {
-                if self.commits == 0 {
+                let Some(reader) = self.open_existing().await.expect("the set opens") else {
                     return;
-                }
-                let reader = self.open().await;
+                };
                 // Its first question reads the members' masks: its snapshot.
                 assert_eq!(names_of(&reader).await, keys(&self.model));
                 self.readers.push((reader, self.model.clone()));
@@ -263,14 +320,27 @@ impl Sim {
         }
     }
 
+    /// The set, or `None` where no commit landed yet.
+    async fn open_existing(&self) -> atlas::Result<Option<Atlas>> {
+        match Atlas::open((self.op.clone(), "set"), &OpenOptions::default()).await {
+            Ok(set) => Ok(Some(set)),
+            Err(atlas::AtlasError::Io(io)) if io.kind() == atlas::IoErrorKind::NotFound => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// What a new reader sees: nothing where no commit landed yet.
+    async fn observe(&self) -> Model {
+        match self.open_existing().await.expect("the set opens") {
+            Some(set) => read_all(&set).await,
+            None => Model::new(),
+        }
+    }
+
     /// A new reader sees the model; every earlier reader still sees its own.
     async fn check(&self, after: &Step) {
-        if self.commits == 0 {
-            return;
-        }
-        let now = self.open().await;
         assert_eq!(
-            read_all(&now).await,
+            self.observe().await,
             self.model,
             "a new reader after {after:?}"
         );
@@ -282,6 +352,16 @@ impl Sim {
             );
         }
     }
+}
+
+/// Whether `seen` is `before` less some of the names `after` lacks, every
+/// value unchanged: a delete applied name by name.
+fn partly(before: &Model, seen: &Model, after: &Model) -> bool {
+    seen.iter().all(|(k, v)| before.get(k) == Some(v))
+        && before
+            .keys()
+            .filter(|k| !seen.contains_key(*k))
+            .all(|k| !after.contains_key(k))
 }
 
 fn keys(model: &Model) -> Vec<String> {

@@ -26,13 +26,13 @@ impl Declared {
     pub fn of(views: &[View]) -> Declared {
         let (mut attributes, mut arrays) = (Vec::new(), Vec::new());
         let (mut seen_attr, mut seen_array) = (HashSet::new(), HashSet::new());
-        for atlas in views {
-            let mut seen_schema = HashSet::new();
-            for ds in atlas.datasets() {
-                let schema = ds.schema();
-                if !seen_schema.insert(schema.index()) {
-                    continue;
-                }
+        for view in views {
+            let footer = view.member().footer();
+            for schema in view
+                .live_schemas()
+                .into_iter()
+                .filter_map(|i| footer.schema_view(i))
+            {
                 for (key, _) in schema.attributes() {
                     if seen_attr.insert(key.to_owned()) {
                         attributes.push(key.to_owned());

@@ -554,7 +554,7 @@ impl Atlas {
             .views()
             .await?
             .into_iter()
-            .filter(|v| Declared::of(std::slice::from_ref(v)).has_array(array))
+            .filter(|v| v.declares_array(array))
             .collect();
         if views.is_empty() {
             return Err(AtlasError::ArrayNotFound {

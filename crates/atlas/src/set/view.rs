@@ -103,6 +103,45 @@ impl View {
         out
     }
 
+    /// The distinct schemas (pool indexes) of the datasets covered, in order
+    /// of first use: read off the footer, no dataset handle made.
+    pub(crate) fn live_schemas(&self) -> Vec<u32> {
+        let footer = self.member.footer();
+        let mut seen = vec![false; footer.schema_pool.len()];
+        let mut schemas = Vec::new();
+        for ordinal in self.live().ordinals() {
+            if let Some((_, &schema)) = footer.datasets.get_index(ordinal as usize)
+                && let Some(slot) = seen.get_mut(schema as usize)
+                && !std::mem::replace(slot, true)
+            {
+                schemas.push(schema);
+            }
+        }
+        schemas
+    }
+
+    /// Whether a dataset this view covers declares `array`: stops at the first.
+    pub(crate) fn declares_array(&self, array: &str) -> bool {
+        let footer = self.member.footer();
+        let declaring: Vec<bool> = (0..footer.schema_pool.len())
+            .map(|i| {
+                u32::try_from(i)
+                    .ok()
+                    .and_then(|i| footer.schema_view(i))
+                    .is_some_and(|s| s.array(array).is_some())
+            })
+            .collect();
+        if !declaring.contains(&true) {
+            return false;
+        }
+        self.live().ordinals().any(|o| {
+            footer
+                .datasets
+                .get_index(o as usize)
+                .is_some_and(|(_, &schema)| declaring.get(schema as usize) == Some(&true))
+        })
+    }
+
     /// The ordinal of `name` if this view covers it.
     fn ordinal_of(&self, name: &str) -> Option<u32> {
         self.member
