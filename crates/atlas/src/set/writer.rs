@@ -6,7 +6,7 @@
 //! that fails for good removes the members it wrote; a writer dropped
 //! before committing leaves them for `atlas cleanup`.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 use atlas_format::{
     CONTAINER_FILE, DecodeLimits, MemberEntry, SET_MANIFEST_FILE, SET_MEMBERS_DIR, SetManifest,
@@ -58,7 +58,7 @@ pub struct SetWriter {
     /// Members written and described, in the order they will be committed.
     finished: Vec<MemberEntry>,
     /// Per member id, the names it hides ([`SetWriter::hide`]).
-    hidden: Vec<(String, Vec<String>)>,
+    hidden: HashMap<String, Vec<String>>,
 }
 
 /// One new member being written: an [`AtlasWriter`] under `members/<id>/`.
@@ -116,7 +116,7 @@ impl SetWriter {
             limits: DecodeLimits::default(),
             begun: Vec::new(),
             finished: Vec::new(),
-            hidden: Vec::new(),
+            hidden: HashMap::new(),
         })
     }
 
@@ -165,16 +165,10 @@ impl SetWriter {
         }
         for &name in names {
             member.writer.add_dataset(name)?.finish().await?;
-            let slot = match self.hidden.iter().position(|(id, _)| id == &member.id) {
-                Some(i) => i,
-                None => {
-                    self.hidden.push((member.id.clone(), Vec::new()));
-                    self.hidden.len().saturating_sub(1)
-                }
-            };
-            if let Some((_, hidden)) = self.hidden.get_mut(slot) {
-                hidden.push(name.to_owned());
-            }
+            self.hidden
+                .entry(member.id.clone())
+                .or_default()
+                .push(name.to_owned());
         }
         Ok(())
     }
@@ -205,7 +199,7 @@ impl SetWriter {
                 "member {id:?} was not begun by this writer, or is already finished"
             )));
         }
-        if let Some((_, hidden)) = self.hidden.iter().find(|(m, _)| m == id) {
+        if let Some(hidden) = self.hidden.get(id) {
             // The member is not committed: its mask is nobody's but ours.
             let location = self.location.child(&member_path(id), Access::Write)?;
             let lone = crate::Atlas::open(location, &OpenOptions::default()).await?;
