@@ -163,13 +163,7 @@ impl Atlas {
             .await;
         let commit = match commit {
             Ok(commit) => commit,
-            Err(e) => {
-                // Still committed: the marks would only mislead a reader of the folder.
-                if let Err(unmark) = self.mark_retired(&replaced, false).await {
-                    tracing::warn!("retired marks of a failed compaction not removed: {unmark}");
-                }
-                return Err(e);
-            }
+            Err(e) => return Err(self.unmark(&replaced, e).await),
         };
         Ok(Some(CompactOutcome {
             replaced,
@@ -207,13 +201,18 @@ impl Atlas {
                 datasets: 0,
                 commit,
             }),
-            Err(e) => {
-                if let Err(unmark) = self.mark_retired(&replaced, false).await {
-                    tracing::warn!("retired marks of a failed compaction not removed: {unmark}");
-                }
-                Err(e)
-            }
+            Err(e) => Err(self.unmark(&replaced, e).await),
         }
+    }
+
+    /// Takes back the retired marks of `replaced` after a failed commit (they
+    /// are still committed: a mark would only mislead a reader of the folder),
+    /// and passes the commit's error on.
+    async fn unmark(&self, replaced: &[String], error: AtlasError) -> AtlasError {
+        if let Err(unmark) = self.mark_retired(replaced, false).await {
+            tracing::warn!("retired marks of a failed compaction not removed: {unmark}");
+        }
+        error
     }
 
     /// Writes (`mark`) or removes the retired mark of each member in `ids`.
