@@ -11,7 +11,7 @@ use super::stats::{DatasetBlock, DatasetShape, DatasetStats};
 use crate::error::{AtlasError, Result};
 
 /// Per schema (by pool index), the type it declares for what is asked about, if any.
-fn declared_per_schema<'f>(
+pub(crate) fn declared_per_schema<'f>(
     footer: &'f CollectionFooter,
     pick: impl Fn(SchemaView<'f>) -> Option<&'f DType>,
 ) -> Vec<Option<&'f DType>> {

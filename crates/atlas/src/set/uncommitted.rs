@@ -108,8 +108,14 @@ pub async fn remove_uncommitted_member(
     location: &Location,
     member: &UncommittedMember,
 ) -> Result<()> {
+    remove_member_folder(location, &member.path).await
+}
+
+/// Removes the folder `path` (`members/<id>`) of the set at `location` and
+/// everything in it; nothing if it is already gone.
+pub(crate) async fn remove_member_folder(location: &Location, path: &str) -> Result<()> {
     if let Some(dir) = location.local_dir() {
-        let dir = dir.join(&member.path);
+        let dir = dir.join(path);
         return match std::fs::remove_dir_all(&dir) {
             Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
                 Err(AtlasError::Io(IoError::new(
@@ -122,7 +128,7 @@ pub async fn remove_uncommitted_member(
             _ => Ok(()),
         };
     }
-    let prefix = format!("{}/", location.object(&member.path));
+    let prefix = format!("{}/", location.object(path));
     location
         .operator()
         .delete_with(&prefix)

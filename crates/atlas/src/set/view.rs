@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 use smol_str::SmolStr;
 
 use crate::error::{AtlasError, Result};
-use crate::read::{DatasetBlock, DatasetShape, DatasetStats, Live, Member};
+use crate::read::{DatasetBlock, DatasetShape, DatasetStats, Live, Member, declared_per_schema};
 use crate::{ArrayStats, Attr, Dataset};
 
 /// A member with the ordinals newer members replace hidden. Cheap to clone;
@@ -123,22 +123,15 @@ impl View {
     /// Whether a dataset this view covers declares `array`: stops at the first.
     pub(crate) fn declares_array(&self, array: &str) -> bool {
         let footer = self.member.footer();
-        let declaring: Vec<bool> = (0..footer.schema_pool.len())
-            .map(|i| {
-                u32::try_from(i)
-                    .ok()
-                    .and_then(|i| footer.schema_view(i))
-                    .is_some_and(|s| s.array(array).is_some())
-            })
-            .collect();
-        if !declaring.contains(&true) {
+        let declaring = declared_per_schema(footer, |s| s.array(array).map(|m| m.dtype()));
+        if declaring.iter().all(Option::is_none) {
             return false;
         }
         self.live().ordinals().any(|o| {
             footer
                 .datasets
                 .get_index(o as usize)
-                .is_some_and(|(_, &schema)| declaring.get(schema as usize) == Some(&true))
+                .is_some_and(|(_, &schema)| matches!(declaring.get(schema as usize), Some(Some(_))))
         })
     }
 

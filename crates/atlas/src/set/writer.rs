@@ -416,24 +416,5 @@ fn same_member(a: &MemberEntry, b: &MemberEntry) -> bool {
 
 /// Removes the objects of member `id` of the set at `set`.
 pub(crate) async fn remove_member(set: &Location, id: &str) -> Result<()> {
-    if let Some(dir) = set.local_dir() {
-        let dir = dir.join(member_path(id));
-        return match std::fs::remove_dir_all(&dir) {
-            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
-                Err(AtlasError::Io(atlas_io::IoError::new(
-                    atlas_io::IoErrorKind::Other,
-                    "remove_dir_all",
-                    dir.to_string_lossy().into_owned(),
-                    e.to_string(),
-                )))
-            }
-            _ => Ok(()),
-        };
-    }
-    let prefix = format!("{}/", set.object(&member_path(id)));
-    set.operator()
-        .delete_with(&prefix)
-        .recursive(true)
-        .await
-        .map_err(|e| AtlasError::Io(atlas_io::IoError::from_opendal(e, "remove_all", &prefix)))
+    super::uncommitted::remove_member_folder(set, &member_path(id)).await
 }
