@@ -432,7 +432,9 @@ async fn read_side(
     sim: Simulation,
     query: &BoxQuery,
     member_size: usize,
+    index: bool,
 ) -> Result<ReadSide> {
+    let options = OpenOptions::default().dataset_index(index);
     let meter = Meter::new(sim);
     let predicate = Predicate::parse(&query.text())
         .map_err(|e| BenchError::Usage(format!("the bench's query does not parse: {e}")))?;
@@ -445,7 +447,7 @@ async fn read_side(
 
     let op = metered(dir, &meter)?;
     let (set, c) = measure(&meter, async {
-        Ok(Atlas::open((op.clone(), ""), &OpenOptions::default()).await?)
+        Ok(Atlas::open((op.clone(), ""), &options).await?)
     })
     .await?;
     out.open = c;
@@ -520,8 +522,8 @@ async fn read_side(
         let paths: Vec<String> = members.iter().map(|m| m.path.clone()).collect();
         let (names, c) = measure(&meter, async {
             let open = |path: String| {
-                let op = op.clone();
-                async move { Atlas::open((op, path.as_str()), &OpenOptions::default()).await }
+                let (op, options) = (op.clone(), options.clone());
+                async move { Atlas::open((op, path.as_str()), &options).await }
             };
             let views: Vec<Atlas> =
                 futures::future::try_join_all(paths.iter().cloned().map(open)).await?;
@@ -643,8 +645,10 @@ pub fn run(o: &SetsOptions) -> Result {
     let query = BoxQuery::choose(largest, o.member_size);
     eprintln!("reading ({} matches expected)", query.expected.len());
     let rt = runtime()?;
-    let reads = rt.block_on(read_side(&dir, o.sim, &query, o.member_size))?;
-    print_reads(&reads, &query, largest, o.sim);
+    for index in [true, false] {
+        let reads = rt.block_on(read_side(&dir, o.sim, &query, o.member_size, index))?;
+        print_reads(&reads, &query, largest, o.sim, index);
+    }
 
     // 3. One member added to a set of 100.
     let members = o.append_members;
@@ -716,16 +720,21 @@ fn print_writes(steps: &[WriteStep], member_size: usize) {
     }
 }
 
-fn print_reads(r: &ReadSide, q: &BoxQuery, total: usize, sim: Simulation) {
+fn print_reads(r: &ReadSide, q: &BoxQuery, total: usize, sim: Simulation, index: bool) {
     // Requests in a floor's round trips depend on the round trip before:
     // the tails, then the footers they locate.
     let floor = |(req, b): (u64, u64), rt: u64| format!("{req} req · {} · {rt} rt", bytes(b));
     println!(
-        "\n## Reading the set of {total} profiles ({} members): simulated store, {} ms per request{}\n\n\
+        "\n## Reading the set of {total} profiles ({} members, {}): simulated store, {} ms per request{}\n\n\
          Query: `{}` ({} matches, in {} member(s)).\n\n\
          Each cell: wall time · requests (GET + HEAD) · bytes read · round trips on the critical path.\n\n\
          | step | cost | members opened | floor |\n|---|---|---|---|",
         r.members,
+        if index {
+            "through each member's dataset index"
+        } else {
+            "footers only, indexes not read"
+        },
         sim.latency.as_secs_f64() * 1e3,
         sim.bandwidth
             .map(|b| format!(", {:.0} MB/s", b / 1e6))
@@ -900,7 +909,7 @@ mod tests {
         assert_eq!(add_members(&mut set, 0..600, 200, 0).await.ok(), Some(3));
         set.commit().await.expect("commit");
         let q = BoxQuery::choose(600, 200);
-        let r = read_side(&dir, Simulation::default(), &q, 200)
+        let r = read_side(&dir, Simulation::default(), &q, 200, false)
             .await
             .expect("read side");
         assert_eq!((r.members, r.matches), (3, q.expected.len()));

@@ -127,6 +127,12 @@ pub enum Command {
     )]
     Checksum(CollectionArg),
 
+    /// Write the dataset index (data.atlas.index) beside each container: queries, catalogues and statistics then read it instead of the segment footers.
+    #[command(
+        after_help = "Example:\n  atlas index ./argo\n  atlas ls ./argo --where 'LATITUDE between -10 10'\n\nThe index is a Parquet file with one row per dataset (statistics and dataset\nattributes as columns), readable by DuckDB or Polars as it is. Other v8 readers\nignore it. It records which container it describes: after a rewrite it is\nignored (with a warning) until `atlas index` runs again. Deletes need no new index."
+    )]
+    Index(CollectionArg),
+
     /// Copy the live datasets into a new collection (drops deleted bytes, can change the codec).
     #[command(
         after_help = "Example:\n  atlas rewrite ./argo ./argo-lz4 --codec lz4\n  atlas rewrite s3://bucket/argo ./local-copy"

@@ -50,12 +50,14 @@ fn create_writes_one_dataset_per_file_and_reports_them_as_json() {
         ]
     );
     atlas().arg("verify").arg(&dest).assert().success();
-    // A finished write leaves the container and nothing else (no empty temp directory).
-    let left: Vec<String> = std::fs::read_dir(&dest)
+    // A finished write leaves the container and its index, nothing else (no
+    // empty temp directory).
+    let mut left: Vec<String> = std::fs::read_dir(&dest)
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
         .collect();
-    assert_eq!(left, ["data.atlas"]);
+    left.sort();
+    assert_eq!(left, ["data.atlas", "data.atlas.index"]);
 }
 
 #[test]

@@ -44,5 +44,8 @@ pub const CHECKSUM_SIDECAR_VERSION: u32 = 1;
 /// no v8 reader looks for it, and it does not end in `.atlas`, so no tool
 /// globbing for containers picks it up.
 pub const CHECKSUM_SIDECAR_FILE: &str = "data.atlas.crc32c";
+/// Object name of the dataset index beside a container: a Parquet file with
+/// one row per dataset (see `docs/index.md`). No v8 reader looks for it.
+pub const INDEX_FILE: &str = "data.atlas.index";
 /// Folder under a set prefix that holds one sub-folder per member collection.
 pub const SET_MEMBERS_DIR: &str = "members";

@@ -163,6 +163,8 @@ pub struct OpenRequest {
     /// Count this handle's requests (`Collection::requests`): for tests and
     /// measurements of what a call reads.
     pub count_requests: bool,
+    /// Whether questions may read the containers' dataset indexes.
+    pub dataset_index: bool,
 }
 
 impl OpenRequest {
@@ -181,7 +183,7 @@ impl OpenRequest {
         if let Some(bytes) = self.segment_prefetch_bytes {
             options = options.segment_prefetch_bytes(bytes);
         }
-        options
+        options.dataset_index(self.dataset_index)
     }
 
     /// The cache key: the location and everything that changes what is opened.
@@ -619,6 +621,16 @@ impl Collection {
                 _ => "last_writer_wins",
             },
         })
+    }
+
+    /// Writes the dataset index beside every container (the lone one, or
+    /// each member of a set); returns (containers, index bytes in total).
+    pub async fn write_index(&self) -> Result<(usize, u64)> {
+        let reports = self
+            .set
+            .write_index(&atlas::IndexOptions::default())
+            .await?;
+        Ok((reports.len(), reports.iter().map(|r| r.bytes).sum()))
     }
 
     /// Checks the collection (`deep`: also recomputes every array's

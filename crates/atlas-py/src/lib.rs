@@ -271,6 +271,12 @@ impl PyCollection {
         Ok((done.count, done.guarantee))
     }
 
+    /// Writes the dataset index beside every container; returns
+    /// `(containers, bytes)`.
+    fn write_index(&self, py: Python<'_>) -> PyResult<(usize, u64)> {
+        run(py, || self.inner.write_index())
+    }
+
     /// Checks the collection; returns `(sound, problems, warnings, {checked: count})`.
     #[pyo3(signature = (deep=false))]
     fn verify<'py>(&self, py: Python<'py>, deep: bool) -> PyResult<Bound<'py, PyAny>> {
@@ -405,7 +411,8 @@ impl ArrowStream {
 /// `anonymous` sends unsigned requests; the byte counts override the reader's
 /// defaults. With `cached`, reuses this process's open handle of the same
 /// location and options. With `count_requests`, the handle counts the
-/// requests it sends (`request_stats`).
+/// requests it sends (`request_stats`). Without `dataset_index`, every
+/// answer comes from the segment footers, as without an index.
 #[pyfunction]
 #[pyo3(signature = (
     location,
@@ -415,6 +422,7 @@ impl ArrowStream {
     block_cache_bytes=None,
     segment_prefetch_bytes=None,
     count_requests=false,
+    dataset_index=true,
 ))]
 #[allow(clippy::too_many_arguments)]
 fn open(
@@ -426,6 +434,7 @@ fn open(
     block_cache_bytes: Option<u64>,
     segment_prefetch_bytes: Option<u64>,
     count_requests: bool,
+    dataset_index: bool,
 ) -> PyResult<PyCollection> {
     let request = core::OpenRequest {
         storage,
@@ -433,6 +442,7 @@ fn open(
         block_cache_bytes,
         segment_prefetch_bytes,
         count_requests,
+        dataset_index,
     };
     let inner = run(py, || core::open(location, &request, cached))?;
     Ok(PyCollection { inner })

@@ -2,7 +2,6 @@
 //! catalogue or a long table (one batch, or batch by batch), and the JSON form of values and attributes that
 //! `atlas --json` and the NDJSON export share.
 
-#[cfg(feature = "parquet")]
 pub use crate::query::write_parquet;
 pub use crate::query::{
     BatchWriter, ExportFormat, attr_value_json, bytes_json, cell_json, f32_json, float_json,

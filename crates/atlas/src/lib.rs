@@ -53,6 +53,7 @@ pub struct ReadmeDoctests;
 
 mod error;
 pub mod export;
+mod index;
 mod location;
 mod query;
 mod read;
@@ -87,7 +88,7 @@ pub mod testing {
 // Formats and names of the container (atlas-format).
 pub use atlas_format::{
     ArrayMeta, CONTAINER_FILE, Codec, DATASETS_SEGMENT, DType, DatasetSchema, DecodeLimits,
-    FormatError, MASK_FILE, ParseDTypeError, SchemaView, validate_name,
+    FormatError, INDEX_FILE, MASK_FILE, ParseDTypeError, SchemaView, validate_name,
 };
 // Instants: nanoseconds since the epoch, printed and parsed as ISO 8601, and
 // the calendar beneath them (atlas-format).
@@ -120,6 +121,7 @@ pub use opendal::Operator;
 pub use smol_str::SmolStr;
 
 pub use error::{AtlasError, ErrorClass, ErrorReport, Result};
+pub use index::{IndexOptions, IndexReport};
 pub use location::{Access, Address, Location, Scheme, StorageOptions};
 pub use query::{
     ArrowError, CatalogueOptions, CmpOp, DEFAULT_ROWS_PER_BATCH, Field, ParseError, Predicate,

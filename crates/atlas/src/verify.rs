@@ -31,6 +31,7 @@ use atlas_io::{Leftover, MultipartUploads};
 use futures::StreamExt;
 
 use crate::error::AtlasError;
+use crate::read::Source;
 use crate::recompute;
 use crate::set::integrity::ChecksumMismatch;
 use crate::{AnyArray, Dataset, Member, Region};
@@ -205,6 +206,19 @@ pub enum Finding {
         /// Why.
         error: AtlasError,
     },
+    /// The dataset index beside the container is not used (it describes
+    /// another container, or is not a readable index): a warning, since
+    /// readers answer from the footers; `atlas index` writes a new one.
+    IndexNotUsed {
+        /// Why.
+        why: String,
+    },
+    /// The dataset index disagrees with the segment footers it was built
+    /// from: readers would give answers the footers do not.
+    IndexDisagrees {
+        /// Where, and both values.
+        what: String,
+    },
 }
 
 impl Finding {
@@ -216,6 +230,7 @@ impl Finding {
             Finding::MaskWarning { .. }
                 | Finding::Leftover { .. }
                 | Finding::LeftoversUnlisted { .. }
+                | Finding::IndexNotUsed { .. }
         )
     }
 }
@@ -277,6 +292,15 @@ impl std::fmt::Display for Finding {
                 write!(f, "checksum sidecar: {}", crate::ErrorReport::new(error))
             }
             Finding::MaskWarning { message } => write!(f, "deletion mask: {message}"),
+            Finding::IndexNotUsed { why } => {
+                write!(
+                    f,
+                    "dataset index: not used, answers come from the footers: {why}"
+                )
+            }
+            Finding::IndexDisagrees { what } => {
+                write!(f, "dataset index: disagrees with the footers: {what}")
+            }
             Finding::Leftover { leftover } => write!(
                 f,
                 "leftover {leftover} from an interrupted write; `atlas cleanup` removes it"
@@ -314,6 +338,8 @@ pub struct Checked {
     /// `verify --deep` with a checksum sidecar: the parts whose checksums
     /// were compared (header, footer, segments, mask); `None` without one.
     pub checksum_parts: Option<usize>,
+    /// Whether a dataset index was found, used and compared with the footers.
+    pub index: bool,
 }
 
 /// The outcome of [`Member::verify`].
@@ -361,7 +387,10 @@ impl Member {
         for v in variables.iter().filter(|v| v.name != DATASETS_SEGMENT) {
             report.checked.data_segments += 1;
             // One statistics pass opens the segment (validates its footer, read in place).
-            match self.array_stats_by_dataset(&live, &v.name).await {
+            match self
+                .array_stats_by_dataset_from(&live, &v.name, Source::Footers)
+                .await
+            {
                 Ok(_) => report.checked.segments_opened += 1,
                 Err(error) => report.findings.push(Finding::Segment {
                     segment: v.name.clone(),
@@ -397,6 +426,19 @@ impl Member {
                     );
                 }
                 Err(error) => report.findings.push(Finding::Checksums { error }),
+            }
+        }
+
+        match crate::index::check(self).await {
+            None => {}
+            Some(Err(why)) => report.findings.push(Finding::IndexNotUsed { why }),
+            Some(Ok(disagreements)) => {
+                report.checked.index = true;
+                report.findings.extend(
+                    disagreements
+                        .into_iter()
+                        .map(|what| Finding::IndexDisagrees { what }),
+                );
             }
         }
 

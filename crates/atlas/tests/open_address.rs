@@ -157,7 +157,7 @@ async fn an_operator_address_keeps_its_prefix_for_writes_too() {
 }
 
 #[tokio::test]
-async fn a_local_write_leaves_only_the_container_even_when_it_fails() {
+async fn a_local_write_leaves_only_the_container_and_its_index_and_nothing_when_it_fails() {
     let tmp = tempfile::tempdir().unwrap();
     write_two(tmp.path().to_str().unwrap(), &StorageOptions::default()).await;
     let names = |dir: &std::path::Path| -> Vec<String> {
@@ -168,7 +168,7 @@ async fn a_local_write_leaves_only_the_container_even_when_it_fails() {
         v.sort();
         v
     };
-    assert_eq!(names(tmp.path()), ["data.atlas"]);
+    assert_eq!(names(tmp.path()), ["data.atlas", "data.atlas.index"]);
     // A write that fails at commit (a dataset still open) leaves nothing either.
     let other = tmp.path().join("other");
     let writer = AtlasWriter::create(&other, &WriterConfig::default())

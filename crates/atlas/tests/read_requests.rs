@@ -1,5 +1,7 @@
 //! What each call costs in requests and bytes, counted by atlas-io's
-//! `CountingLayer` standing in for an object store.
+//! `CountingLayer` standing in for an object store, on the footer path:
+//! collections are read as a reader without indexes reads them (the index
+//! path's costs are in `index.rs`).
 
 #![cfg(test)]
 
@@ -16,6 +18,11 @@ use read_support::{
 };
 
 const PROBE: u64 = 64 * 1024;
+
+/// How these tests open: every answer from the footers, as without an index.
+fn footers_only() -> OpenOptions {
+    OpenOptions::default().dataset_index(false)
+}
 
 /// The requests of a segment footer's first read under `policy`: the
 /// prefetch, then the rest of the footer, each split as the policy says.
@@ -58,9 +65,7 @@ async fn opening_a_small_collection_is_one_suffix_read_plus_the_mask_and_manifes
     );
     load_fixture(&op, "deleted", "c").await;
     stats.reset();
-    let atlas = Atlas::open((op, "c"), &atlas::OpenOptions::default())
-        .await
-        .unwrap();
+    let atlas = Atlas::open((op, "c"), &footers_only()).await.unwrap();
     let counts = stats.snapshot();
     println!("open of `deleted` (suffix): {counts:?}");
     assert_eq!(reads_of(&stats, "c/data.atlas"), 1);
@@ -82,9 +87,7 @@ async fn opening_without_suffix_reads_is_a_stat_and_one_ranged_read() {
     assert!(!atlas_io::supports_suffix_reads(&op));
     load_fixture(&op, "small", "").await;
     stats.reset();
-    let atlas = Atlas::open((op, ""), &atlas::OpenOptions::default())
-        .await
-        .unwrap();
+    let atlas = Atlas::open((op, ""), &footers_only()).await.unwrap();
     let counts = stats.snapshot();
     println!("open of `small` (stat + range): {counts:?}");
     assert_eq!(counts.stats, 1);
@@ -115,9 +118,7 @@ async fn a_footer_over_64_kib_costs_exactly_two_reads() {
         };
         op.write("data.atlas", container.clone()).await.unwrap();
         stats.reset();
-        let atlas = Atlas::open((op, ""), &atlas::OpenOptions::default())
-            .await
-            .unwrap();
+        let atlas = Atlas::open((op, ""), &footers_only()).await.unwrap();
         let footer = atlas.lone_member().unwrap().footer_bytes();
         assert!(
             footer > PROBE,
@@ -151,7 +152,7 @@ async fn a_footer_past_the_probe_is_read_in_parts_that_tile_it() {
     let policy = ReadParallelism::default()
         .min_part_size(16 * 1024)
         .max_part_size(16 * 1024);
-    let options = OpenOptions::default().read_parallelism(policy);
+    let options = footers_only().read_parallelism(policy);
     let atlas = Atlas::open((op, ""), &options).await.unwrap();
     let len = container.len() as u64;
     let ranges = ranges_read(&stats, "data.atlas");
@@ -191,9 +192,7 @@ async fn a_footer_past_the_probe_is_read_in_parts_that_tile_it() {
 async fn every_catalogue_call_after_open_costs_nothing() {
     let (op, stats, _) = counted_memory();
     load_fixture(&op, "small", "").await;
-    let atlas = Atlas::open((op, ""), &atlas::OpenOptions::default())
-        .await
-        .unwrap();
+    let atlas = Atlas::open((op, ""), &footers_only()).await.unwrap();
     stats.reset();
     let member = atlas.lone_member().unwrap();
     let _ = (
@@ -247,9 +246,7 @@ async fn every_catalogue_call_after_open_costs_nothing() {
 async fn a_dataset_without_attributes_costs_nothing_to_ask() {
     let (op, stats, _) = counted_memory();
     load_fixture(&op, "mixed", "").await;
-    let atlas = Atlas::open((op, ""), &atlas::OpenOptions::default())
-        .await
-        .unwrap();
+    let atlas = Atlas::open((op, ""), &footers_only()).await.unwrap();
     stats.reset();
     for view in atlas.datasets().await.unwrap() {
         assert!(view.attributes().await.unwrap().is_empty());
@@ -262,9 +259,7 @@ async fn a_dataset_without_attributes_costs_nothing_to_ask() {
 async fn segments_inside_the_open_probe_cost_no_request() {
     let (op, stats, _) = counted_memory();
     load_fixture(&op, "small", "").await;
-    let atlas = Atlas::open((op, ""), &atlas::OpenOptions::default())
-        .await
-        .unwrap();
+    let atlas = Atlas::open((op, ""), &footers_only()).await.unwrap();
     stats.reset();
     let doc = atlas_manifest::collection_json(&atlas.lone_member().unwrap(), true)
         .await
@@ -295,7 +290,7 @@ async fn the_first_use_of_a_segment_reads_its_footer_and_nothing_else() {
     op.write("data.atlas", uniform_collection(2_000).await)
         .await
         .unwrap();
-    let atlas = Atlas::open((op.clone(), ""), &atlas::OpenOptions::default())
+    let atlas = Atlas::open((op.clone(), ""), &footers_only())
         .await
         .unwrap();
     let segment = atlas
@@ -363,7 +358,7 @@ async fn the_first_use_of_a_segment_reads_its_footer_in_parts_and_nothing_else()
     op.write("data.atlas", uniform_collection(2_000).await)
         .await
         .unwrap();
-    let options = OpenOptions::default().read_parallelism(small_parts());
+    let options = footers_only().read_parallelism(small_parts());
     let atlas = Atlas::open((op.clone(), ""), &options).await.unwrap();
     let segment = atlas
         .lone_member()
@@ -541,9 +536,7 @@ async fn deleting_1000_datasets_is_one_get_one_put_and_one_read_back() {
     op.write("data.atlas", uniform_collection(2_000).await)
         .await
         .unwrap();
-    let atlas = Atlas::open((op, ""), &atlas::OpenOptions::default())
-        .await
-        .unwrap();
+    let atlas = Atlas::open((op, ""), &footers_only()).await.unwrap();
     let names: Vec<String> = (0..2_000).step_by(2).map(uniform_name).collect();
     let refs: Vec<&str> = names.iter().map(String::as_str).collect();
     stats.reset();
@@ -572,7 +565,7 @@ async fn options_bound_the_segment_prefetch_and_cache() {
     op.write("data.atlas", uniform_collection(200).await)
         .await
         .unwrap();
-    let options = OpenOptions::default()
+    let options = footers_only()
         .block_cache_bytes(0)
         .segment_prefetch_bytes(4096);
     let atlas = Atlas::open((op, ""), &options).await.unwrap();
@@ -620,12 +613,9 @@ async fn unwritten_elements_read_as_fill_without_a_request() {
 
     let (op, stats, _) = counted_memory();
     op.write("data.atlas", container).await.unwrap();
-    let atlas = Atlas::open(
-        (op, ""),
-        &OpenOptions::default().segment_prefetch_bytes(4096),
-    )
-    .await
-    .unwrap();
+    let atlas = Atlas::open((op, ""), &footers_only().segment_prefetch_bytes(4096))
+        .await
+        .unwrap();
     let view = atlas.dataset(&uniform_name(42)).await.unwrap();
     view.array_layout("v").await.unwrap();
     stats.reset();
@@ -651,7 +641,7 @@ async fn reading_one_array_of_many_datasets_shares_one_segment_open_and_its_bloc
     op.write("data.atlas", uniform_collection(500).await)
         .await
         .unwrap();
-    let atlas = Atlas::open((op.clone(), ""), &atlas::OpenOptions::default())
+    let atlas = Atlas::open((op.clone(), ""), &footers_only())
         .await
         .unwrap();
 
@@ -663,9 +653,7 @@ async fn reading_one_array_of_many_datasets_shares_one_segment_open_and_its_bloc
     }
     let one_at_a_time = stats.snapshot().reads;
 
-    let fresh = Atlas::open((op, ""), &atlas::OpenOptions::default())
-        .await
-        .unwrap();
+    let fresh = Atlas::open((op, ""), &footers_only()).await.unwrap();
     stats.reset();
     let results: Vec<(String, atlas::Result<atlas::AnyArray>)> = fresh
         .read_many(
@@ -731,9 +719,7 @@ async fn a_dataset_handle_moves_into_a_spawned_task() {
     op.write("data.atlas", uniform_collection(4).await)
         .await
         .unwrap();
-    let atlas = Atlas::open((op, ""), &atlas::OpenOptions::default())
-        .await
-        .unwrap();
+    let atlas = Atlas::open((op, ""), &footers_only()).await.unwrap();
     let handles: Vec<_> = atlas
         .datasets()
         .await
@@ -779,7 +765,7 @@ async fn sweeping_a_variable_over_many_blocks_costs_a_few_reads_not_one_per_bloc
     many_small_blocks(&op, n).await;
 
     // One dataset at a time: the first block alone, then read ahead.
-    let atlas = Atlas::open((op.clone(), ""), &atlas::OpenOptions::default())
+    let atlas = Atlas::open((op.clone(), ""), &footers_only())
         .await
         .unwrap();
     atlas.array_stats("v").await.unwrap();
@@ -792,9 +778,7 @@ async fn sweeping_a_variable_over_many_blocks_costs_a_few_reads_not_one_per_bloc
     assert!(walk.reads <= 3, "{walk:?}");
 
     // read_many over every dataset: the data in one read.
-    let fresh = Atlas::open((op, ""), &atlas::OpenOptions::default())
-        .await
-        .unwrap();
+    let fresh = Atlas::open((op, ""), &footers_only()).await.unwrap();
     fresh.array_stats("v").await.unwrap();
     stats.reset();
     let results: Vec<_> = fresh
@@ -886,7 +870,7 @@ async fn blocks_by_dataset_come_from_the_footer_alone_and_group_neighbours() {
     let n = 2000;
     let (op, stats, _) = counted_memory();
     many_small_blocks(&op, n).await;
-    let atlas = Atlas::open((op.clone(), ""), &atlas::OpenOptions::default())
+    let atlas = Atlas::open((op.clone(), ""), &footers_only())
         .await
         .unwrap();
     let v = atlas
@@ -924,9 +908,7 @@ async fn blocks_by_dataset_come_from_the_footer_alone_and_group_neighbours() {
     );
 
     // Once the segment is open the same answer comes from it, for nothing.
-    let fresh = Atlas::open((op, ""), &atlas::OpenOptions::default())
-        .await
-        .unwrap();
+    let fresh = Atlas::open((op, ""), &footers_only()).await.unwrap();
     fresh
         .dataset(&uniform_name(0))
         .await
@@ -985,7 +967,7 @@ async fn uniform_with_footer_of_v(n: usize) -> UniformV {
     op.write("data.atlas", uniform_collection(n).await)
         .await
         .unwrap();
-    let atlas = Atlas::open((op.clone(), ""), &atlas::OpenOptions::default())
+    let atlas = Atlas::open((op.clone(), ""), &footers_only())
         .await
         .unwrap();
     let v = atlas
@@ -1067,7 +1049,7 @@ async fn reading_the_first_dataset_starts_a_walk_but_asking_its_layout_does_not(
     let (op, stats, _) = counted_memory();
     many_small_blocks(&op, n).await;
     let opened = || async {
-        let atlas = Atlas::open((op.clone(), ""), &atlas::OpenOptions::default())
+        let atlas = Atlas::open((op.clone(), ""), &footers_only())
             .await
             .unwrap();
         // The footer in hand: the segment then opens whole.

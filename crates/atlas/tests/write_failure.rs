@@ -110,8 +110,10 @@ async fn a_write_failure_injected_mid_stream_surfaces_as_an_io_error_and_leaves_
             .await
             .unwrap();
     }
-    let total = w.finish().await.unwrap().container_bytes;
-    assert_eq!(stats.snapshot().bytes_written, total);
+    let summary = w.finish().await.unwrap();
+    let total = summary.container_bytes;
+    let index = summary.index.map_or(0, |i| i.bytes);
+    assert_eq!(stats.snapshot().bytes_written, total + index);
 
     for cut in [0, 4, 8, 9, total / 3, total / 2, total - 17, total - 1] {
         let dir = tempfile::tempdir().unwrap();

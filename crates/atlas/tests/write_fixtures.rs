@@ -52,9 +52,13 @@ async fn rebuild_and_check(name: &str) -> (Written, Written, atlas::WriteSummary
     assert_eq!(
         files,
         if mask_expected {
-            vec!["data.atlas".to_string(), "deleted.mask".into()]
+            vec![
+                "data.atlas".to_string(),
+                "data.atlas.index".into(),
+                "deleted.mask".into(),
+            ]
         } else {
-            vec!["data.atlas".to_string()]
+            vec!["data.atlas".to_string(), "data.atlas.index".into()]
         },
         "no temp files left behind"
     );

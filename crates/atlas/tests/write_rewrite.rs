@@ -54,7 +54,7 @@ async fn rewriting_each_fixture_keeps_every_live_dataset_and_drops_the_deleted_o
             assert_eq!(calls, (1..=live).map(|i| (i, live)).collect::<Vec<_>>());
             assert_eq!(
                 files_under(dst_dir.path()),
-                vec!["data.atlas"],
+                vec!["data.atlas", "data.atlas.index"],
                 "no mask is written"
             );
 

@@ -45,8 +45,12 @@ async fn a_container_larger_than_a_part_goes_up_as_one_multipart_upload_and_read
         summary.container_bytes
     );
     let counts = counting.stats().snapshot();
-    assert_eq!(counts.writes, 1, "one upload for the container");
-    assert_eq!(counts.bytes_written, summary.container_bytes);
+    assert_eq!(
+        counts.writes, 2,
+        "one upload for the container, one for its index"
+    );
+    let index = summary.index.as_ref().map(|i| i.bytes).unwrap();
+    assert_eq!(counts.bytes_written, summary.container_bytes + index);
 
     let atlas = Atlas::open((op, "grids"), &atlas::OpenOptions::default())
         .await

@@ -9,6 +9,7 @@ pub mod compact;
 pub mod create;
 pub mod demo;
 pub mod export;
+pub mod index;
 pub mod info;
 pub mod ls;
 pub mod members;
@@ -115,6 +116,7 @@ pub async fn run(cli: Cli) -> CliResult {
         Command::Export(a) => export::run(&ctx, &a).await,
         Command::Verify(a) => verify::run(&ctx, &a).await,
         Command::Checksum(a) => checksum::run(&ctx, &a).await,
+        Command::Index(a) => index::run(&ctx, &a).await,
         Command::Rewrite(a) => rewrite::run(&ctx, &a).await,
         Command::Create(a) => create::run(&ctx, &a).await,
         Command::Demo(a) => demo::run(&ctx, &a).await,

@@ -85,6 +85,7 @@ pub async fn run(ctx: &Ctx, args: &VerifyArgs) -> CliResult {
                 "arrays": c.arrays,
                 "elements": c.elements,
                 "checksum_parts": c.checksum_parts,
+                "index": c.index,
             },
         });
         if let (Some(set), Some(fields)) = (set_json, value.as_object_mut()) {
@@ -348,6 +349,16 @@ fn passed_lines(atlas: &Member, report: &VerifyReport, deep: bool) -> Vec<String
             "checksums: {} match {}",
             render::count(parts, "part", "parts"),
             atlas::CHECKSUM_SIDECAR_FILE
+        ));
+    }
+    let index_problem = report
+        .findings
+        .iter()
+        .any(|f| matches!(f, Finding::IndexDisagrees { .. }));
+    if c.index && !index_problem {
+        passed.push(format!(
+            "dataset index: matches the footers ({})",
+            atlas::INDEX_FILE
         ));
     }
     let mask_warning = report

@@ -105,8 +105,9 @@ pub fn json_by(mut cmd: std::process::Command, args: &[&str]) -> Json {
     let out = cmd.arg("--json").args(args).output().unwrap();
     assert!(
         out.status.success(),
-        "atlas {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
+        "atlas {args:?}: {}{}",
+        String::from_utf8_lossy(&out.stderr),
+        String::from_utf8_lossy(&out.stdout)
     );
     serde_json::from_slice(&out.stdout).unwrap()
 }

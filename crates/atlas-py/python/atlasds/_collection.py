@@ -276,6 +276,7 @@ class Collection(Mapping[str, "Dataset"]):
         block_cache_bytes: int | None = None,
         segment_prefetch_bytes: int | None = None,
         count_requests: bool = False,
+        dataset_index: bool = True,
     ) -> Collection:
         """Opens the collection or collection set at a path or URL: one read
         of the set manifest, and where there is none (a lone collection) one
@@ -290,7 +291,9 @@ class Collection(Mapping[str, "Dataset"]):
         `cache`, reuse this process's open handle of the same location and
         options (what unpickling and the xarray backend do). With
         `count_requests`, the handle counts what it asks storage for
-        (`request_stats`): for tests and measurements.
+        (`request_stats`): for tests and measurements. With
+        `dataset_index=False`, collection-wide questions read the segment
+        footers even where a dataset index (`data.atlas.index`) would answer.
         """
         location = _location(url_or_path)
         options = dict(storage_options) if storage_options else None
@@ -314,9 +317,12 @@ class Collection(Mapping[str, "Dataset"]):
             block_cache_bytes,
             segment_prefetch_bytes,
             bool(count_requests),
+            bool(dataset_index),
         )
         if count_requests:
             open_options["count_requests"] = True
+        if not dataset_index:
+            open_options["dataset_index"] = False
         return cls(native, location, options, open_options or None)
 
     @property
@@ -470,6 +476,14 @@ class Collection(Mapping[str, "Dataset"]):
             raise InvalidArgument("delete takes a list of dataset names, not one string")
         count, guarantee = self._native.delete(list(names))
         return DeleteResult(count, guarantee)
+
+    def write_index(self) -> tuple[int, int]:
+        """Writes the dataset index (`data.atlas.index`, a Parquet file with one
+        row per dataset) beside every container: the lone one, or each member
+        of a set. Collections written by `atlasds.write` have one already; this
+        is for collections written by other v8 writers or before indexes.
+        Returns `(containers, bytes)`."""
+        return self._native.write_index()
 
     def verify(self, deep: bool = False) -> VerifyResult:
         """Checks every segment, dataset and array the container names (`deep`:

@@ -103,6 +103,14 @@ pub(crate) async fn selected(
         read_attrs.extend(plan.attributes.iter().cloned());
         read_arrays.extend(plan.arrays.iter().cloned());
     }
+    let narrowed;
+    let views = match &plan {
+        Some(plan) => {
+            narrowed = crate::index::narrow(views, &plan.predicate).await;
+            narrowed.as_slice()
+        }
+        None => views,
+    };
     let facts = Facts::gather(views, &read_attrs, &read_arrays).await?;
     let mut rows = Vec::new();
     for ds in views.iter().flat_map(View::datasets) {
@@ -282,7 +290,7 @@ macro_rules! attr_primitive_lists {
 
 /// A typed column of one attribute declared as `dtype`; `None` for a type
 /// with no column form here.
-fn attr_column(dtype: &DType, values: &[Option<&Attr>]) -> Option<ArrayRef> {
+pub(crate) fn attr_column(dtype: &DType, values: &[Option<&Attr>]) -> Option<ArrayRef> {
     Some(match dtype {
         DType::Bool => attr_scalars!(values, BooleanArray, Bool),
         DType::Int8 => attr_scalars!(values, Int8Array, Int8),

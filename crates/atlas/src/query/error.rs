@@ -95,7 +95,6 @@ pub enum QueryError {
     #[error("building the table failed")]
     Arrow(#[from] arrow_schema::ArrowError),
     /// The Parquet writer failed.
-    #[cfg(feature = "parquet")]
     #[error("writing the table as Parquet failed")]
     Parquet(#[from] parquet::errors::ParquetError),
     /// Writing an exported table (catalogue or long table) failed.

@@ -355,8 +355,10 @@ fn exists(field: &Field, ds: &Dataset, facts: &Facts) -> bool {
 
 /// The live datasets of `views` (in order, each in ordinal order) that the
 /// resolved `plan` accepts: a collection is the one-view case, a set passes
-/// its members with replaced copies hidden.
+/// its members with replaced copies hidden. Index row groups the plan rules
+/// out are not read.
 pub(crate) async fn select_with(views: &[View], plan: &Plan) -> Result<Vec<String>, QueryError> {
+    let views = &crate::index::narrow(views, &plan.predicate).await;
     let facts = Facts::gather(views, &plan.attributes, &plan.arrays).await?;
     plan.check_recorded(views, &facts)?;
     let mut out = Vec::new();

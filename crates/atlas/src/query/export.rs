@@ -97,7 +97,6 @@ pub enum ExportFormat {
     /// One JSON object per row, keys in column order.
     Ndjson,
     /// One Parquet file, zstd-compressed, a row group per batch written.
-    #[cfg(feature = "parquet")]
     Parquet,
 }
 
@@ -116,7 +115,6 @@ enum Inner<W: Write + Send> {
         /// NDJSON keys, as JSON strings.
         keys: Vec<String>,
     },
-    #[cfg(feature = "parquet")]
     Parquet(Box<parquet::arrow::ArrowWriter<W>>),
 }
 
@@ -161,7 +159,6 @@ impl<W: Write + Send> BatchWriter<W> {
                     .map(|f| Value::from(f.name().as_str()).to_string())
                     .collect(),
             },
-            #[cfg(feature = "parquet")]
             ExportFormat::Parquet => {
                 use parquet::arrow::ArrowWriter;
                 use parquet::basic::{Compression, ZstdLevel};
@@ -199,7 +196,6 @@ impl<W: Write + Send> BatchWriter<W> {
                     out.write_all(line.as_bytes())?;
                 }
             }
-            #[cfg(feature = "parquet")]
             Inner::Parquet(writer) => {
                 writer.write(batch)?;
                 writer.flush()?;
@@ -222,7 +218,6 @@ impl<W: Write + Send> BatchWriter<W> {
     pub fn finish(self) -> Result<(), QueryError> {
         match self.inner {
             Inner::Text { mut out, .. } => out.flush().map_err(QueryError::Write),
-            #[cfg(feature = "parquet")]
             Inner::Parquet(writer) => {
                 writer.close()?;
                 Ok(())
@@ -289,7 +284,6 @@ pub fn write_ndjson(batch: &RecordBatch, out: impl Write + Send) -> Result<(), Q
 ///
 /// # Errors
 /// [`QueryError::Parquet`] when the Parquet writer fails (`out` failing included).
-#[cfg(feature = "parquet")]
 pub fn write_parquet(batch: &RecordBatch, out: impl Write + Send) -> Result<(), QueryError> {
     write_one(ExportFormat::Parquet, batch, out)
 }

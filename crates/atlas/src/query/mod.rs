@@ -33,7 +33,6 @@ mod value;
 
 pub use catalogue::CatalogueOptions;
 pub use error::{ParseError, QueryError};
-#[cfg(feature = "parquet")]
 pub use export::write_parquet;
 pub use export::{BatchWriter, ExportFormat, cell_json, write_csv, write_ndjson};
 pub use json_value::{attr_value_json, bytes_json, f32_json, float_json};
@@ -46,7 +45,7 @@ pub use value::Value;
 pub use arrow_array::RecordBatch;
 /// The schema of a [`TableStream`], known before its first batch.
 pub use arrow_schema::{ArrowError, Schema, SchemaRef};
-pub(crate) use catalogue::catalogue_with;
+pub(crate) use catalogue::{attr_column, catalogue_with};
 pub(crate) use eval::Declared;
 pub(crate) use eval::{Plan, select_with};
 pub(crate) use table::{ruled_out, table_with};

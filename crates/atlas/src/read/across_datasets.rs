@@ -10,6 +10,15 @@ use super::member::{Live, Member};
 use super::stats::{DatasetBlock, DatasetShape, DatasetStats};
 use crate::error::{AtlasError, Result};
 
+/// Where a question across datasets may be answered from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Source {
+    /// The dataset index when it holds the answer, else the segment footers.
+    Any,
+    /// The segment footers alone (what an index is built from).
+    Footers,
+}
+
 /// Per schema (by pool index), the type it declares for what is asked about, if any.
 pub(crate) fn declared_per_schema<'f>(
     footer: &'f CollectionFooter,
@@ -110,17 +119,12 @@ impl Member {
     /// [`AtlasError::CorruptSegment`] when the segment's footer is damaged, [`AtlasError::Io`] when
     /// storage fails.
     pub(crate) async fn array_stats(&self, live: &Live, array: &str) -> Result<Option<ArrayStats>> {
-        let rows = self
-            .digest_rows(live, array, |info, _, declared| {
-                check_dtype(array, declared, &info.dtype, &info.name)?;
-                Ok(Some((declared.clone(), info.stats.clone())))
-            })
-            .await?;
-        let Some((reference, _)) = rows.first() else {
+        let rows = self.stats_rows(live, array, Source::Any).await?;
+        let Some((_, reference, _)) = rows.first() else {
             return Ok(None);
         };
         let mut folded: Option<ArrayStats> = None;
-        for (dtype, stats) in &rows {
+        for (_, dtype, stats) in &rows {
             let Some(stats) = stats.as_ref().filter(|_| dtype == reference) else {
                 continue;
             };
@@ -142,13 +146,53 @@ impl Member {
         live: &Live,
         array: &str,
     ) -> Result<Vec<DatasetStats>> {
+        self.array_stats_by_dataset_from(live, array, Source::Any)
+            .await
+    }
+
+    /// [`array_stats_by_dataset`](Self::array_stats_by_dataset), read from `source`.
+    pub(crate) async fn array_stats_by_dataset_from(
+        &self,
+        live: &Live,
+        array: &str,
+        source: Source,
+    ) -> Result<Vec<DatasetStats>> {
+        let datasets = &self.footer().datasets;
+        Ok(self
+            .stats_rows(live, array, source)
+            .await?
+            .into_iter()
+            .filter_map(|(ordinal, _, stats)| {
+                let (name, _) = datasets.get_index(ordinal as usize)?;
+                Some(DatasetStats {
+                    dataset: name.to_string(),
+                    ordinal,
+                    stats: stats?,
+                })
+            })
+            .collect())
+    }
+
+    /// Per live dataset declaring `array`, in ordinal order: its ordinal,
+    /// declared type and recorded statistics; from the index when `source`
+    /// allows and the index holds them, else from the segment's footer.
+    async fn stats_rows(
+        &self,
+        live: &Live,
+        array: &str,
+        source: Source,
+    ) -> Result<Vec<(u32, DType, Option<ArrayStats>)>> {
+        if source == Source::Any {
+            let declared =
+                declared_per_schema(self.footer(), |s| s.array(array).map(|m| m.dtype()));
+            self.known_array(array, &declared)?;
+            if let Some(rows) = self.indexed_stats(live, array).await {
+                return Ok(rows);
+            }
+        }
         self.digest_rows(live, array, |info, ordinal, declared| {
             check_dtype(array, declared, &info.dtype, &info.name)?;
-            Ok(info.stats.as_ref().map(|stats| DatasetStats {
-                dataset: info.name.clone(),
-                ordinal,
-                stats: stats.clone(),
-            }))
+            Ok(Some((ordinal, declared.clone(), info.stats.clone())))
         })
         .await
     }
@@ -275,6 +319,19 @@ impl Member {
         array: Option<&str>,
         key: &str,
     ) -> Result<Vec<(String, Attr)>> {
+        self.attributes_by_dataset_from(live, array, key, Source::Any)
+            .await
+    }
+
+    /// [`attributes_by_dataset`](Self::attributes_by_dataset), read from
+    /// `source` (the index holds dataset-level attributes only).
+    pub(crate) async fn attributes_by_dataset_from(
+        &self,
+        live: &Live,
+        array: Option<&str>,
+        key: &str,
+        source: Source,
+    ) -> Result<Vec<(String, Attr)>> {
         let footer = self.footer();
         let (segment_name, declared) = match array {
             None => (
@@ -295,6 +352,19 @@ impl Member {
         let wanted = self.live_declaring(live, &declared);
         if wanted.is_empty() {
             return Ok(Vec::new());
+        }
+        if array.is_none()
+            && source == Source::Any
+            && let Some(rows) = self.indexed_attributes(live, key).await
+            && rows.len() == wanted.len()
+        {
+            return Ok(rows
+                .into_iter()
+                .filter_map(|(ordinal, attr)| {
+                    let (name, _) = footer.datasets.get_index(ordinal as usize)?;
+                    Some((name.to_string(), attr))
+                })
+                .collect());
         }
         let (digest, cells) = self
             .attribute_cells(segment_name, key)

@@ -31,6 +31,7 @@ pub struct OpenOptions {
     pub(crate) limits: DecodeLimits,
     pub(crate) storage: StorageOptions,
     pub(crate) read_parallelism: Option<ReadParallelism>,
+    pub(crate) dataset_index: bool,
 }
 
 impl Default for OpenOptions {
@@ -45,6 +46,7 @@ impl Default for OpenOptions {
             limits: DecodeLimits::default(),
             storage: StorageOptions::default(),
             read_parallelism: None,
+            dataset_index: true,
         }
     }
 }
@@ -80,6 +82,15 @@ impl OpenOptions {
     /// stands for.
     pub fn read_parallelism(mut self, parallelism: ReadParallelism) -> Self {
         self.read_parallelism = Some(parallelism);
+        self
+    }
+
+    /// Whether collection-wide questions may read a container's dataset
+    /// index (`data.atlas.index`, see `docs/index.md`) instead of its segment
+    /// footers (default `true`). Off, every answer comes from the footers,
+    /// as from a container without an index; the answers are the same.
+    pub fn dataset_index(mut self, use_it: bool) -> Self {
+        self.dataset_index = use_it;
         self
     }
 
@@ -147,6 +158,14 @@ impl Live {
         self.count
     }
 
+    /// Every one of `total` ordinals, deleted or not.
+    pub(crate) fn all(total: usize) -> Live {
+        Live {
+            live: vec![true; total],
+            count: total,
+        }
+    }
+
     /// Leaves `ordinals` out as well.
     pub(crate) fn hide(&mut self, ordinals: impl IntoIterator<Item = u32>) {
         for o in ordinals {
@@ -175,6 +194,12 @@ pub(crate) struct Inner {
     /// Deletes through one handle run one at a time, so they never race each other.
     pub(crate) delete_lock: tokio::sync::Mutex<()>,
     pub(crate) segments: ContainerSegments,
+    /// CRC32C of the footer and trailer as opened: what ties an index to this container.
+    pub(crate) footer_crc32c: u32,
+    /// Whether questions may use the dataset index ([`OpenOptions::dataset_index`]).
+    pub(crate) use_index: bool,
+    /// The dataset index, once looked for (`None`: none usable).
+    pub(crate) index: tokio::sync::OnceCell<Option<Arc<crate::index::LoadedIndex>>>,
 }
 
 impl std::fmt::Debug for Member {
@@ -223,6 +248,19 @@ impl Member {
             Err(e) => return Err(e.into()),
         };
         let container = opened.tail.container;
+        let footer_and_trailer = usize::try_from(
+            container
+                .footer_len
+                .saturating_add(atlas_format::TRAILER_LEN),
+        )
+        .unwrap_or(usize::MAX);
+        let footer_crc32c = atlas_format::crc32c(
+            opened
+                .tail
+                .tail
+                .get(opened.tail.tail.len().saturating_sub(footer_and_trailer)..)
+                .unwrap_or_default(),
+        );
         let total = u32::try_from(container.footer.datasets.len())
             .map_err(|_| AtlasError::corrupt("more than u32::MAX datasets"))?;
         let state = match opened.mask {
@@ -271,12 +309,20 @@ impl Member {
                 directory: Directory::new(container, state)?,
                 delete_lock: tokio::sync::Mutex::new(()),
                 segments,
+                footer_crc32c,
+                use_index: options.dataset_index,
+                index: tokio::sync::OnceCell::new(),
             }),
         })
     }
 
     pub(crate) fn inner(&self) -> &Inner {
         &self.inner
+    }
+
+    /// CRC32C of the container's footer and trailer.
+    pub(crate) fn footer_crc32c(&self) -> u32 {
+        self.inner.footer_crc32c
     }
 
     pub(crate) fn directory(&self) -> &Directory {

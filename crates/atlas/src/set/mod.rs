@@ -14,7 +14,7 @@ mod compact;
 mod delete;
 pub(crate) mod integrity;
 mod manifest_store;
-mod prune;
+pub(crate) mod prune;
 mod reader;
 pub(crate) mod summary;
 mod uncommitted;

@@ -1,5 +1,6 @@
-//! Skipping members: whether a predicate can accept any dataset of a member,
-//! decided from the manifest's summaries alone (no request).
+//! Skipping members, and row groups of a dataset index: whether a predicate
+//! can accept any dataset of a member (or row group), decided from its
+//! summaries alone (no request).
 //!
 //! The answer is conservative: `false` only when the summaries prove that no
 //! dataset of the member matches; anything the summaries do not cover (a
@@ -7,7 +8,7 @@
 
 use std::cmp::Ordering;
 
-use atlas_format::MemberEntry;
+use atlas_format::{AttributeSummary, MemberEntry, VariableSummary};
 
 use crate::query::{CmpOp, Field, Predicate, StatField, Value};
 use crate::query::{Scalar, order};
@@ -23,8 +24,27 @@ enum Bounds {
     Unknown,
 }
 
-/// Whether some dataset of the member described by `entry` may satisfy `p`.
-pub(crate) fn may_match(entry: &MemberEntry, p: &Predicate) -> bool {
+/// What a pruning decision reads: the bounds of every variable some dataset
+/// of a group holds (none listed: no dataset has it) and of the numeric
+/// attributes. A set manifest keeps them per member; a dataset index per
+/// row group.
+#[derive(Clone, Copy)]
+pub(crate) struct Summaries<'a> {
+    pub variables: &'a [VariableSummary],
+    pub attributes: &'a [AttributeSummary],
+}
+
+impl<'a> From<&'a MemberEntry> for Summaries<'a> {
+    fn from(entry: &'a MemberEntry) -> Self {
+        Summaries {
+            variables: &entry.variables,
+            attributes: &entry.attributes,
+        }
+    }
+}
+
+/// Whether some dataset of the group `entry` summarises may satisfy `p`.
+pub(crate) fn may_match(entry: Summaries<'_>, p: &Predicate) -> bool {
     match p {
         Predicate::Compare { field, op, value } => match bounds(entry, field) {
             // A dataset without the field fails every comparison but `!=`.
@@ -72,7 +92,7 @@ fn compare_may_hold(lo: &Scalar, hi: &Scalar, op: CmpOp, value: &Value) -> bool 
     }
 }
 
-fn bounds(entry: &MemberEntry, field: &Field) -> Bounds {
+fn bounds(entry: Summaries<'_>, field: &Field) -> Bounds {
     let variable = |name: &str| entry.variables.iter().find(|v| v.name == name);
     let attribute = |key: &str| entry.attributes.iter().find(|a| a.key == key);
     let within = |min: &Option<Value>, max: &Option<Value>| match (

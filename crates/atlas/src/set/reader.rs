@@ -725,7 +725,10 @@ impl Atlas {
         let manifest = self.manifest();
         let entries = manifest.as_ref().map(|m| m.members.as_slice());
         let keep: Vec<bool> = match entries {
-            Some(entries) => entries.iter().map(|e| may_match(e, predicate)).collect(),
+            Some(entries) => entries
+                .iter()
+                .map(|e| may_match(e.into(), predicate))
+                .collect(),
             None => vec![true; self.inner.members.len()],
         };
         if !keep.contains(&true) {

@@ -24,13 +24,23 @@ use crate::error::{AtlasError, Result};
 use crate::read::{Live, Member};
 use crate::{ArrayStats, Attr};
 
-/// What the live datasets declare of one array name.
+/// What some datasets declare of one array name.
 #[derive(Default)]
-struct Declared {
+pub(crate) struct Declared {
     /// Distinct declared types, in order of first appearance.
-    dtypes: Vec<DType>,
-    /// Live datasets declaring the name.
-    datasets: usize,
+    pub dtypes: Vec<DType>,
+    /// Datasets declaring the name.
+    pub datasets: usize,
+}
+
+impl Declared {
+    /// Counts one more dataset declaring the name as `dtype`.
+    pub(crate) fn add(&mut self, dtype: &DType, datasets: usize) {
+        self.datasets = self.datasets.saturating_add(datasets);
+        if !self.dtypes.contains(dtype) {
+            self.dtypes.push(dtype.clone());
+        }
+    }
 }
 
 /// The manifest entry describing `atlas` as member `id` at `path` (relative
@@ -98,11 +108,10 @@ fn declared_by_live(atlas: &Member, live: &Live) -> (IndexMap<String, Declared>,
             continue;
         };
         for meta in view.arrays() {
-            let entry = arrays.entry(meta.name().to_owned()).or_default();
-            entry.datasets = entry.datasets.saturating_add(datasets);
-            if !entry.dtypes.contains(meta.dtype()) {
-                entry.dtypes.push(meta.dtype().clone());
-            }
+            arrays
+                .entry(meta.name().to_owned())
+                .or_default()
+                .add(meta.dtype(), datasets);
         }
         for (key, _) in view.attributes() {
             keys.entry(key.to_owned()).or_default();
@@ -111,8 +120,7 @@ fn declared_by_live(atlas: &Member, live: &Live) -> (IndexMap<String, Declared>,
     (arrays, keys.into_keys().collect())
 }
 
-/// One variable's summary: counts summed over the live datasets' statistics,
-/// bounds folded when they are certain (see the module docs).
+/// One variable's summary over `live`: see [`fold_variable`].
 async fn variable_summary(
     atlas: &Member,
     live: &Live,
@@ -120,15 +128,29 @@ async fn variable_summary(
     declared: &Declared,
 ) -> Result<VariableSummary> {
     let rows = atlas.array_stats_by_dataset(live, name).await?;
+    fold_variable(name, declared, rows.iter().map(|r| &r.stats))
+}
+
+/// One variable's summary over some datasets, from the statistics they
+/// recorded: counts summed, bounds folded when they are certain (see the
+/// module docs). The set manifest's member summaries and the dataset index's
+/// row-group bounds are both made here.
+pub(crate) fn fold_variable<'a>(
+    name: &str,
+    declared: &Declared,
+    stats: impl IntoIterator<Item = &'a ArrayStats>,
+) -> Result<VariableSummary> {
     let mut count = 0u64;
     let mut nulls = 0u64;
+    let mut recorded = 0usize;
     let mut folded: Option<ArrayStats> = None;
-    for row in &rows {
-        count = count.saturating_add(row.stats.row_count);
-        nulls = nulls.saturating_add(row.stats.null_count);
+    for stats in stats {
+        recorded = recorded.saturating_add(1);
+        count = count.saturating_add(stats.row_count);
+        nulls = nulls.saturating_add(stats.null_count);
         match folded.as_mut() {
-            Some(acc) => acc.merge(&row.stats),
-            None => folded = Some(row.stats.clone()),
+            Some(acc) => acc.merge(stats),
+            None => folded = Some(stats.clone()),
         }
     }
     if nulls > count {
@@ -139,8 +161,8 @@ async fn variable_summary(
     let dtype = declared.dtypes.first().cloned().ok_or_else(|| {
         AtlasError::corrupt(format!("variable {name:?} is declared by no schema"))
     })?;
-    // One type and statistics from every live declaring dataset, or no bounds.
-    let certain = declared.dtypes.len() == 1 && rows.len() == declared.datasets;
+    // One type and statistics from every declaring dataset, or no bounds.
+    let certain = declared.dtypes.len() == 1 && recorded == declared.datasets;
     let (min, max) = match folded {
         Some(stats) if certain => bounds(
             stats
@@ -221,7 +243,9 @@ fn summary_of_attr(attr: &Attr) -> Option<Value> {
 
 /// Min and max of attribute values that are all single numbers of one kind;
 /// `None` for anything else (a string, a list, a mix of kinds, no value).
-fn attribute_bounds<'a>(values: impl Iterator<Item = &'a Attr>) -> Option<(Value, Value)> {
+pub(crate) fn attribute_bounds<'a>(
+    values: impl Iterator<Item = &'a Attr>,
+) -> Option<(Value, Value)> {
     let mut range: Option<(Value, Value)> = None;
     for attr in values {
         let value = summary_of_attr(attr)?;

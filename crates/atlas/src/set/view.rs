@@ -43,6 +43,13 @@ impl View {
         }
     }
 
+    /// This view with `more` ordinals left out as well.
+    pub(crate) fn hiding(&self, more: Vec<u32>) -> View {
+        let mut hidden = more;
+        hidden.extend_from_slice(&self.hidden);
+        View::new(self.member.clone(), hidden)
+    }
+
     /// The member behind the view.
     pub(crate) fn member(&self) -> &Member {
         &self.member

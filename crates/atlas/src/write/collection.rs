@@ -21,6 +21,7 @@ use super::state::{Phase, SchemaKey, Shared, SlotStatus, State};
 use super::variables::Variables;
 use crate::error::{AtlasError, Result};
 use crate::location::{Access, Address};
+use crate::{IndexOptions, IndexReport, Member, OpenOptions};
 
 /// Part size of the container upload on object stores (multipart).
 const UPLOAD_CHUNK: usize = 8 << 20;
@@ -37,6 +38,11 @@ pub struct WriteSummary {
     pub container_bytes: u64,
     /// Each segment's variable name and length, in container order.
     pub segments: Vec<(String, u64)>,
+    /// The dataset index written beside the container
+    /// ([`WriterConfig::dataset_index`]); `None` when it was not asked for or
+    /// could not be written (the collection is complete without it; the
+    /// failure is logged as a warning and `atlas index` can write it later).
+    pub index: Option<IndexReport>,
 }
 
 /// Builds one collection. Cheap to share (`Send + Sync`): call
@@ -93,7 +99,7 @@ impl AtlasWriter {
             .into()
             .resolve(&config.storage, Access::Write)
             .await?;
-        let (op, prefix, local_dir, _) = location.into_parts();
+        let (op, prefix, local_dir, _) = location.clone().into_parts();
         let container_path = object_path(&prefix, CONTAINER_FILE);
         let mask_path = object_path(&prefix, MASK_FILE);
         for path in [&container_path, &mask_path] {
@@ -106,6 +112,7 @@ impl AtlasWriter {
         Ok(AtlasWriter {
             shared: Arc::new(Shared {
                 config: config.clone(),
+                location,
                 op,
                 local_dir,
                 container_path,
@@ -169,7 +176,12 @@ impl AtlasWriter {
     /// is left, and the writer is gone. The commit is the last write of the
     /// container, so there is no state in which part of it is visible.
     pub async fn finish(self) -> Result<WriteSummary> {
-        let result = commit(&self.shared).await;
+        let mut result = commit(&self.shared).await;
+        if let Ok(summary) = &mut result
+            && self.shared.config.dataset_index
+        {
+            summary.index = write_index(&self.shared).await;
+        }
         if let Some(dir) = &self.shared.local_dir {
             atlas_io::remove_empty_atomic_write_dir(dir);
         }
@@ -194,6 +206,27 @@ impl Drop for AtlasWriter {
         drop(st);
         // The segment writers (and their block temp files) are not needed any more.
         self.shared.variables.clear();
+    }
+}
+
+/// Writes the index of the container just committed, read back from its
+/// footers; `None` (with a warning) when that fails.
+async fn write_index(shared: &Shared) -> Option<IndexReport> {
+    let options = OpenOptions::default().dataset_index(false);
+    let written = async {
+        let member = Member::open_location(shared.location.clone(), &options).await?;
+        member.write_index(&IndexOptions::default()).await
+    }
+    .await;
+    match written {
+        Ok(report) => Some(report),
+        Err(e) => {
+            tracing::warn!(
+                container = %shared.container_path,
+                "the collection is written, but its dataset index is not: {e}"
+            );
+            None
+        }
     }
 }
 
@@ -488,6 +521,7 @@ async fn stream(
             datasets: 0,
             container_bytes: end,
             segments,
+            index: None,
         },
         tail,
     ))

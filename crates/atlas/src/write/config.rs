@@ -24,6 +24,7 @@ pub struct WriterConfig {
     pub(crate) created_unix_ms: Option<i64>,
     pub(crate) storage: StorageOptions,
     pub(crate) commit_parallelism: Option<usize>,
+    pub(crate) dataset_index: bool,
 }
 
 /// Chunks under this many bytes make a variable one of small arrays (see
@@ -44,6 +45,7 @@ impl Default for WriterConfig {
             created_unix_ms: None,
             storage: StorageOptions::default(),
             commit_parallelism: None,
+            dataset_index: true,
         }
     }
 }
@@ -110,6 +112,16 @@ impl WriterConfig {
     }
 
     /// The segments a commit finishes at once: the setting, else 1.
+    /// Whether [`AtlasWriter::finish`](crate::AtlasWriter::finish) writes
+    /// the dataset index (`data.atlas.index`, see `docs/index.md`) beside the
+    /// container once it is committed (default `true`). Building it reads the
+    /// segment footers just written back; the collection is complete
+    /// without it.
+    pub fn dataset_index(mut self, write_it: bool) -> Self {
+        self.dataset_index = write_it;
+        self
+    }
+
     pub(crate) fn commit_parallelism_or_default(&self) -> usize {
         self.commit_parallelism.unwrap_or(1)
     }

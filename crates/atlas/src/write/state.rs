@@ -81,6 +81,8 @@ pub(crate) struct State {
 /// What every writer of one collection shares.
 pub(crate) struct Shared {
     pub(crate) config: WriterConfig,
+    /// Where the collection is written (also what `op` below comes from).
+    pub(crate) location: crate::Location,
     pub(crate) op: Operator,
     /// The collection's directory when it is written to local disk, whose
     /// temp-file directory the commit removes once it is empty.

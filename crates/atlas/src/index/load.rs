@@ -1,0 +1,608 @@
+//! Reading an index: its footer on first use (one suffix read, two when the
+//! Parquet footer is larger than the probe), checked against the container
+//! it sits beside; then column chunks of chosen row groups, fetched
+//! together and decoded by the `parquet` crate's push decoder, which does
+//! no I/O of its own.
+
+use std::collections::HashMap;
+use std::ops::Range;
+use std::panic::AssertUnwindSafe;
+use std::sync::{Arc, Mutex};
+
+use arrow_array::cast::AsArray;
+use arrow_array::types::{Float64Type, Int64Type, TimestampNanosecondType, UInt64Type};
+use arrow_array::{Array, ArrayRef};
+use atlas_format::{DType, Timestamp};
+use atlas_io::{IoError, IoErrorKind, ReadParallelism, object_path, read_ranges, read_suffix};
+use bytes::Bytes;
+use parquet::DecodeResult;
+use parquet::arrow::ProjectionMask;
+use parquet::arrow::push_decoder::ParquetPushDecoderBuilder;
+use parquet::file::metadata::{ParquetMetaData, ParquetMetaDataReader};
+
+use super::meta::{
+    IndexMeta, IndexedAttribute, IndexedVariable, META_KEY, MetaError, StatKind, bound_columns,
+    count_column, nulls_column,
+};
+use crate::read::{Live, Member};
+use crate::{ArrayStats, Attr, Value};
+
+/// Bytes read from the end of an index first: its Parquet footer usually fits.
+const INDEX_PROBE_LEN: u64 = 64 * 1024;
+/// The largest Parquet footer an index may declare; more is a hostile file.
+const MAX_FOOTER_LEN: u64 = 256 * 1024 * 1024;
+/// The Parquet footer's fixed end: metadata length (4) and magic (4).
+const PARQUET_TAIL_LEN: u64 = 8;
+
+/// Why an index is not used; the question is then answered from the footers.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum IndexProblem {
+    #[error("{0}")]
+    Io(#[from] IoError),
+    #[error("not a Parquet file: {0}")]
+    NotParquet(String),
+    #[error("{0}")]
+    Meta(#[from] MetaError),
+    #[error("it describes another container ({0})")]
+    Stale(String),
+    #[error("it disagrees with its own Parquet footer: {0}")]
+    Inconsistent(String),
+    #[error("reading it failed: {0}")]
+    Decode(String),
+}
+
+/// An index found beside a container and matching it, with the column
+/// chunks decoded so far.
+pub(crate) struct LoadedIndex {
+    pub meta: IndexMeta,
+    parquet: Arc<ParquetMetaData>,
+    path: String,
+    /// Decoded column chunks by (leaf column, row group).
+    chunks: Mutex<HashMap<(usize, usize), ArrayRef>>,
+}
+
+impl std::fmt::Debug for LoadedIndex {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LoadedIndex")
+            .field("path", &self.path)
+            .field("row_groups", &self.meta.row_groups.len())
+            .finish_non_exhaustive()
+    }
+}
+
+/// Runs `f`; a panic inside the `parquet` crate becomes an [`IndexProblem`].
+fn guarded<T>(f: impl FnOnce() -> Result<T, IndexProblem>) -> Result<T, IndexProblem> {
+    std::panic::catch_unwind(AssertUnwindSafe(f)).unwrap_or_else(|payload| {
+        let what = payload
+            .downcast_ref::<&str>()
+            .map(|s| (*s).to_owned())
+            .or_else(|| payload.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "a panic".to_owned());
+        Err(IndexProblem::Decode(what))
+    })
+}
+
+/// Reads and checks the index beside `member`: `None` when there is none.
+pub(crate) async fn load(member: &Member) -> Result<Option<LoadedIndex>, IndexProblem> {
+    let inner = member.inner();
+    let path = object_path(&inner.prefix, atlas_format::INDEX_FILE);
+    let tail = match read_suffix(&inner.op, &path, INDEX_PROBE_LEN).await {
+        Ok(tail) => tail,
+        Err(e) if e.kind() == IoErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(e.into()),
+    };
+    let footer_len = parquet_footer_len(&tail)?;
+    let needed = footer_len.saturating_add(PARQUET_TAIL_LEN);
+    let tail = if needed <= tail.len() as u64 {
+        tail
+    } else if (tail.len() as u64) < INDEX_PROBE_LEN {
+        return Err(IndexProblem::NotParquet(format!(
+            "its footer of {footer_len} bytes is longer than the {} bytes there are",
+            tail.len()
+        )));
+    } else {
+        read_suffix(&inner.op, &path, needed).await?
+    };
+    let start = (tail.len() as u64).checked_sub(needed).ok_or_else(|| {
+        IndexProblem::NotParquet("the second read returned less than asked".to_owned())
+    })?;
+    let metadata_bytes = tail.slice(start as usize..tail.len().saturating_sub(8));
+    let parquet = guarded(|| {
+        ParquetMetaDataReader::decode_metadata(&metadata_bytes)
+            .map_err(|e| IndexProblem::NotParquet(e.to_string()))
+    })?;
+    let text = parquet
+        .file_metadata()
+        .key_value_metadata()
+        .and_then(|kv| kv.iter().find(|kv| kv.key == META_KEY))
+        .and_then(|kv| kv.value.clone())
+        .ok_or(MetaError::Missing)?;
+    let meta = IndexMeta::decode(&text)?;
+    let identity = member.identity();
+    if meta.container != identity {
+        return Err(IndexProblem::Stale(format!(
+            "it was built for a container of {} bytes, footer CRC32C {:08x}, {} datasets; \
+             this one has {} bytes, {:08x}, {}",
+            meta.container.bytes,
+            meta.container.footer_crc32c,
+            meta.container.datasets,
+            identity.bytes,
+            identity.footer_crc32c,
+            identity.datasets
+        )));
+    }
+    check_row_groups(&meta, &parquet)?;
+    Ok(Some(LoadedIndex {
+        meta,
+        parquet: Arc::new(parquet),
+        path,
+        chunks: Mutex::default(),
+    }))
+}
+
+/// The metadata length a Parquet file's last 8 bytes declare.
+fn parquet_footer_len(tail: &[u8]) -> Result<u64, IndexProblem> {
+    let Some([a, b, c, d, magic @ ..]) = tail.last_chunk::<8>() else {
+        return Err(IndexProblem::NotParquet(format!(
+            "{} bytes are too few",
+            tail.len()
+        )));
+    };
+    if magic != b"PAR1" {
+        return Err(IndexProblem::NotParquet(
+            "no PAR1 magic at its end".to_owned(),
+        ));
+    }
+    let len = u64::from(u32::from_le_bytes([*a, *b, *c, *d]));
+    if len > MAX_FOOTER_LEN {
+        return Err(IndexProblem::NotParquet(format!(
+            "it declares a footer of {len} bytes"
+        )));
+    }
+    Ok(len)
+}
+
+/// The row groups the metadata names must be the file's, contiguous from
+/// ordinal 0 and covering every dataset.
+fn check_row_groups(meta: &IndexMeta, parquet: &ParquetMetaData) -> Result<(), IndexProblem> {
+    let groups = parquet.row_groups();
+    if groups.len() != meta.row_groups.len() {
+        return Err(IndexProblem::Inconsistent(format!(
+            "{} row groups in the file, {} described",
+            groups.len(),
+            meta.row_groups.len()
+        )));
+    }
+    let mut next = 0u64;
+    for (described, group) in meta.row_groups.iter().zip(groups) {
+        let rows = u64::try_from(group.num_rows()).unwrap_or(u64::MAX);
+        if described.first != next || described.rows != rows {
+            return Err(IndexProblem::Inconsistent(format!(
+                "a row group of {rows} rows is described as {} from {}",
+                described.rows, described.first
+            )));
+        }
+        next = next.saturating_add(rows);
+    }
+    if next != meta.container.datasets {
+        return Err(IndexProblem::Inconsistent(format!(
+            "{next} rows for {} datasets",
+            meta.container.datasets
+        )));
+    }
+    Ok(())
+}
+
+impl LoadedIndex {
+    /// The leaf column named `name`.
+    fn leaf(&self, name: &str) -> Result<usize, IndexProblem> {
+        self.parquet
+            .file_metadata()
+            .schema_descr()
+            .columns()
+            .iter()
+            .position(|c| c.name() == name)
+            .ok_or_else(|| IndexProblem::Inconsistent(format!("it has no column {name:?}")))
+    }
+
+    /// Columns `names` of row groups `groups`: per group, one array per
+    /// name. Chunks not decoded before are fetched in one batch of
+    /// concurrent reads and kept.
+    async fn columns(
+        &self,
+        member: &Member,
+        names: &[String],
+        groups: &[usize],
+    ) -> Result<Vec<Vec<ArrayRef>>, IndexProblem> {
+        let leaves = names
+            .iter()
+            .map(|n| self.leaf(n))
+            .collect::<Result<Vec<_>, _>>()?;
+        let missing: Vec<usize> = {
+            let kept = self.chunks.lock().unwrap_or_else(|e| e.into_inner());
+            groups
+                .iter()
+                .copied()
+                .filter(|&g| leaves.iter().any(|&l| !kept.contains_key(&(l, g))))
+                .collect()
+        };
+        if !missing.is_empty() {
+            self.fetch(member, &leaves, &missing).await?;
+        }
+        let kept = self.chunks.lock().unwrap_or_else(|e| e.into_inner());
+        groups
+            .iter()
+            .map(|&g| {
+                leaves
+                    .iter()
+                    .map(|&l| {
+                        kept.get(&(l, g)).cloned().ok_or_else(|| {
+                            IndexProblem::Decode(format!("row group {g} was not decoded"))
+                        })
+                    })
+                    .collect()
+            })
+            .collect()
+    }
+
+    /// Reads and decodes columns `leaves` of row groups `groups`.
+    async fn fetch(
+        &self,
+        member: &Member,
+        leaves: &[usize],
+        groups: &[usize],
+    ) -> Result<(), IndexProblem> {
+        let mut ranges: Vec<Range<u64>> = Vec::new();
+        for &g in groups {
+            let group = self
+                .parquet
+                .row_groups()
+                .get(g)
+                .ok_or_else(|| IndexProblem::Inconsistent(format!("no row group {g}")))?;
+            for &l in leaves {
+                let column = group.columns().get(l).ok_or_else(|| {
+                    IndexProblem::Inconsistent(format!("row group {g} has no column {l}"))
+                })?;
+                let (start, len) = column.byte_range();
+                ranges.push(start..start.saturating_add(len));
+            }
+        }
+        let op = &member.inner().op;
+        let policy = ReadParallelism::for_operator(op);
+        let fetched = read_ranges(op, &self.path, &ranges, &policy).await?;
+        let held: Vec<(Range<u64>, Bytes)> = ranges.into_iter().zip(fetched).collect();
+        let decoded = guarded(|| self.decode(leaves, groups, &held))?;
+        let mut kept = self.chunks.lock().unwrap_or_else(|e| e.into_inner());
+        for (g, arrays) in groups.iter().zip(decoded) {
+            for (l, array) in leaves.iter().zip(arrays) {
+                kept.insert((*l, *g), array);
+            }
+        }
+        Ok(())
+    }
+
+    /// Decodes what `held` holds: per group, one array per leaf.
+    fn decode(
+        &self,
+        leaves: &[usize],
+        groups: &[usize],
+        held: &[(Range<u64>, Bytes)],
+    ) -> Result<Vec<Vec<ArrayRef>>, IndexProblem> {
+        let fail = |e: parquet::errors::ParquetError| IndexProblem::Decode(e.to_string());
+        let batch_rows = self
+            .meta
+            .row_groups
+            .iter()
+            .map(|g| usize::try_from(g.rows).unwrap_or(usize::MAX))
+            .max()
+            .unwrap_or(1)
+            .max(1);
+        let schema = self.parquet.file_metadata().schema_descr();
+        let mut decoder = ParquetPushDecoderBuilder::try_new_decoder(Arc::clone(&self.parquet))
+            .map_err(fail)?
+            .with_projection(ProjectionMask::leaves(schema, leaves.iter().copied()))
+            .with_row_groups(groups.to_vec())
+            .with_batch_size(batch_rows)
+            .build()
+            .map_err(fail)?;
+        let mut out = Vec::with_capacity(groups.len());
+        loop {
+            match decoder.try_next_reader().map_err(fail)? {
+                DecodeResult::NeedsData(ranges) => {
+                    let data = ranges
+                        .iter()
+                        .map(|r| slice_of(held, r))
+                        .collect::<Result<Vec<_>, _>>()?;
+                    decoder.push_ranges(ranges, data).map_err(fail)?;
+                }
+                DecodeResult::Data(reader) => {
+                    let mut batches = reader
+                        .collect::<Result<Vec<_>, _>>()
+                        .map_err(|e| IndexProblem::Decode(e.to_string()))?;
+                    let batch = match batches.len() {
+                        1 => batches.pop(),
+                        _ => None,
+                    }
+                    .ok_or_else(|| {
+                        IndexProblem::Decode("a row group did not decode as one batch".into())
+                    })?;
+                    if batch.num_columns() != leaves.len() {
+                        return Err(IndexProblem::Decode(format!(
+                            "{} columns decoded, {} asked",
+                            batch.num_columns(),
+                            leaves.len()
+                        )));
+                    }
+                    // Projected columns come in file order, as `leaves` are once sorted.
+                    let mut by_leaf: Vec<(usize, ArrayRef)> = {
+                        let mut sorted: Vec<usize> = leaves.to_vec();
+                        sorted.sort_unstable();
+                        sorted
+                            .into_iter()
+                            .zip(batch.columns().iter().cloned())
+                            .collect()
+                    };
+                    by_leaf.sort_by_key(|(l, _)| leaves.iter().position(|x| x == l));
+                    out.push(by_leaf.into_iter().map(|(_, a)| a).collect());
+                }
+                DecodeResult::Finished => break,
+            }
+        }
+        if out.len() != groups.len() {
+            return Err(IndexProblem::Decode(format!(
+                "{} row groups decoded, {} asked",
+                out.len(),
+                groups.len()
+            )));
+        }
+        Ok(out)
+    }
+
+    /// The row groups holding the datasets `live` covers.
+    pub(crate) fn groups_of(&self, live: &Live) -> Vec<usize> {
+        self.meta.groups_holding(live.ordinals())
+    }
+
+    /// The statistics of `variable` of each dataset of `live` declaring it,
+    /// in ordinal order, as (ordinal, declared type, statistics).
+    pub(crate) async fn stats(
+        &self,
+        member: &Member,
+        variable: &IndexedVariable,
+        live: &Live,
+    ) -> Result<Vec<(u32, DType, Option<ArrayStats>)>, IndexProblem> {
+        let mut names = vec![count_column(&variable.name), nulls_column(&variable.name)];
+        names.extend(bound_columns(variable));
+        let groups = self.groups_of(live);
+        let columns = self.columns(member, &names, &groups).await?;
+        let footer = member.footer();
+        let mut out = Vec::new();
+        for (&g, arrays) in groups.iter().zip(&columns) {
+            let first = self.first_of(g)?;
+            let [count, nulls, bounds @ ..] = arrays.as_slice() else {
+                return Err(IndexProblem::Decode("missing statistics columns".into()));
+            };
+            let count = count
+                .as_primitive_opt::<UInt64Type>()
+                .ok_or_else(wrong_type)?;
+            let nulls = nulls
+                .as_primitive_opt::<UInt64Type>()
+                .ok_or_else(wrong_type)?;
+            for row in 0..count.len() {
+                let ordinal = first
+                    .checked_add(u32::try_from(row).map_err(|_| wrong_type())?)
+                    .ok_or_else(wrong_type)?;
+                if !live.contains(ordinal) {
+                    continue;
+                }
+                let Some(dtype) = footer
+                    .datasets
+                    .get_index(ordinal as usize)
+                    .and_then(|(_, &schema)| footer.schema_view(schema))
+                    .and_then(|s| s.array(&variable.name).map(|m| m.dtype().clone()))
+                else {
+                    continue;
+                };
+                let stats = if count.is_null(row) {
+                    None
+                } else {
+                    let min = bounds
+                        .first()
+                        .map(|c| value_at(variable.kind, c, row))
+                        .transpose()?
+                        .flatten();
+                    let max = match bounds.get(1) {
+                        Some(c) => value_at(variable.kind, c, row)?,
+                        None => min.clone(),
+                    };
+                    if nulls.is_null(row) {
+                        return Err(IndexProblem::Decode(format!(
+                            "row {ordinal} has a count of {:?} but no null count",
+                            variable.name
+                        )));
+                    }
+                    Some(ArrayStats {
+                        min,
+                        max,
+                        null_count: nulls.value(row),
+                        row_count: count.value(row),
+                    })
+                };
+                out.push((ordinal, dtype, stats));
+            }
+        }
+        Ok(out)
+    }
+
+    /// Attribute `attribute` of each dataset of `live` declaring it, in
+    /// ordinal order.
+    pub(crate) async fn attributes(
+        &self,
+        member: &Member,
+        attribute: &IndexedAttribute,
+        live: &Live,
+    ) -> Result<Vec<(u32, Attr)>, IndexProblem> {
+        let groups = self.groups_of(live);
+        let columns = self
+            .columns(member, std::slice::from_ref(&attribute.column), &groups)
+            .await?;
+        let footer = member.footer();
+        let mut out = Vec::new();
+        for (&g, arrays) in groups.iter().zip(&columns) {
+            let first = self.first_of(g)?;
+            let column = arrays.first().ok_or_else(wrong_type)?;
+            for row in 0..column.len() {
+                let ordinal = first
+                    .checked_add(u32::try_from(row).map_err(|_| wrong_type())?)
+                    .ok_or_else(wrong_type)?;
+                let declares = footer
+                    .datasets
+                    .get_index(ordinal as usize)
+                    .and_then(|(_, &schema)| footer.schema_view(schema))
+                    .is_some_and(|s| s.attribute_dtype(&attribute.key).is_some());
+                if !declares || !live.contains(ordinal) {
+                    continue;
+                }
+                let attr = attr_at(&attribute.dtype, column, row)?.ok_or_else(|| {
+                    IndexProblem::Decode(format!(
+                        "dataset {ordinal} declares {:?} but its cell is empty",
+                        attribute.key
+                    ))
+                })?;
+                out.push((ordinal, attr));
+            }
+        }
+        Ok(out)
+    }
+
+    fn first_of(&self, group: usize) -> Result<u32, IndexProblem> {
+        self.meta
+            .row_groups
+            .get(group)
+            .and_then(|g| u32::try_from(g.first).ok())
+            .ok_or_else(|| IndexProblem::Inconsistent(format!("no row group {group}")))
+    }
+}
+
+fn wrong_type() -> IndexProblem {
+    IndexProblem::Decode("a column holds another type than its layout says".into())
+}
+
+/// The bytes of `range`, from the one fetched chunk that holds it.
+fn slice_of(held: &[(Range<u64>, Bytes)], range: &Range<u64>) -> Result<Bytes, IndexProblem> {
+    held.iter()
+        .find(|(r, _)| r.start <= range.start && range.end <= r.end)
+        .and_then(|(r, bytes)| {
+            let start = usize::try_from(range.start.checked_sub(r.start)?).ok()?;
+            let end = usize::try_from(range.end.checked_sub(r.start)?).ok()?;
+            (end <= bytes.len() && start <= end).then(|| bytes.slice(start..end))
+        })
+        .ok_or_else(|| {
+            IndexProblem::Decode(format!(
+                "bytes {}..{} lie outside the column chunks read",
+                range.start, range.end
+            ))
+        })
+}
+
+/// A statistic of kind `kind` at `row` (`None` where the cell is empty).
+fn value_at(kind: StatKind, column: &ArrayRef, row: usize) -> Result<Option<Value>, IndexProblem> {
+    if row >= column.len() {
+        return Err(wrong_type());
+    }
+    if column.is_null(row) {
+        return Ok(None);
+    }
+    Ok(Some(match kind {
+        StatKind::Int => Value::Int(
+            column
+                .as_primitive_opt::<Int64Type>()
+                .ok_or_else(wrong_type)?
+                .value(row),
+        ),
+        StatKind::UInt => Value::UInt(
+            column
+                .as_primitive_opt::<UInt64Type>()
+                .ok_or_else(wrong_type)?
+                .value(row),
+        ),
+        StatKind::Float => Value::Float(
+            column
+                .as_primitive_opt::<Float64Type>()
+                .ok_or_else(wrong_type)?
+                .value(row),
+        ),
+        StatKind::Timestamp => Value::Timestamp(Timestamp(
+            column
+                .as_primitive_opt::<TimestampNanosecondType>()
+                .ok_or_else(wrong_type)?
+                .value(row),
+        )),
+        StatKind::Text => Value::Bytes(
+            column
+                .as_string_opt::<i32>()
+                .ok_or_else(wrong_type)?
+                .value(row)
+                .as_bytes()
+                .to_vec(),
+        ),
+        StatKind::Bytes => Value::Bytes(
+            column
+                .as_binary_opt::<i32>()
+                .ok_or_else(wrong_type)?
+                .value(row)
+                .to_vec(),
+        ),
+    }))
+}
+
+/// An attribute of type `dtype` at `row` (`None` where the cell is empty).
+fn attr_at(dtype: &DType, column: &ArrayRef, row: usize) -> Result<Option<Attr>, IndexProblem> {
+    use arrow_array::types::{
+        Float32Type, Int8Type, Int16Type, Int32Type, UInt8Type, UInt16Type, UInt32Type,
+    };
+    if row >= column.len() {
+        return Err(wrong_type());
+    }
+    if column.is_null(row) {
+        return Ok(None);
+    }
+    macro_rules! primitive {
+        ($t:ty, $variant:ident) => {
+            Attr::$variant(
+                column
+                    .as_primitive_opt::<$t>()
+                    .ok_or_else(wrong_type)?
+                    .value(row),
+            )
+        };
+    }
+    Ok(Some(match dtype {
+        DType::Bool => Attr::Bool(column.as_boolean_opt().ok_or_else(wrong_type)?.value(row)),
+        DType::Int8 => primitive!(Int8Type, Int8),
+        DType::Int16 => primitive!(Int16Type, Int16),
+        DType::Int32 => primitive!(Int32Type, Int32),
+        DType::Int64 => primitive!(Int64Type, Int64),
+        DType::UInt8 => primitive!(UInt8Type, UInt8),
+        DType::UInt16 => primitive!(UInt16Type, UInt16),
+        DType::UInt32 => primitive!(UInt32Type, UInt32),
+        DType::UInt64 => primitive!(UInt64Type, UInt64),
+        DType::Float32 => primitive!(Float32Type, Float32),
+        DType::Float64 => primitive!(Float64Type, Float64),
+        DType::String => Attr::String(
+            column
+                .as_string_opt::<i32>()
+                .ok_or_else(wrong_type)?
+                .value(row)
+                .to_owned(),
+        ),
+        DType::Binary => Attr::Binary(
+            column
+                .as_binary_opt::<i32>()
+                .ok_or_else(wrong_type)?
+                .value(row)
+                .to_vec(),
+        ),
+        _ => return Err(wrong_type()),
+    }))
+}

@@ -1,0 +1,176 @@
+//! What an index says about itself, kept in its Parquet footer under one
+//! key: which container it describes, which columns answer for which
+//! variable or attribute, and the bounds of every row group.
+
+use atlas_format::{AttributeSummary, DType, VariableSummary};
+use serde::{Deserialize, Serialize};
+
+/// The index layout this crate writes and reads.
+pub(crate) const INDEX_VERSION: u32 = 1;
+
+/// The Parquet key-value metadata key holding the [`IndexMeta`] (msgpack,
+/// base64), and the key of its version as plain text for other tools.
+pub(crate) const META_KEY: &str = "atlas.index";
+pub(crate) const VERSION_KEY: &str = "atlas.index.version";
+
+/// Datasets per row group: small enough that a row group's bounds prune,
+/// large enough that a column chunk is worth a request.
+pub(crate) const ROWS_PER_GROUP: usize = 4096;
+
+/// What the index describes and how to read it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub(crate) struct IndexMeta {
+    pub version: u32,
+    pub container: ContainerIdentity,
+    /// The variables whose statistics the index holds.
+    pub variables: Vec<IndexedVariable>,
+    /// The dataset attributes the index holds.
+    pub attributes: Vec<IndexedAttribute>,
+    /// In file order: contiguous, starting at ordinal 0.
+    pub row_groups: Vec<RowGroupBounds>,
+}
+
+/// The container an index was built from: an index whose identity differs
+/// from the opened container's is stale or foreign and is not used.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct ContainerIdentity {
+    /// Length of `data.atlas` in bytes.
+    pub bytes: u64,
+    /// CRC32C of its compressed footer and trailer.
+    pub footer_crc32c: u32,
+    /// Its creation time, milliseconds since the Unix epoch.
+    pub created_unix_ms: i64,
+    /// Datasets in it, deleted ones included: the index's row count.
+    pub datasets: u64,
+}
+
+/// How one variable's statistics are stored.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub(crate) struct IndexedVariable {
+    pub name: String,
+    /// The kind of its minimum and maximum.
+    pub kind: StatKind,
+    /// `true`: one column named after the variable holds the single value
+    /// of each dataset's elements (minimum equal to maximum in every row);
+    /// `false`: `NAME.min` and `NAME.max`.
+    pub single: bool,
+}
+
+/// The kind of a statistic's value, which fixes its column type.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) enum StatKind {
+    Int,
+    UInt,
+    Float,
+    Timestamp,
+    /// Bytes that are all UTF-8: a string column.
+    Text,
+    /// Bytes: a binary column.
+    Bytes,
+}
+
+/// A dataset attribute's column.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub(crate) struct IndexedAttribute {
+    pub key: String,
+    /// The Parquet column (the key, or `attrs.KEY` where the key is taken).
+    pub column: String,
+    /// The type every declaring dataset declares.
+    pub dtype: DType,
+}
+
+/// Where a row group starts and the bounds of what its datasets hold, in
+/// the form a set manifest gives a member's (deleted datasets included).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub(crate) struct RowGroupBounds {
+    pub first: u64,
+    pub rows: u64,
+    pub variables: Vec<VariableSummary>,
+    pub attributes: Vec<AttributeSummary>,
+}
+
+/// The column of a variable's row count.
+pub(crate) fn count_column(variable: &str) -> String {
+    format!("{variable}.count")
+}
+
+/// The column of a variable's null count.
+pub(crate) fn nulls_column(variable: &str) -> String {
+    format!("{variable}.nulls")
+}
+
+/// The columns of a variable's minimum and maximum (one when `single`).
+pub(crate) fn bound_columns(v: &IndexedVariable) -> Vec<String> {
+    if v.single {
+        vec![v.name.clone()]
+    } else {
+        vec![format!("{}.min", v.name), format!("{}.max", v.name)]
+    }
+}
+
+/// The names of the fixed columns.
+pub(crate) const NAME_COLUMN: &str = "dataset";
+pub(crate) const ORDINAL_COLUMN: &str = "ordinal";
+
+/// Why a stored [`IndexMeta`] cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum MetaError {
+    #[error("the index has no {META_KEY:?} metadata")]
+    Missing,
+    #[error("the index metadata is not readable: {0}")]
+    Unreadable(String),
+    #[error("index layout version {0} (this build reads {INDEX_VERSION})")]
+    Version(u32),
+}
+
+impl IndexMeta {
+    /// The text stored under [`META_KEY`].
+    pub(crate) fn encode(&self) -> Result<String, MetaError> {
+        use base64::Engine as _;
+        let bytes =
+            rmp_serde::to_vec_named(self).map_err(|e| MetaError::Unreadable(e.to_string()))?;
+        Ok(base64::engine::general_purpose::STANDARD.encode(bytes))
+    }
+
+    /// Reads what [`encode`](Self::encode) stored; the version must be ours.
+    pub(crate) fn decode(text: &str) -> Result<IndexMeta, MetaError> {
+        use base64::Engine as _;
+        let bytes = base64::engine::general_purpose::STANDARD
+            .decode(text)
+            .map_err(|e| MetaError::Unreadable(e.to_string()))?;
+        let meta: IndexMeta =
+            rmp_serde::from_slice(&bytes).map_err(|e| MetaError::Unreadable(e.to_string()))?;
+        if meta.version != INDEX_VERSION {
+            return Err(MetaError::Version(meta.version));
+        }
+        Ok(meta)
+    }
+
+    /// The row groups holding any of `ordinals` (ascending), in file order.
+    pub(crate) fn groups_holding(&self, ordinals: impl Iterator<Item = u32>) -> Vec<usize> {
+        let mut out: Vec<usize> = Vec::new();
+        let mut group = 0usize;
+        for ordinal in ordinals {
+            let o = u64::from(ordinal);
+            while let Some(g) = self.row_groups.get(group) {
+                if o < g.first.saturating_add(g.rows) {
+                    break;
+                }
+                group = group.saturating_add(1);
+            }
+            match self.row_groups.get(group) {
+                Some(g) if o >= g.first && out.last() != Some(&group) => out.push(group),
+                _ => {}
+            }
+        }
+        out
+    }
+
+    pub(crate) fn variable(&self, name: &str) -> Option<&IndexedVariable> {
+        self.variables.iter().find(|v| v.name == name)
+    }
+
+    pub(crate) fn attribute(&self, key: &str) -> Option<&IndexedAttribute> {
+        self.attributes.iter().find(|a| a.key == key)
+    }
+}

@@ -1,0 +1,275 @@
+//! The dataset index: a Parquet object beside a container (`data.atlas.index`)
+//! with one row per dataset, holding what collection-wide questions ask of
+//! the segment footers (statistics, dataset attributes) in a few columns,
+//! and the bounds of each row group so a predicate skips most of them.
+//!
+//! v8 has no such thing and other v8 readers ignore the object. The index
+//! names the container it was built from (length, footer checksum, creation
+//! time, dataset count); a reader that finds another container there (the
+//! collection was rewritten) or a file it cannot read warns once and answers
+//! from the footers, as it does when there is no index. The layout is in
+//! `docs/index.md`.
+//!
+//! - `meta`: what the index says about itself, and its column names;
+//! - `build`: footers to Parquet bytes;
+//! - `load`: the Parquet footer on first use, then column chunks on demand.
+
+mod build;
+mod load;
+mod meta;
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+
+pub use build::{IndexOptions, IndexReport};
+pub(crate) use load::LoadedIndex;
+
+use crate::error::Result;
+use crate::query::Predicate;
+use crate::read::{Live, Member, Source};
+use crate::set::View;
+use crate::set::prune::{Summaries, may_match};
+use crate::{ArrayStats, Attr};
+use atlas_format::DType;
+
+impl Member {
+    /// Builds this container's dataset index from its footers and stores it
+    /// beside the container as `data.atlas.index`, replacing any previous
+    /// one in one atomic write. Returns what it holds.
+    ///
+    /// Cost: one read of every segment footer (as `array_stats` of every
+    /// variable would make), no array data, and one write.
+    ///
+    /// # Errors
+    /// [`AtlasError::CorruptSegment`](crate::AtlasError::CorruptSegment) or
+    /// [`AtlasError::CorruptCollection`](crate::AtlasError::CorruptCollection)
+    /// when a footer cannot be read; [`AtlasError::Io`](crate::AtlasError::Io)
+    /// when storage fails.
+    pub async fn write_index(&self, options: &IndexOptions) -> Result<IndexReport> {
+        let (bytes, report) = build::build(self, options).await?;
+        let path = atlas_io::object_path(&self.inner().prefix, atlas_format::INDEX_FILE);
+        let op = self.sidecar_operator()?;
+        atlas_io::put_atomic(&op, &path, Bytes::from(bytes)).await?;
+        Ok(report)
+    }
+
+    /// Whether a usable index was found beside the container (reads its
+    /// footer on first use).
+    pub async fn has_index(&self) -> bool {
+        self.index().await.is_some()
+    }
+
+    /// The index beside the container, read on first use; `None` when there
+    /// is none, when the handle was opened without indexes, or when it is
+    /// stale or unreadable (warned once). A storage failure is not kept: the
+    /// next question tries again.
+    pub(crate) async fn index(&self) -> Option<Arc<LoadedIndex>> {
+        let inner = self.inner();
+        if !inner.use_index {
+            return None;
+        }
+        let found = inner
+            .index
+            .get_or_try_init(|| async {
+                match load::load(self).await {
+                    Ok(found) => Ok(found.map(Arc::new)),
+                    Err(load::IndexProblem::Io(e)) => Err(e),
+                    Err(problem) => {
+                        tracing::warn!(
+                            container = %inner.container_path,
+                            "dataset index not used, answering from the footers: {problem}"
+                        );
+                        Ok(None)
+                    }
+                }
+            })
+            .await;
+        match found {
+            Ok(found) => found.clone(),
+            Err(e) => {
+                tracing::warn!(
+                    container = %inner.container_path,
+                    "dataset index not read, answering from the footers: {e}"
+                );
+                None
+            }
+        }
+    }
+
+    /// The statistics of `array` for the datasets of `live` declaring it,
+    /// from the index when it holds them: (ordinal, declared type, stats).
+    /// `None`: ask the footers.
+    pub(crate) async fn indexed_stats(
+        &self,
+        live: &Live,
+        array: &str,
+    ) -> Option<Vec<(u32, DType, Option<ArrayStats>)>> {
+        let index = self.index().await?;
+        let variable = index.meta.variable(array)?;
+        index
+            .stats(self, variable, live)
+            .await
+            .map_err(|e| self.index_failed(&e))
+            .ok()
+    }
+
+    /// Dataset attribute `key` of the datasets of `live` declaring it, from
+    /// the index when it holds it. `None`: ask the footers.
+    pub(crate) async fn indexed_attributes(
+        &self,
+        live: &Live,
+        key: &str,
+    ) -> Option<Vec<(u32, Attr)>> {
+        let index = self.index().await?;
+        let attribute = index.meta.attribute(key)?;
+        index
+            .attributes(self, attribute, live)
+            .await
+            .map_err(|e| self.index_failed(&e))
+            .ok()
+    }
+
+    fn index_failed(&self, e: &load::IndexProblem) {
+        tracing::warn!(
+            container = %self.inner().container_path,
+            "dataset index read failed, answering from the footers: {e}"
+        );
+    }
+}
+
+/// `views` with the datasets of every index row group whose bounds rule
+/// `predicate` out hidden as well, so a question reads only the rest. Views
+/// of containers without an index come back unchanged.
+pub(crate) async fn narrow(views: &[View], predicate: &Predicate) -> Vec<View> {
+    let indexes =
+        futures::future::join_all(views.iter().map(|v| async { v.member().index().await })).await;
+    views
+        .iter()
+        .zip(indexes)
+        .map(|(view, index)| {
+            let Some(index) = index else {
+                return view.clone();
+            };
+            let ruled_out = index.meta.row_groups.iter().filter(|g| {
+                !may_match(
+                    Summaries {
+                        variables: &g.variables,
+                        attributes: &g.attributes,
+                    },
+                    predicate,
+                )
+            });
+            let hide: Vec<u32> = ruled_out
+                .flat_map(|g| g.first..g.first.saturating_add(g.rows))
+                .filter_map(|o| u32::try_from(o).ok())
+                .collect();
+            if hide.is_empty() {
+                view.clone()
+            } else {
+                view.hiding(hide)
+            }
+        })
+        .collect()
+}
+
+impl crate::Atlas {
+    /// Writes the dataset index of every container: the lone one, or each
+    /// member of a set (see [`Member::write_index`]). Returns one report per
+    /// container, in member order.
+    ///
+    /// # Errors
+    /// As [`Member::write_index`];
+    /// [`AtlasError::Member`](crate::AtlasError::Member) when a member
+    /// cannot be opened.
+    pub async fn write_index(&self, options: &IndexOptions) -> Result<Vec<IndexReport>> {
+        let mut reports = Vec::new();
+        for member in self.open_members().await? {
+            reports.push(member.write_index(options).await?);
+        }
+        Ok(reports)
+    }
+}
+
+/// What `verify` learns of the index beside `member`: `None` when there is
+/// none; `Some(Err(why))` when it is there but not used (stale, unreadable);
+/// else every way it disagrees with the footers (empty: none).
+pub(crate) async fn check(member: &Member) -> Option<std::result::Result<Vec<String>, String>> {
+    let index = match load::load(member).await {
+        Ok(None) => return None,
+        Ok(Some(index)) => index,
+        Err(why) => return Some(Err(why.to_string())),
+    };
+    let all = Live::all(member.dataset_count_total());
+    let mut disagreements = Vec::new();
+    for variable in &index.meta.variables {
+        let from_index = index.stats(member, variable, &all).await;
+        let from_footers = member
+            .array_stats_by_dataset_from(&all, &variable.name, Source::Footers)
+            .await;
+        match (from_index, from_footers) {
+            (Ok(indexed), Ok(footers)) => {
+                let indexed: Vec<(u32, ArrayStats)> = indexed
+                    .into_iter()
+                    .filter_map(|(o, _, s)| Some((o, s?)))
+                    .collect();
+                let footers: Vec<(u32, ArrayStats)> =
+                    footers.into_iter().map(|r| (r.ordinal, r.stats)).collect();
+                if let Some(what) = first_difference(&indexed, &footers) {
+                    disagreements.push(format!("statistics of {:?}: {what}", variable.name));
+                }
+            }
+            (Err(load::IndexProblem::Io(e)), _) => return Some(Err(e.to_string())),
+            (Err(e), _) => disagreements.push(format!("{:?}: {e}", variable.name)),
+            // The footer's own damage is reported by the segment checks.
+            (_, Err(_)) => {}
+        }
+    }
+    let datasets = &member.footer().datasets;
+    for attribute in &index.meta.attributes {
+        let from_index = index.attributes(member, attribute, &all).await;
+        let from_footers = member
+            .attributes_by_dataset_from(&all, None, &attribute.key, Source::Footers)
+            .await;
+        match (from_index, from_footers) {
+            (Ok(indexed), Ok(footers)) => {
+                let footers: Vec<(u32, Attr)> = footers
+                    .into_iter()
+                    .filter_map(|(name, a)| {
+                        Some((
+                            u32::try_from(datasets.get_index_of(name.as_str())?).ok()?,
+                            a,
+                        ))
+                    })
+                    .collect();
+                if let Some(what) = first_difference(&indexed, &footers) {
+                    disagreements.push(format!("attribute {:?}: {what}", attribute.key));
+                }
+            }
+            (Err(load::IndexProblem::Io(e)), _) => return Some(Err(e.to_string())),
+            (Err(e), _) => disagreements.push(format!("attribute {:?}: {e}", attribute.key)),
+            (_, Err(_)) => {}
+        }
+    }
+    Some(Ok(disagreements))
+}
+
+/// Where two per-ordinal lists first differ, described.
+fn first_difference<T: PartialEq + std::fmt::Debug>(
+    indexed: &[(u32, T)],
+    footers: &[(u32, T)],
+) -> Option<String> {
+    if let Some((a, b)) = indexed.iter().zip(footers).find(|(a, b)| a != b) {
+        return Some(format!(
+            "dataset {} has {:?} in the index, {:?} in the footer",
+            b.0, a.1, b.1
+        ));
+    }
+    (indexed.len() != footers.len()).then(|| {
+        format!(
+            "{} datasets in the index, {} in the footers",
+            indexed.len(),
+            footers.len()
+        )
+    })
+}

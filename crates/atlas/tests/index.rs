@@ -1,0 +1,389 @@
+//! The dataset index beside a container: every question it answers comes out
+//! as the footers give it; a query reads the index instead of segment
+//! footers, and only the row groups its bounds cannot rule out; an index
+//! that describes another container, or is not an index at all, is ignored.
+
+#![cfg(test)]
+
+mod query_support;
+mod read_support;
+
+use std::collections::BTreeSet;
+
+use atlas::{
+    Atlas, AtlasWriter, CatalogueOptions, INDEX_FILE, IndexOptions, OpenOptions, Predicate,
+    WriterConfig,
+};
+use opendal::Operator;
+use read_support::{FIXTURES, counted_memory, join, load_fixture, memory, reads_of};
+
+async fn open(op: &Operator, prefix: &str, index: bool) -> Atlas {
+    Atlas::open(
+        (op.clone(), prefix),
+        &OpenOptions::default().dataset_index(index),
+    )
+    .await
+    .unwrap()
+}
+
+/// The dataset attribute keys of the live datasets.
+async fn attribute_keys(atlas: &Atlas) -> BTreeSet<String> {
+    let mut keys = BTreeSet::new();
+    for ds in atlas.datasets().await.unwrap() {
+        for (key, _) in ds.schema().attributes() {
+            keys.insert(key.to_owned());
+        }
+    }
+    keys
+}
+
+/// Every collection-wide question, asked of `with` (index) and `without`.
+async fn assert_same_answers(with: &Atlas, without: &Atlas, what: &str) {
+    assert_eq!(
+        with.catalogue(&CatalogueOptions::default()).await.unwrap(),
+        without
+            .catalogue(&CatalogueOptions::default())
+            .await
+            .unwrap(),
+        "{what}: catalogue"
+    );
+    for array in without.array_names().await.unwrap() {
+        assert_eq!(
+            with.array_stats(&array).await.unwrap(),
+            without.array_stats(&array).await.unwrap(),
+            "{what}: array_stats({array})"
+        );
+        assert_eq!(
+            with.array_stats_by_dataset(&array).await.unwrap(),
+            without.array_stats_by_dataset(&array).await.unwrap(),
+            "{what}: array_stats_by_dataset({array})"
+        );
+    }
+    for key in attribute_keys(without).await {
+        assert_eq!(
+            with.attributes_by_dataset(None, &key).await.unwrap(),
+            without.attributes_by_dataset(None, &key).await.unwrap(),
+            "{what}: attributes_by_dataset({key})"
+        );
+    }
+}
+
+#[tokio::test]
+async fn the_index_answers_every_question_as_the_footers_do_on_every_fixture() {
+    for fixture in FIXTURES {
+        let op = memory();
+        load_fixture(&op, fixture, "c").await;
+        let reports = open(&op, "c", true)
+            .await
+            .write_index(&IndexOptions::default())
+            .await
+            .unwrap();
+        assert_eq!(reports.len(), 1);
+        let with = open(&op, "c", true).await;
+        let without = open(&op, "c", false).await;
+        assert!(with.lone_member().unwrap().has_index().await, "{fixture}");
+        assert!(!without.lone_member().unwrap().has_index().await);
+        assert_same_answers(&with, &without, fixture).await;
+    }
+}
+
+#[tokio::test]
+async fn queries_through_the_index_select_what_the_footers_select() {
+    let op = memory();
+    query_support::argo_profiles(&op, "argo", 600, 3).await;
+    let options = IndexOptions::default().rows_per_group(64);
+    let report = open(&op, "argo", true)
+        .await
+        .write_index(&options)
+        .await
+        .unwrap();
+    assert_eq!(report[0].row_groups, 10);
+    assert!(report[0].variables_left_out.is_empty(), "{report:?}");
+    let with = open(&op, "argo", true).await;
+    let without = open(&op, "argo", false).await;
+    assert_same_answers(&with, &without, "argo").await;
+    for text in [
+        "LATITUDE between -10 10",
+        "LATITUDE between -30 30 and LONGITUDE between 0 90",
+        "JULD >= 2021-01-01 and JULD < 2021-03-01",
+        "not LATITUDE > 0 or cycle_number = 7",
+        "TEMP.max > 25 and data_mode = 'D'",
+        "exists data_mode and TEMP.nulls > 0",
+        "platform_number = '6901007'",
+    ] {
+        let p = Predicate::parse(text).unwrap();
+        let expected = without.select(&p).await.unwrap();
+        assert_eq!(with.select(&p).await.unwrap(), expected, "{text}");
+        let catalogue = CatalogueOptions::default().predicate(p);
+        assert_eq!(
+            with.catalogue(&catalogue).await.unwrap(),
+            without.catalogue(&catalogue).await.unwrap(),
+            "{text}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn deletes_made_after_indexing_are_respected() {
+    let op = memory();
+    query_support::argo_profiles(&op, "argo", 200, 5).await;
+    open(&op, "argo", true)
+        .await
+        .write_index(&IndexOptions::default())
+        .await
+        .unwrap();
+    let names = open(&op, "argo", true).await.dataset_names().await.unwrap();
+    let gone: Vec<&str> = names.iter().step_by(3).map(|n| n.as_str()).collect();
+    open(&op, "argo", true)
+        .await
+        .delete_datasets(&gone)
+        .await
+        .unwrap();
+    let with = open(&op, "argo", true).await;
+    assert!(with.lone_member().unwrap().has_index().await);
+    let without = open(&op, "argo", false).await;
+    assert_same_answers(&with, &without, "after deletes").await;
+    let p = Predicate::parse("LATITUDE > 0").unwrap();
+    let selected = with.select(&p).await.unwrap();
+    assert_eq!(selected, without.select(&p).await.unwrap());
+    assert!(selected.iter().all(|n| !gone.contains(&n.as_str())));
+}
+
+/// `n` datasets with a scalar `X = i` and an attribute `k = i`, in order.
+async fn ordered(op: &Operator, prefix: &str, n: usize) {
+    ordered_from(op, prefix, n, 0.0).await;
+}
+
+/// [`ordered`], with `X = i + offset`.
+async fn ordered_from(op: &Operator, prefix: &str, n: usize, offset: f64) {
+    let writer = AtlasWriter::create((op.clone(), prefix), &WriterConfig::default())
+        .await
+        .unwrap();
+    for i in 0..n {
+        let mut ds = writer.add_dataset(&format!("d{i:05}")).unwrap();
+        ds.define_array::<f64>("X", &["n"], &[1], None, None)
+            .unwrap();
+        ds.write_array(
+            "X",
+            &[0],
+            ndarray::arr1(&[i as f64 + offset]).into_dyn().view(),
+        )
+        .unwrap();
+        ds.set_attribute("k", i as i64).unwrap();
+        ds.finish().await.unwrap();
+    }
+    writer.finish().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_query_reads_the_index_and_no_segment_footer() {
+    let (op, stats, _) = counted_memory();
+    ordered(&op, "c", 1000).await;
+    open(&op, "c", true)
+        .await
+        .write_index(&IndexOptions::default().rows_per_group(100))
+        .await
+        .unwrap();
+    let atlas = open(&op, "c", true).await;
+    stats.reset();
+    let p = Predicate::parse("X between 150 249.5 and k >= 0").unwrap();
+    let names = atlas.select(&p).await.unwrap();
+    assert_eq!(names.len(), 100);
+    assert_eq!(names.first().map(|n| n.as_str()), Some("d00150"));
+    assert_eq!(
+        reads_of(&stats, &join("c", "data.atlas")),
+        0,
+        "no segment footer is read"
+    );
+    let index = join("c", INDEX_FILE);
+    let log = stats.read_log();
+    let index_reads: Vec<_> = log.iter().filter(|r| r.path == index).collect();
+    // The footer (one suffix read), then the chunks of X and k of the two
+    // row groups the bounds leave: X's count, nulls and value, and k.
+    assert_eq!(index_reads.len(), 1 + 2 * 4, "{index_reads:?}");
+    assert_eq!(log.len(), index_reads.len(), "nothing else is read");
+}
+
+#[tokio::test]
+async fn row_groups_ruled_out_cost_nothing_and_the_rest_is_read_once() {
+    let (op, stats, _) = counted_memory();
+    ordered(&op, "c", 1000).await;
+    open(&op, "c", true)
+        .await
+        .write_index(&IndexOptions::default().rows_per_group(100))
+        .await
+        .unwrap();
+    let atlas = open(&op, "c", true).await;
+    let p = Predicate::parse("X > 2000").unwrap();
+    stats.reset();
+    assert!(atlas.select(&p).await.unwrap().is_empty());
+    let index = join("c", INDEX_FILE);
+    assert_eq!(reads_of(&stats, &index), 1, "only the index footer");
+    stats.reset();
+    let p = Predicate::parse("X < 50").unwrap();
+    assert_eq!(atlas.select(&p).await.unwrap().len(), 50);
+    assert_eq!(atlas.select(&p).await.unwrap().len(), 50);
+    assert_eq!(
+        reads_of(&stats, &index),
+        3,
+        "one group's three columns, once"
+    );
+}
+
+#[tokio::test]
+async fn an_index_of_another_container_is_not_used() {
+    let op = memory();
+    ordered(&op, "a", 30).await;
+    ordered(&op, "b", 31).await;
+    open(&op, "a", true)
+        .await
+        .write_index(&IndexOptions::default())
+        .await
+        .unwrap();
+    let foreign = op.read(&join("a", INDEX_FILE)).await.unwrap();
+    op.write(&join("b", INDEX_FILE), foreign.to_vec())
+        .await
+        .unwrap();
+    let b = open(&op, "b", true).await;
+    assert!(!b.lone_member().unwrap().has_index().await);
+    assert_same_answers(&b, &open(&op, "b", false).await, "foreign index").await;
+}
+
+#[tokio::test]
+async fn a_rewritten_container_leaves_its_old_index_unused() {
+    let op = memory();
+    ordered(&op, "a", 40).await;
+    open(&op, "a", true)
+        .await
+        .write_index(&IndexOptions::default())
+        .await
+        .unwrap();
+    let old = op.read(&join("a", INDEX_FILE)).await.unwrap();
+    // Another container of the same size and dataset count at the same place.
+    op.delete(&join("a", "data.atlas")).await.unwrap();
+    ordered_from(&op, "a", 40, 0.5).await;
+    op.write(&join("a", INDEX_FILE), old.to_vec())
+        .await
+        .unwrap();
+    let a = open(&op, "a", true).await;
+    assert!(!a.lone_member().unwrap().has_index().await);
+    assert_same_answers(&a, &open(&op, "a", false).await, "stale index").await;
+}
+
+#[tokio::test]
+async fn an_unreadable_index_falls_back_to_the_footers() {
+    let op = memory();
+    ordered(&op, "a", 50).await;
+    open(&op, "a", true)
+        .await
+        .write_index(&IndexOptions::default())
+        .await
+        .unwrap();
+    let good = op.read(&join("a", INDEX_FILE)).await.unwrap().to_vec();
+    let huge_footer = {
+        let mut bytes = good.clone();
+        let n = bytes.len();
+        bytes[n - 8..n - 4].copy_from_slice(&u32::MAX.to_le_bytes());
+        bytes
+    };
+    let flipped = {
+        let mut bytes = good.clone();
+        let n = bytes.len();
+        for b in &mut bytes[n / 2..n - 8] {
+            *b ^= 0x5a;
+        }
+        bytes
+    };
+    for (what, bytes) in [
+        ("empty", Vec::new()),
+        ("truncated", good[..good.len() / 2].to_vec()),
+        ("not parquet", b"hello, this is not an index".to_vec()),
+        ("huge footer", huge_footer),
+        ("flipped footer", flipped),
+    ] {
+        op.write(&join("a", INDEX_FILE), bytes).await.unwrap();
+        let a = open(&op, "a", true).await;
+        assert!(!a.lone_member().unwrap().has_index().await, "{what}");
+        assert_same_answers(&a, &open(&op, "a", false).await, what).await;
+    }
+}
+
+#[tokio::test]
+async fn a_damaged_index_column_falls_back_to_the_footers_and_verify_names_it() {
+    let op = memory();
+    ordered(&op, "a", 50).await;
+    open(&op, "a", true)
+        .await
+        .write_index(&IndexOptions::default())
+        .await
+        .unwrap();
+    let path = join("a", INDEX_FILE);
+    let mut bytes = op.read(&path).await.unwrap().to_vec();
+    let metadata = parquet::file::metadata::ParquetMetaDataReader::new()
+        .parse_and_finish(&bytes::Bytes::from(bytes.clone()))
+        .unwrap();
+    let leaf = metadata
+        .file_metadata()
+        .schema_descr()
+        .columns()
+        .iter()
+        .position(|c| c.name() == "X")
+        .unwrap();
+    let (start, len) = metadata.row_group(0).column(leaf).byte_range();
+    for b in &mut bytes[(start + len / 2) as usize..(start + len - 1) as usize] {
+        *b ^= 0xff;
+    }
+    op.write(&path, bytes).await.unwrap();
+
+    let a = open(&op, "a", true).await;
+    let member = a.lone_member().unwrap();
+    assert!(member.has_index().await, "its footer is intact");
+    let p = Predicate::parse("X between 10 19").unwrap();
+    assert_eq!(
+        a.select(&p).await.unwrap().len(),
+        10,
+        "answered from the footers"
+    );
+    let report = member.verify(&atlas::VerifyOptions::default()).await;
+    assert!(
+        report.findings.iter().any(
+            |f| matches!(f, atlas::Finding::IndexDisagrees { what } if what.contains("\"X\""))
+        ),
+        "{:?}",
+        report.findings
+    );
+    assert!(!report.is_sound());
+}
+
+#[tokio::test]
+async fn verify_compares_a_sound_index_with_the_footers_and_warns_of_a_stale_one() {
+    let op = memory();
+    ordered(&op, "a", 30).await;
+    ordered(&op, "b", 30).await;
+    let a = open(&op, "a", true).await;
+    a.write_index(&IndexOptions::default()).await.unwrap();
+    let report = a
+        .lone_member()
+        .unwrap()
+        .verify(&atlas::VerifyOptions::default())
+        .await;
+    assert!(report.is_sound(), "{:?}", report.findings);
+    assert!(report.checked.index);
+    let foreign = op.read(&join("a", INDEX_FILE)).await.unwrap();
+    op.write(&join("b", INDEX_FILE), foreign.to_vec())
+        .await
+        .unwrap();
+    let report = open(&op, "b", true)
+        .await
+        .lone_member()
+        .unwrap()
+        .verify(&atlas::VerifyOptions::default())
+        .await;
+    assert!(report.is_sound(), "a stale index is a warning only");
+    assert!(!report.checked.index);
+    assert!(
+        report
+            .warnings()
+            .any(|f| matches!(f, atlas::Finding::IndexNotUsed { .. }))
+    );
+}
