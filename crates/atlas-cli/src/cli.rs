@@ -139,6 +139,10 @@ pub enum Command {
     )]
     Create(CreateArgs),
 
+    /// Bring a set in step with an archive's index (Argo GDAC format): adds, replacements and removals in one commit.
+    #[command(after_help = SYNC_HELP)]
+    Sync(SyncArgs),
+
     /// Rewrite a set's run of small members into fewer big ones, replacing them in one commit.
     #[command(
         after_help = "The longest run of consecutive members that each hold fewer live datasets than
@@ -491,6 +495,56 @@ pub struct CreateArgs {
     /// Also written when the ingest fails, naming the failure.
     #[arg(long, value_name = "FILE")]
     pub report: Option<PathBuf>,
+}
+
+const SYNC_HELP: &str = "\
+INDEX lists the archive's files in the Argo GDAC format (ar_index_global_prof.txt,
+plain or gzip): `#` comments, the header
+file,date,latitude,longitude,ocean,profiler_type,institution,date_update, then one
+line per file. Each file is read from ROOT/<file> (default: the folder `dac` beside
+the index, as on the GDAC). A malformed index is refused naming its line, before
+anything is written.
+
+The set (created if absent) is compared with the index: files it does not hold are
+added, files with a newer date_update replaced, datasets whose file left the index
+removed, and a real-time file R… whose delayed-mode file D… arrived is replaced by
+it. All of it is one new member and one commit: a reader sees the set before or
+after, never between. Each dataset records its file and date_update (attributes
+_atlas_source and _atlas_date_update), so a second sync with nothing changed
+commits nothing. If another writer commits in between, the sync exits 75 having
+committed nothing: run it again.
+
+Example:
+  atlas sync ./argo-set --index gdac/ar_index_global_prof.txt
+  atlas sync ./argo-set --index today.txt.gz --root gdac/dac --dry-run
+  atlas --json sync ./argo-set --index today.txt -j 4 --skip-errors";
+
+/// `atlas sync`.
+#[derive(Debug, Args)]
+pub struct SyncArgs {
+    /// The set to keep in step (created by the first sync).
+    pub set: String,
+    /// The archive's index, in the Argo GDAC format (plain or gzip).
+    #[arg(long, value_name = "INDEX")]
+    pub index: String,
+    /// The folder the index's paths are relative to (default: `dac` beside the index).
+    #[arg(long, value_name = "ROOT")]
+    pub root: Option<String>,
+    /// Print what would change and write nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Mapping: `cf` (what atlas-python builds) or `raw` (as stored).
+    #[arg(long, value_enum, default_value = "cf")]
+    pub decode: DecodeArg,
+    /// Files opened and decoded at once.
+    #[arg(short = 'j', long = "jobs", value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..))]
+    pub jobs: u16,
+    /// Leave out files that fail (each listed with its reason; the next sync tries them again).
+    #[arg(long)]
+    pub skip_errors: bool,
+    /// Leave out variables of types Atlas cannot store instead of failing their file.
+    #[arg(long)]
+    pub skip_unsupported: bool,
 }
 
 /// `atlas demo`.

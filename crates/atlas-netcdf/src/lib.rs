@@ -35,6 +35,7 @@ mod cftime;
 pub mod discover;
 pub mod error;
 pub mod feed;
+pub mod gdac;
 pub mod ingest;
 pub mod mapping;
 pub mod model;
@@ -43,10 +44,12 @@ pub mod raw;
 mod reader;
 pub mod sink;
 pub mod stored;
+pub mod sync;
 
 pub use discover::{NETCDF_SUFFIXES, discover};
 pub use error::{FileError, IngestError, TimeError};
 pub use feed::{Feed, FeedReport};
+pub use gdac::{GdacIndex, IndexEntry, IndexError, parse_index};
 pub use ingest::{
     Decode, IngestOptions, IngestReport, SkipReason, SkippedFile, SkippedVariable,
     UndecodedVariable, WrittenFile, ingest, ingest_with_progress, map_file, map_stored,
@@ -57,4 +60,8 @@ pub use model::{Array, Dataset};
 pub use stored::{
     ENCODING_ATTR, LATIN1, StoredAttr, StoredAttrValue, StoredData, StoredFile, StoredGroup,
     StoredVar, TextEncoding, shaped,
+};
+pub use sync::{
+    DATE_UPDATE_ATTR, PlannedFile, Removal, ReplaceKind, Replacement, SOURCE_ATTR, SkippedName,
+    SourceRoot, SyncError, SyncOptions, SyncPlan, SyncReport, SyncSkip, apply_sync, plan_sync,
 };

@@ -1,0 +1,235 @@
+//! `atlas sync`: a set kept in step with an archive's index (see
+//! `atlas_netcdf::sync`): the plan, printed (`--dry-run`) or applied in one
+//! commit.
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use atlas::{AtlasError, IoError, IoErrorKind};
+use atlas_netcdf::{
+    Decode, IngestOptions, ReplaceKind, SourceRoot, SyncError, SyncOptions, SyncPlan, SyncReport,
+};
+use serde_json::{Value, json};
+
+use super::Ctx;
+use super::members::new_member_id;
+use crate::cli::{DecodeArg, SyncArgs};
+use crate::exit::{CliError, CliResult, Context as _};
+use crate::location::Access;
+use crate::{output, render};
+
+/// Runs `atlas sync`.
+pub async fn run(ctx: &Ctx, args: &SyncArgs) -> CliResult {
+    let started = Instant::now();
+    let set = ctx.locate(&args.set, Access::Write).await?;
+    let bytes = read_index(ctx, &args.index).await.at(set.display())?;
+    let index = atlas_netcdf::parse_index(&bytes)
+        .map_err(|source| SyncError::Index {
+            index: args.index.clone(),
+            source,
+        })
+        .at(set.display())?;
+    let root = source_root(args)?;
+    let options = SyncOptions::default()
+        .with_ingest(
+            IngestOptions::default()
+                .with_decode(match args.decode {
+                    DecodeArg::Cf => Decode::Cf,
+                    DecodeArg::Raw => Decode::Raw,
+                })
+                .with_skip_errors(args.skip_errors)
+                .with_skip_unsupported(args.skip_unsupported)
+                .with_jobs(usize::from(args.jobs)),
+        )
+        .with_writer(atlas::WriterConfig::default().storage(ctx.store.storage()))
+        .with_open(atlas::OpenOptions::default().storage(ctx.store.storage()));
+    let plan = atlas_netcdf::plan_sync(&set, &index, &options.open)
+        .await
+        .at(set.display())?;
+    if args.dry_run {
+        print(ctx, set.display(), &plan, None, started);
+        return Ok(());
+    }
+    let bar = crate::progress::bar(
+        (plan.added.len() + plan.replaced.len()) as u64,
+        "syncing",
+        ctx.quiet,
+    );
+    let report =
+        atlas_netcdf::apply_sync(plan, &set, &root, &options, &new_member_id(0), |done, _| {
+            bar.set_position(done as u64)
+        })
+        .await;
+    bar.finish_and_clear();
+    let report = report.at(set.display())?;
+    print(ctx, set.display(), &report.applied, Some(&report), started);
+    Ok(())
+}
+
+/// The index's bytes: a local file, or an object at a URL (read through the
+/// same storage options as collections).
+async fn read_index(ctx: &Ctx, spec: &str) -> Result<Vec<u8>, SyncError> {
+    let failed = |source: AtlasError| SyncError::IndexRead {
+        index: spec.to_owned(),
+        source,
+    };
+    if is_url(spec) {
+        let (folder, name) = spec
+            .rsplit_once('/')
+            .filter(|(_, name)| !name.is_empty())
+            .ok_or_else(|| {
+                failed(AtlasError::invalid_use(format!(
+                    "{spec}: an index URL names an object"
+                )))
+            })?;
+        let loc = atlas::Location::resolve(folder, &ctx.store.storage(), Access::Read)
+            .await
+            .map_err(failed)?;
+        let path = loc.object(name);
+        let buffer = loc
+            .operator()
+            .read(&path)
+            .await
+            .map_err(|e| failed(AtlasError::Io(IoError::from_opendal(e, "read", &path))))?;
+        return Ok(buffer.to_vec());
+    }
+    std::fs::read(spec).map_err(|e| {
+        let kind = match e.kind() {
+            std::io::ErrorKind::NotFound => IoErrorKind::NotFound,
+            std::io::ErrorKind::PermissionDenied => IoErrorKind::PermissionDenied,
+            _ => IoErrorKind::Other,
+        };
+        failed(AtlasError::Io(IoError::new(
+            kind,
+            "read",
+            spec,
+            e.to_string(),
+        )))
+    })
+}
+
+fn is_url(spec: &str) -> bool {
+    spec.split_once("://")
+        .is_some_and(|(scheme, _)| scheme != "file" && !scheme.contains('/'))
+}
+
+/// `--root`, or the folder `dac` beside a local index.
+fn source_root(args: &SyncArgs) -> CliResult<SourceRoot> {
+    let root = match &args.root {
+        Some(root) if is_url(root) => {
+            return Err(CliError::msg(format!(
+                "--root {root}: files are read from a local folder; URL roots are not supported yet"
+            )));
+        }
+        Some(root) => PathBuf::from(root.strip_prefix("file://").unwrap_or(root)),
+        None if is_url(&args.index) => {
+            return Err(CliError::msg(
+                "an index at a URL needs --root, the local folder its paths are relative to",
+            ));
+        }
+        None => Path::new(&args.index)
+            .parent()
+            .map_or_else(|| PathBuf::from("dac"), |p| p.join("dac")),
+    };
+    Ok(SourceRoot::Local(root))
+}
+
+fn kind(kind: ReplaceKind) -> &'static str {
+    match kind {
+        ReplaceKind::Revised => "revised",
+        ReplaceKind::DelayedMode => "delayed_mode",
+        _ => "other",
+    }
+}
+
+fn print(ctx: &Ctx, set: &str, plan: &SyncPlan, report: Option<&SyncReport>, started: Instant) {
+    let seconds = started.elapsed().as_secs_f64();
+    let committed = report.and_then(|r| r.committed.as_ref());
+    if ctx.json {
+        output::json(&json!({
+            "set": set,
+            "dry_run": report.is_none(),
+            "generation": plan.generation,
+            "added": plan.added.iter().map(|a| json!({
+                "name": a.name, "file": a.file, "date_update": a.date_update,
+            })).collect::<Vec<Value>>(),
+            "replaced": plan.replaced.iter().map(|r| json!({
+                "old": r.old, "name": r.new.name, "file": r.new.file,
+                "date_update": r.new.date_update, "old_date_update": r.old_date_update,
+                "kind": kind(r.kind),
+            })).collect::<Vec<Value>>(),
+            "removed": plan.removed.iter().map(|r| json!({"name": r.name, "file": r.file})).collect::<Vec<Value>>(),
+            "skipped": plan.skipped.iter().map(|s| json!({
+                "name": s.name, "file": s.file,
+                "reason": atlas::ErrorReport::new(&s.reason).to_string(),
+            })).collect::<Vec<Value>>(),
+            "unchanged": plan.unchanged,
+            "committed": committed.map(|(member, outcome)| json!({
+                "member": member, "generation": outcome.generation, "requests": outcome.requests,
+            })),
+            "input_bytes": report.map_or(0, |r| r.input_bytes),
+            "seconds": seconds,
+        }));
+        return;
+    }
+    if ctx.quiet && report.is_some() {
+        return;
+    }
+    let mut text = String::new();
+    for a in &plan.added {
+        text.push_str(&format!(
+            "add      {}  ({}, {})\n",
+            a.name, a.file, a.date_update
+        ));
+    }
+    for r in &plan.replaced {
+        match r.kind {
+            ReplaceKind::DelayedMode => text.push_str(&format!(
+                "replace  {} -> {}  (delayed mode, {})\n",
+                r.old, r.new.name, r.new.date_update
+            )),
+            _ => text.push_str(&format!(
+                "replace  {}  ({} -> {})\n",
+                r.new.name,
+                r.old_date_update.as_deref().unwrap_or("unrecorded"),
+                r.new.date_update
+            )),
+        }
+    }
+    for r in &plan.removed {
+        text.push_str(&format!(
+            "remove   {}  ({} left the index)\n",
+            r.name, r.file
+        ));
+    }
+    for s in &plan.skipped {
+        text.push_str(&format!(
+            "skip     {}: {}\n",
+            s.name,
+            atlas::ErrorReport::new(&s.reason)
+        ));
+    }
+    let counts = format!(
+        "{} added, {} replaced, {} removed, {} skipped, {} unchanged",
+        plan.added.len(),
+        plan.replaced.len(),
+        plan.removed.len(),
+        plan.skipped.len(),
+        plan.unchanged
+    );
+    let tail = match (report, committed) {
+        (None, _) => format!(
+            "dry run of {set} at generation {}: {counts}; nothing written",
+            plan.generation
+        ),
+        (Some(_), None) => format!("{set}: {counts}; nothing to commit"),
+        (Some(r), Some((member, outcome))) => format!(
+            "{set}: {counts}; committed member {member} (generation {}), {} read in {seconds:.1} s",
+            outcome.generation,
+            render::bytes(r.input_bytes),
+        ),
+    };
+    text.push_str(&tail);
+    text.push('\n');
+    output::text(&text);
+}
