@@ -64,4 +64,5 @@ pub use stored::{
 pub use sync::{
     DATE_UPDATE_ATTR, PlannedFile, Removal, ReplaceKind, Replacement, SOURCE_ATTR, SkippedName,
     SourceRoot, SyncError, SyncOptions, SyncPlan, SyncReport, SyncSkip, apply_sync, plan_sync,
+    read_index,
 };

@@ -12,12 +12,12 @@
 //! rerun with nothing changed finds nothing to do.
 
 use std::collections::{HashMap, HashSet};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use atlas::{
-    Atlas, AtlasError, Attr, CommitOutcome, ErrorClass, Location, OpenOptions, SetWriter,
-    WriterConfig,
+    Access, Atlas, AtlasError, Attr, CommitOutcome, ErrorClass, IoError, IoErrorKind, Location,
+    OpenOptions, SetWriter, StorageOptions, WriterConfig,
 };
 use futures::StreamExt;
 
@@ -40,6 +40,41 @@ pub enum SourceRoot {
 }
 
 impl SourceRoot {
+    /// The local folder `root` (a path, or a `file://` URL).
+    ///
+    /// # Errors
+    /// [`SyncError::Root`] for a URL of another scheme.
+    pub fn local(root: &str) -> Result<SourceRoot, SyncError> {
+        if is_url(root) {
+            return Err(SyncError::Root {
+                root: root.to_owned(),
+                reason: "files are read from a local folder".into(),
+            });
+        }
+        Ok(SourceRoot::Local(PathBuf::from(
+            root.strip_prefix("file://").unwrap_or(root),
+        )))
+    }
+
+    /// The GDAC layout: the folder `dac` beside the local index `index`.
+    ///
+    /// # Errors
+    /// [`SyncError::Root`] for an index at a URL (give the root explicitly).
+    pub fn beside_index(index: &str) -> Result<SourceRoot, SyncError> {
+        if is_url(index) {
+            return Err(SyncError::Root {
+                root: index.to_owned(),
+                reason: "an index at a URL needs the root its paths are relative to".into(),
+            });
+        }
+        let index = index.strip_prefix("file://").unwrap_or(index);
+        Ok(SourceRoot::Local(
+            Path::new(index)
+                .parent()
+                .map_or_else(|| PathBuf::from("dac"), |p| p.join("dac")),
+        ))
+    }
+
     /// How the file at `file` (relative, as the index lists it) is named in messages.
     pub fn display(&self, file: &str) -> String {
         match self {
@@ -230,6 +265,14 @@ pub enum SyncError {
         /// The storage error.
         source: AtlasError,
     },
+    /// The root the files are read from is not one a sync can use.
+    #[error("root {root}: {reason}")]
+    Root {
+        /// The root as given.
+        root: String,
+        /// Why.
+        reason: String,
+    },
     /// The set could not be read.
     #[error("reading the set failed")]
     Set(#[source] AtlasError),
@@ -269,6 +312,55 @@ impl SyncError {
             _ => ErrorClass::InvalidRequest,
         }
     }
+}
+
+/// Whether `spec` is a URL of a scheme other than `file`.
+fn is_url(spec: &str) -> bool {
+    spec.split_once("://")
+        .is_some_and(|(scheme, _)| scheme != "file" && !scheme.contains('/'))
+}
+
+/// The bytes of the index `spec`: a local path (or `file://` URL), or an
+/// object at an `s3://`, `gs://`, `az://` or `http(s)://` URL, read with
+/// `storage` as collections are. One read.
+///
+/// # Errors
+/// [`SyncError::IndexRead`] when it cannot be read.
+pub async fn read_index(spec: &str, storage: &StorageOptions) -> Result<Vec<u8>, SyncError> {
+    let failed = |source: AtlasError| SyncError::IndexRead {
+        index: spec.to_owned(),
+        source,
+    };
+    if is_url(spec) {
+        let (folder, name) = spec
+            .rsplit_once('/')
+            .filter(|(_, name)| !name.is_empty())
+            .ok_or_else(|| failed(AtlasError::invalid_use("an index URL names an object")))?;
+        let location = Location::resolve(folder, storage, Access::Read)
+            .await
+            .map_err(failed)?;
+        let path = location.object(name);
+        let buffer = location
+            .operator()
+            .read(&path)
+            .await
+            .map_err(|e| failed(AtlasError::Io(IoError::from_opendal(e, "read", &path))))?;
+        return Ok(buffer.to_vec());
+    }
+    let path = spec.strip_prefix("file://").unwrap_or(spec);
+    std::fs::read(path).map_err(|e| {
+        let kind = match e.kind() {
+            std::io::ErrorKind::NotFound => IoErrorKind::NotFound,
+            std::io::ErrorKind::PermissionDenied => IoErrorKind::PermissionDenied,
+            _ => IoErrorKind::Other,
+        };
+        failed(AtlasError::Io(IoError::new(
+            kind,
+            "read",
+            path,
+            e.to_string(),
+        )))
+    })
 }
 
 /// One dataset the set holds, with what a sync recorded for it.

@@ -13,7 +13,9 @@
 use std::path::PathBuf;
 
 use atlas::{Address, SetWriter, StorageOptions, WriterConfig};
-use atlas_netcdf::{Decode, IngestOptions};
+use atlas_netcdf::{
+    Decode, IngestOptions, ReplaceKind, SourceRoot, SyncError, SyncOptions, SyncPlan,
+};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
@@ -270,4 +272,177 @@ pub fn remove_members(
     }
     let storage = storage_options(&storage, anonymous);
     crate::run(py, || remove(location, &ids, prefix.as_deref(), storage))
+}
+
+/// The options of one sync, as `atlasds.sync` passes them.
+struct SyncArgs {
+    set: String,
+    index: String,
+    root: Option<String>,
+    dry_run: bool,
+    options: IngestOptions,
+    storage: StorageOptions,
+    member_id: String,
+}
+
+/// Reads the index, plans, and (unless `dry_run`) applies the plan in one commit.
+async fn sync_set(args: SyncArgs) -> core::Result<(SyncReportParts, Option<(String, u64)>)> {
+    let bytes = atlas_netcdf::read_index(&args.index, &args.storage).await?;
+    let index = atlas_netcdf::parse_index(&bytes).map_err(|source| SyncError::Index {
+        index: args.index.clone(),
+        source,
+    })?;
+    let root = match &args.root {
+        Some(root) => SourceRoot::local(root)?,
+        None => SourceRoot::beside_index(&args.index)?,
+    };
+    let set = Address::from(args.set.as_str())
+        .resolve(&args.storage, atlas::Access::Write)
+        .await?;
+    let options = SyncOptions::default()
+        .with_ingest(args.options)
+        .with_writer(WriterConfig::default().storage(args.storage.clone()))
+        .with_open(atlas::OpenOptions::default().storage(args.storage));
+    let plan = atlas_netcdf::plan_sync(&set, &index, &options.open).await?;
+    if args.dry_run {
+        return Ok((SyncReportParts::of(&plan), None));
+    }
+    let report =
+        atlas_netcdf::apply_sync(plan, &set, &root, &options, &args.member_id, |_, _| {}).await?;
+    let committed = report
+        .committed
+        .as_ref()
+        .map(|(member, outcome)| (member.clone(), outcome.generation));
+    Ok((SyncReportParts::of(&report.applied), committed))
+}
+
+/// A replacement as Python gets it: `(old, name, file, date_update, old_date_update, kind)`.
+type ReplacedTuple = (String, String, String, String, Option<String>, &'static str);
+
+/// A plan as plain tuples for Python.
+struct SyncReportParts {
+    generation: u64,
+    added: Vec<(String, String, String)>,
+    replaced: Vec<ReplacedTuple>,
+    removed: Vec<(String, String)>,
+    skipped: Vec<(String, Option<String>, String)>,
+    unchanged: usize,
+}
+
+impl SyncReportParts {
+    fn of(plan: &SyncPlan) -> Self {
+        SyncReportParts {
+            generation: plan.generation,
+            added: plan
+                .added
+                .iter()
+                .map(|a| (a.name.clone(), a.file.clone(), a.date_update.clone()))
+                .collect(),
+            replaced: plan
+                .replaced
+                .iter()
+                .map(|r| {
+                    (
+                        r.old.clone(),
+                        r.new.name.clone(),
+                        r.new.file.clone(),
+                        r.new.date_update.clone(),
+                        r.old_date_update.clone(),
+                        match r.kind {
+                            ReplaceKind::DelayedMode => "delayed_mode",
+                            _ => "revised",
+                        },
+                    )
+                })
+                .collect(),
+            removed: plan
+                .removed
+                .iter()
+                .map(|r| (r.name.clone(), r.file.clone()))
+                .collect(),
+            skipped: plan
+                .skipped
+                .iter()
+                .map(|s| {
+                    (
+                        s.name.clone(),
+                        s.file.clone(),
+                        atlas::ErrorReport::new(&s.reason).to_string(),
+                    )
+                })
+                .collect(),
+            unchanged: plan.unchanged,
+        }
+    }
+}
+
+/// Brings the set at `set` in step with the archive index `index` (Argo GDAC
+/// format, plain or gzip; a path or URL), reading files from `root` (default:
+/// `dac` beside the index): adds, replacements (revised, and real-time to
+/// delayed-mode) and removals in one commit, as `atlas sync` does. With
+/// `dry_run` only the plan. Returns a dict: `generation` (planned from),
+/// `added` (`[(name, file, date_update)]`), `replaced` (`[(old, name, file,
+/// date_update, old_date_update, kind)]`), `removed` (`[(name, file)]`),
+/// `skipped` (`[(name, file, reason)]`), `unchanged`, and `member` /
+/// `committed_generation` (None when nothing was committed).
+#[pyfunction]
+#[pyo3(signature = (
+    set,
+    index,
+    root=None,
+    dry_run=false,
+    decode="cf".to_owned(),
+    skip_errors=false,
+    storage=Vec::new(),
+    anonymous=false,
+    jobs=1,
+))]
+#[allow(clippy::too_many_arguments)]
+pub fn sync<'py>(
+    py: Python<'py>,
+    set: String,
+    index: String,
+    root: Option<String>,
+    dry_run: bool,
+    decode: String,
+    skip_errors: bool,
+    storage: Vec<(String, String)>,
+    anonymous: bool,
+    jobs: usize,
+) -> PyResult<Bound<'py, PyDict>> {
+    let decode = match decode.as_str() {
+        "cf" => Decode::Cf,
+        "raw" => Decode::Raw,
+        other => {
+            return Err(crate::convert::py_err(CoreError::invalid(format!(
+                "decode must be 'cf' or 'raw', not {other:?}"
+            ))));
+        }
+    };
+    // The member id's time and nonce are taken here, at the binding's edge.
+    let (_, ids) = run_member_ids(1)?;
+    let member_id = ids.into_iter().next().unwrap_or_default();
+    let args = SyncArgs {
+        set,
+        index,
+        root,
+        dry_run,
+        options: IngestOptions::default()
+            .with_decode(decode)
+            .with_skip_errors(skip_errors)
+            .with_jobs(jobs),
+        storage: storage_options(&storage, anonymous),
+        member_id,
+    };
+    let (parts, committed) = crate::run(py, || sync_set(args))?;
+    let d = PyDict::new(py);
+    d.set_item("generation", parts.generation)?;
+    d.set_item("added", parts.added)?;
+    d.set_item("replaced", parts.replaced)?;
+    d.set_item("removed", parts.removed)?;
+    d.set_item("skipped", parts.skipped)?;
+    d.set_item("unchanged", parts.unchanged)?;
+    d.set_item("member", committed.as_ref().map(|(m, _)| m.clone()))?;
+    d.set_item("committed_generation", committed.map(|(_, g)| g))?;
+    Ok(d)
 }

@@ -2,10 +2,8 @@
 //! `atlas_netcdf::sync`): the plan, printed (`--dry-run`) or applied in one
 //! commit.
 
-use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use atlas::{AtlasError, IoError, IoErrorKind};
 use atlas_netcdf::{
     Decode, IngestOptions, ReplaceKind, SourceRoot, SyncError, SyncOptions, SyncPlan, SyncReport,
 };
@@ -22,14 +20,20 @@ use crate::{output, render};
 pub async fn run(ctx: &Ctx, args: &SyncArgs) -> CliResult {
     let started = Instant::now();
     let set = ctx.locate(&args.set, Access::Write).await?;
-    let bytes = read_index(ctx, &args.index).await.at(set.display())?;
+    let bytes = atlas_netcdf::read_index(&args.index, &ctx.store.storage())
+        .await
+        .at(set.display())?;
     let index = atlas_netcdf::parse_index(&bytes)
         .map_err(|source| SyncError::Index {
             index: args.index.clone(),
             source,
         })
         .at(set.display())?;
-    let root = source_root(args)?;
+    let root = match &args.root {
+        Some(root) => SourceRoot::local(root),
+        None => SourceRoot::beside_index(&args.index),
+    }
+    .map_err(|e| CliError::msg(e.to_string()))?;
     let options = SyncOptions::default()
         .with_ingest(
             IngestOptions::default()
@@ -64,74 +68,6 @@ pub async fn run(ctx: &Ctx, args: &SyncArgs) -> CliResult {
     let report = report.at(set.display())?;
     print(ctx, set.display(), &report.applied, Some(&report), started);
     Ok(())
-}
-
-/// The index's bytes: a local file, or an object at a URL (read through the
-/// same storage options as collections).
-async fn read_index(ctx: &Ctx, spec: &str) -> Result<Vec<u8>, SyncError> {
-    let failed = |source: AtlasError| SyncError::IndexRead {
-        index: spec.to_owned(),
-        source,
-    };
-    if is_url(spec) {
-        let (folder, name) = spec
-            .rsplit_once('/')
-            .filter(|(_, name)| !name.is_empty())
-            .ok_or_else(|| {
-                failed(AtlasError::invalid_use(format!(
-                    "{spec}: an index URL names an object"
-                )))
-            })?;
-        let loc = atlas::Location::resolve(folder, &ctx.store.storage(), Access::Read)
-            .await
-            .map_err(failed)?;
-        let path = loc.object(name);
-        let buffer = loc
-            .operator()
-            .read(&path)
-            .await
-            .map_err(|e| failed(AtlasError::Io(IoError::from_opendal(e, "read", &path))))?;
-        return Ok(buffer.to_vec());
-    }
-    std::fs::read(spec).map_err(|e| {
-        let kind = match e.kind() {
-            std::io::ErrorKind::NotFound => IoErrorKind::NotFound,
-            std::io::ErrorKind::PermissionDenied => IoErrorKind::PermissionDenied,
-            _ => IoErrorKind::Other,
-        };
-        failed(AtlasError::Io(IoError::new(
-            kind,
-            "read",
-            spec,
-            e.to_string(),
-        )))
-    })
-}
-
-fn is_url(spec: &str) -> bool {
-    spec.split_once("://")
-        .is_some_and(|(scheme, _)| scheme != "file" && !scheme.contains('/'))
-}
-
-/// `--root`, or the folder `dac` beside a local index.
-fn source_root(args: &SyncArgs) -> CliResult<SourceRoot> {
-    let root = match &args.root {
-        Some(root) if is_url(root) => {
-            return Err(CliError::msg(format!(
-                "--root {root}: files are read from a local folder; URL roots are not supported yet"
-            )));
-        }
-        Some(root) => PathBuf::from(root.strip_prefix("file://").unwrap_or(root)),
-        None if is_url(&args.index) => {
-            return Err(CliError::msg(
-                "an index at a URL needs --root, the local folder its paths are relative to",
-            ));
-        }
-        None => Path::new(&args.index)
-            .parent()
-            .map_or_else(|| PathBuf::from("dac"), |p| p.join("dac")),
-    };
-    Ok(SourceRoot::Local(root))
 }
 
 fn kind(kind: ReplaceKind) -> &'static str {

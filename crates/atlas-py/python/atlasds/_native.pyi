@@ -131,6 +131,17 @@ def remove_members(
     storage: list[tuple[str, str]] = ...,
     anonymous: bool = False,
 ) -> list[str]: ...
+def sync(
+    set: str,
+    index: str,
+    root: str | None = None,
+    dry_run: bool = False,
+    decode: str = "cf",
+    skip_errors: bool = False,
+    storage: list[tuple[str, str]] = ...,
+    anonymous: bool = False,
+    jobs: int = 1,
+) -> dict[str, Any]: ...
 def partitions(
     collection: _Collection,
     arrays: list[str],
