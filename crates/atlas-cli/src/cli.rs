@@ -135,7 +135,7 @@ pub enum Command {
 
     /// Build a collection from NetCDF files: one dataset per file, named after it.
     #[command(
-        after_help = "SOURCE is a directory (scanned for .nc, .nc4, .cdf, .netcdf), a file, or a glob.\nNothing at DESTINATION is readable until the last file has landed.\n\nWith --append, the files become a new member of the set at DESTINATION, visible\nonce committed; a dataset name already in the set is replaced by the new copy.\nA commit that keeps losing to other writers exits 75 having committed nothing:\nrun it again. --max-datasets N splits the files into members of at most N.\n\nExample:\n  atlas create ./profiles ./argo\n  atlas create ./today/*.nc ./argo-set --append\n  atlas create ./archive ./argo-set --max-datasets 100000\n  atlas create ./a ./b/*.nc s3://bucket/argo --decode raw -j 4\n  atlas create ./grids ./grids.atlas --chunks '{\"temperature\": [1, 180, 360]}'"
+        after_help = "SOURCE is a directory (scanned for .nc, .nc4, .cdf, .netcdf), a file, or a glob;\nor a URL (s3://, gs://, az://, http(s)://) of a file, a folder or a glob in its last\ncomponent, read with the same --endpoint, --region and --anonymous as collections\n(an http(s) server cannot be listed: give file URLs). Files at URLs are fetched -j\nat a time, each retried on its own; --skip-errors leaves out one that fails for good.\nNothing at DESTINATION is readable until the last file has landed.\n\nWith --append, the files become a new member of the set at DESTINATION, visible\nonce committed; a dataset name already in the set is replaced by the new copy.\nA commit that keeps losing to other writers exits 75 having committed nothing:\nrun it again. --max-datasets N splits the files into members of at most N.\n\nExample:\n  atlas create ./profiles ./argo\n  atlas create ./today/*.nc ./argo-set --append\n  atlas create ./archive ./argo-set --max-datasets 100000\n  atlas create ./a ./b/*.nc s3://bucket/argo --decode raw -j 4\n  atlas create ./grids ./grids.atlas --chunks '{\"temperature\": [1, 180, 360]}'"
     )]
     Create(CreateArgs),
 
@@ -448,7 +448,7 @@ pub enum DecodeArg {
 /// `atlas create`.
 #[derive(Debug, Args)]
 pub struct CreateArgs {
-    /// NetCDF directories, files or globs.
+    /// NetCDF directories, files or globs, local or at URLs.
     #[arg(required = true, num_args = 1..)]
     pub sources: Vec<String>,
     /// Where to write the collection (must not hold one yet); with --append, the set to add to.

@@ -42,6 +42,7 @@ pub mod model;
 mod pyjson;
 pub mod raw;
 mod reader;
+pub mod remote;
 pub mod sink;
 pub mod stored;
 pub mod sync;
@@ -57,6 +58,7 @@ pub use ingest::{
 };
 pub use mapping::{Mapped, SkippedArray, UndecodedArray};
 pub use model::{Array, Dataset};
+pub use remote::{discover_sources, is_url};
 pub use stored::{
     ENCODING_ATTR, LATIN1, StoredAttr, StoredAttrValue, StoredData, StoredFile, StoredGroup,
     StoredVar, TextEncoding, shaped,

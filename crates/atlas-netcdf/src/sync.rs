@@ -23,7 +23,8 @@ use futures::StreamExt;
 
 use crate::error::FileError;
 use crate::gdac::{GdacIndex, IndexEntry, IndexError};
-use crate::ingest::{IngestOptions, map_file};
+use crate::ingest::{IngestOptions, map_any};
+use crate::remote::{Remotes, is_url};
 use crate::sink;
 
 /// Dataset attribute holding the file's path relative to the archive root, as the index lists it.
@@ -37,49 +38,47 @@ pub const DATE_UPDATE_ATTR: &str = "_atlas_date_update";
 pub enum SourceRoot {
     /// A local directory: file `a/b.nc` of the index is `<dir>/a/b.nc`.
     Local(PathBuf),
+    /// A folder at a URL (`s3://`, `gs://`, `az://`, `http(s)://`, no
+    /// trailing `/`): file `a/b.nc` is `<url>/a/b.nc`, fetched with
+    /// [`IngestOptions::storage`](crate::IngestOptions::storage).
+    Url(String),
 }
 
 impl SourceRoot {
-    /// The local folder `root` (a path, or a `file://` URL).
-    ///
-    /// # Errors
-    /// [`SyncError::Root`] for a URL of another scheme.
-    pub fn local(root: &str) -> Result<SourceRoot, SyncError> {
+    /// The root `root`: a local folder (a path, or a `file://` URL) or a folder at a URL.
+    pub fn parse(root: &str) -> SourceRoot {
         if is_url(root) {
-            return Err(SyncError::Root {
-                root: root.to_owned(),
-                reason: "files are read from a local folder".into(),
-            });
+            return SourceRoot::Url(root.trim_end_matches('/').to_owned());
         }
-        Ok(SourceRoot::Local(PathBuf::from(
-            root.strip_prefix("file://").unwrap_or(root),
-        )))
+        SourceRoot::Local(PathBuf::from(root.strip_prefix("file://").unwrap_or(root)))
     }
 
-    /// The GDAC layout: the folder `dac` beside the local index `index`.
-    ///
-    /// # Errors
-    /// [`SyncError::Root`] for an index at a URL (give the root explicitly).
-    pub fn beside_index(index: &str) -> Result<SourceRoot, SyncError> {
+    /// The GDAC layout: the folder `dac` beside the index `index` (a path or URL).
+    pub fn beside_index(index: &str) -> SourceRoot {
         if is_url(index) {
-            return Err(SyncError::Root {
-                root: index.to_owned(),
-                reason: "an index at a URL needs the root its paths are relative to".into(),
-            });
+            let folder = index.rsplit_once('/').map_or(index, |(folder, _)| folder);
+            return SourceRoot::Url(format!("{folder}/dac"));
         }
         let index = index.strip_prefix("file://").unwrap_or(index);
-        Ok(SourceRoot::Local(
+        SourceRoot::Local(
             Path::new(index)
                 .parent()
                 .map_or_else(|| PathBuf::from("dac"), |p| p.join("dac")),
-        ))
+        )
     }
 
-    /// How the file at `file` (relative, as the index lists it) is named in messages.
-    pub fn display(&self, file: &str) -> String {
+    /// Where the file `file` (relative, as the index lists it) is read from:
+    /// a path, or a URL held as a path (as [`crate::discover_sources`] lists them).
+    pub fn file(&self, file: &str) -> PathBuf {
         match self {
-            SourceRoot::Local(dir) => dir.join(file).display().to_string(),
+            SourceRoot::Local(dir) => dir.join(file),
+            SourceRoot::Url(url) => PathBuf::from(format!("{url}/{file}")),
         }
+    }
+
+    /// How the file at `file` is named in messages.
+    pub fn display(&self, file: &str) -> String {
+        self.file(file).display().to_string()
     }
 }
 
@@ -265,14 +264,6 @@ pub enum SyncError {
         /// The storage error.
         source: AtlasError,
     },
-    /// The root the files are read from is not one a sync can use.
-    #[error("root {root}: {reason}")]
-    Root {
-        /// The root as given.
-        root: String,
-        /// Why.
-        reason: String,
-    },
     /// The set could not be read.
     #[error("reading the set failed")]
     Set(#[source] AtlasError),
@@ -312,12 +303,6 @@ impl SyncError {
             _ => ErrorClass::InvalidRequest,
         }
     }
-}
-
-/// Whether `spec` is a URL of a scheme other than `file`.
-fn is_url(spec: &str) -> bool {
-    spec.split_once("://")
-        .is_some_and(|(scheme, _)| scheme != "file" && !scheme.contains('/'))
 }
 
 /// The bytes of the index `spec`: a local path (or `file://` URL), or an
@@ -601,16 +586,15 @@ pub async fn apply_sync(
     };
 
     let shared = Arc::new(options.ingest.clone());
+    let remotes = Arc::new(Remotes::new(options.ingest.storage.clone()));
     let mut mapped = futures::stream::iter(jobs.into_iter().map(|job| {
         let ingest = Arc::clone(&shared);
-        let path = match root {
-            SourceRoot::Local(dir) => dir.join(&job.file.file),
-        };
-        tokio::task::spawn_blocking(move || {
-            let result = map_file(&path, &ingest);
-            let bytes = std::fs::metadata(&path).map_or(0, |m| m.len());
-            (job, result, bytes)
-        })
+        let remotes = Arc::clone(&remotes);
+        let path = root.file(&job.file.file);
+        async move {
+            let (result, bytes) = map_any(&path, ingest, &remotes).await?;
+            Ok::<_, tokio::task::JoinError>((job, result, bytes))
+        }
     }))
     .buffered(options.ingest.jobs.max(1));
 

@@ -160,12 +160,21 @@ pub fn run_member_ids(count: usize) -> PyResult<(String, Vec<String>)> {
 
 /// The NetCDF files `sources` name (files, globs, directories scanned for
 /// NetCDF suffixes), sorted, without repeats: what `atlas create` reads.
+/// Sources at URLs (`s3://`, `gs://`, `az://`, `http(s)://`: a file, a folder
+/// or a glob) are listed with `storage`.
 #[pyfunction]
-#[pyo3(signature = (sources, recursive=true))]
-pub fn discover(sources: Vec<String>, recursive: bool) -> PyResult<Vec<String>> {
-    let sources: Vec<PathBuf> = sources.into_iter().map(PathBuf::from).collect();
-    let files = atlas_netcdf::discover(&sources, recursive)
-        .map_err(|e| crate::convert::py_err(e.into()))?;
+#[pyo3(signature = (sources, recursive=true, storage=Vec::new(), anonymous=false))]
+pub fn discover(
+    py: Python<'_>,
+    sources: Vec<String>,
+    recursive: bool,
+    storage: Vec<(String, String)>,
+    anonymous: bool,
+) -> PyResult<Vec<String>> {
+    let storage = storage_options(&storage, anonymous);
+    let files = crate::run(py, || async {
+        Ok::<_, CoreError>(atlas_netcdf::discover_sources(&sources, recursive, &storage).await?)
+    })?;
     Ok(files.into_iter().map(|p| p.display().to_string()).collect())
 }
 
@@ -209,12 +218,14 @@ pub fn ingest_member<'py>(
             ))));
         }
     };
+    let storage = storage_options(&storage, anonymous);
+    // Files at URLs are fetched by this task with the same storage options.
     let options = IngestOptions::default()
         .with_decode(decode)
         .with_skip_errors(skip_errors)
-        .with_jobs(jobs);
+        .with_jobs(jobs)
+        .with_storage(storage.clone());
     let files: Vec<PathBuf> = files.into_iter().map(PathBuf::from).collect();
-    let storage = storage_options(&storage, anonymous);
     let report = crate::run(py, || {
         ingest_into_member(files, location, member_id, options, storage)
     })?;
@@ -293,8 +304,8 @@ async fn sync_set(args: SyncArgs) -> core::Result<(SyncReportParts, Option<(Stri
         source,
     })?;
     let root = match &args.root {
-        Some(root) => SourceRoot::local(root)?,
-        None => SourceRoot::beside_index(&args.index)?,
+        Some(root) => SourceRoot::parse(root),
+        None => SourceRoot::beside_index(&args.index),
     };
     let set = Address::from(args.set.as_str())
         .resolve(&args.storage, atlas::Access::Write)
@@ -430,7 +441,8 @@ pub fn sync<'py>(
         options: IngestOptions::default()
             .with_decode(decode)
             .with_skip_errors(skip_errors)
-            .with_jobs(jobs),
+            .with_jobs(jobs)
+            .with_storage(storage_options(&storage, anonymous)),
         storage: storage_options(&storage, anonymous),
         member_id,
     };

@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 use super::Ctx;
 use super::members::new_member_id;
 use crate::cli::{DecodeArg, SyncArgs};
-use crate::exit::{CliError, CliResult, Context as _};
+use crate::exit::{CliResult, Context as _};
 use crate::location::Access;
 use crate::{output, render};
 
@@ -30,10 +30,9 @@ pub async fn run(ctx: &Ctx, args: &SyncArgs) -> CliResult {
         })
         .at(set.display())?;
     let root = match &args.root {
-        Some(root) => SourceRoot::local(root),
+        Some(root) => SourceRoot::parse(root),
         None => SourceRoot::beside_index(&args.index),
-    }
-    .map_err(|e| CliError::msg(e.to_string()))?;
+    };
     let options = SyncOptions::default()
         .with_ingest(
             IngestOptions::default()
@@ -43,7 +42,8 @@ pub async fn run(ctx: &Ctx, args: &SyncArgs) -> CliResult {
                 })
                 .with_skip_errors(args.skip_errors)
                 .with_skip_unsupported(args.skip_unsupported)
-                .with_jobs(usize::from(args.jobs)),
+                .with_jobs(usize::from(args.jobs))
+                .with_storage(ctx.store.storage()),
         )
         .with_writer(atlas::WriterConfig::default().storage(ctx.store.storage()))
         .with_open(atlas::OpenOptions::default().storage(ctx.store.storage()));

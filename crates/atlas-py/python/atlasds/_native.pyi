@@ -107,7 +107,12 @@ def read_many(collection: _Collection, array: str, names: list[str]) -> list[np.
 
 # Distributed ingest (atlasds.ingest).
 def run_member_ids(count: int) -> tuple[str, list[str]]: ...
-def discover(sources: list[str], recursive: bool = True) -> list[str]: ...
+def discover(
+    sources: list[str],
+    recursive: bool = True,
+    storage: list[tuple[str, str]] = ...,
+    anonymous: bool = False,
+) -> list[str]: ...
 def ingest_member(
     files: list[str],
     location: str,
