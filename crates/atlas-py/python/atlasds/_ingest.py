@@ -192,7 +192,12 @@ def ingest(
         raise InvalidArgument(f"jobs must be at least 1, got {jobs}")
     started = time.perf_counter()
     location = _location(destination)
-    storage, anonymous = _storage(dict(storage_options) if storage_options else None)
+    sources = [sources] if isinstance(sources, (str, os.PathLike)) else list(sources)
+    storage, anonymous = _storage(
+        dict(storage_options) if storage_options else None,
+        location,
+        *[os.fspath(s) for s in sources],
+    )
     files = _files(sources, storage, anonymous)
     chunks = _chunks(files, datasets_per_member)
     prefix, ids = _native.run_member_ids(len(chunks))

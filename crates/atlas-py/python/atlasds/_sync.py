@@ -75,7 +75,12 @@ def sync(
     if jobs < 1:
         raise InvalidArgument(f"jobs must be at least 1, got {jobs}")
     started = time.perf_counter()
-    storage, anonymous = _storage(dict(storage_options) if storage_options else None)
+    storage, anonymous = _storage(
+        dict(storage_options) if storage_options else None,
+        os.fspath(set),
+        os.fspath(index),
+        *([] if root is None else [os.fspath(root)]),
+    )
     report = _native.sync(
         _location(set),
         _text(index),
