@@ -153,7 +153,20 @@ fn day_two_applied_by_sync_equals_create_of_day_two_files_and_a_rerun_commits_no
     );
     assert_eq!(first["committed"]["generation"], 1);
 
+    // A handle opened before the sync keeps reading day 1 after it.
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let before = rt
+        .block_on(Atlas::open(&set, &OpenOptions::default()))
+        .unwrap();
     let second = sync_json(&set, &index2, &["-j", "2"]);
+    let mut seen: Vec<String> = rt
+        .block_on(before.dataset_names())
+        .unwrap()
+        .into_iter()
+        .map(|n| n.to_string())
+        .collect();
+    seen.sort();
+    assert_eq!(seen, names(&first["added"], "name"));
     assert_eq!(names(&second["added"], "name"), ["R6900000_005.nc"]);
     let replaced: Vec<(String, String, String)> = second["replaced"]
         .as_array()
@@ -415,4 +428,106 @@ fn two_syncs_planned_from_one_state_do_not_both_apply() {
     );
     assert_eq!(generation(&set), 2);
     assert_eq!(member_folders(&set), 2, "the loser's member is removed");
+}
+
+fn live_names(set: &Path) -> Vec<String> {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let mut names: Vec<String> = rt.block_on(async {
+        Atlas::open(set, &OpenOptions::default())
+            .await
+            .unwrap()
+            .dataset_names()
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|n| n.to_string())
+            .collect()
+    });
+    names.sort();
+    names
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let path = entry.unwrap().path();
+        let dest = to.join(path.file_name().unwrap());
+        if path.is_dir() {
+            copy_dir(&path, &dest);
+        } else {
+            std::fs::copy(&path, &dest).unwrap();
+        }
+    }
+}
+
+#[test]
+fn a_sync_killed_at_any_point_leaves_day_one_or_day_two_and_the_rerun_gives_day_two() {
+    let tmp = tempfile::tempdir().unwrap();
+    // Forty profiles on day 1; on day 2 every one changes: ten become
+    // delayed mode, ten are revised, ten leave, and ten new ones arrive.
+    let day1_entries: Vec<(String, u32, &str)> = (0..40)
+        .map(|i| (format!("R6900000_{i:03}.nc"), 1 + i % 4, "20240101000000"))
+        .collect();
+    let mut day2_entries: Vec<(String, u32, &str)> = Vec::new();
+    for (i, (name, from, _)) in day1_entries.iter().enumerate() {
+        match i / 10 {
+            0 => day2_entries.push((name.replacen('R', "D", 1), 1 + from % 4, "20240102000000")),
+            1 => day2_entries.push((name.clone(), 1 + from % 4, "20240102000000")),
+            2 => {}
+            _ => day2_entries.push((name.clone(), *from, "20240101000000")),
+        }
+    }
+    for i in 0..10 {
+        day2_entries.push((format!("R6900001_{i:03}.nc"), 1 + i % 4, "20240102000000"));
+    }
+    let index1 = gdac_day_owned(&tmp.path().join("day1"), &day1_entries);
+    let index2 = gdac_day_owned(&tmp.path().join("day2"), &day2_entries);
+    let day1_set = tmp.path().join("day1-set");
+    sync_json(&day1_set, &index1, &[]);
+    let day1_names = live_names(&day1_set);
+    let mut day2_names: Vec<String> = day2_entries.iter().map(|(n, _, _)| n.clone()).collect();
+    day2_names.sort();
+
+    // Kill points spread over the sync, fixed so that a failure reproduces.
+    let mut outcomes = Vec::new();
+    for (i, delay_ms) in [0u64, 15, 40, 80, 150, 250, 400, 700]
+        .into_iter()
+        .enumerate()
+    {
+        let set = tmp.path().join(format!("set-{i}"));
+        copy_dir(&day1_set, &set);
+        let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("atlas"))
+            .args(["-q", "sync", s(&set), "--index", s(&index2), "-j", "2"])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(delay_ms));
+        let _ = child.kill(); // SIGKILL
+        let status = child.wait().unwrap();
+        let seen = live_names(&set);
+        assert!(
+            seen == day1_names || seen == day2_names,
+            "killed after {delay_ms} ms ({status:?}): a mix of the two days: {seen:?}"
+        );
+        outcomes.push(seen == day2_names);
+        let rerun = sync_json(&set, &index2, &[]);
+        assert_eq!(
+            live_names(&set),
+            day2_names,
+            "rerun after a kill at {delay_ms} ms"
+        );
+        let again = sync_json(&set, &index2, &[]);
+        assert_eq!(again["committed"], Json::Null, "{rerun}");
+    }
+    println!("killed before the commit / after it: {outcomes:?}");
+}
+
+/// [`gdac_day`] with owned names.
+fn gdac_day_owned(dir: &Path, entries: &[(String, u32, &str)]) -> PathBuf {
+    let borrowed: Vec<(&str, u32, &str)> = entries
+        .iter()
+        .map(|(n, f, d)| (n.as_str(), *f, *d))
+        .collect();
+    gdac_day(dir, &borrowed)
 }
