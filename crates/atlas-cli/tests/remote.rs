@@ -390,3 +390,39 @@ fn sync_reads_its_index_and_files_from_http_and_from_s3() {
         json_of(&["cat", s(&from_http), "R6900000_002.nc", "PSAL"])
     );
 }
+
+#[test]
+fn files_fetched_through_a_store_that_fails_often_each_retried_on_its_own_all_land_intact() {
+    use atlas_testkit::{FaultPlan, FaultProxy};
+    let tree = tempfile::tempdir().unwrap();
+    let names = gdac_tree(tree.path());
+    let url = upload(tree.path(), "faulty-src");
+    let out = tempfile::tempdir().unwrap();
+    let local = out.path().join("local");
+    stdout_of(&["-q", "create", s(&tree.path().join("dac")), s(&local)]);
+
+    // A fifth of the requests for the profiles answered 500/503, dropped
+    // mid-answer or cut short (the listing too), a few slow.
+    let plan = FaultPlan::every_kind(11, 200, std::time::Duration::from_millis(30))
+        .only_paths_containing("faulty-src");
+    let proxy = FaultProxy::start(&s3_endpoint(), plan);
+    let dst = out.path().join("faulty");
+    let report = json_by(
+        atlas_on_s3(proxy.endpoint()),
+        &["create", &format!("{url}/dac/"), s(&dst), "-j", "4"],
+    );
+    assert_eq!(report["datasets"], json!(4), "{report}");
+    let counts = proxy.counts();
+    assert!(
+        counts.errors + counts.resets + counts.short_bodies > 0,
+        "the plan spoiled nothing: {counts:?}"
+    );
+    assert_eq!(names_of(&dst), names);
+    for name in &names {
+        assert_eq!(
+            json_of(&["cat", s(&dst), name, "PSAL"]),
+            json_of(&["cat", s(&local), name, "PSAL"]),
+            "{name}"
+        );
+    }
+}
