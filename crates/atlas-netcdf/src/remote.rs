@@ -40,11 +40,10 @@ pub(crate) fn url_of(path: &Path) -> Option<&str> {
 }
 
 /// `scheme://bucket` (or `scheme://host`) and the object path under it.
-fn split_root(url: &str) -> Option<(&str, &str)> {
-    let (_, rest) = url.split_once("://")?;
-    let root_len = url.len() - rest.len() + rest.find('/').unwrap_or(rest.len());
-    let (root, object) = url.split_at(root_len);
-    Some((root, object.trim_start_matches('/')))
+fn split_root(url: &str) -> Option<(String, &str)> {
+    let (scheme, rest) = url.split_once("://")?;
+    let (host, object) = rest.split_once('/').unwrap_or((rest, ""));
+    Some((format!("{scheme}://{host}"), object.trim_start_matches('/')))
 }
 
 /// Resolved backends, one per `scheme://bucket` (or host), shared by every
@@ -77,7 +76,7 @@ impl Remotes {
     pub(crate) async fn fetch(&self, url: &str) -> Result<Vec<u8>, AtlasError> {
         let (root, object) = split_root(url)
             .ok_or_else(|| AtlasError::invalid_use(format!("{url}: not a URL of a file")))?;
-        let location = self.root(root).await?;
+        let location = self.root(&root).await?;
         let path = location.object(object);
         let mut attempt = 1;
         loop {
@@ -210,15 +209,19 @@ mod tests {
 
     #[test]
     fn a_url_splits_into_its_bucket_and_the_object() {
+        let split = |url| split_root(url).map(|(root, object)| (root, object.to_owned()));
         assert_eq!(
-            split_root("s3://bucket/dac/a.nc"),
-            Some(("s3://bucket", "dac/a.nc"))
+            split("s3://bucket/dac/a.nc"),
+            Some(("s3://bucket".to_owned(), "dac/a.nc".to_owned()))
         );
         assert_eq!(
-            split_root("https://host:8080/x/y.nc"),
-            Some(("https://host:8080", "x/y.nc"))
+            split("https://host:8080/x/y.nc"),
+            Some(("https://host:8080".to_owned(), "x/y.nc".to_owned()))
         );
-        assert_eq!(split_root("s3://bucket"), Some(("s3://bucket", "")));
+        assert_eq!(
+            split("s3://bucket"),
+            Some(("s3://bucket".to_owned(), String::new()))
+        );
         assert!(is_url("gs://b/x") && !is_url("file:///x") && !is_url("/a/b"));
     }
 }
