@@ -524,10 +524,10 @@ Example:
 pub struct SyncArgs {
     /// The set to keep in step (created by the first sync).
     pub set: String,
-    /// The archive's index, in the Argo GDAC format (plain or gzip).
+    /// The archive's index, in the Argo GDAC format (plain or gzip; a path or a URL).
     #[arg(long, value_name = "INDEX")]
     pub index: String,
-    /// The folder the index's paths are relative to (default: `dac` beside the index).
+    /// The folder, local or at a URL, the index's paths are relative to (default: `dac` beside the index).
     #[arg(long, value_name = "ROOT")]
     pub root: Option<String>,
     /// Print what would change and write nothing.
