@@ -389,6 +389,25 @@ fn sync_reads_its_index_and_files_from_http_and_from_s3() {
         json_of(&["cat", s(&from_s3), "R6900000_002.nc", "PSAL"]),
         json_of(&["cat", s(&from_http), "R6900000_002.nc", "PSAL"])
     );
+
+    // The set itself on S3: committed there, and a rerun commits nothing.
+    let set = format!(
+        "s3://{}/{}-set",
+        atlas_testkit::BUCKET,
+        &url[url.len() - 12..]
+    );
+    let root = format!("{url}/dac");
+    let first = json_by(
+        on_s3(),
+        &["sync", &set, "--index", s(&index), "--root", &root],
+    );
+    assert_eq!(first["committed"]["generation"], json!(1), "{first}");
+    let again = json_by(
+        on_s3(),
+        &["sync", &set, "--index", s(&index), "--root", &root],
+    );
+    assert_eq!(again["committed"], json!(null), "{again}");
+    assert_eq!(again["unchanged"], json!(4), "{again}");
 }
 
 #[test]
