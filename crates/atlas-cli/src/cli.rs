@@ -545,6 +545,10 @@ pub struct SyncArgs {
     /// Leave out variables of types Atlas cannot store instead of failing their file.
     #[arg(long)]
     pub skip_unsupported: bool,
+    /// Write the new files into members of at most N datasets each, all
+    /// committed together (bounds memory on a first sync of a whole archive).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub max_datasets: Option<u64>,
 }
 
 /// `atlas demo`.

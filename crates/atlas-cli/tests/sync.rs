@@ -412,12 +412,26 @@ fn two_syncs_planned_from_one_state_do_not_both_apply() {
         let b = atlas_netcdf::plan_sync(&location, &index, &options.open)
             .await
             .unwrap();
-        atlas_netcdf::apply_sync(a, &location, &root, &options, "0000000000001-a", |_, _| {})
-            .await
-            .unwrap();
-        atlas_netcdf::apply_sync(b, &location, &root, &options, "0000000000001-b", |_, _| {})
-            .await
-            .unwrap_err()
+        atlas_netcdf::apply_sync(
+            a,
+            &location,
+            &root,
+            &options,
+            |k| format!("0000000000001-a{k}"),
+            |_, _| {},
+        )
+        .await
+        .unwrap();
+        atlas_netcdf::apply_sync(
+            b,
+            &location,
+            &root,
+            &options,
+            |k| format!("0000000000001-b{k}"),
+            |_, _| {},
+        )
+        .await
+        .unwrap_err()
     });
     assert!(
         matches!(
@@ -530,4 +544,30 @@ fn gdac_day_owned(dir: &Path, entries: &[(String, u32, &str)]) -> PathBuf {
         .map(|(n, f, d)| (n.as_str(), *f, *d))
         .collect();
     gdac_day(dir, &borrowed)
+}
+
+#[test]
+fn max_datasets_splits_a_sync_into_members_committed_together() {
+    let tmp = tempfile::tempdir().unwrap();
+    let index1 = day1(&tmp.path().join("day1"));
+    let index2 = day2(&tmp.path().join("day2"));
+    let set = tmp.path().join("set");
+    let first = sync_json(&set, &index1, &["--max-datasets", "3"]);
+    assert_eq!(first["committed"]["members"].as_array().unwrap().len(), 2);
+    assert_eq!(first["committed"]["generation"], 1, "one commit for both");
+    assert_eq!(member_folders(&set), 2);
+    let second = sync_json(&set, &index2, &["--max-datasets", "1"]);
+    // Three files written (one add, two replacements), one member each.
+    assert_eq!(second["committed"]["members"].as_array().unwrap().len(), 3);
+    assert_eq!(second["committed"]["generation"], 2);
+    let mut expected: Vec<String> = [
+        "D6900000_002.nc",
+        "D6900000_003.nc",
+        "R6900000_001.nc",
+        "R6900000_005.nc",
+    ]
+    .map(String::from)
+    .to_vec();
+    expected.sort();
+    assert_eq!(live_names(&set), expected);
 }

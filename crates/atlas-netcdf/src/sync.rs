@@ -93,6 +93,10 @@ pub struct SyncOptions {
     pub writer: WriterConfig,
     /// How the set is opened to plan (storage options, limits).
     pub open: OpenOptions,
+    /// At most this many new datasets a member (the files in name order,
+    /// the removals in the last member), all committed together; `None`:
+    /// one member. Bounds the writer's memory on a first sync of a whole archive.
+    pub max_datasets: Option<usize>,
 }
 
 impl SyncOptions {
@@ -109,6 +113,11 @@ impl SyncOptions {
     /// Sets how the set is opened.
     pub fn with_open(mut self, open: OpenOptions) -> Self {
         self.open = open;
+        self
+    }
+    /// Sets the most new datasets a member holds (`None`: one member).
+    pub fn with_max_datasets(mut self, max: Option<usize>) -> Self {
+        self.max_datasets = max;
         self
     }
 }
@@ -238,8 +247,10 @@ impl SyncPlan {
 pub struct SyncReport {
     /// What was applied.
     pub applied: SyncPlan,
-    /// The new member's id and the commit, or `None` when nothing changed.
-    pub committed: Option<(String, CommitOutcome)>,
+    /// The ids of the members committed, in commit order (empty when nothing changed).
+    pub members: Vec<String>,
+    /// The commit, or `None` when nothing changed.
+    pub committed: Option<CommitOutcome>,
     /// Bytes of the files read.
     pub input_bytes: u64,
 }
@@ -515,10 +526,11 @@ struct Job {
     replaces: Option<Replacement>,
 }
 
-/// Applies `plan` to the set at `set` in one commit: a new member `member_id`
-/// (see [`atlas::member_id`]; time and randomness are the caller's) holding
-/// the added and replaced files read from `root`, the removed names and the
-/// real-time names of delayed-mode replacements hidden in it. The commit
+/// Applies `plan` to the set at `set` in one commit: new members (the
+/// `k`-th is `member_id(k)`, see [`atlas::member_id`]; time and randomness
+/// are the caller's) holding the added and replaced files read from `root`,
+/// at most [`SyncOptions::max_datasets`] each, the removed names and the
+/// real-time names of delayed-mode replacements hidden in the last. The commit
 /// succeeds only while the set is still at `plan.generation`, so two syncs
 /// planned from one state do not both apply. A plan that changes nothing
 /// commits nothing.
@@ -539,7 +551,7 @@ pub async fn apply_sync(
     set: &Location,
     root: &SourceRoot,
     options: &SyncOptions,
-    member_id: &str,
+    member_id: impl Fn(usize) -> String,
     mut progress: impl FnMut(usize, usize),
 ) -> Result<SyncReport, SyncError> {
     let SyncPlan {
@@ -559,6 +571,7 @@ pub async fn apply_sync(
         applied.skipped = skipped;
         return Ok(SyncReport {
             applied,
+            members: Vec::new(),
             committed: None,
             input_bytes: 0,
         });
@@ -580,10 +593,17 @@ pub async fn apply_sync(
     let mut writer = SetWriter::create(set, &options.writer)
         .await
         .map_err(SyncError::Writer)?;
-    let member = match writer.add_member(member_id).await {
+    let per_member = options.max_datasets.unwrap_or(usize::MAX).max(1);
+    let first = member_id(0);
+    let mut member = match writer.add_member(&first).await {
         Ok(member) => member,
-        Err(e) => return Err(SyncError::Writer(e)),
+        Err(e) => {
+            abort(writer).await;
+            return Err(SyncError::Writer(e));
+        }
     };
+    let mut ids = vec![first];
+    let mut in_member = 0;
 
     let shared = Arc::new(options.ingest.clone());
     let remotes = Arc::new(Remotes::new(options.ingest.storage.clone()));
@@ -611,34 +631,54 @@ pub async fn apply_sync(
                 break;
             }
         };
-        let written = match result {
-            Ok(m) => write_one(member.writer(), &job.file, &m.dataset).await,
-            Err(e) => Err(e),
+        let mapped_file = match result {
+            Ok(m) => m,
+            Err(e) => {
+                done += 1;
+                progress(done, total);
+                if let Err(e) = skip_or_fail(options, root, &job, e, &mut skipped) {
+                    failure = Some(e);
+                    break;
+                }
+                continue;
+            }
         };
+        if in_member == per_member {
+            // This member is full: the next dataset starts another.
+            let next = member_id(ids.len());
+            let rolled = async {
+                writer.finish_member(member).await?;
+                writer.add_member(&next).await
+            }
+            .await;
+            match rolled {
+                Ok(m) => member = m,
+                Err(e) => {
+                    drop(mapped);
+                    abort(writer).await;
+                    return Err(SyncError::Writer(e));
+                }
+            }
+            ids.push(next);
+            in_member = 0;
+        }
+        let written = write_one(member.writer(), &job.file, &mapped_file.dataset).await;
         done += 1;
         progress(done, total);
         match written {
             Ok(()) => {
+                in_member += 1;
                 input_bytes += bytes;
                 match job.replaces {
                     Some(r) => applied.replaced.push(r),
                     None => applied.added.push(job.file),
                 }
             }
-            Err(e) if options.ingest.skip_errors => {
-                tracing::warn!(file = %job.file.file, error = %e, "skipping file");
-                skipped.push(SkippedName {
-                    name: job.file.name.clone(),
-                    file: Some(job.file.file.clone()),
-                    reason: SyncSkip::Failed(e),
-                });
-            }
             Err(e) => {
-                failure = Some(SyncError::File {
-                    file: root.display(&job.file.file),
-                    source: e,
-                });
-                break;
+                if let Err(e) = skip_or_fail(options, root, &job, e, &mut skipped) {
+                    failure = Some(e);
+                    break;
+                }
             }
         }
     }
@@ -658,32 +698,66 @@ pub async fn apply_sync(
             .map(|r| r.old.as_str()),
     );
     hidden.sort_unstable();
+    skipped.sort_by(|a, b| a.name.cmp(&b.name));
     if applied.added.is_empty() && applied.replaced.is_empty() && hidden.is_empty() {
         drop(member);
         abort(writer).await;
-        skipped.sort_by(|a, b| a.name.cmp(&b.name));
         applied.skipped = skipped;
         return Ok(SyncReport {
             applied,
+            members: Vec::new(),
             committed: None,
             input_bytes,
         });
     }
-    let committed = async {
+    // The removals go into the last member; any member would do, since the
+    // names hidden are not among those written.
+    let last = async {
         writer.hide(&member, &hidden).await?;
         writer.finish_member(member).await?;
-        writer.commit_at_generation(generation).await
+        Ok::<_, AtlasError>(())
     }
-    .await
-    .map_err(SyncError::Writer)?;
+    .await;
+    if let Err(e) = last {
+        abort(writer).await;
+        return Err(SyncError::Writer(e));
+    }
+    let committed = writer
+        .commit_at_generation(generation)
+        .await
+        .map_err(SyncError::Writer)?;
     applied.removed = removed;
-    skipped.sort_by(|a, b| a.name.cmp(&b.name));
     applied.skipped = skipped;
     Ok(SyncReport {
         applied,
-        committed: Some((member_id.to_owned(), committed)),
+        members: ids,
+        committed: Some(committed),
         input_bytes,
     })
+}
+
+/// With `skip_errors`, records `job`'s failure among the skipped names;
+/// otherwise the error that stops the sync.
+fn skip_or_fail(
+    options: &SyncOptions,
+    root: &SourceRoot,
+    job: &Job,
+    error: FileError,
+    skipped: &mut Vec<SkippedName>,
+) -> Result<(), SyncError> {
+    if !options.ingest.skip_errors {
+        return Err(SyncError::File {
+            file: root.display(&job.file.file),
+            source: error,
+        });
+    }
+    tracing::warn!(file = %job.file.file, %error, "skipping file");
+    skipped.push(SkippedName {
+        name: job.file.name.clone(),
+        file: Some(job.file.file.clone()),
+        reason: SyncSkip::Failed(error),
+    });
+    Ok(())
 }
 
 /// Writes one mapped file as dataset `file.name`, with the sync's two attributes.

@@ -65,9 +65,16 @@ async fn run(
     let planned = stats.snapshot();
     let plan_seconds = started.elapsed().as_secs_f64();
     let (added, replaced, removed) = (plan.added.len(), plan.replaced.len(), plan.removed.len());
-    let report = atlas_netcdf::apply_sync(plan, location, root, &options, id, |_, _| {})
-        .await
-        .unwrap();
+    let report = atlas_netcdf::apply_sync(
+        plan,
+        location,
+        root,
+        &options,
+        |k| format!("{id}{k}"),
+        |_, _| {},
+    )
+    .await
+    .unwrap();
     let all = stats.snapshot();
     println!(
         "{what}: +{added} ~{replaced} -{removed} unchanged {}; plan {} requests {} bytes {:.2} s; \

@@ -129,6 +129,17 @@ async fn remove(
     Ok(removed)
 }
 
+/// The time (ms since the epoch) and a random number new member ids are made of.
+fn id_seed() -> (i64, u64) {
+    use std::hash::BuildHasher;
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
+    let ms = i64::try_from(now.as_millis()).unwrap_or(i64::MAX);
+    let nonce = std::hash::RandomState::new().hash_one((std::process::id(), now.as_nanos()));
+    (ms, nonce)
+}
+
 /// `(prefix, ids)`: `count` member ids for one ingest run, in chunk order,
 /// all starting with `prefix` (the time now and a random nonce whose low 20
 /// bits are the chunk index). At most 2^20 members a run.
@@ -293,11 +304,13 @@ struct SyncArgs {
     dry_run: bool,
     options: IngestOptions,
     storage: StorageOptions,
-    member_id: String,
+    max_datasets: Option<usize>,
+    /// The `k`-th new member's id.
+    member_ids: Box<dyn Fn(usize) -> String + Send + Sync>,
 }
 
 /// Reads the index, plans, and (unless `dry_run`) applies the plan in one commit.
-async fn sync_set(args: SyncArgs) -> core::Result<(SyncReportParts, Option<(String, u64)>)> {
+async fn sync_set(args: SyncArgs) -> core::Result<(SyncReportParts, Option<(Vec<String>, u64)>)> {
     let bytes = atlas_netcdf::read_index(&args.index, &args.storage).await?;
     let index = atlas_netcdf::parse_index(&bytes).map_err(|source| SyncError::Index {
         index: args.index.clone(),
@@ -313,17 +326,18 @@ async fn sync_set(args: SyncArgs) -> core::Result<(SyncReportParts, Option<(Stri
     let options = SyncOptions::default()
         .with_ingest(args.options)
         .with_writer(WriterConfig::default().storage(args.storage.clone()))
-        .with_open(atlas::OpenOptions::default().storage(args.storage));
+        .with_open(atlas::OpenOptions::default().storage(args.storage))
+        .with_max_datasets(args.max_datasets);
     let plan = atlas_netcdf::plan_sync(&set, &index, &options.open).await?;
     if args.dry_run {
         return Ok((SyncReportParts::of(&plan), None));
     }
-    let report =
-        atlas_netcdf::apply_sync(plan, &set, &root, &options, &args.member_id, |_, _| {}).await?;
+    let ids = args.member_ids;
+    let report = atlas_netcdf::apply_sync(plan, &set, &root, &options, ids, |_, _| {}).await?;
     let committed = report
         .committed
         .as_ref()
-        .map(|(member, outcome)| (member.clone(), outcome.generation));
+        .map(|outcome| (report.members.clone(), outcome.generation));
     Ok((SyncReportParts::of(&report.applied), committed))
 }
 
@@ -407,6 +421,7 @@ impl SyncReportParts {
     storage=Vec::new(),
     anonymous=false,
     jobs=1,
+    max_datasets=None,
 ))]
 #[allow(clippy::too_many_arguments)]
 pub fn sync<'py>(
@@ -420,6 +435,7 @@ pub fn sync<'py>(
     storage: Vec<(String, String)>,
     anonymous: bool,
     jobs: usize,
+    max_datasets: Option<usize>,
 ) -> PyResult<Bound<'py, PyDict>> {
     let decode = match decode.as_str() {
         "cf" => Decode::Cf,
@@ -430,9 +446,8 @@ pub fn sync<'py>(
             ))));
         }
     };
-    // The member id's time and nonce are taken here, at the binding's edge.
-    let (_, ids) = run_member_ids(1)?;
-    let member_id = ids.into_iter().next().unwrap_or_default();
+    // The member ids' time and nonce are taken here, at the binding's edge.
+    let (ms, nonce) = id_seed();
     let args = SyncArgs {
         set,
         index,
@@ -444,7 +459,8 @@ pub fn sync<'py>(
             .with_jobs(jobs)
             .with_storage(storage_options(&storage, anonymous)),
         storage: storage_options(&storage, anonymous),
-        member_id,
+        max_datasets,
+        member_ids: Box::new(move |k| atlas::member_id(ms, nonce.wrapping_add(k as u64))),
     };
     let (parts, committed) = crate::run(py, || sync_set(args))?;
     let d = PyDict::new(py);
@@ -454,7 +470,10 @@ pub fn sync<'py>(
     d.set_item("removed", parts.removed)?;
     d.set_item("skipped", parts.skipped)?;
     d.set_item("unchanged", parts.unchanged)?;
-    d.set_item("member", committed.as_ref().map(|(m, _)| m.clone()))?;
+    d.set_item(
+        "members",
+        committed.as_ref().map_or_else(Vec::new, |(m, _)| m.clone()),
+    )?;
     d.set_item("committed_generation", committed.map(|(_, g)| g))?;
     Ok(d)
 }

@@ -70,10 +70,10 @@ def test_two_days_of_sync_equal_create_of_the_second_day_and_a_rerun_commits_not
     assert first.generation == 1
 
     plan = atlasds.sync(target, day2, dry_run=True)
-    assert plan.member is None and plan.generation is None
+    assert plan.members == [] and plan.generation is None
     assert atlasds.Collection.open(target).generation == 1
 
-    second = atlasds.sync(target, day2, jobs=2)
+    second = atlasds.sync(target, day2, jobs=2, max_datasets=2)
     assert [a[0] for a in second.added] == ["R6900000_005.nc"]
     assert [(r[0], r[1], r[5]) for r in second.replaced] == [
         ("R6900000_002.nc", "D6900000_002.nc", "delayed_mode"),
@@ -81,6 +81,7 @@ def test_two_days_of_sync_equal_create_of_the_second_day_and_a_rerun_commits_not
     ]
     assert [r[0] for r in second.removed] == ["R6900000_004.nc"]
     assert second.unchanged == 1 and second.generation == 2
+    assert len(second.members) == 2  # three files, two a member
     assert plan.added == second.added and plan.replaced == second.replaced
 
     reference = tmp_path / "reference"
@@ -106,7 +107,7 @@ def test_two_days_of_sync_equal_create_of_the_second_day_and_a_rerun_commits_not
 
     rerun = atlasds.sync(target, day2)
     assert (rerun.added, rerun.replaced, rerun.removed) == ([], [], [])
-    assert rerun.unchanged == 4 and rerun.member is None and rerun.generation is None
+    assert rerun.unchanged == 4 and rerun.members == [] and rerun.generation is None
     assert atlasds.Collection.open(target).generation == 2
 
 

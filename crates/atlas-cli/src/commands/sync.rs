@@ -46,7 +46,11 @@ pub async fn run(ctx: &Ctx, args: &SyncArgs) -> CliResult {
                 .with_storage(ctx.store.storage()),
         )
         .with_writer(atlas::WriterConfig::default().storage(ctx.store.storage()))
-        .with_open(atlas::OpenOptions::default().storage(ctx.store.storage()));
+        .with_open(atlas::OpenOptions::default().storage(ctx.store.storage()))
+        .with_max_datasets(
+            args.max_datasets
+                .map(|n| usize::try_from(n).unwrap_or(usize::MAX)),
+        );
     let plan = atlas_netcdf::plan_sync(&set, &index, &options.open)
         .await
         .at(set.display())?;
@@ -59,11 +63,10 @@ pub async fn run(ctx: &Ctx, args: &SyncArgs) -> CliResult {
         "syncing",
         ctx.quiet,
     );
-    let report =
-        atlas_netcdf::apply_sync(plan, &set, &root, &options, &new_member_id(0), |done, _| {
-            bar.set_position(done as u64)
-        })
-        .await;
+    let report = atlas_netcdf::apply_sync(plan, &set, &root, &options, new_member_id, |done, _| {
+        bar.set_position(done as u64)
+    })
+    .await;
     bar.finish_and_clear();
     let report = report.at(set.display())?;
     print(ctx, set.display(), &report.applied, Some(&report), started);
@@ -80,7 +83,7 @@ fn kind(kind: ReplaceKind) -> &'static str {
 
 fn print(ctx: &Ctx, set: &str, plan: &SyncPlan, report: Option<&SyncReport>, started: Instant) {
     let seconds = started.elapsed().as_secs_f64();
-    let committed = report.and_then(|r| r.committed.as_ref());
+    let committed = report.and_then(|r| r.committed.as_ref().map(|c| (&r.members, c)));
     if ctx.json {
         output::json(&json!({
             "set": set,
@@ -100,8 +103,8 @@ fn print(ctx: &Ctx, set: &str, plan: &SyncPlan, report: Option<&SyncReport>, sta
                 "reason": atlas::ErrorReport::new(&s.reason).to_string(),
             })).collect::<Vec<Value>>(),
             "unchanged": plan.unchanged,
-            "committed": committed.map(|(member, outcome)| json!({
-                "member": member, "generation": outcome.generation, "requests": outcome.requests,
+            "committed": committed.map(|(members, outcome)| json!({
+                "members": members, "generation": outcome.generation, "requests": outcome.requests,
             })),
             "input_bytes": report.map_or(0, |r| r.input_bytes),
             "seconds": seconds,
@@ -159,8 +162,10 @@ fn print(ctx: &Ctx, set: &str, plan: &SyncPlan, report: Option<&SyncReport>, sta
             plan.generation
         ),
         (Some(_), None) => format!("{set}: {counts}; nothing to commit"),
-        (Some(r), Some((member, outcome))) => format!(
-            "{set}: {counts}; committed member {member} (generation {}), {} read in {seconds:.1} s",
+        (Some(r), Some((members, outcome))) => format!(
+            "{set}: {counts}; committed {} ({}) at generation {}, {} read in {seconds:.1} s",
+            render::count(members.len(), "member", "members"),
+            members.join(", "),
             outcome.generation,
             render::bytes(r.input_bytes),
         ),

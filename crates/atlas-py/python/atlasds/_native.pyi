@@ -146,6 +146,7 @@ def sync(
     storage: list[tuple[str, str]] = ...,
     anonymous: bool = False,
     jobs: int = 1,
+    max_datasets: int | None = None,
 ) -> dict[str, Any]: ...
 def partitions(
     collection: _Collection,

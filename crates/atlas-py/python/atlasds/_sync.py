@@ -34,8 +34,8 @@ class SyncResult:
     """Files the set already held as the index lists them."""
     planned_generation: int
     """The set's generation the plan was made from (0: no set yet)."""
-    member: Optional[str]
-    """The member committed, or None (a dry run, or nothing to change)."""
+    members: list[str]
+    """The members committed, in commit order (empty: a dry run, or nothing to change)."""
     generation: Optional[int]
     """The generation committed, or None."""
     seconds: float
@@ -56,6 +56,7 @@ def sync(
     decode: Literal["cf", "raw"] = "cf",
     jobs: int = 1,
     skip_errors: bool = False,
+    max_datasets: int | None = None,
     storage_options: Mapping[str, Any] | None = None,
 ) -> SyncResult:
     """Brings the collection set at `set` (created if absent) in step with the
@@ -66,7 +67,9 @@ def sync(
     A malformed index raises `InvalidArgument` naming its line, and nothing is
     written. A sync with nothing to change commits nothing. A file that fails
     stops the sync (nothing committed) unless `skip_errors`, which lists it in
-    `skipped` for the next sync to try again. If another writer commits while
+    `skipped` for the next sync to try again. With `max_datasets`, the new
+    files go into members of at most that many datasets, committed together.
+    If another writer commits while
     this one works, `StorageError` is raised (retryable) and nothing is
     committed: call it again. `storage_options` reach the set and an index at
     a URL."""
@@ -74,6 +77,8 @@ def sync(
         raise InvalidArgument(f"decode must be 'cf' or 'raw', not {decode!r}")
     if jobs < 1:
         raise InvalidArgument(f"jobs must be at least 1, got {jobs}")
+    if max_datasets is not None and max_datasets < 1:
+        raise InvalidArgument(f"max_datasets must be at least 1, got {max_datasets}")
     started = time.perf_counter()
     storage, anonymous = _storage(
         dict(storage_options) if storage_options else None,
@@ -91,6 +96,7 @@ def sync(
         storage=storage,
         anonymous=anonymous,
         jobs=jobs,
+        max_datasets=max_datasets,
     )
     return SyncResult(
         added=[tuple(a) for a in report["added"]],
@@ -99,7 +105,7 @@ def sync(
         skipped=[tuple(s) for s in report["skipped"]],
         unchanged=report["unchanged"],
         planned_generation=report["generation"],
-        member=report["member"],
+        members=list(report["members"]),
         generation=report["committed_generation"],
         seconds=time.perf_counter() - started,
     )
