@@ -19,6 +19,10 @@
 //! - `test`: the whole test suite: `cargo test --workspace`, then the Python
 //!   package's pytest suite (`scripts/py-test.sh`).
 //! - `py-fixture DIR`: writes the collection the Python suite reads (see `py_fixture`).
+//! - `s3-server`: runs the Rust tests' S3 server (atlas-testkit) on 127.0.0.1,
+//!   prints one JSON line (`endpoint`, `dir`, `bucket`, `access_key`,
+//!   `secret_key`, `region`) and serves until stdin closes: the Python
+//!   suite's S3 endpoint.
 //! - `bench-read DIR ARRAYS`: reads float32 arrays (`TEMP,PSAL`) of every dataset from Rust
 //!   (the baseline of the Python package's benchmark).
 //! - `public-api [--bless]`: lists the `atlas` facade's public items (every
@@ -51,6 +55,30 @@ mod py_fixture;
 
 type Result<T = (), E = String> = std::result::Result<T, E>;
 
+/// `s3-server`: serves until stdin closes; the first line of stdout says where.
+fn s3_server() -> Result {
+    use std::io::{Read, Write};
+    let server = atlas_testkit::S3Server::start();
+    let line = format!(
+        "{{\"endpoint\": {:?}, \"dir\": {:?}, \"bucket\": {:?}, \"access_key\": {:?}, \"secret_key\": {:?}, \"region\": {:?}}}\n",
+        server.endpoint(),
+        server.dir().display().to_string(),
+        atlas_testkit::BUCKET,
+        atlas_testkit::ACCESS_KEY,
+        atlas_testkit::SECRET_KEY,
+        atlas_testkit::REGION,
+    );
+    let mut out = std::io::stdout().lock();
+    out.write_all(line.as_bytes())
+        .and_then(|()| out.flush())
+        .map_err(|e| e.to_string())?;
+    drop(out);
+    let mut sink = Vec::new();
+    let _ = std::io::stdin().read_to_end(&mut sink);
+    drop(server);
+    Ok(())
+}
+
 fn main() -> ExitCode {
     if let Some(rustdoc) = std::env::var_os(WRAPPED_RUSTDOC) {
         return rustdoc_with_json(rustdoc);
@@ -75,11 +103,12 @@ fn main() -> ExitCode {
             _ => Err("usage: cargo xtask bench-read DIR ARRAYS".to_owned()),
         },
         Some("public-api") => public_api(arg(1) == Some("--bless")),
+        Some("s3-server") => s3_server(),
         Some("ci") => run(Command::new("bash").arg(root().join(".ci/run"))),
         _ => {
             eprintln!(
                 "usage: cargo xtask <bench [iterations] [--quick] [--dev] [atlas-bench options] | bench --sets [--quick] [--dev] [sets options] | bench-footer [iterations] [datasets] | \
-                 fuzz [seconds] | seed-fuzz | test | py-fixture DIR | bench-read DIR ARRAYS | public-api [--bless] | ci>"
+                 fuzz [seconds] | seed-fuzz | test | py-fixture DIR | bench-read DIR ARRAYS | public-api [--bless] | s3-server | ci>"
             );
             return ExitCode::from(2);
         }

@@ -141,9 +141,13 @@ pub enum Command {
 
     /// Build a collection from NetCDF files: one dataset per file, named after it.
     #[command(
-        after_help = "SOURCE is a directory (scanned for .nc, .nc4, .cdf, .netcdf), a file, or a glob.\nNothing at DESTINATION is readable until the last file has landed.\n\nWith --append, the files become a new member of the set at DESTINATION, visible\nonce committed; a dataset name already in the set is replaced by the new copy.\nA commit that keeps losing to other writers exits 75 having committed nothing:\nrun it again. --max-datasets N splits the files into members of at most N.\n\nExample:\n  atlas create ./profiles ./argo\n  atlas create ./today/*.nc ./argo-set --append\n  atlas create ./archive ./argo-set --max-datasets 100000\n  atlas create ./a ./b/*.nc s3://bucket/argo --decode raw -j 4\n  atlas create ./grids ./grids.atlas --chunks '{\"temperature\": [1, 180, 360]}'"
+        after_help = "SOURCE is a directory (scanned for .nc, .nc4, .cdf, .netcdf), a file, or a glob;\nor a URL (s3://, gs://, az://, http(s)://) of a file, a folder or a glob in its last\ncomponent, read with the same --endpoint, --region and --anonymous as collections\n(an http(s) server cannot be listed: give file URLs). Files at URLs are fetched -j\nat a time, each retried on its own; --skip-errors leaves out one that fails for good.\nNothing at DESTINATION is readable until the last file has landed.\n\nWith --append, the files become a new member of the set at DESTINATION, visible\nonce committed; a dataset name already in the set is replaced by the new copy.\nA commit that keeps losing to other writers exits 75 having committed nothing:\nrun it again. --max-datasets N splits the files into members of at most N.\n\nExample:\n  atlas create ./profiles ./argo\n  atlas create ./today/*.nc ./argo-set --append\n  atlas create ./archive ./argo-set --max-datasets 100000\n  atlas create ./a ./b/*.nc s3://bucket/argo --decode raw -j 4\n  atlas create ./grids ./grids.atlas --chunks '{\"temperature\": [1, 180, 360]}'"
     )]
     Create(CreateArgs),
+
+    /// Bring a set in step with an archive's index (Argo GDAC format): adds, replacements and removals in one commit.
+    #[command(after_help = SYNC_HELP)]
+    Sync(SyncArgs),
 
     /// Rewrite a set's run of small members into fewer big ones, replacing them in one commit.
     #[command(
@@ -450,7 +454,7 @@ pub enum DecodeArg {
 /// `atlas create`.
 #[derive(Debug, Args)]
 pub struct CreateArgs {
-    /// NetCDF directories, files or globs.
+    /// NetCDF directories, files or globs, local or at URLs.
     #[arg(required = true, num_args = 1..)]
     pub sources: Vec<String>,
     /// Where to write the collection (must not hold one yet); with --append, the set to add to.
@@ -497,6 +501,60 @@ pub struct CreateArgs {
     /// Also written when the ingest fails, naming the failure.
     #[arg(long, value_name = "FILE")]
     pub report: Option<PathBuf>,
+}
+
+const SYNC_HELP: &str = "\
+INDEX lists the archive's files in the Argo GDAC format (ar_index_global_prof.txt,
+plain or gzip): `#` comments, the header
+file,date,latitude,longitude,ocean,profiler_type,institution,date_update, then one
+line per file. Each file is read from ROOT/<file> (default: the folder `dac` beside
+the index, as on the GDAC). A malformed index is refused naming its line, before
+anything is written.
+
+The set (created if absent) is compared with the index: files it does not hold are
+added, files with a newer date_update replaced, datasets whose file left the index
+removed, and a real-time file R… whose delayed-mode file D… arrived is replaced by
+it. All of it is one new member and one commit: a reader sees the set before or
+after, never between. Each dataset records its file and date_update (attributes
+_atlas_source and _atlas_date_update), so a second sync with nothing changed
+commits nothing. If another writer commits in between, the sync exits 75 having
+committed nothing: run it again.
+
+Example:
+  atlas sync ./argo-set --index gdac/ar_index_global_prof.txt
+  atlas sync ./argo-set --index today.txt.gz --root gdac/dac --dry-run
+  atlas --json sync ./argo-set --index today.txt -j 4 --skip-errors";
+
+/// `atlas sync`.
+#[derive(Debug, Args)]
+pub struct SyncArgs {
+    /// The set to keep in step (created by the first sync).
+    pub set: String,
+    /// The archive's index, in the Argo GDAC format (plain or gzip; a path or a URL).
+    #[arg(long, value_name = "INDEX")]
+    pub index: String,
+    /// The folder, local or at a URL, the index's paths are relative to (default: `dac` beside the index).
+    #[arg(long, value_name = "ROOT")]
+    pub root: Option<String>,
+    /// Print what would change and write nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Mapping: `cf` (what atlas-python builds) or `raw` (as stored).
+    #[arg(long, value_enum, default_value = "cf")]
+    pub decode: DecodeArg,
+    /// Files opened and decoded at once.
+    #[arg(short = 'j', long = "jobs", value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..))]
+    pub jobs: u16,
+    /// Leave out files that fail (each listed with its reason; the next sync tries them again).
+    #[arg(long)]
+    pub skip_errors: bool,
+    /// Leave out variables of types Atlas cannot store instead of failing their file.
+    #[arg(long)]
+    pub skip_unsupported: bool,
+    /// Write the new files into members of at most N datasets each, all
+    /// committed together (bounds memory on a first sync of a whole archive).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub max_datasets: Option<u64>,
 }
 
 /// `atlas demo`.

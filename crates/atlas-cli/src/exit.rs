@@ -16,7 +16,7 @@ use std::process::ExitCode;
 use atlas::{AtlasError, ErrorClass, ErrorReport};
 use atlas_io::IoError;
 use atlas_io::error::IoErrorKind;
-use atlas_netcdf::IngestError;
+use atlas_netcdf::{IngestError, SyncError};
 
 /// Exit code of a transient storage failure (sysexits.h): "try again later".
 pub const EX_TEMPFAIL: u8 = 75;
@@ -46,6 +46,13 @@ pub enum CliError {
         /// The ingest's error (boxed: it is large, and every command's result carries it).
         error: Box<IngestError>,
     },
+    /// A sync failed; nothing was committed.
+    Sync {
+        /// The set.
+        context: String,
+        /// The sync's error (boxed, as an ingest's).
+        error: Box<SyncError>,
+    },
     /// A problem the command itself found (bad region syntax, read-only location...).
     Message(String),
 }
@@ -66,6 +73,7 @@ impl CliError {
             CliError::Atlas { error, .. } => error.class(),
             CliError::Query { error, .. } => error.class(),
             CliError::Ingest { error, .. } => error.class(),
+            CliError::Sync { error, .. } => error.class(),
             CliError::Message(_) => ErrorClass::InvalidRequest,
         }
     }
@@ -85,6 +93,7 @@ impl CliError {
             CliError::Atlas { error, .. } => Some(error),
             CliError::Query { error, .. } => Some(error),
             CliError::Ingest { error, .. } => Some(error.as_ref()),
+            CliError::Sync { error, .. } => Some(error.as_ref()),
             CliError::Message(_) => None,
         }
     }
@@ -104,6 +113,10 @@ impl CliError {
                 describe(context, error.as_ref(), self.class())
             )
             .replace("nothing written: : ", "nothing written: "),
+            CliError::Sync { context, error } => format!(
+                "nothing committed: {}",
+                describe(context, error.as_ref(), self.class())
+            ),
             CliError::Message(m) => m.clone(),
         };
         one_line(&text)
@@ -158,6 +171,15 @@ impl<T> Context<T> for Result<T, atlas::QueryError> {
 impl<T> Context<T> for Result<T, IngestError> {
     fn at(self, context: &str) -> CliResult<T> {
         self.map_err(|error| CliError::Ingest {
+            context: context.to_owned(),
+            error: Box::new(error),
+        })
+    }
+}
+
+impl<T> Context<T> for Result<T, SyncError> {
+    fn at(self, context: &str) -> CliResult<T> {
+        self.map_err(|error| CliError::Sync {
             context: context.to_owned(),
             error: Box::new(error),
         })

@@ -1,6 +1,7 @@
 //! Collections behind a URL: `http://` through a tiny range-capable server
 //! in the test itself, and `s3://` against the S3 server of `atlas-testkit`
-//! running in the test process. Everything stays on 127.0.0.1.
+//! running in the test process. Everything stays on 127.0.0.1. Also NetCDF
+//! sources at URLs for `atlas create` and `atlas sync`.
 
 #![cfg(test)]
 
@@ -130,11 +131,12 @@ fn an_http_location_without_a_collection_is_not_found() {
 /// a real S3 protocol server over a temporary directory); child `atlas`
 /// processes reach it over its socket.
 fn s3_endpoint() -> String {
+    s3_server().endpoint().to_owned()
+}
+
+fn s3_server() -> &'static atlas_testkit::S3Server {
     static SERVER: std::sync::OnceLock<atlas_testkit::S3Server> = std::sync::OnceLock::new();
-    SERVER
-        .get_or_init(atlas_testkit::S3Server::start)
-        .endpoint()
-        .to_owned()
+    SERVER.get_or_init(atlas_testkit::S3Server::start)
 }
 
 #[test]
@@ -203,4 +205,243 @@ fn an_s3_compatible_server_takes_demo_rm_verify_and_rewrite() {
     let stderr = String::from_utf8(missing.stderr).unwrap();
     assert_eq!(stderr.lines().count(), 1, "{stderr}");
     assert!(stderr.contains("no Atlas collection"), "{stderr}");
+}
+
+/// The Argo-like profiles of atlas-netcdf's test data.
+fn profiles() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../atlas-netcdf/tests/data/argo")
+}
+
+const FLOAT: &str = "coriolis/6900000/profiles";
+
+/// Lays the four profiles out as a GDAC tree under `root` (`dac/<FLOAT>/`)
+/// with its index `ar_index_global_prof.txt`; returns the files' names.
+fn gdac_tree(root: &std::path::Path) -> Vec<String> {
+    let folder = root.join("dac").join(FLOAT);
+    std::fs::create_dir_all(&folder).unwrap();
+    let mut index = String::from(
+        "# Title : Profile directory file of the Argo GDAC\n\
+         file,date,latitude,longitude,ocean,profiler_type,institution,date_update\n",
+    );
+    let mut names = Vec::new();
+    for entry in std::fs::read_dir(profiles()).unwrap() {
+        let path = entry.unwrap().path();
+        let name = path.file_name().unwrap().to_str().unwrap().to_owned();
+        std::fs::copy(&path, folder.join(&name)).unwrap();
+        index.push_str(&format!("{FLOAT}/{name},,,,A,846,IF,20240101000000\n"));
+        names.push(name);
+    }
+    std::fs::write(root.join("ar_index_global_prof.txt"), index).unwrap();
+    names.sort();
+    names
+}
+
+/// `atlas` against the S3 server of this process.
+fn on_s3() -> std::process::Command {
+    atlas_on_s3(&s3_endpoint())
+}
+
+/// A fresh prefix of the test bucket whose objects are the files under
+/// `tree`, copied into the server's directory.
+fn upload(tree: &std::path::Path, test: &str) -> String {
+    let prefix = format!(
+        "{test}-{}-{}",
+        std::process::id(),
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_nanos()
+    );
+    let target = s3_server().dir().join(atlas_testkit::BUCKET).join(&prefix);
+    copy_tree(tree, &target);
+    format!("s3://{}/{prefix}", atlas_testkit::BUCKET)
+}
+
+fn copy_tree(from: &std::path::Path, to: &std::path::Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let path = entry.unwrap().path();
+        let dest = to.join(path.file_name().unwrap());
+        if path.is_dir() {
+            copy_tree(&path, &dest);
+        } else {
+            std::fs::copy(&path, &dest).unwrap();
+        }
+    }
+}
+
+fn names_of(collection: &std::path::Path) -> Vec<String> {
+    let mut names: Vec<String> = json_of(&["ls", s(collection)])
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["name"].as_str().unwrap().to_owned())
+        .collect();
+    names.sort();
+    names
+}
+
+#[test]
+fn create_reads_s3_prefixes_globs_and_file_urls_as_it_reads_the_same_files_on_disk() {
+    let tree = tempfile::tempdir().unwrap();
+    let names = gdac_tree(tree.path());
+    let url = upload(tree.path(), "create-src");
+    let out = tempfile::tempdir().unwrap();
+
+    let local = out.path().join("local");
+    stdout_of(&["-q", "create", s(&tree.path().join("dac")), s(&local)]);
+    let reference = json_of(&["cat", s(&local), "R6900000_003.nc", "TEMP"]);
+
+    let prefix = out.path().join("prefix");
+    let report = json_by(
+        on_s3(),
+        &["create", &format!("{url}/dac/"), s(&prefix), "-j", "3"],
+    );
+    assert_eq!(report["datasets"], json!(4), "{report}");
+    assert_eq!(names_of(&prefix), names);
+    assert_eq!(
+        json_of(&["cat", s(&prefix), "R6900000_003.nc", "TEMP"]),
+        reference
+    );
+
+    let glob = out.path().join("glob");
+    json_by(
+        on_s3(),
+        &[
+            "create",
+            &format!("{url}/dac/{FLOAT}/R6900000_00?.nc"),
+            s(&glob),
+        ],
+    );
+    assert_eq!(names_of(&glob), names);
+
+    let listed = out.path().join("listed");
+    let files: Vec<String> = names[..2]
+        .iter()
+        .map(|n| format!("{url}/dac/{FLOAT}/{n}"))
+        .collect();
+    let mut args: Vec<&str> = vec!["create"];
+    args.extend(files.iter().map(String::as_str));
+    args.push(s(&listed));
+    json_by(on_s3(), &args);
+    assert_eq!(names_of(&listed), names[..2].to_vec());
+}
+
+#[test]
+fn an_http_file_that_fails_for_good_is_named_and_with_skip_errors_the_rest_lands() {
+    let tree = tempfile::tempdir().unwrap();
+    gdac_tree(tree.path());
+    let base = serve(tree.path().to_owned());
+    let good = format!("{base}/dac/{FLOAT}/R6900000_001.nc");
+    let missing = format!("{base}/dac/{FLOAT}/R6900000_404.nc");
+    let out = tempfile::tempdir().unwrap();
+    let dst = out.path().join("c");
+
+    let err = fails_with_one_line(&["-q", "create", &good, &missing, s(&dst)], 1);
+    assert!(err.contains(&missing), "the URL is named: {err}");
+    assert!(!dst.join("data.atlas").exists());
+
+    let report = json_of(&["create", &good, &missing, s(&dst), "--skip-errors"]);
+    assert_eq!(report["datasets"], json!(1), "{report}");
+    assert_eq!(report["skipped"][0]["file"], json!(missing));
+    assert!(
+        report["skipped"][0]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("cannot fetch it"),
+        "{report}"
+    );
+    assert_eq!(names_of(&dst), ["R6900000_001.nc"]);
+}
+
+#[test]
+fn sync_reads_its_index_and_files_from_http_and_from_s3() {
+    let tree = tempfile::tempdir().unwrap();
+    let names = gdac_tree(tree.path());
+    let out = tempfile::tempdir().unwrap();
+
+    // Over HTTP: the index at a URL, the files in `dac` beside it.
+    let base = serve(tree.path().to_owned());
+    let from_http = out.path().join("from-http");
+    let index = format!("{base}/ar_index_global_prof.txt");
+    let report = json_of(&["sync", s(&from_http), "--index", &index]);
+    assert_eq!(report["added"].as_array().unwrap().len(), 4, "{report}");
+    assert_eq!(names_of(&from_http), names);
+
+    // From S3: a local index, the files under an s3:// root.
+    let url = upload(tree.path(), "sync-src");
+    let from_s3 = out.path().join("from-s3");
+    let index = tree.path().join("ar_index_global_prof.txt");
+    let report = json_by(
+        on_s3(),
+        &[
+            "sync",
+            s(&from_s3),
+            "--index",
+            s(&index),
+            "--root",
+            &format!("{url}/dac"),
+        ],
+    );
+    assert_eq!(report["committed"]["generation"], json!(1), "{report}");
+    assert_eq!(names_of(&from_s3), names);
+    assert_eq!(
+        json_of(&["cat", s(&from_s3), "R6900000_002.nc", "PSAL"]),
+        json_of(&["cat", s(&from_http), "R6900000_002.nc", "PSAL"])
+    );
+
+    // The set itself on S3: committed there, and a rerun commits nothing.
+    let set = format!(
+        "s3://{}/{}-set",
+        atlas_testkit::BUCKET,
+        &url[url.len() - 12..]
+    );
+    let root = format!("{url}/dac");
+    let first = json_by(
+        on_s3(),
+        &["sync", &set, "--index", s(&index), "--root", &root],
+    );
+    assert_eq!(first["committed"]["generation"], json!(1), "{first}");
+    let again = json_by(
+        on_s3(),
+        &["sync", &set, "--index", s(&index), "--root", &root],
+    );
+    assert_eq!(again["committed"], json!(null), "{again}");
+    assert_eq!(again["unchanged"], json!(4), "{again}");
+}
+
+#[test]
+fn files_fetched_through_a_store_that_fails_often_each_retried_on_its_own_all_land_intact() {
+    use atlas_testkit::{FaultPlan, FaultProxy};
+    let tree = tempfile::tempdir().unwrap();
+    let names = gdac_tree(tree.path());
+    let url = upload(tree.path(), "faulty-src");
+    let out = tempfile::tempdir().unwrap();
+    let local = out.path().join("local");
+    stdout_of(&["-q", "create", s(&tree.path().join("dac")), s(&local)]);
+
+    // A fifth of the requests for the profiles answered 500/503, dropped
+    // mid-answer or cut short (the listing too), a few slow.
+    let plan = FaultPlan::every_kind(11, 200, std::time::Duration::from_millis(30))
+        .only_paths_containing("faulty-src");
+    let proxy = FaultProxy::start(&s3_endpoint(), plan);
+    let dst = out.path().join("faulty");
+    let report = json_by(
+        atlas_on_s3(proxy.endpoint()),
+        &["create", &format!("{url}/dac/"), s(&dst), "-j", "4"],
+    );
+    assert_eq!(report["datasets"], json!(4), "{report}");
+    let counts = proxy.counts();
+    assert!(
+        counts.errors + counts.resets + counts.short_bodies > 0,
+        "the plan spoiled nothing: {counts:?}"
+    );
+    assert_eq!(names_of(&dst), names);
+    for name in &names {
+        assert_eq!(
+            json_of(&["cat", s(&dst), name, "PSAL"]),
+            json_of(&["cat", s(&local), name, "PSAL"]),
+            "{name}"
+        );
+    }
 }

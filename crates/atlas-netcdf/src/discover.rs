@@ -8,7 +8,7 @@ use crate::error::IngestError;
 /// File suffixes treated as NetCDF when scanning a directory (case-insensitive).
 pub const NETCDF_SUFFIXES: [&str; 4] = ["nc", "nc4", "cdf", "netcdf"];
 
-fn is_netcdf(path: &Path) -> bool {
+pub(crate) fn is_netcdf(path: &Path) -> bool {
     path.extension()
         .and_then(|e| e.to_str())
         .is_some_and(|e| NETCDF_SUFFIXES.iter().any(|s| e.eq_ignore_ascii_case(s)))
@@ -38,7 +38,7 @@ fn scan(dir: &Path, recursive: bool, out: &mut Vec<PathBuf>) -> Result<(), Inges
 }
 
 /// Whether `name` matches `pattern` (`*` any run, `?` one character).
-fn matches(pattern: &[char], name: &[char]) -> bool {
+pub(crate) fn matches(pattern: &[char], name: &[char]) -> bool {
     match (pattern.split_first(), name.split_first()) {
         (None, None) => true,
         (Some(('*', rest)), _) => {

@@ -50,6 +50,12 @@ pub enum FileError {
     /// The Atlas writer refused the dataset (a chunk shape that does not fit, ...).
     #[error("the Atlas writer refused it")]
     Write(#[from] atlas::AtlasError),
+    /// The file (at a URL) could not be fetched, through every retry.
+    #[error("cannot fetch it")]
+    Fetch(#[source] Box<atlas::AtlasError>),
+    /// A fetched file could not be put where the NetCDF reader reads it.
+    #[error("cannot stage it in a temporary file")]
+    Stage(#[source] std::io::Error),
 }
 
 /// Why `--decode cf` could not turn a time variable into `timestamp_ns`
@@ -126,6 +132,14 @@ pub enum IngestError {
         /// The source.
         path: PathBuf,
     },
+    /// A source URL could not be resolved or listed.
+    #[error("{url}")]
+    Remote {
+        /// The URL as given.
+        url: String,
+        /// What went wrong.
+        source: atlas::AtlasError,
+    },
     /// A directory could not be listed.
     #[error("cannot read {}", path.display())]
     Io {
@@ -193,12 +207,17 @@ impl IngestError {
     pub fn class(&self) -> atlas::ErrorClass {
         match self {
             IngestError::Writer(a)
+            | IngestError::Remote { source: a, .. }
             | IngestError::Dataset {
                 source: FileError::Write(a),
                 ..
             }
             | IngestError::File {
                 source: FileError::Write(a),
+                ..
+            } => a.class(),
+            IngestError::File {
+                source: FileError::Fetch(a),
                 ..
             } => a.class(),
             IngestError::NotFound { .. } => atlas::ErrorClass::NotFound,

@@ -12,6 +12,7 @@ use tokio::task::JoinSet;
 
 use crate::error::{FileError, IngestError, TimeError};
 use crate::mapping::Mapped;
+use crate::remote::{Remotes, url_of};
 use crate::stored::StoredFile;
 use crate::{cf, raw, reader, sink};
 
@@ -38,8 +39,11 @@ pub struct IngestOptions {
     pub skip_unsupported: bool,
     /// Stored chunk shape per array name; others are stored whole.
     pub chunks: BTreeMap<String, Vec<u64>>,
-    /// Files opened and decoded at once (at least 1; default 1).
+    /// Files opened and decoded at once (at least 1; default 1); for files
+    /// at URLs, also the window of files being fetched at once.
     pub jobs: usize,
+    /// How files at URLs are reached (credentials, endpoint, retries); see [`crate::remote`].
+    pub storage: atlas::StorageOptions,
 }
 
 impl Default for IngestOptions {
@@ -50,6 +54,7 @@ impl Default for IngestOptions {
             skip_unsupported: false,
             chunks: BTreeMap::new(),
             jobs: 1,
+            storage: atlas::StorageOptions::default(),
         }
     }
 }
@@ -78,6 +83,11 @@ impl IngestOptions {
     /// Sets the number of decoding threads (0 counts as 1).
     pub fn with_jobs(mut self, jobs: usize) -> Self {
         self.jobs = jobs.max(1);
+        self
+    }
+    /// Sets how files at URLs are reached.
+    pub fn with_storage(mut self, storage: atlas::StorageOptions) -> Self {
+        self.storage = storage;
         self
     }
 }
@@ -188,6 +198,39 @@ pub fn map_stored(stored: &StoredFile, options: &IngestOptions) -> Result<Mapped
         }
     }
     Ok(mapped)
+}
+
+/// Reads and maps the file at `path` (a local path, or a URL fetched
+/// through `remotes`) on a blocking thread; returns the outcome and the
+/// file's size. Errors only when the blocking task panicked.
+pub(crate) async fn map_any(
+    path: &Path,
+    options: Arc<IngestOptions>,
+    remotes: &Remotes,
+) -> Result<(Result<Mapped, FileError>, u64), tokio::task::JoinError> {
+    let Some(url) = url_of(path) else {
+        let path = path.to_owned();
+        return tokio::task::spawn_blocking(move || {
+            let result = map_file(&path, &options);
+            let bytes = std::fs::metadata(&path).map_or(0, |m| m.len());
+            (result, bytes)
+        })
+        .await;
+    };
+    let fetched = match remotes.fetch(url).await {
+        Ok(bytes) => bytes,
+        Err(e) => return Ok((Err(FileError::Fetch(Box::new(e))), 0)),
+    };
+    tokio::task::spawn_blocking(move || {
+        let bytes = fetched.len() as u64;
+        let staged = tempfile::NamedTempFile::new()
+            .and_then(|mut f| std::io::Write::write_all(&mut f, &fetched).map(|()| f));
+        match staged {
+            Ok(file) => (map_file(file.path(), &options), bytes),
+            Err(e) => (Err(FileError::Stage(e)), bytes),
+        }
+    })
+    .await
 }
 
 /// One file to ingest, with its dataset name and position.
@@ -306,13 +349,14 @@ pub async fn ingest_with_progress(
 
     let parallel = options.jobs.max(1);
     let shared = Arc::new(options.clone());
+    let remotes = Arc::new(Remotes::new(options.storage.clone()));
     let mut mapped = futures::stream::iter(jobs.into_iter().map(|job| {
         let options = Arc::clone(&shared);
-        tokio::task::spawn_blocking(move || {
-            let result = map_file(&job.path, &options);
-            let bytes = std::fs::metadata(&job.path).map_or(0, |m| m.len());
-            (job, result, bytes)
-        })
+        let remotes = Arc::clone(&remotes);
+        async move {
+            let (result, bytes) = map_any(&job.path, options, &remotes).await?;
+            Ok::<_, tokio::task::JoinError>((job, result, bytes))
+        }
     }))
     .buffered(parallel);
 

@@ -35,18 +35,22 @@ mod cftime;
 pub mod discover;
 pub mod error;
 pub mod feed;
+pub mod gdac;
 pub mod ingest;
 pub mod mapping;
 pub mod model;
 mod pyjson;
 pub mod raw;
 mod reader;
+pub mod remote;
 pub mod sink;
 pub mod stored;
+pub mod sync;
 
 pub use discover::{NETCDF_SUFFIXES, discover};
 pub use error::{FileError, IngestError, TimeError};
 pub use feed::{Feed, FeedReport};
+pub use gdac::{GdacIndex, IndexEntry, IndexError, parse_index};
 pub use ingest::{
     Decode, IngestOptions, IngestReport, SkipReason, SkippedFile, SkippedVariable,
     UndecodedVariable, WrittenFile, ingest, ingest_with_progress, map_file, map_stored,
@@ -54,7 +58,13 @@ pub use ingest::{
 };
 pub use mapping::{Mapped, SkippedArray, UndecodedArray};
 pub use model::{Array, Dataset};
+pub use remote::{discover_sources, is_url};
 pub use stored::{
     ENCODING_ATTR, LATIN1, StoredAttr, StoredAttrValue, StoredData, StoredFile, StoredGroup,
     StoredVar, TextEncoding, shaped,
+};
+pub use sync::{
+    DATE_UPDATE_ATTR, PlannedFile, Removal, ReplaceKind, Replacement, SOURCE_ATTR, SkippedName,
+    SourceRoot, SyncError, SyncOptions, SyncPlan, SyncReport, SyncSkip, apply_sync, plan_sync,
+    read_index,
 };

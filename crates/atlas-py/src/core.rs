@@ -77,6 +77,12 @@ impl From<IngestError> for CoreError {
     }
 }
 
+impl From<atlas_netcdf::SyncError> for CoreError {
+    fn from(e: atlas_netcdf::SyncError) -> Self {
+        Self::classed(e.class(), &e)
+    }
+}
+
 impl From<region::InvalidKey> for CoreError {
     fn from(e: region::InvalidKey) -> Self {
         Self::invalid(e.to_string())

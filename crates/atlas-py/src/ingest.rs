@@ -13,7 +13,9 @@
 use std::path::PathBuf;
 
 use atlas::{Address, SetWriter, StorageOptions, WriterConfig};
-use atlas_netcdf::{Decode, IngestOptions};
+use atlas_netcdf::{
+    Decode, IngestOptions, ReplaceKind, SourceRoot, SyncError, SyncOptions, SyncPlan,
+};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
@@ -127,6 +129,17 @@ async fn remove(
     Ok(removed)
 }
 
+/// The time (ms since the epoch) and a random number new member ids are made of.
+fn id_seed() -> (i64, u64) {
+    use std::hash::BuildHasher;
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
+    let ms = i64::try_from(now.as_millis()).unwrap_or(i64::MAX);
+    let nonce = std::hash::RandomState::new().hash_one((std::process::id(), now.as_nanos()));
+    (ms, nonce)
+}
+
 /// `(prefix, ids)`: `count` member ids for one ingest run, in chunk order,
 /// all starting with `prefix` (the time now and a random nonce whose low 20
 /// bits are the chunk index). At most 2^20 members a run.
@@ -158,12 +171,21 @@ pub fn run_member_ids(count: usize) -> PyResult<(String, Vec<String>)> {
 
 /// The NetCDF files `sources` name (files, globs, directories scanned for
 /// NetCDF suffixes), sorted, without repeats: what `atlas create` reads.
+/// Sources at URLs (`s3://`, `gs://`, `az://`, `http(s)://`: a file, a folder
+/// or a glob) are listed with `storage`.
 #[pyfunction]
-#[pyo3(signature = (sources, recursive=true))]
-pub fn discover(sources: Vec<String>, recursive: bool) -> PyResult<Vec<String>> {
-    let sources: Vec<PathBuf> = sources.into_iter().map(PathBuf::from).collect();
-    let files = atlas_netcdf::discover(&sources, recursive)
-        .map_err(|e| crate::convert::py_err(e.into()))?;
+#[pyo3(signature = (sources, recursive=true, storage=Vec::new(), anonymous=false))]
+pub fn discover(
+    py: Python<'_>,
+    sources: Vec<String>,
+    recursive: bool,
+    storage: Vec<(String, String)>,
+    anonymous: bool,
+) -> PyResult<Vec<String>> {
+    let storage = storage_options(&storage, anonymous);
+    let files = crate::run(py, || async {
+        Ok::<_, CoreError>(atlas_netcdf::discover_sources(&sources, recursive, &storage).await?)
+    })?;
     Ok(files.into_iter().map(|p| p.display().to_string()).collect())
 }
 
@@ -207,12 +229,14 @@ pub fn ingest_member<'py>(
             ))));
         }
     };
+    let storage = storage_options(&storage, anonymous);
+    // Files at URLs are fetched by this task with the same storage options.
     let options = IngestOptions::default()
         .with_decode(decode)
         .with_skip_errors(skip_errors)
-        .with_jobs(jobs);
+        .with_jobs(jobs)
+        .with_storage(storage.clone());
     let files: Vec<PathBuf> = files.into_iter().map(PathBuf::from).collect();
-    let storage = storage_options(&storage, anonymous);
     let report = crate::run(py, || {
         ingest_into_member(files, location, member_id, options, storage)
     })?;
@@ -270,4 +294,186 @@ pub fn remove_members(
     }
     let storage = storage_options(&storage, anonymous);
     crate::run(py, || remove(location, &ids, prefix.as_deref(), storage))
+}
+
+/// The options of one sync, as `atlasds.sync` passes them.
+struct SyncArgs {
+    set: String,
+    index: String,
+    root: Option<String>,
+    dry_run: bool,
+    options: IngestOptions,
+    storage: StorageOptions,
+    max_datasets: Option<usize>,
+    /// The `k`-th new member's id.
+    member_ids: Box<dyn Fn(usize) -> String + Send + Sync>,
+}
+
+/// Reads the index, plans, and (unless `dry_run`) applies the plan in one commit.
+async fn sync_set(args: SyncArgs) -> core::Result<(SyncReportParts, Option<(Vec<String>, u64)>)> {
+    let bytes = atlas_netcdf::read_index(&args.index, &args.storage).await?;
+    let index = atlas_netcdf::parse_index(&bytes).map_err(|source| SyncError::Index {
+        index: args.index.clone(),
+        source,
+    })?;
+    let root = match &args.root {
+        Some(root) => SourceRoot::parse(root),
+        None => SourceRoot::beside_index(&args.index),
+    };
+    let set = Address::from(args.set.as_str())
+        .resolve(&args.storage, atlas::Access::Write)
+        .await?;
+    let options = SyncOptions::default()
+        .with_ingest(args.options)
+        .with_writer(WriterConfig::default().storage(args.storage.clone()))
+        .with_open(atlas::OpenOptions::default().storage(args.storage))
+        .with_max_datasets(args.max_datasets);
+    let plan = atlas_netcdf::plan_sync(&set, &index, &options.open).await?;
+    if args.dry_run {
+        return Ok((SyncReportParts::of(&plan), None));
+    }
+    let ids = args.member_ids;
+    let report = atlas_netcdf::apply_sync(plan, &set, &root, &options, ids, |_, _| {}).await?;
+    let committed = report
+        .committed
+        .as_ref()
+        .map(|outcome| (report.members.clone(), outcome.generation));
+    Ok((SyncReportParts::of(&report.applied), committed))
+}
+
+/// A replacement as Python gets it: `(old, name, file, date_update, old_date_update, kind)`.
+type ReplacedTuple = (String, String, String, String, Option<String>, &'static str);
+
+/// A plan as plain tuples for Python.
+struct SyncReportParts {
+    generation: u64,
+    added: Vec<(String, String, String)>,
+    replaced: Vec<ReplacedTuple>,
+    removed: Vec<(String, String)>,
+    skipped: Vec<(String, Option<String>, String)>,
+    unchanged: usize,
+}
+
+impl SyncReportParts {
+    fn of(plan: &SyncPlan) -> Self {
+        SyncReportParts {
+            generation: plan.generation,
+            added: plan
+                .added
+                .iter()
+                .map(|a| (a.name.clone(), a.file.clone(), a.date_update.clone()))
+                .collect(),
+            replaced: plan
+                .replaced
+                .iter()
+                .map(|r| {
+                    (
+                        r.old.clone(),
+                        r.new.name.clone(),
+                        r.new.file.clone(),
+                        r.new.date_update.clone(),
+                        r.old_date_update.clone(),
+                        match r.kind {
+                            ReplaceKind::DelayedMode => "delayed_mode",
+                            _ => "revised",
+                        },
+                    )
+                })
+                .collect(),
+            removed: plan
+                .removed
+                .iter()
+                .map(|r| (r.name.clone(), r.file.clone()))
+                .collect(),
+            skipped: plan
+                .skipped
+                .iter()
+                .map(|s| {
+                    (
+                        s.name.clone(),
+                        s.file.clone(),
+                        atlas::ErrorReport::new(&s.reason).to_string(),
+                    )
+                })
+                .collect(),
+            unchanged: plan.unchanged,
+        }
+    }
+}
+
+/// Brings the set at `set` in step with the archive index `index` (Argo GDAC
+/// format, plain or gzip; a path or URL), reading files from `root` (default:
+/// `dac` beside the index): adds, replacements (revised, and real-time to
+/// delayed-mode) and removals in one commit, as `atlas sync` does. With
+/// `dry_run` only the plan. Returns a dict: `generation` (planned from),
+/// `added` (`[(name, file, date_update)]`), `replaced` (`[(old, name, file,
+/// date_update, old_date_update, kind)]`), `removed` (`[(name, file)]`),
+/// `skipped` (`[(name, file, reason)]`), `unchanged`, and `member` /
+/// `committed_generation` (None when nothing was committed).
+#[pyfunction]
+#[pyo3(signature = (
+    set,
+    index,
+    root=None,
+    dry_run=false,
+    decode="cf".to_owned(),
+    skip_errors=false,
+    storage=Vec::new(),
+    anonymous=false,
+    jobs=1,
+    max_datasets=None,
+))]
+#[allow(clippy::too_many_arguments)]
+pub fn sync<'py>(
+    py: Python<'py>,
+    set: String,
+    index: String,
+    root: Option<String>,
+    dry_run: bool,
+    decode: String,
+    skip_errors: bool,
+    storage: Vec<(String, String)>,
+    anonymous: bool,
+    jobs: usize,
+    max_datasets: Option<usize>,
+) -> PyResult<Bound<'py, PyDict>> {
+    let decode = match decode.as_str() {
+        "cf" => Decode::Cf,
+        "raw" => Decode::Raw,
+        other => {
+            return Err(crate::convert::py_err(CoreError::invalid(format!(
+                "decode must be 'cf' or 'raw', not {other:?}"
+            ))));
+        }
+    };
+    // The member ids' time and nonce are taken here, at the binding's edge.
+    let (ms, nonce) = id_seed();
+    let args = SyncArgs {
+        set,
+        index,
+        root,
+        dry_run,
+        options: IngestOptions::default()
+            .with_decode(decode)
+            .with_skip_errors(skip_errors)
+            .with_jobs(jobs)
+            .with_storage(storage_options(&storage, anonymous)),
+        storage: storage_options(&storage, anonymous),
+        max_datasets,
+        member_ids: Box::new(move |k| atlas::member_id(ms, nonce.wrapping_add(k as u64))),
+    };
+    let (parts, committed) = crate::run(py, || sync_set(args))?;
+    let d = PyDict::new(py);
+    d.set_item("generation", parts.generation)?;
+    d.set_item("added", parts.added)?;
+    d.set_item("replaced", parts.replaced)?;
+    d.set_item("removed", parts.removed)?;
+    d.set_item("skipped", parts.skipped)?;
+    d.set_item("unchanged", parts.unchanged)?;
+    d.set_item(
+        "members",
+        committed.as_ref().map_or_else(Vec::new, |(m, _)| m.clone()),
+    )?;
+    d.set_item("committed_generation", committed.map(|(_, g)| g))?;
+    Ok(d)
 }

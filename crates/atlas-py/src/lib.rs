@@ -563,6 +563,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(ingest::ingest_member, m)?)?;
     m.add_function(wrap_pyfunction!(ingest::commit_members, m)?)?;
     m.add_function(wrap_pyfunction!(ingest::remove_members, m)?)?;
+    m.add_function(wrap_pyfunction!(ingest::sync, m)?)?;
     m.add_function(wrap_pyfunction!(views::partitions, m)?)?;
     Ok(())
 }

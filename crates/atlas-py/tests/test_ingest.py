@@ -193,9 +193,61 @@ def test_names_that_would_land_in_two_members_are_refused_before_anything_is_wri
     assert not (tmp_path / "set").exists()
 
 
-def test_object_store_sources_are_refused_with_a_clear_message(tmp_path):
-    with pytest.raises(atlasds.InvalidArgument, match="object-store sources"):
-        atlasds.ingest(["s3://bucket/argo/"], tmp_path / "set")
+@pytest.fixture
+def http_server(tmp_path):
+    """The Argo-like profiles served over HTTP from a local thread; yields the base URL."""
+    import functools
+    import http.server
+    import threading
+
+    served = tmp_path / "served"
+    shutil.copytree(DATA / "argo", served)
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(served))
+
+    class Quiet(handler.func):  # type: ignore[name-defined]
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(
+        ("127.0.0.1", 0), functools.partial(Quiet, directory=str(served))
+    )
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+
+
+def test_files_at_http_urls_are_ingested_as_the_same_local_files_are(http_server, tmp_path):
+    names = sorted(p.name for p in (DATA / "argo").glob("*.nc"))
+    result = atlasds.ingest([f"{http_server}/{n}" for n in names], tmp_path / "set", jobs=2)
+    assert result.datasets == len(names)
+    assert result.written == sorted(f"{http_server}/{n}" for n in names)
+    local = atlasds.ingest(DATA / "argo", tmp_path / "local")
+    a, b = atlasds.Collection.open(tmp_path / "set"), atlasds.Collection.open(tmp_path / "local")
+    assert sorted(a.names()) == sorted(b.names()) == names
+    for name in names:
+        for array in b[name].arrays:
+            x, y = a[name].read(array), b[name].read(array)
+            assert x.dtype == y.dtype and x.shape == y.shape
+            assert np.array_equal(x, y, equal_nan=x.dtype.kind in "fc"), (name, array)
+
+
+def test_a_url_that_fails_for_good_is_named_and_skip_errors_lets_the_rest_land(http_server, tmp_path):
+    good, missing = f"{http_server}/R6900000_001.nc", f"{http_server}/R6900000_404.nc"
+    with pytest.raises(atlasds.AtlasError, match="R6900000_404.nc"):
+        atlasds.ingest([good, missing], tmp_path / "set")
+    assert not (tmp_path / "set" / "set.manifest").exists()
+    result = atlasds.ingest([good, missing], tmp_path / "set", skip_errors=True)
+    assert result.datasets == 1
+    assert [s[0] for s in result.skipped] == [missing]
+    assert "cannot fetch it" in result.skipped[0][1]
+
+
+def test_an_http_folder_cannot_be_listed_and_says_so(http_server, tmp_path):
+    with pytest.raises(atlasds.AtlasError, match="cannot be listed"):
+        atlasds.ingest([f"{http_server}/"], tmp_path / "set")
 
 
 def test_run_member_ids_share_the_run_prefix_and_sort_in_chunk_order():

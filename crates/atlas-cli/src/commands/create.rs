@@ -26,8 +26,13 @@ use crate::{output, render};
 
 /// Runs `atlas create`.
 pub async fn run(ctx: &Ctx, args: &CreateArgs) -> CliResult {
-    let sources: Vec<PathBuf> = args.sources.iter().map(PathBuf::from).collect();
-    let files = atlas_netcdf::discover(&sources, !args.no_recursive).map_err(ingest_error)?;
+    // Local paths, globs and folders, and URLs of files, folders and globs
+    // on object stores and HTTP servers (read with the same storage options
+    // as the destination).
+    let files =
+        atlas_netcdf::discover_sources(&args.sources, !args.no_recursive, &ctx.store.storage())
+            .await
+            .map_err(ingest_error)?;
     let options = IngestOptions::default()
         .with_decode(match args.decode {
             DecodeArg::Cf => Decode::Cf,
@@ -36,7 +41,8 @@ pub async fn run(ctx: &Ctx, args: &CreateArgs) -> CliResult {
         .with_skip_errors(args.skip_errors)
         .with_skip_unsupported(args.skip_unsupported)
         .with_chunks(parse_chunks(args.chunks.as_deref())?)
-        .with_jobs(usize::from(args.jobs));
+        .with_jobs(usize::from(args.jobs))
+        .with_storage(ctx.store.storage());
     let mut config = WriterConfig::default().codec(match args.codec {
         CodecArg::Zstd => Codec::Zstd,
         CodecArg::Lz4 => Codec::Lz4,

@@ -17,6 +17,7 @@ pub mod rewrite;
 pub mod rm;
 pub mod show;
 pub mod stats;
+pub mod sync;
 pub mod verify;
 
 use std::time::Duration;
@@ -119,6 +120,7 @@ pub async fn run(cli: Cli) -> CliResult {
         Command::Index(a) => index::run(&ctx, &a).await,
         Command::Rewrite(a) => rewrite::run(&ctx, &a).await,
         Command::Create(a) => create::run(&ctx, &a).await,
+        Command::Sync(a) => sync::run(&ctx, &a).await,
         Command::Demo(a) => demo::run(&ctx, &a).await,
         Command::Cleanup(a) => cleanup::run(&ctx, &a).await,
         Command::Compact(a) => compact::run(&ctx, &a).await,

@@ -22,6 +22,8 @@
   With `append=True`, one new member of a collection set, committed.
 - `ingest(sources, set_path, client=...)`: NetCDF files into a collection
   set, one member per task on dask.distributed (or local threads), one commit.
+- `sync(set_path, index)`: a collection set kept in step with an archive's
+  index (Argo GDAC format): additions, revisions and removals in one commit.
 
 Handles pickle by location, so all of it runs on dask.distributed.
 """
@@ -52,6 +54,7 @@ from ._multi import open_mfdataarray
 from ._views import open_dataset
 from ._write import WriteResult, write
 from ._ingest import IngestResult, ingest
+from ._sync import SyncResult, sync
 
 try:
     __version__ = version("atlasds")
@@ -78,5 +81,7 @@ __all__ = [
     "write",
     "IngestResult",
     "ingest",
+    "SyncResult",
+    "sync",
     "to_dask_dataframe",
 ]

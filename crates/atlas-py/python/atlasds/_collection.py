@@ -197,30 +197,127 @@ def _location(url_or_path: str | os.PathLike[str]) -> str:
     return location
 
 
-def _storage(options: dict[str, Any] | None) -> tuple[list[tuple[str, str]], bool]:
-    """`storage_options` as OpenDAL key/value strings, and the `anonymous` flag."""
-    pairs: list[tuple[str, str]] = []
+# OpenDAL configuration keys of the backends a URL can name (S3, GCS, Azure
+# Blob, HTTP), accepted as they are. The bucket, container and root come from
+# the URL and are not options.
+_OPENDAL_KEYS = frozenset(
+    """
+    enable_versioning endpoint region profile access_key_id secret_access_key
+    session_token role_arn external_id role_session_name
+    assume_role_duration_seconds assume_role_session_tags disable_config_load
+    disable_ec2_metadata skip_signature allow_anonymous server_side_encryption
+    server_side_encryption_aws_kms_key_id server_side_encryption_customer_algorithm
+    server_side_encryption_customer_key server_side_encryption_customer_key_md5
+    default_storage_class enable_virtual_host_style batch_max_operations
+    delete_max_size disable_stat_with_override checksum_algorithm
+    disable_write_with_if_match enable_write_with_append disable_list_objects_v2
+    enable_request_payer default_acl scope service_account credential
+    credential_path predefined_acl disable_vm_metadata token account_name
+    account_key encryption_key encryption_key_sha256 encryption_algorithm
+    sas_token username password
+    """.split()
+)
+
+# fsspec / s3fs / gcsfs spellings and the keys they stand for.
+_FSSPEC_KEYS = {
+    "key": "access_key_id",
+    "secret": "secret_access_key",
+    "endpoint_url": "endpoint",
+    "region_name": "region",
+}
+_CLIENT_KWARGS = ("endpoint_url", "region_name")
+
+
+def _scheme(locations: tuple[str, ...]) -> str:
+    for location in locations:
+        if "://" in location:
+            return location.split("://", 1)[0].lower()
+    return ""
+
+
+def _scalar(key: str, value: Any) -> str | None:
+    if value is None:
+        return None
+    if isinstance(value, (bool, np.bool_)):
+        return "true" if value else "false"
+    if isinstance(value, (str, int, float, np.integer, np.floating)):
+        return str(value)
+    raise InvalidArgument(f"storage_options[{key!r}] must be a string, number or bool, got {value!r}")
+
+
+def _flag(key: str, value: Any) -> bool:
+    if not isinstance(value, (bool, np.bool_)):
+        raise InvalidArgument(f"storage_options[{key!r}] must be True or False, got {value!r}")
+    return bool(value)
+
+
+def _storage(
+    options: dict[str, Any] | None, *locations: str
+) -> tuple[list[tuple[str, str]], bool]:
+    """`storage_options` as OpenDAL key/value strings, and the `anonymous` flag.
+
+    Keys are the backend's OpenDAL keys (`endpoint`, `region`,
+    `access_key_id`, ...), `anonymous`, or what fsspec users write: `anon`,
+    `key`, `secret`, `token` (an S3 session token; on `gs://` a credentials
+    file, or `"anon"`), `endpoint_url`, `region_name`, and `client_kwargs`
+    holding `endpoint_url` / `region_name`. Any other key is refused by name.
+    `locations` say which backend `token` is for."""
+    config: dict[str, str] = {}
     anonymous = False
+    scheme = _scheme(locations)
+
+    def put(key: str, source: str, value: Any) -> None:
+        text = _scalar(source, value)
+        if text is None:
+            return
+        if key in config and config[key] != text:
+            raise InvalidArgument(
+                f"storage_options[{source!r}] sets {key!r} again, to another value"
+            )
+        config[key] = text
+
     for key, value in (options or {}).items():
         if not isinstance(key, str):
             raise InvalidArgument(f"storage_options keys are strings, got {key!r}")
-        if key == "anonymous":
-            if not isinstance(value, (bool, np.bool_)):
+        if key in ("anonymous", "anon"):
+            anonymous = _flag(key, value)
+        elif key in _FSSPEC_KEYS:
+            put(_FSSPEC_KEYS[key], key, value)
+        elif key == "client_kwargs":
+            if not isinstance(value, Mapping):
                 raise InvalidArgument(
-                    f"storage_options['anonymous'] must be True or False, got {value!r}"
+                    f"storage_options['client_kwargs'] must be a dict, got {value!r}"
                 )
-            anonymous = bool(value)
-        elif value is None:
-            continue
-        elif isinstance(value, (bool, np.bool_)):
-            pairs.append((key, "true" if value else "false"))
-        elif isinstance(value, (str, int, float, np.integer, np.floating)):
-            pairs.append((key, str(value)))
+            for inner, inner_value in value.items():
+                if inner not in _CLIENT_KWARGS:
+                    raise InvalidArgument(
+                        f"storage_options['client_kwargs'][{inner!r}] is not supported "
+                        f"(known: {', '.join(_CLIENT_KWARGS)})"
+                    )
+                put(_FSSPEC_KEYS[inner], f"client_kwargs.{inner}", inner_value)
+        elif key == "token" and scheme in ("gs", "gcs"):
+            if value == "anon":
+                anonymous = True
+            elif value in (None, "google_default", "cloud"):
+                pass  # the default credential chain
+            elif isinstance(value, (str, os.PathLike)) and os.path.isfile(value):
+                put("credential_path", key, os.fspath(value))
+            else:
+                raise InvalidArgument(
+                    "storage_options['token'] on gs:// is a credentials file, 'anon', "
+                    f"'google_default' or 'cloud'; got {value!r}"
+                )
+        elif key == "token" and scheme in ("s3", "s3a", ""):
+            put("session_token", key, value)
+        elif key in _OPENDAL_KEYS:
+            put(key, key, value)
         else:
             raise InvalidArgument(
-                f"storage_options[{key!r}] must be a string, number or bool, got {value!r}"
+                f"storage_options: unknown key {key!r} (fsspec keys: anon, key, secret, token, "
+                "endpoint_url, region_name, client_kwargs; or the backend's OpenDAL keys "
+                "such as endpoint, region, access_key_id)"
             )
-    return pairs, anonymous
+    return list(config.items()), anonymous
 
 
 def _reopen(
@@ -283,10 +380,12 @@ class Collection(Mapping[str, "Dataset"]):
         read of the container's tail.
 
         URLs: `file://`, `s3://bucket/prefix`, `gs://`, `az://`, `http(s)://`.
-        `storage_options` configures the backend: OpenDAL configuration keys
-        (`endpoint`, `region`, `access_key_id`, ...) with string, number or bool
-        values, plus `anonymous=True` for unsigned requests; a local path ignores
-        them. `block_cache_bytes` (decompressed blocks kept in memory, 0 for
+        `storage_options` configures the backend, in fsspec's spelling (`anon`,
+        `key`, `secret`, `token`, `endpoint_url`, `region_name`,
+        `client_kwargs={"endpoint_url": ...}`) or as OpenDAL configuration keys
+        (`endpoint`, `region`, `access_key_id`, ..., and `anonymous`), with
+        string, number or bool values; an unknown key is refused by name. A
+        local path ignores them. `block_cache_bytes` (decompressed blocks kept in memory, 0 for
         none) and `segment_prefetch_bytes` override the reader's defaults. With
         `cache`, reuse this process's open handle of the same location and
         options (what unpickling and the xarray backend do). With
@@ -297,7 +396,7 @@ class Collection(Mapping[str, "Dataset"]):
         """
         location = _location(url_or_path)
         options = dict(storage_options) if storage_options else None
-        pairs, anonymous = _storage(options)
+        pairs, anonymous = _storage(options, location)
         open_options = {
             k: v
             for k, v in (

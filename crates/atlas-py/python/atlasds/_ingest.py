@@ -64,21 +64,23 @@ class IngestResult:
         return len(self.written) / self.seconds if self.seconds > 0 else 0.0
 
 
-def _files(sources: Iterable[Source] | Source) -> list[str]:
+def _files(
+    sources: Iterable[Source] | Source, storage: list[tuple[str, str]], anonymous: bool
+) -> list[str]:
     if isinstance(sources, (str, os.PathLike)):
         sources = [sources]
     paths: list[str] = []
     for source in sources:
         text = os.fspath(source)
-        if "://" in text:
-            raise InvalidArgument(
-                f"{text}: object-store sources are not supported yet; "
-                "pass local paths (files, globs or directories) every worker can read"
-            )
-        paths.append(os.path.abspath(text))
+        # URLs (s3://, gs://, az://, http(s)://) are listed by the Rust side
+        # with the storage options; file:// and plain paths are local.
+        if "://" in text and not text.startswith("file://"):
+            paths.append(text)
+        else:
+            paths.append(os.path.abspath(text.removeprefix("file://")))
     if not paths:
         raise InvalidArgument("no sources given")
-    return _native.discover(paths)
+    return _native.discover(paths, True, storage, anonymous)
 
 
 def _chunks(files: list[str], per_member: int) -> list[list[str]]:
@@ -166,8 +168,10 @@ def ingest(
     `datasets_per_member` files, with the mapping `atlas create` applies.
 
     `sources` are files, globs (`*`, `?` in the last component) or
-    directories (scanned for NetCDF suffixes), local paths every worker can
-    read. With a `dask.distributed` `client`, each member is one task (keys
+    directories (scanned for NetCDF suffixes): local paths every worker can
+    read, or URLs (`s3://`, `gs://`, `az://`, `http(s)://`; an HTTP server
+    cannot be listed, so give it file URLs) that each task fetches itself
+    with `storage_options`, each file retried on its own. With a `dask.distributed` `client`, each member is one task (keys
     `atlas-ingest-<i>-<run>`) on the cluster, `jobs` files decoding at once
     inside each task (default 1); without one, `jobs` members (default: the
     CPU count) are written at once on local threads. Either way the members
@@ -188,8 +192,13 @@ def ingest(
         raise InvalidArgument(f"jobs must be at least 1, got {jobs}")
     started = time.perf_counter()
     location = _location(destination)
-    storage, anonymous = _storage(dict(storage_options) if storage_options else None)
-    files = _files(sources)
+    sources = [sources] if isinstance(sources, (str, os.PathLike)) else list(sources)
+    storage, anonymous = _storage(
+        dict(storage_options) if storage_options else None,
+        location,
+        *[os.fspath(s) for s in sources],
+    )
+    files = _files(sources, storage, anonymous)
     chunks = _chunks(files, datasets_per_member)
     prefix, ids = _native.run_member_ids(len(chunks))
 

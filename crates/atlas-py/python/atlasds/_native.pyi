@@ -109,7 +109,12 @@ def read_many(collection: _Collection, array: str, names: list[str]) -> list[np.
 
 # Distributed ingest (atlasds.ingest).
 def run_member_ids(count: int) -> tuple[str, list[str]]: ...
-def discover(sources: list[str], recursive: bool = True) -> list[str]: ...
+def discover(
+    sources: list[str],
+    recursive: bool = True,
+    storage: list[tuple[str, str]] = ...,
+    anonymous: bool = False,
+) -> list[str]: ...
 def ingest_member(
     files: list[str],
     location: str,
@@ -133,6 +138,18 @@ def remove_members(
     storage: list[tuple[str, str]] = ...,
     anonymous: bool = False,
 ) -> list[str]: ...
+def sync(
+    set: str,
+    index: str,
+    root: str | None = None,
+    dry_run: bool = False,
+    decode: str = "cf",
+    skip_errors: bool = False,
+    storage: list[tuple[str, str]] = ...,
+    anonymous: bool = False,
+    jobs: int = 1,
+    max_datasets: int | None = None,
+) -> dict[str, Any]: ...
 def partitions(
     collection: _Collection,
     arrays: list[str],

@@ -487,7 +487,9 @@ def write(
             f"mode={mode!r}: Atlas collections are write-once; mode is 'w' or 'w-' "
             "(to add or replace datasets, write a set member with append=True)"
         )
-    pairs, anonymous = _storage(dict(storage_options) if storage_options else None)
+    pairs, anonymous = _storage(
+        dict(storage_options) if storage_options else None, _location(destination)
+    )
     writer = _native.create(
         _location(destination),
         pairs,

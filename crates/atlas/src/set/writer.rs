@@ -318,6 +318,34 @@ impl SetWriter {
         .await
     }
 
+    /// Commits as [`commit`](Self::commit) does, only while the set is at
+    /// `generation` (0 for a set not yet created): for a writer that decided
+    /// what to write from that state (a sync with an archive), so that two
+    /// of them planned from one state do not both apply. A lost answer to
+    /// its own write is recognised as for `commit`.
+    ///
+    /// # Errors
+    /// [`AtlasError::CommitConflict`] when the set has moved on (the members
+    /// written are removed; plan again); otherwise as [`commit`](Self::commit).
+    pub async fn commit_at_generation(self, generation: u64) -> Result<CommitOutcome> {
+        let path = self.location.object(SET_MANIFEST_FILE);
+        self.commit_with(|manifest, new| {
+            if manifest.generation != generation {
+                return Err(AtlasError::CommitConflict {
+                    path: path.clone(),
+                    generation: manifest.generation,
+                    what: format!(
+                        "the set is at generation {}, not {generation} as when the change was planned",
+                        manifest.generation
+                    ),
+                });
+            }
+            manifest.members.extend(new.iter().cloned());
+            Ok(())
+        })
+        .await
+    }
+
     /// Commits the finished members by `place` (which puts them into the
     /// manifest as it is at each attempt, or refuses), checking first that
     /// no id is taken. On a refusal or a lost race the members are removed.
