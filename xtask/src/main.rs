@@ -456,7 +456,11 @@ fn seed_fuzz() -> Result<usize> {
     let _ = std::fs::remove_dir_all(&written_dir);
     py_fixture::write(&written_dir)?;
     let corpus = root().join("fuzz/corpus");
-    let ours = seed_from(&root().join("target/fuzz-seed"), &corpus)?;
+    let index_dir = corpus.join("index");
+    std::fs::create_dir_all(&index_dir).map_err(|e| format!("{}: {e}", index_dir.display()))?;
+    std::fs::write(index_dir.join("mixed.index"), atlas_fuzzing::index_seed())
+        .map_err(|e| format!("{}: {e}", index_dir.display()))?;
+    let ours = 1 + seed_from(&root().join("target/fuzz-seed"), &corpus)?;
     Ok(ours + seed_from(&root().join("testdata/v8"), &corpus)?)
 }
 

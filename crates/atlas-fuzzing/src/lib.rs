@@ -19,10 +19,12 @@
 
 mod collection;
 mod format;
+mod index;
 mod segment;
 
 pub use collection::{collection, collection_input};
 pub use format::{footer, mask, open, set_manifest};
+pub use index::{index, index_seed};
 pub use segment::segment;
 
 /// A fuzz target: its name (the directory of its corpus) and its body.
@@ -35,7 +37,7 @@ pub struct Target {
 }
 
 /// Every target, in the order `cargo xtask fuzz` runs them.
-pub const TARGETS: [Target; 6] = [
+pub const TARGETS: [Target; 7] = [
     Target {
         name: "open",
         run: open,
@@ -59,6 +61,10 @@ pub const TARGETS: [Target; 6] = [
     Target {
         name: "collection",
         run: collection,
+    },
+    Target {
+        name: "index",
+        run: index,
     },
 ];
 

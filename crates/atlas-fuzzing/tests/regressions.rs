@@ -78,3 +78,67 @@ fn every_fixture_runs_clean_through_every_target_that_takes_its_parts() {
         }
     }
 }
+
+/// A small deterministic generator (SplitMix64) for the mutations below.
+struct Mix(u64);
+
+impl Mix {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n.max(1) as u64) as usize
+    }
+}
+
+#[test]
+fn a_real_index_and_mutations_of_it_run_clean_through_the_index_target() {
+    let seed = atlas_fuzzing::index_seed();
+    assert!(seed.len() > 100, "the fixture's index was written");
+    let index = target("index");
+    (index.run)(&seed);
+    // `ATLAS_INDEX_MUTATIONS` sets how many (a long run is the fuzz run
+    // without cargo-fuzz); 200 keep `cargo test` quick.
+    let cases: usize = std::env::var("ATLAS_INDEX_MUTATIONS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(200);
+    let mut mix = Mix(0x1D3A);
+    for case in 0..cases {
+        let mut bytes = seed.clone();
+        match case % 4 {
+            // Flipped bytes anywhere, footer included.
+            0 => {
+                for _ in 0..1 + mix.below(8) {
+                    let at = mix.below(bytes.len());
+                    bytes[at] ^= 1 << mix.below(8);
+                }
+            }
+            // Flipped bytes in the column chunks only: the footer still ties.
+            1 => {
+                let footer = u32::from_le_bytes(bytes[bytes.len() - 8..][..4].try_into().unwrap());
+                let data_end = bytes.len() - 8 - footer as usize;
+                assert!(data_end > 4, "the seed has column chunks");
+                for _ in 0..1 + mix.below(16) {
+                    let at = 4 + mix.below(data_end - 4);
+                    bytes[at] = mix.next() as u8;
+                }
+            }
+            // Truncated.
+            2 => bytes.truncate(mix.below(bytes.len())),
+            // A run of bytes overwritten with one value (a huge length, zeros).
+            _ => {
+                let at = mix.below(bytes.len());
+                let len = (1 + mix.below(64)).min(bytes.len() - at);
+                let fill = [0x00, 0xff, 0x7f][mix.below(3)];
+                bytes[at..at + len].fill(fill);
+            }
+        }
+        (index.run)(&bytes);
+    }
+}
