@@ -58,6 +58,16 @@ async fn assert_same_answers(with: &Atlas, without: &Atlas, what: &str) {
             without.array_stats_by_dataset(&array).await.unwrap(),
             "{what}: array_stats_by_dataset({array})"
         );
+        assert_eq!(
+            with.array_shapes_by_dataset(&array).await.unwrap(),
+            without.array_shapes_by_dataset(&array).await.unwrap(),
+            "{what}: array_shapes_by_dataset({array})"
+        );
+        assert_eq!(
+            with.array_blocks_by_dataset(&array).await.unwrap(),
+            without.array_blocks_by_dataset(&array).await.unwrap(),
+            "{what}: array_blocks_by_dataset({array})"
+        );
     }
     for key in attribute_keys(without).await {
         assert_eq!(
@@ -199,7 +209,8 @@ async fn a_query_reads_the_index_and_no_segment_footer() {
     let log = stats.read_log();
     let index_reads: Vec<_> = log.iter().filter(|r| r.path == index).collect();
     // The footer (one suffix read), then the chunks of X and k of the two
-    // row groups the bounds leave: X's count, nulls and value, and k.
+    // row groups the bounds leave: X's count, nulls and value, and k (not
+    // X's shape and block, which a query does not need).
     assert_eq!(index_reads.len(), 1 + 2 * 4, "{index_reads:?}");
     assert_eq!(log.len(), index_reads.len(), "nothing else is read");
 }
@@ -386,4 +397,28 @@ async fn verify_compares_a_sound_index_with_the_footers_and_warns_of_a_stale_one
             .warnings()
             .any(|f| matches!(f, atlas::Finding::IndexNotUsed { .. }))
     );
+}
+
+#[tokio::test]
+async fn shapes_blocks_statistics_and_attributes_of_every_dataset_come_from_the_index_alone() {
+    let (op, stats, _) = counted_memory();
+    ordered(&op, "c", 300).await;
+    let atlas = open(&op, "c", true).await;
+    stats.reset();
+    assert_eq!(atlas.array_shapes_by_dataset("X").await.unwrap().len(), 300);
+    assert_eq!(atlas.array_blocks_by_dataset("X").await.unwrap().len(), 300);
+    assert_eq!(atlas.array_stats_by_dataset("X").await.unwrap().len(), 300);
+    assert!(atlas.array_stats("X").await.unwrap().is_some());
+    assert_eq!(
+        atlas.attributes_by_dataset(None, "k").await.unwrap().len(),
+        300
+    );
+    assert_eq!(
+        reads_of(&stats, &join("c", "data.atlas")),
+        0,
+        "no segment footer is read"
+    );
+    // The index footer, then X's shape and block, X's count, nulls and
+    // value, and k: one read per column chunk, each once.
+    assert_eq!(reads_of(&stats, &join("c", INDEX_FILE)), 1 + 2 + 3 + 1);
 }

@@ -3,8 +3,9 @@
 
 use std::sync::Arc;
 
+use arrow_array::types::UInt64Type;
 use arrow_array::{
-    ArrayRef, BinaryArray, Float64Array, Int64Array, RecordBatch, StringArray,
+    ArrayRef, BinaryArray, Float64Array, Int64Array, ListArray, RecordBatch, StringArray,
     TimestampNanosecondArray, UInt32Array, UInt64Array,
 };
 use arrow_schema::{Field as ArrowField, Schema};
@@ -17,7 +18,7 @@ use parquet::file::properties::{EnabledStatistics, WriterProperties};
 use super::meta::{
     ContainerIdentity, INDEX_VERSION, IndexMeta, IndexedAttribute, IndexedVariable, META_KEY,
     NAME_COLUMN, ORDINAL_COLUMN, ROWS_PER_GROUP, RowGroupBounds, StatKind, VERSION_KEY,
-    bound_columns, count_column, nulls_column,
+    block_column, bound_columns, count_column, nulls_column, shape_column,
 };
 use crate::error::{AtlasError, Result};
 use crate::query::attr_column;
@@ -74,10 +75,23 @@ pub struct IndexReport {
 }
 
 /// One variable as read from its segment: per ordinal, `None` when the
-/// dataset does not declare it, else its declared type and recorded statistics.
+/// dataset does not declare it.
 struct VariableRows {
     name: String,
-    rows: Vec<Option<(DType, Option<ArrayStats>)>>,
+    rows: Vec<Option<Cell>>,
+}
+
+/// What the index holds of one dataset's array.
+#[derive(Clone)]
+struct Cell {
+    /// The declared type.
+    dtype: DType,
+    /// The recorded statistics.
+    stats: Option<ArrayStats>,
+    /// The shape the segment records.
+    shape: Vec<u64>,
+    /// The first data block its chunks lie in.
+    block: Option<u32>,
 }
 
 /// One dataset attribute: per ordinal, the value of a dataset declaring it.
@@ -97,13 +111,39 @@ pub(crate) async fn build(
     let (array_names, attribute_keys) = declared_names(member);
     let mut variables = Vec::with_capacity(array_names.len());
     for (name, declared) in array_names {
-        let mut rows = declared;
+        let mut rows: Vec<Option<Cell>> = declared
+            .into_iter()
+            .map(|d| {
+                d.map(|dtype| Cell {
+                    dtype,
+                    stats: None,
+                    shape: Vec::new(),
+                    block: None,
+                })
+            })
+            .collect();
         for row in member
             .array_stats_by_dataset_from(&all, &name, Source::Footers)
             .await?
         {
-            if let Some(Some((_, stats))) = rows.get_mut(row.ordinal as usize) {
-                *stats = Some(row.stats);
+            if let Some(c) = cell(&mut rows, row.ordinal) {
+                c.stats = Some(row.stats);
+            }
+        }
+        for row in member
+            .array_shapes_by_dataset_from(&all, &name, Source::Footers)
+            .await?
+        {
+            if let Some(c) = cell(&mut rows, row.ordinal) {
+                c.shape = row.shape;
+            }
+        }
+        for row in member
+            .array_blocks_by_dataset_from(&all, &name, Source::Footers)
+            .await?
+        {
+            if let Some(c) = cell(&mut rows, row.ordinal) {
+                c.block = row.first_block;
             }
         }
         variables.push(VariableRows { name, rows });
@@ -129,20 +169,21 @@ pub(crate) async fn build(
     encode(member, options.rows_per_group, &variables, &attributes)
 }
 
+/// The cell of dataset `ordinal`, if it declares the variable.
+fn cell(rows: &mut [Option<Cell>], ordinal: u32) -> Option<&mut Cell> {
+    rows.get_mut(ordinal as usize).and_then(Option::as_mut)
+}
+
 /// Per array name, the declared type of each dataset declaring it (by
 /// ordinal), and per dataset attribute key, its distinct declared types;
 /// both in order of first appearance.
 #[allow(clippy::type_complexity)]
 fn declared_names(
     member: &Member,
-) -> (
-    Vec<(String, Vec<Option<(DType, Option<ArrayStats>)>>)>,
-    Vec<(String, Vec<DType>)>,
-) {
+) -> (Vec<(String, Vec<Option<DType>>)>, Vec<(String, Vec<DType>)>) {
     let footer = member.footer();
     let total = footer.datasets.len();
-    let mut arrays: indexmap::IndexMap<String, Vec<Option<(DType, Option<ArrayStats>)>>> =
-        indexmap::IndexMap::new();
+    let mut arrays: indexmap::IndexMap<String, Vec<Option<DType>>> = indexmap::IndexMap::new();
     let mut keys: indexmap::IndexMap<String, Vec<DType>> = indexmap::IndexMap::new();
     for (ordinal, (_, &schema)) in footer.datasets.iter().enumerate() {
         let Some(view) = footer.schema_view(schema) else {
@@ -153,7 +194,7 @@ fn declared_names(
                 .entry(meta.name().to_owned())
                 .or_insert_with(|| vec![None; total]);
             if let Some(slot) = rows.get_mut(ordinal) {
-                *slot = Some((meta.dtype().clone(), None));
+                *slot = Some(meta.dtype().clone());
             }
         }
         for (key, dtype) in view.attributes() {
@@ -265,7 +306,7 @@ fn variable_layout(v: &VariableRows) -> Option<IndexedVariable> {
     let mut kind: Option<StatKind> = None;
     let mut single = true;
     let mut utf8 = true;
-    for stats in v.rows.iter().flatten().filter_map(|(_, s)| s.as_ref()) {
+    for stats in v.rows.iter().flatten().filter_map(|c| c.stats.as_ref()) {
         match (&stats.min, &stats.max) {
             (Some(lo), Some(hi)) => {
                 single &= lo.compare(hi) == Some(std::cmp::Ordering::Equal);
@@ -302,12 +343,12 @@ fn variable_layout(v: &VariableRows) -> Option<IndexedVariable> {
     })
 }
 
-/// The count, nulls and bound columns of one variable, by name.
+/// The count, nulls, bound, shape and block columns of one variable, by name.
 fn variable_columns(v: &VariableRows, layout: &IndexedVariable) -> Vec<(String, ArrayRef)> {
     let stats: Vec<Option<&ArrayStats>> = v
         .rows
         .iter()
-        .map(|r| r.as_ref().and_then(|(_, s)| s.as_ref()))
+        .map(|r| r.as_ref().and_then(|c| c.stats.as_ref()))
         .collect();
     let count = UInt64Array::from_iter(stats.iter().map(|s| s.map(|s| s.row_count)));
     let nulls = UInt64Array::from_iter(stats.iter().map(|s| s.map(|s| s.null_count)));
@@ -332,6 +373,14 @@ fn variable_columns(v: &VariableRows, layout: &IndexedVariable) -> Vec<(String, 
     for (name, values) in names.into_iter().zip(bounds) {
         out.push((name, value_column(layout.kind, &values)));
     }
+    let shapes = ListArray::from_iter_primitive::<UInt64Type, _, _>(
+        v.rows
+            .iter()
+            .map(|r| r.as_ref().map(|c| c.shape.iter().map(|&d| Some(d)))),
+    );
+    out.push((shape_column(&v.name), Arc::new(shapes)));
+    let blocks = UInt32Array::from_iter(v.rows.iter().map(|r| r.as_ref().and_then(|c| c.block)));
+    out.push((block_column(&v.name), Arc::new(blocks)));
     out
 }
 
@@ -384,13 +433,13 @@ fn row_group_bounds(
         for v in variables {
             let rows = v.rows.get(first..end).unwrap_or_default();
             let mut declared = Declared::default();
-            for (dtype, _) in rows.iter().flatten() {
-                declared.add(dtype, 1);
+            for cell in rows.iter().flatten() {
+                declared.add(&cell.dtype, 1);
             }
             if declared.datasets == 0 {
                 continue;
             }
-            let stats = rows.iter().flatten().filter_map(|(_, s)| s.as_ref());
+            let stats = rows.iter().flatten().filter_map(|c| c.stats.as_ref());
             summaries.push(fold_variable(&v.name, &declared, stats)?);
         }
         let mut attribute_summaries: Vec<AttributeSummary> = Vec::new();

@@ -10,7 +10,7 @@ use std::panic::AssertUnwindSafe;
 use std::sync::{Arc, Mutex};
 
 use arrow_array::cast::AsArray;
-use arrow_array::types::{Float64Type, Int64Type, TimestampNanosecondType, UInt64Type};
+use arrow_array::types::{Float64Type, Int64Type, TimestampNanosecondType, UInt32Type, UInt64Type};
 use arrow_array::{Array, ArrayRef};
 use atlas_format::{DType, Timestamp};
 use atlas_io::{IoError, IoErrorKind, ReadParallelism, object_path, read_ranges, read_suffix};
@@ -21,8 +21,8 @@ use parquet::arrow::push_decoder::ParquetPushDecoderBuilder;
 use parquet::file::metadata::{ParquetMetaData, ParquetMetaDataReader};
 
 use super::meta::{
-    IndexMeta, IndexedAttribute, IndexedVariable, META_KEY, MetaError, StatKind, bound_columns,
-    count_column, nulls_column,
+    IndexMeta, IndexedAttribute, IndexedVariable, META_KEY, MetaError, StatKind, block_column,
+    bound_columns, count_column, nulls_column, shape_column,
 };
 use crate::read::{Live, Member};
 use crate::{ArrayStats, Attr, Value};
@@ -194,14 +194,14 @@ fn check_row_groups(meta: &IndexMeta, parquet: &ParquetMetaData) -> Result<(), I
 }
 
 impl LoadedIndex {
-    /// The leaf column named `name`.
+    /// The leaf column of top-level column `name` (a list's one leaf).
     fn leaf(&self, name: &str) -> Result<usize, IndexProblem> {
         self.parquet
             .file_metadata()
             .schema_descr()
             .columns()
             .iter()
-            .position(|c| c.name() == name)
+            .position(|c| c.path().parts().first().map(String::as_str) == Some(name))
             .ok_or_else(|| IndexProblem::Inconsistent(format!("it has no column {name:?}")))
     }
 
@@ -429,6 +429,65 @@ impl LoadedIndex {
                     })
                 };
                 out.push((ordinal, dtype, stats));
+            }
+        }
+        Ok(out)
+    }
+
+    /// The shape and first block of `variable` of each dataset of `live`
+    /// declaring it, in ordinal order, as (ordinal, declared type, shape,
+    /// first block).
+    #[allow(clippy::type_complexity)]
+    pub(crate) async fn layouts(
+        &self,
+        member: &Member,
+        variable: &IndexedVariable,
+        live: &Live,
+    ) -> Result<Vec<(u32, DType, Vec<u64>, Option<u32>)>, IndexProblem> {
+        let names = [shape_column(&variable.name), block_column(&variable.name)];
+        let groups = self.groups_of(live);
+        let columns = self.columns(member, &names, &groups).await?;
+        let footer = member.footer();
+        let mut out = Vec::new();
+        for (&g, arrays) in groups.iter().zip(&columns) {
+            let first = self.first_of(g)?;
+            let [shapes, blocks] = arrays.as_slice() else {
+                return Err(IndexProblem::Decode("missing layout columns".into()));
+            };
+            let shapes = shapes.as_list_opt::<i32>().ok_or_else(wrong_type)?;
+            let blocks = blocks
+                .as_primitive_opt::<UInt32Type>()
+                .ok_or_else(wrong_type)?;
+            if blocks.len() != shapes.len() {
+                return Err(wrong_type());
+            }
+            for row in 0..shapes.len() {
+                let ordinal = first
+                    .checked_add(u32::try_from(row).map_err(|_| wrong_type())?)
+                    .ok_or_else(wrong_type)?;
+                if !live.contains(ordinal) {
+                    continue;
+                }
+                let Some(dtype) = footer
+                    .datasets
+                    .get_index(ordinal as usize)
+                    .and_then(|(_, &schema)| footer.schema_view(schema))
+                    .and_then(|s| s.array(&variable.name).map(|m| m.dtype().clone()))
+                else {
+                    continue;
+                };
+                if shapes.is_null(row) {
+                    return Err(IndexProblem::Decode(format!(
+                        "dataset {ordinal} declares {:?} but has no shape",
+                        variable.name
+                    )));
+                }
+                let shape = shapes.value(row);
+                let shape = shape
+                    .as_primitive_opt::<UInt64Type>()
+                    .ok_or_else(wrong_type)?;
+                let block = (!blocks.is_null(row)).then(|| blocks.value(row));
+                out.push((ordinal, dtype, shape.values().to_vec(), block));
             }
         }
         Ok(out)

@@ -108,6 +108,16 @@ pub(crate) fn bound_columns(v: &IndexedVariable) -> Vec<String> {
     }
 }
 
+/// The column of a variable's shape in each dataset (a list).
+pub(crate) fn shape_column(variable: &str) -> String {
+    format!("{variable}.shape")
+}
+
+/// The column of the first data block a variable's chunks lie in.
+pub(crate) fn block_column(variable: &str) -> String {
+    format!("{variable}.block")
+}
+
 /// The names of the fixed columns.
 pub(crate) const NAME_COLUMN: &str = "dataset";
 pub(crate) const ORDINAL_COLUMN: &str = "ordinal";

@@ -114,6 +114,23 @@ impl Member {
             .ok()
     }
 
+    /// The shape and first block of `array` for the datasets of `live`
+    /// declaring it, from the index when it holds them: (ordinal, declared
+    /// type, shape, first block). `None`: ask the footers.
+    pub(crate) async fn indexed_layouts(
+        &self,
+        live: &Live,
+        array: &str,
+    ) -> Option<Vec<(u32, DType, Vec<u64>, Option<u32>)>> {
+        let index = self.index().await?;
+        let variable = index.meta.variable(array)?;
+        index
+            .layouts(self, variable, live)
+            .await
+            .map_err(|e| self.index_failed(&e))
+            .ok()
+    }
+
     /// Dataset attribute `key` of the datasets of `live` declaring it, from
     /// the index when it holds it. `None`: ask the footers.
     pub(crate) async fn indexed_attributes(
@@ -224,6 +241,30 @@ pub(crate) async fn check(member: &Member) -> Option<std::result::Result<Vec<Str
             // The footer's own damage is reported by the segment checks.
             (_, Err(_)) => {}
         }
+        let from_index = index.layouts(member, variable, &all).await;
+        let (shapes, blocks) = futures::join!(
+            member.array_shapes_by_dataset_from(&all, &variable.name, Source::Footers),
+            member.array_blocks_by_dataset_from(&all, &variable.name, Source::Footers)
+        );
+        match (from_index, shapes, blocks) {
+            (Ok(indexed), Ok(shapes), Ok(blocks)) => {
+                let indexed: Vec<(u32, Layout)> = indexed
+                    .into_iter()
+                    .map(|(o, _, shape, block)| (o, (shape, block)))
+                    .collect();
+                let footers: Vec<(u32, Layout)> = shapes
+                    .into_iter()
+                    .zip(blocks)
+                    .map(|(s, b)| (s.ordinal, (s.shape, b.first_block)))
+                    .collect();
+                if let Some(what) = first_difference(&indexed, &footers) {
+                    disagreements.push(format!("shape or block of {:?}: {what}", variable.name));
+                }
+            }
+            (Err(load::IndexProblem::Io(e)), _, _) => return Some(Err(e.to_string())),
+            (Err(e), _, _) => disagreements.push(format!("{:?}: {e}", variable.name)),
+            _ => {}
+        }
     }
     let datasets = &member.footer().datasets;
     for attribute in &index.meta.attributes {
@@ -253,6 +294,9 @@ pub(crate) async fn check(member: &Member) -> Option<std::result::Result<Vec<Str
     }
     Some(Ok(disagreements))
 }
+
+/// A dataset's shape and first block of one array.
+type Layout = (Vec<u64>, Option<u32>);
 
 /// Where two per-ordinal lists first differ, described.
 fn first_difference<T: PartialEq + std::fmt::Debug>(

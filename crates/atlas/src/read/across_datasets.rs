@@ -173,6 +173,32 @@ impl Member {
             .collect())
     }
 
+    /// Per live dataset declaring `array`, in ordinal order, from the index
+    /// when `source` allows and the index holds it: ordinal, name, type,
+    /// shape and first block. `None`: ask the footers.
+    #[allow(clippy::type_complexity)]
+    async fn layout_rows(
+        &self,
+        live: &Live,
+        array: &str,
+        source: Source,
+    ) -> Result<Option<Vec<(u32, String, DType, Vec<u64>, Option<u32>)>>> {
+        if source != Source::Any {
+            return Ok(None);
+        }
+        let datasets = &self.footer().datasets;
+        let declared = declared_per_schema(self.footer(), |s| s.array(array).map(|m| m.dtype()));
+        self.known_array(array, &declared)?;
+        Ok(self.indexed_layouts(live, array).await.map(|rows| {
+            rows.into_iter()
+                .filter_map(|(ordinal, dtype, shape, block)| {
+                    let (name, _) = datasets.get_index(ordinal as usize)?;
+                    Some((ordinal, name.to_string(), dtype, shape, block))
+                })
+                .collect()
+        }))
+    }
+
     /// Per live dataset declaring `array`, in ordinal order: its ordinal,
     /// declared type and recorded statistics; from the index when `source`
     /// allows and the index holds them, else from the segment's footer.
@@ -213,6 +239,27 @@ impl Member {
         live: &Live,
         array: &str,
     ) -> Result<Vec<DatasetBlock>> {
+        self.array_blocks_by_dataset_from(live, array, Source::Any)
+            .await
+    }
+
+    /// [`array_blocks_by_dataset`](Self::array_blocks_by_dataset), read from `source`.
+    pub(crate) async fn array_blocks_by_dataset_from(
+        &self,
+        live: &Live,
+        array: &str,
+        source: Source,
+    ) -> Result<Vec<DatasetBlock>> {
+        if let Some(rows) = self.layout_rows(live, array, source).await? {
+            return Ok(rows
+                .into_iter()
+                .map(|(ordinal, name, _, _, first_block)| DatasetBlock {
+                    dataset: name,
+                    ordinal,
+                    first_block,
+                })
+                .collect());
+        }
         self.digest_rows(live, array, |info, ordinal, _| {
             Ok(Some(DatasetBlock {
                 dataset: info.name.clone(),
@@ -242,6 +289,28 @@ impl Member {
         live: &Live,
         array: &str,
     ) -> Result<Vec<DatasetShape>> {
+        self.array_shapes_by_dataset_from(live, array, Source::Any)
+            .await
+    }
+
+    /// [`array_shapes_by_dataset`](Self::array_shapes_by_dataset), read from `source`.
+    pub(crate) async fn array_shapes_by_dataset_from(
+        &self,
+        live: &Live,
+        array: &str,
+        source: Source,
+    ) -> Result<Vec<DatasetShape>> {
+        if let Some(rows) = self.layout_rows(live, array, source).await? {
+            return Ok(rows
+                .into_iter()
+                .map(|(ordinal, name, dtype, shape, _)| DatasetShape {
+                    dataset: name,
+                    ordinal,
+                    dtype,
+                    shape,
+                })
+                .collect());
+        }
         self.digest_rows(live, array, |info, ordinal, declared| {
             check_dtype(array, declared, &info.dtype, &info.name)?;
             Ok(Some(DatasetShape {
