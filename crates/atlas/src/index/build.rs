@@ -11,9 +11,10 @@ use arrow_array::{
 use arrow_schema::{Field as ArrowField, Schema};
 use atlas_format::{AttributeSummary, DType, VariableSummary};
 use parquet::arrow::ArrowWriter;
-use parquet::basic::{Compression, ZstdLevel};
+use parquet::basic::{Compression, Encoding, ZstdLevel};
 use parquet::file::metadata::KeyValue;
 use parquet::file::properties::{EnabledStatistics, WriterProperties};
+use parquet::schema::types::ColumnPath;
 
 use super::meta::{
     ContainerIdentity, INDEX_VERSION, IndexMeta, IndexedAttribute, IndexedVariable, META_KEY,
@@ -472,10 +473,24 @@ fn write_parquet(batch: &RecordBatch, meta: &IndexMeta, rows_per_group: usize) -
         what: format!("the index cannot be written: {e}"),
     };
     let level = ZstdLevel::try_new(atlas_format::DEFAULT_ZSTD_LEVEL).map_err(|e| fail(&e))?;
-    let props = WriterProperties::builder()
+    let mut props = WriterProperties::builder()
         .set_compression(Compression::ZSTD(level))
         .set_max_row_group_row_count(Some(rows_per_group))
-        .set_statistics_enabled(EnabledStatistics::Page)
+        .set_statistics_enabled(EnabledStatistics::Page);
+    // Floats (coordinates, bounds) rarely repeat: a dictionary only costs,
+    // and their bytes split by significance compress about a third better.
+    for field in batch.schema().fields() {
+        if matches!(
+            field.data_type(),
+            arrow_schema::DataType::Float32 | arrow_schema::DataType::Float64
+        ) {
+            let path = ColumnPath::from(field.name().as_str());
+            props = props
+                .set_column_dictionary_enabled(path.clone(), false)
+                .set_column_encoding(path, Encoding::BYTE_STREAM_SPLIT);
+        }
+    }
+    let props = props
         .set_key_value_metadata(Some(vec![
             KeyValue::new(META_KEY.to_owned(), meta.encode().map_err(|e| fail(&e))?),
             KeyValue::new(VERSION_KEY.to_owned(), INDEX_VERSION.to_string()),

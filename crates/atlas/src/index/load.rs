@@ -31,6 +31,8 @@ use crate::{ArrayStats, Attr, Value};
 const INDEX_PROBE_LEN: u64 = 64 * 1024;
 /// The largest Parquet footer an index may declare; more is a hostile file.
 const MAX_FOOTER_LEN: u64 = 256 * 1024 * 1024;
+/// Column chunks of one read closer than this are fetched as one range.
+const COALESCE_GAP: u64 = 16 * 1024;
 /// The Parquet footer's fixed end: metadata length (4) and magic (4).
 const PARQUET_TAIL_LEN: u64 = 8;
 
@@ -267,6 +269,7 @@ impl LoadedIndex {
                 ranges.push(start..start.saturating_add(len));
             }
         }
+        let ranges = coalesce(ranges);
         let op = &member.inner().op;
         let policy = ReadParallelism::for_operator(op);
         let fetched = read_ranges(op, &self.path, &ranges, &policy).await?;
@@ -541,6 +544,24 @@ impl LoadedIndex {
             .and_then(|g| u32::try_from(g.first).ok())
             .ok_or_else(|| IndexProblem::Inconsistent(format!("no row group {group}")))
     }
+}
+
+/// Ranges sorted and joined where at most [`COALESCE_GAP`] bytes lie between
+/// them: the chunks a question needs of one row group sit side by side
+/// (a variable's count, nulls, bounds, shape and block columns; neighbouring
+/// variables), so one request fetches them together.
+fn coalesce(mut ranges: Vec<Range<u64>>) -> Vec<Range<u64>> {
+    ranges.sort_by_key(|r| r.start);
+    let mut out: Vec<Range<u64>> = Vec::with_capacity(ranges.len());
+    for r in ranges {
+        match out.last_mut() {
+            Some(last) if r.start <= last.end.saturating_add(COALESCE_GAP) => {
+                last.end = last.end.max(r.end);
+            }
+            _ => out.push(r),
+        }
+    }
+    out
 }
 
 fn wrong_type() -> IndexProblem {
