@@ -78,6 +78,14 @@ async fn assert_same_answers(with: &Atlas, without: &Atlas, what: &str) {
     }
 }
 
+/// The collection at `prefix` has an index that is not used, and answers
+/// every question as the footers do.
+async fn assert_index_ignored(op: &Operator, prefix: &str, what: &str) {
+    let with = open(op, prefix, true).await;
+    assert!(!with.lone_member().unwrap().has_index().await, "{what}");
+    assert_same_answers(&with, &open(op, prefix, false).await, what).await;
+}
+
 #[tokio::test]
 async fn the_index_answers_every_question_as_the_footers_do_on_every_fixture() {
     for fixture in FIXTURES {
@@ -159,7 +167,8 @@ async fn deletes_made_after_indexing_are_respected() {
     assert!(selected.iter().all(|n| !gone.contains(&n.as_str())));
 }
 
-/// `n` datasets with a scalar `X = i` and an attribute `k = i`, in order.
+/// `n` datasets with a scalar `X = i` and an attribute `k = i`, in order,
+/// written with their index (the writer's default).
 async fn ordered(op: &Operator, prefix: &str, n: usize) {
     ordered_from(op, prefix, n, 0.0).await;
 }
@@ -257,29 +266,17 @@ async fn an_index_of_another_container_is_not_used() {
     let op = memory();
     ordered(&op, "a", 30).await;
     ordered(&op, "b", 31).await;
-    open(&op, "a", true)
-        .await
-        .write_index(&IndexOptions::default())
-        .await
-        .unwrap();
     let foreign = op.read(&join("a", INDEX_FILE)).await.unwrap();
     op.write(&join("b", INDEX_FILE), foreign.to_vec())
         .await
         .unwrap();
-    let b = open(&op, "b", true).await;
-    assert!(!b.lone_member().unwrap().has_index().await);
-    assert_same_answers(&b, &open(&op, "b", false).await, "foreign index").await;
+    assert_index_ignored(&op, "b", "foreign index").await;
 }
 
 #[tokio::test]
 async fn a_rewritten_container_leaves_its_old_index_unused() {
     let op = memory();
     ordered(&op, "a", 40).await;
-    open(&op, "a", true)
-        .await
-        .write_index(&IndexOptions::default())
-        .await
-        .unwrap();
     let old = op.read(&join("a", INDEX_FILE)).await.unwrap();
     // Another container of the same size and dataset count at the same place.
     op.delete(&join("a", "data.atlas")).await.unwrap();
@@ -287,20 +284,13 @@ async fn a_rewritten_container_leaves_its_old_index_unused() {
     op.write(&join("a", INDEX_FILE), old.to_vec())
         .await
         .unwrap();
-    let a = open(&op, "a", true).await;
-    assert!(!a.lone_member().unwrap().has_index().await);
-    assert_same_answers(&a, &open(&op, "a", false).await, "stale index").await;
+    assert_index_ignored(&op, "a", "stale index").await;
 }
 
 #[tokio::test]
 async fn an_unreadable_index_falls_back_to_the_footers() {
     let op = memory();
     ordered(&op, "a", 50).await;
-    open(&op, "a", true)
-        .await
-        .write_index(&IndexOptions::default())
-        .await
-        .unwrap();
     let good = op.read(&join("a", INDEX_FILE)).await.unwrap().to_vec();
     let huge_footer = {
         let mut bytes = good.clone();
@@ -324,9 +314,7 @@ async fn an_unreadable_index_falls_back_to_the_footers() {
         ("flipped footer", flipped),
     ] {
         op.write(&join("a", INDEX_FILE), bytes).await.unwrap();
-        let a = open(&op, "a", true).await;
-        assert!(!a.lone_member().unwrap().has_index().await, "{what}");
-        assert_same_answers(&a, &open(&op, "a", false).await, what).await;
+        assert_index_ignored(&op, "a", what).await;
     }
 }
 
@@ -334,11 +322,6 @@ async fn an_unreadable_index_falls_back_to_the_footers() {
 async fn a_damaged_index_column_falls_back_to_the_footers_and_verify_names_it() {
     let op = memory();
     ordered(&op, "a", 50).await;
-    open(&op, "a", true)
-        .await
-        .write_index(&IndexOptions::default())
-        .await
-        .unwrap();
     let path = join("a", INDEX_FILE);
     let mut bytes = op.read(&path).await.unwrap().to_vec();
     let metadata = parquet::file::metadata::ParquetMetaDataReader::new()

@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex};
 use arrow_array::cast::AsArray;
 use arrow_array::types::{Float64Type, Int64Type, TimestampNanosecondType, UInt32Type, UInt64Type};
 use arrow_array::{Array, ArrayRef};
-use atlas_format::{DType, Timestamp};
+use atlas_format::{CollectionFooter, DType, SchemaView, Timestamp};
 use atlas_io::{IoError, IoErrorKind, ReadParallelism, object_path, read_ranges, read_suffix};
 use bytes::Bytes;
 use parquet::DecodeResult;
@@ -391,19 +391,8 @@ impl LoadedIndex {
             let nulls = nulls
                 .as_primitive_opt::<UInt64Type>()
                 .ok_or_else(wrong_type)?;
-            for row in 0..count.len() {
-                let ordinal = first
-                    .checked_add(u32::try_from(row).map_err(|_| wrong_type())?)
-                    .ok_or_else(wrong_type)?;
-                if !live.contains(ordinal) {
-                    continue;
-                }
-                let Some(dtype) = footer
-                    .datasets
-                    .get_index(ordinal as usize)
-                    .and_then(|(_, &schema)| footer.schema_view(schema))
-                    .and_then(|s| s.array(&variable.name).map(|m| m.dtype().clone()))
-                else {
+            for (row, ordinal) in live_rows(first, count.len(), live) {
+                let Some(dtype) = declared_array(footer, ordinal, &variable.name) else {
                     continue;
                 };
                 let stats = if count.is_null(row) {
@@ -464,19 +453,8 @@ impl LoadedIndex {
             if blocks.len() != shapes.len() {
                 return Err(wrong_type());
             }
-            for row in 0..shapes.len() {
-                let ordinal = first
-                    .checked_add(u32::try_from(row).map_err(|_| wrong_type())?)
-                    .ok_or_else(wrong_type)?;
-                if !live.contains(ordinal) {
-                    continue;
-                }
-                let Some(dtype) = footer
-                    .datasets
-                    .get_index(ordinal as usize)
-                    .and_then(|(_, &schema)| footer.schema_view(schema))
-                    .and_then(|s| s.array(&variable.name).map(|m| m.dtype().clone()))
-                else {
+            for (row, ordinal) in live_rows(first, shapes.len(), live) {
+                let Some(dtype) = declared_array(footer, ordinal, &variable.name) else {
                     continue;
                 };
                 if shapes.is_null(row) {
@@ -513,16 +491,10 @@ impl LoadedIndex {
         for (&g, arrays) in groups.iter().zip(&columns) {
             let first = self.first_of(g)?;
             let column = arrays.first().ok_or_else(wrong_type)?;
-            for row in 0..column.len() {
-                let ordinal = first
-                    .checked_add(u32::try_from(row).map_err(|_| wrong_type())?)
-                    .ok_or_else(wrong_type)?;
-                let declares = footer
-                    .datasets
-                    .get_index(ordinal as usize)
-                    .and_then(|(_, &schema)| footer.schema_view(schema))
+            for (row, ordinal) in live_rows(first, column.len(), live) {
+                let declares = schema_of(footer, ordinal)
                     .is_some_and(|s| s.attribute_dtype(&attribute.key).is_some());
-                if !declares || !live.contains(ordinal) {
+                if !declares {
                     continue;
                 }
                 let attr = attr_at(&attribute.dtype, column, row)?.ok_or_else(|| {
@@ -544,6 +516,27 @@ impl LoadedIndex {
             .and_then(|g| u32::try_from(g.first).ok())
             .ok_or_else(|| IndexProblem::Inconsistent(format!("no row group {group}")))
     }
+}
+
+/// The rows of a row group whose first dataset is `first` that `live`
+/// covers, with their ordinals.
+fn live_rows(first: u32, rows: usize, live: &Live) -> impl Iterator<Item = (usize, u32)> + '_ {
+    (0..rows)
+        .map_while(move |row| Some((row, first.checked_add(u32::try_from(row).ok()?)?)))
+        .filter(move |&(_, ordinal)| live.contains(ordinal))
+}
+
+/// The schema of dataset `ordinal`.
+fn schema_of(footer: &CollectionFooter, ordinal: u32) -> Option<SchemaView<'_>> {
+    let (_, &schema) = footer.datasets.get_index(ordinal as usize)?;
+    footer.schema_view(schema)
+}
+
+/// The type dataset `ordinal` declares array `name` with, if it declares it.
+fn declared_array(footer: &CollectionFooter, ordinal: u32, name: &str) -> Option<DType> {
+    schema_of(footer, ordinal)?
+        .array(name)
+        .map(|m| m.dtype().clone())
 }
 
 /// Ranges sorted and joined where at most [`COALESCE_GAP`] bytes lie between
