@@ -220,15 +220,7 @@ pub fn ingest_member<'py>(
     anonymous: bool,
     jobs: usize,
 ) -> PyResult<Bound<'py, PyDict>> {
-    let decode = match decode.as_str() {
-        "cf" => Decode::Cf,
-        "raw" => Decode::Raw,
-        other => {
-            return Err(crate::convert::py_err(CoreError::invalid(format!(
-                "decode must be 'cf' or 'raw', not {other:?}"
-            ))));
-        }
-    };
+    let decode = parse_decode(&decode)?;
     let storage = storage_options(&storage, anonymous);
     // Files at URLs are fetched by this task with the same storage options.
     let options = IngestOptions::default()
@@ -437,15 +429,7 @@ pub fn sync<'py>(
     jobs: usize,
     max_datasets: Option<usize>,
 ) -> PyResult<Bound<'py, PyDict>> {
-    let decode = match decode.as_str() {
-        "cf" => Decode::Cf,
-        "raw" => Decode::Raw,
-        other => {
-            return Err(crate::convert::py_err(CoreError::invalid(format!(
-                "decode must be 'cf' or 'raw', not {other:?}"
-            ))));
-        }
-    };
+    let decode = parse_decode(&decode)?;
     // The member ids' time and nonce are taken here, at the binding's edge.
     let (ms, nonce) = id_seed();
     let args = SyncArgs {
@@ -476,4 +460,15 @@ pub fn sync<'py>(
     )?;
     d.set_item("committed_generation", committed.map(|(_, g)| g))?;
     Ok(d)
+}
+
+/// The `decode=` argument of `ingest` and `sync`: `"cf"` or `"raw"`.
+fn parse_decode(decode: &str) -> PyResult<Decode> {
+    match decode {
+        "cf" => Ok(Decode::Cf),
+        "raw" => Ok(Decode::Raw),
+        other => Err(crate::convert::py_err(CoreError::invalid(format!(
+            "decode must be 'cf' or 'raw', not {other:?}"
+        )))),
+    }
 }
