@@ -1089,3 +1089,29 @@ async fn reading_the_first_dataset_starts_a_walk_but_asking_its_layout_does_not(
     }
     assert_eq!(stats.snapshot().reads, 1);
 }
+
+#[tokio::test]
+async fn a_loop_over_datasets_stops_looking_arrays_up_and_reads_the_footer_once() {
+    let n = 10_000;
+    let UniformV { atlas, stats, .. } = uniform_with_footer_of_v(n).await;
+    stats.reset();
+    let mut lookups = 0;
+    for i in 0..40 {
+        let view = atlas.dataset(&uniform_name(i * 97)).await.unwrap();
+        view.read_array::<f32>("v", atlas::Region::all())
+            .await
+            .unwrap();
+        if atlas.segments_opened() == 0 {
+            lookups += 1;
+        }
+    }
+    // A handful of arrays are each found by a lookup; the loop then opens
+    // the segment whole, and the rest cost at most their blocks.
+    assert_eq!(lookups, 8, "eight lookups, then one open of the segment");
+    assert_eq!(atlas.segments_opened(), 1);
+    assert!(
+        stats.snapshot().reads < 8 * 5 + 3 + 40,
+        "{:?}",
+        stats.snapshot()
+    );
+}

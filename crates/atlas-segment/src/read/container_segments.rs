@@ -54,6 +54,10 @@ const LOOKUP_TAIL: u64 = 64 * 1024;
 const LOOKUP_MIN_FOOTER: u64 = 1024 * 1024;
 /// Arrays found by lookup kept per set; past that a segment is opened whole.
 const LOOKUP_LIMIT: usize = 256;
+/// Arrays of one segment found by lookup before it is opened whole: a
+/// handful of reads gain from a lookup each, a loop over the datasets gains
+/// from one read of the whole footer.
+const LOOKUPS_PER_SEGMENT: usize = 8;
 /// Block cache of [`SegmentOptions::default`]: 256 MiB.
 pub const DEFAULT_BLOCK_CACHE_BYTES: u64 = array_format::DEFAULT_CACHE_CAPACITY as u64;
 
@@ -379,7 +383,12 @@ impl ContainerSegments {
         let expected_footer = range.arrays_hint.saturating_mul(FOOTER_BYTES_PER_ARRAY);
         let small = LOOKUP_MIN_FOOTER.max(self.prefetch);
         let footer_in_hand = self.pending().contains_key(&index);
-        if expected_footer <= small || footer_in_hand || self.singles().len() >= LOOKUP_LIMIT {
+        let lookups_here = self.singles().keys().filter(|(i, _)| *i == index).count();
+        if expected_footer <= small
+            || footer_in_hand
+            || lookups_here >= LOOKUPS_PER_SEGMENT
+            || self.singles().len() >= LOOKUP_LIMIT
+        {
             if reading && position() == 0 {
                 return cell
                     .get_or_try_init(|| self.open_for(index, range, true))
