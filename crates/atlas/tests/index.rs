@@ -194,8 +194,9 @@ async fn ordered_from(op: &Operator, prefix: &str, n: usize, offset: f64) {
     writer.finish().await.unwrap();
 }
 
-#[tokio::test]
-async fn a_query_reads_the_index_and_no_segment_footer() {
+/// 1000 [`ordered`] datasets on a counted store, indexed in row groups of
+/// 100, and a handle on them.
+async fn ordered_in_groups_of_100() -> (Operator, atlas_io::RequestStats, Atlas) {
     let (op, stats, _) = counted_memory();
     ordered(&op, "c", 1000).await;
     open(&op, "c", true)
@@ -204,6 +205,12 @@ async fn a_query_reads_the_index_and_no_segment_footer() {
         .await
         .unwrap();
     let atlas = open(&op, "c", true).await;
+    (op, stats, atlas)
+}
+
+#[tokio::test]
+async fn a_query_reads_the_index_and_no_segment_footer() {
+    let (op, stats, atlas) = ordered_in_groups_of_100().await;
     stats.reset();
     let p = Predicate::parse("X between 150 249.5 and k >= 0").unwrap();
     let names = atlas.select(&p).await.unwrap();
@@ -237,14 +244,7 @@ async fn a_query_reads_the_index_and_no_segment_footer() {
 
 #[tokio::test]
 async fn row_groups_ruled_out_cost_nothing_and_the_rest_is_read_once() {
-    let (op, stats, _) = counted_memory();
-    ordered(&op, "c", 1000).await;
-    open(&op, "c", true)
-        .await
-        .write_index(&IndexOptions::default().rows_per_group(100))
-        .await
-        .unwrap();
-    let atlas = open(&op, "c", true).await;
+    let (_, stats, atlas) = ordered_in_groups_of_100().await;
     let p = Predicate::parse("X > 2000").unwrap();
     stats.reset();
     assert!(atlas.select(&p).await.unwrap().is_empty());

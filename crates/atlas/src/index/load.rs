@@ -586,31 +586,19 @@ fn value_at(kind: StatKind, column: &ArrayRef, row: usize) -> Result<Option<Valu
     if column.is_null(row) {
         return Ok(None);
     }
+    macro_rules! primitive {
+        ($t:ty) => {
+            column
+                .as_primitive_opt::<$t>()
+                .ok_or_else(wrong_type)?
+                .value(row)
+        };
+    }
     Ok(Some(match kind {
-        StatKind::Int => Value::Int(
-            column
-                .as_primitive_opt::<Int64Type>()
-                .ok_or_else(wrong_type)?
-                .value(row),
-        ),
-        StatKind::UInt => Value::UInt(
-            column
-                .as_primitive_opt::<UInt64Type>()
-                .ok_or_else(wrong_type)?
-                .value(row),
-        ),
-        StatKind::Float => Value::Float(
-            column
-                .as_primitive_opt::<Float64Type>()
-                .ok_or_else(wrong_type)?
-                .value(row),
-        ),
-        StatKind::Timestamp => Value::Timestamp(Timestamp(
-            column
-                .as_primitive_opt::<TimestampNanosecondType>()
-                .ok_or_else(wrong_type)?
-                .value(row),
-        )),
+        StatKind::Int => Value::Int(primitive!(Int64Type)),
+        StatKind::UInt => Value::UInt(primitive!(UInt64Type)),
+        StatKind::Float => Value::Float(primitive!(Float64Type)),
+        StatKind::Timestamp => Value::Timestamp(Timestamp(primitive!(TimestampNanosecondType))),
         StatKind::Text => Value::Bytes(
             column
                 .as_string_opt::<i32>()
