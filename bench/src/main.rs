@@ -359,9 +359,9 @@ impl ChildRun {
 /// `child IMPL CASE DIR N TASKS CODEC`: one write, a check that the
 /// collection opens with every dataset, then `RESULT` and [`ChildRun::line`].
 fn child(args: &[String]) -> Result {
-    let [imp, case, dir, n, tasks, codec] = args else {
+    let [imp, case, dir, n, tasks, codec, index] = args else {
         return Err(BenchError::Usage(
-            "child IMPL argo|grid|tiny DIR N TASKS zstd|lz4|none".into(),
+            "child IMPL argo|grid|tiny DIR N TASKS zstd|lz4|none index|no-index".into(),
         ));
     };
     let number = |v: &str, what: &str| {
@@ -372,6 +372,7 @@ fn child(args: &[String]) -> Result {
     let dir = Path::new(dir);
     let job = write::Job {
         codec: write::Compression::parse(codec)?,
+        index: index == "index",
         ..write::Job::new(
             write::Case::parse(case)?,
             number(n, "N")?,
@@ -432,6 +433,7 @@ fn run_child(imp: Impl, job: &write::Job, dir: &Path) -> Result<ChildRun> {
         job.n.to_string(),
         job.tasks.to_string(),
         job.codec.arg().to_owned(),
+        if job.index { "index" } else { "no-index" }.to_owned(),
     ];
     let what = format!("{} {}", imp.label(), job.case.arg());
     spawn_child(&args, &what).map(|(run, _)| run)

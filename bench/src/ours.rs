@@ -58,11 +58,13 @@ pub(crate) fn write_profile(w: &AtlasWriter, p: Profile) -> Result<atlas::Datase
 }
 
 fn config(job: &Job) -> WriterConfig {
-    WriterConfig::default().codec(match job.codec {
-        Compression::Zstd => Codec::Zstd,
-        Compression::Lz4 => Codec::Lz4,
-        Compression::Uncompressed => Codec::Uncompressed,
-    })
+    WriterConfig::default()
+        .codec(match job.codec {
+            Compression::Zstd => Codec::Zstd,
+            Compression::Lz4 => Codec::Lz4,
+            Compression::Uncompressed => Codec::Uncompressed,
+        })
+        .dataset_index(job.index)
 }
 
 /// Adds dataset `i` of `case` to `w` and fills it (not yet finished).

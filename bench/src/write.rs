@@ -112,16 +112,20 @@ pub struct Job {
     pub tasks: usize,
     /// The block codec.
     pub codec: Compression,
+    /// Whether this Atlas writes its dataset index (its default); atlas-rust
+    /// writes none.
+    pub index: bool,
 }
 
 impl Job {
-    /// `n` datasets of `case` from `tasks` tasks, with zstd.
+    /// `n` datasets of `case` from `tasks` tasks, with zstd and the index.
     pub fn new(case: Case, n: usize, tasks: usize) -> Self {
         Self {
             case,
             n,
             tasks: tasks.max(1),
             codec: Compression::Zstd,
+            index: true,
         }
     }
 
@@ -213,6 +217,8 @@ pub fn parse_options(args: &[String]) -> Result<WriteOptions> {
 struct Row {
     case: Case,
     imp: Impl,
+    /// Whether the dataset index was written (this Atlas only).
+    index: bool,
     writers: usize,
     datasets: usize,
     raw: u64,
@@ -241,22 +247,34 @@ pub fn run(o: &WriteOptions) -> Result {
             Case::Tiny => o.tiny,
         };
         for &writers in &o.writers {
-            for &imp in &o.impls {
+            // This Atlas once more without its dataset index: what the index costs.
+            let runs = o.impls.iter().flat_map(|&imp| match imp {
+                Impl::Ours => vec![(imp, true), (imp, false)],
+                _ => vec![(imp, false)],
+            });
+            for (imp, index) in runs {
                 let dir = work.join(format!("{}-{}-{writers}", imp.arg(), case.arg()));
                 let job = Job {
                     codec: o.codec,
+                    index,
                     ..Job::new(case, n, writers)
                 };
                 let run = run_child(imp, &job, &dir)?;
                 eprintln!(
-                    "  {} {} ×{writers}: {:.2} s",
+                    "  {} {}{} ×{writers}: {:.2} s",
                     case.arg(),
                     imp.label(),
+                    if imp == Impl::Ours && !index {
+                        " (no index)"
+                    } else {
+                        ""
+                    },
                     run.secs
                 );
                 rows.push(Row {
                     case,
                     imp,
+                    index,
                     writers,
                     datasets: n,
                     raw: case.raw_bytes(n),
@@ -285,15 +303,27 @@ fn secs(d: Duration) -> f64 {
 fn print_table(rows: &[Row]) {
     println!(
         "\n## Writes (each in its own process; RSS = peak resident set, VmHWM)\n\n\
-         | case | implementation | writers | wall | commit | CPU | MB/s | datasets/s | peak RSS | on disk | ours / atlas-rust (time, RSS) |\n\
-         |---|---|---|---|---|---|---|---|---|---|---|"
+         | case | implementation | writers | wall | commit | CPU | MB/s | datasets/s | peak RSS | on disk | ours / atlas-rust (time, RSS) | index: share of the wall time |\n\
+         |---|---|---|---|---|---|---|---|---|---|---|---|"
     );
     for r in rows {
         let peer = rows
             .iter()
             .find(|p| p.imp == Impl::Peer && p.case == r.case && p.writers == r.writers);
+        let without = rows.iter().find(|p| {
+            p.imp == Impl::Ours && !p.index && p.case == r.case && p.writers == r.writers
+        });
+        let share = match (r.imp, r.index, without) {
+            (Impl::Ours, true, Some(w)) if r.run.secs > 0.0 => format!(
+                "{:.1} % (+{:.2} s commit, +{:.1} MB on disk)",
+                100.0 * (r.run.secs - w.run.secs) / r.run.secs,
+                secs(r.run.commit) - secs(w.run.commit),
+                (r.container as f64 - w.container as f64) / 1e6
+            ),
+            _ => String::new(),
+        };
         let vs = match (r.imp, peer) {
-            (Impl::Ours, Some(p)) if p.run.secs > 0.0 && p.run.rss_kib > 0 => format!(
+            (Impl::Ours, Some(p)) if r.index && p.run.secs > 0.0 && p.run.rss_kib > 0 => format!(
                 "{:.2}×, {:.2}×",
                 r.run.secs / p.run.secs,
                 r.run.rss_kib as f64 / p.run.rss_kib as f64
@@ -308,9 +338,14 @@ fn print_table(rows: &[Row]) {
             }
         };
         println!(
-            "| {} | {} | {} | {:.2} s | {:.2} s | {:.2} s | {:.1} | {:.0} | {:.0} MB | {:.1} MB | {vs} |",
+            "| {} | {}{} | {} | {:.2} s | {:.2} s | {:.2} s | {:.1} | {:.0} | {:.0} MB | {:.1} MB | {vs} | {share} |",
             r.case.arg(),
             r.imp.label(),
+            if r.imp == Impl::Ours && !r.index {
+                ", no index"
+            } else {
+                ""
+            },
             r.writers,
             r.run.secs,
             secs(r.run.commit),
@@ -324,7 +359,9 @@ fn print_table(rows: &[Row]) {
     println!(
         "\nwall: from creating the writer to the end of its finish, generating the data included \
          (the same for both); commit: the finish alone; CPU: user + system time of the child; \
-         MB/s: array values (10^6 bytes) per second of wall time."
+         MB/s: array values (10^6 bytes) per second of wall time; index: how much longer \
+         this Atlas's write took than the same write without its dataset index (noisy on a \
+         shared machine: a difference of two runs)."
     );
 }
 

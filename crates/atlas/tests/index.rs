@@ -37,43 +37,49 @@ async fn attribute_keys(atlas: &Atlas) -> BTreeSet<String> {
     keys
 }
 
+/// `a` and `b` are the same answer, compared as printed so that a NaN
+/// statistic equals itself.
+fn same<T: std::fmt::Debug>(a: T, b: T, what: &str) {
+    assert_eq!(format!("{a:?}"), format!("{b:?}"), "{what}");
+}
+
 /// Every collection-wide question, asked of `with` (index) and `without`.
 async fn assert_same_answers(with: &Atlas, without: &Atlas, what: &str) {
-    assert_eq!(
+    same(
         with.catalogue(&CatalogueOptions::default()).await.unwrap(),
         without
             .catalogue(&CatalogueOptions::default())
             .await
             .unwrap(),
-        "{what}: catalogue"
+        &format!("{what}: catalogue"),
     );
     for array in without.array_names().await.unwrap() {
-        assert_eq!(
+        same(
             with.array_stats(&array).await.unwrap(),
             without.array_stats(&array).await.unwrap(),
-            "{what}: array_stats({array})"
+            &format!("{what}: array_stats({array})"),
         );
-        assert_eq!(
+        same(
             with.array_stats_by_dataset(&array).await.unwrap(),
             without.array_stats_by_dataset(&array).await.unwrap(),
-            "{what}: array_stats_by_dataset({array})"
+            &format!("{what}: array_stats_by_dataset({array})"),
         );
-        assert_eq!(
+        same(
             with.array_shapes_by_dataset(&array).await.unwrap(),
             without.array_shapes_by_dataset(&array).await.unwrap(),
-            "{what}: array_shapes_by_dataset({array})"
+            &format!("{what}: array_shapes_by_dataset({array})"),
         );
-        assert_eq!(
+        same(
             with.array_blocks_by_dataset(&array).await.unwrap(),
             without.array_blocks_by_dataset(&array).await.unwrap(),
-            "{what}: array_blocks_by_dataset({array})"
+            &format!("{what}: array_blocks_by_dataset({array})"),
         );
     }
     for key in attribute_keys(without).await {
-        assert_eq!(
+        same(
             with.attributes_by_dataset(None, &key).await.unwrap(),
             without.attributes_by_dataset(None, &key).await.unwrap(),
-            "{what}: attributes_by_dataset({key})"
+            &format!("{what}: attributes_by_dataset({key})"),
         );
     }
 }
@@ -416,4 +422,107 @@ async fn shapes_blocks_statistics_and_attributes_of_every_dataset_come_from_the_
     // read yet: X's shape and block (blocks then cost nothing), X's count,
     // nulls and value (so does the fold), and k.
     assert_eq!(reads_of(&stats, &join("c", INDEX_FILE)), 1 + 1 + 1 + 1);
+}
+
+/// A collection of several kinds: floats with NaN and fills, integers,
+/// text, timestamps; datasets declaring different variables and attributes
+/// (one a list, which no column holds, one declared with two types).
+async fn varied(op: &Operator, prefix: &str, parallelism: usize) {
+    let config = WriterConfig::default().commit_parallelism(parallelism);
+    let writer = AtlasWriter::create((op.clone(), prefix), &config)
+        .await
+        .unwrap();
+    for i in 0..300usize {
+        let mut ds = writer.add_dataset(&format!("p{i:04}")).unwrap();
+        let n = 1 + (i % 7) as u64;
+        let temp: Vec<f32> = (0..n)
+            .map(|j| {
+                if (i + j as usize).is_multiple_of(5) {
+                    f32::NAN
+                } else {
+                    i as f32 + j as f32
+                }
+            })
+            .collect();
+        ds.define_array::<f32>("TEMP", &["N_LEVELS"], &[n], None, Some(99999.0))
+            .unwrap();
+        ds.write_array("TEMP", &[0], ndarray::Array1::from(temp).into_dyn().view())
+            .unwrap();
+        if !i.is_multiple_of(3) {
+            ds.define_array::<i32>("QC", &["N_LEVELS"], &[2], None, None)
+                .unwrap();
+            ds.write_array(
+                "QC",
+                &[0],
+                ndarray::arr1(&[i as i32, -(i as i32)]).into_dyn().view(),
+            )
+            .unwrap();
+        }
+        if i.is_multiple_of(4) {
+            ds.define_array::<String>("NAME", &[], &[1], None, None)
+                .unwrap();
+            ds.write_array(
+                "NAME",
+                &[0],
+                ndarray::arr1(&[format!("float {i}")]).into_dyn().view(),
+            )
+            .unwrap();
+        }
+        ds.define_array::<atlas::Timestamp>("JULD", &["N_PROF"], &[1], None, None)
+            .unwrap();
+        ds.write_array(
+            "JULD",
+            &[0],
+            ndarray::arr1(&[atlas::Timestamp(i as i64 * 86_400_000_000_000)])
+                .into_dyn()
+                .view(),
+        )
+        .unwrap();
+        ds.set_attribute("platform", format!("69{:05}", i / 10))
+            .unwrap();
+        if i.is_multiple_of(2) {
+            ds.set_attribute("cycle", i as i32).unwrap();
+        }
+        if i.is_multiple_of(50) {
+            ds.set_attribute("levels", atlas::Attr::Float64List(vec![1.0, 2.0]))
+                .unwrap();
+        }
+        if !i.is_multiple_of(2) && i.is_multiple_of(7) {
+            // `cycle` declared as text here: the index leaves it out.
+            ds.set_attribute("cycle", "late").unwrap();
+        }
+        ds.finish().await.unwrap();
+    }
+    writer.finish().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_writer_indexes_what_it_wrote_without_reading_a_segment_footer_back() {
+    for parallelism in [1, 4] {
+        let (op, stats, _) = counted_memory();
+        stats.reset();
+        varied(&op, "c", parallelism).await;
+        // The writer's reads are an open's: the container's tail and the
+        // (missing) mask, once each; no segment footer.
+        let reads: Vec<String> = stats.read_log().into_iter().map(|r| r.path).collect();
+        assert_eq!(reads.len(), 2, "{reads:?}");
+        assert_eq!(reads_of(&stats, "c/data.atlas"), 1, "{reads:?}");
+        assert_eq!(reads_of(&stats, "c/deleted.mask"), 1, "{reads:?}");
+        let from_writer = op.read(&join("c", INDEX_FILE)).await.unwrap().to_vec();
+
+        // The same index, built from the footers, is byte for byte the same.
+        open(&op, "c", false)
+            .await
+            .write_index(&IndexOptions::default())
+            .await
+            .unwrap();
+        let from_footers = op.read(&join("c", INDEX_FILE)).await.unwrap().to_vec();
+        assert!(
+            from_writer == from_footers,
+            "commit parallelism {parallelism}: the writer's index differs from the footers'"
+        );
+        let with = open(&op, "c", true).await;
+        assert!(with.lone_member().unwrap().has_index().await);
+        assert_same_answers(&with, &open(&op, "c", false).await, "varied").await;
+    }
 }

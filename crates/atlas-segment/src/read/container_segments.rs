@@ -276,6 +276,19 @@ impl ContainerSegments {
         .cloned()
     }
 
+    /// Takes `digest` as segment `index`'s, known without reading (its
+    /// writer returned it), so that [`ContainerSegments::digest`] costs no
+    /// request. A digest already in hand is kept.
+    pub fn prime_digest(
+        &self,
+        index: usize,
+        range: &SegmentRange,
+        digest: SegmentDigest,
+    ) -> Result<(), SegmentError> {
+        let _ = segment_entry(&self.digests, range, index)?.set(Arc::new(digest));
+        Ok(())
+    }
+
     /// Attribute `key` of every array of segment `index`, in segment order
     /// (`None` for an array without it; `None` for the whole when no array
     /// stores it), beside the segment's digest, whose arrays are in the same

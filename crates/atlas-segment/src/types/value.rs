@@ -84,6 +84,29 @@ fn stat_from_archived(v: &array_format::stats::ArchivedStatValue) -> Value {
     }
 }
 
+/// One statistic as array-format holds it in memory, as ours.
+fn stat_from_stored(v: &array_format::StatValue) -> Value {
+    use array_format::StatValue as S;
+    match v {
+        S::Int(n) => Value::Int(*n),
+        S::UInt(n) => Value::UInt(*n),
+        S::Float(x) => Value::Float(*x),
+        S::TimestampNs(n) => Value::Timestamp(Timestamp(*n)),
+        S::Bytes(b) => Value::Bytes(b.clone()),
+    }
+}
+
+/// An array's statistics as array-format holds them in memory (a footer
+/// being written), as ours: what [`stats_from_archived`] reads back.
+pub(crate) fn stats_from_stored(s: &array_format::ArrayStats) -> ArrayStats {
+    ArrayStats {
+        min: s.min.as_ref().map(stat_from_stored),
+        max: s.max.as_ref().map(stat_from_stored),
+        null_count: s.null_count,
+        row_count: s.row_count,
+    }
+}
+
 /// An array's archived statistics as ours, read in place: no copy of the
 /// array name that array-format repeats inside its statistics.
 pub(crate) fn stats_from_archived(s: &array_format::stats::ArchivedArrayStats) -> ArrayStats {

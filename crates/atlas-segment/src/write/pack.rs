@@ -34,9 +34,11 @@ use object_store::buffered::BufWriter;
 use rkyv::util::AlignedVec;
 use tokio::io::AsyncWriteExt;
 
+use crate::footer::digest::ArrayDigest;
 use crate::footer::schema;
 use crate::footer::tail::{ARRF_MAGIC, ARRF_TRAILER_LEN};
 use crate::types::element::Element;
+use crate::types::value::{dtype_from_stored, stats_from_stored};
 
 /// Bytes read at a time from the spilled blocks into the output (as
 /// array-format does: larger pieces held more memory while they upload).
@@ -342,6 +344,16 @@ impl Arrays {
     }
 }
 
+/// What a file ends with once its arrays are written.
+struct Ending {
+    /// The last block, compressed (written after the spilled ones); none if empty.
+    last: Option<Vec<u8>>,
+    /// The footer, archived.
+    archived: AlignedVec,
+    /// Each array as a reader of the footer would digest it, without reading it back.
+    digests: Vec<ArrayDigest>,
+}
+
 /// One array-format file under construction. See the [module docs](self).
 pub(crate) struct Pack {
     blocks: Blocks,
@@ -485,9 +497,9 @@ impl Pack {
         Ok(())
     }
 
-    /// The last block's compressed bytes (written after the spilled ones)
-    /// and the footer, archived.
-    fn footer(&mut self) -> Result<(Option<Vec<u8>>, AlignedVec), PackError> {
+    /// The last block's compressed bytes (written after the spilled ones),
+    /// the footer, archived, and the digest of each array.
+    fn footer(&mut self) -> Result<Ending, PackError> {
         self.blocks.check()?;
         let last = self.blocks.seal()?;
         // The open block's buffer (a block's worth, resident) is not needed again.
@@ -500,6 +512,7 @@ impl Pack {
         let (mut key_ids, mut value_ids) = (Renumber::new(keys.len()), Renumber::new(values.len()));
         let mut value_order = Vec::with_capacity(values.len());
         let mut metas = Vec::with_capacity(arrays.len());
+        let mut digests = Vec::with_capacity(arrays.len());
         for mut array in arrays {
             let name = array.name;
             if !array.sorted {
@@ -513,6 +526,13 @@ impl Pack {
                 null_count: rows.saturating_sub(array.non_null),
                 row_count: rows,
             };
+            digests.push(ArrayDigest {
+                name: name.clone(),
+                dtype: dtype_from_stored(&array.dtype),
+                stats: Some(stats_from_stored(&stats)),
+                first_block: array.chunks.iter().map(|c| c.address.block_id.0).min(),
+                shape: array.shape.iter().map(|&n| u64::from(n)).collect(),
+            });
             let key_of = |k: u32| keys.get_index(k as usize).map(String::as_str);
             array
                 .attributes
@@ -565,18 +585,27 @@ impl Pack {
         let archived = rkyv::to_bytes::<rkyv::rancor::Error>(&footer)
             .map_err(|e| PackError::Io(format!("archiving the footer: {e}")))?;
         release(footer);
-        Ok((last, archived))
+        Ok(Ending {
+            last,
+            archived,
+            digests,
+        })
     }
 
     /// Writes the file to `path` of `store` (one `put` under 8 MiB, a
     /// multipart upload above, as array-format's writer does). The pieces
     /// go to the upload as they are, without a copy into its buffer.
+    /// Returns the digest of each array, in file order.
     pub(crate) async fn finish(
         mut self,
         store: Arc<dyn ObjectStore>,
         path: object_store::path::Path,
-    ) -> Result<(), PackError> {
-        let (last, archived) = self.footer()?;
+    ) -> Result<Vec<ArrayDigest>, PackError> {
+        let Ending {
+            last,
+            archived,
+            digests,
+        } = self.footer()?;
         let io = |what: &str, e: &dyn std::fmt::Display| PackError::Io(format!("{what}: {e}"));
         let mut trailer = Vec::with_capacity(ARRF_TRAILER_LEN as usize);
         trailer.extend_from_slice(&(archived.len() as u64).to_le_bytes());
@@ -610,7 +639,8 @@ impl Pack {
         for piece in pieces.into_iter().flatten() {
             out.put(piece).await.map_err(|e| io("segment", &e))?;
         }
-        out.shutdown().await.map_err(|e| io("segment", &e))
+        out.shutdown().await.map_err(|e| io("segment", &e))?;
+        Ok(digests)
     }
 }
 

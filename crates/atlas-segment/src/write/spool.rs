@@ -27,6 +27,7 @@ use object_store::{
 };
 
 use crate::error::SegmentError;
+use crate::footer::digest::SegmentDigest;
 use crate::write::sink::WrittenSegment;
 use crate::write::writer::ContainerSink;
 
@@ -38,6 +39,7 @@ const COPY_CHUNK: usize = 8 * 1024 * 1024;
 pub struct SpooledSegment {
     name: String,
     body: Spool,
+    digest: SegmentDigest,
 }
 
 impl fmt::Debug for SpooledSegment {
@@ -69,8 +71,12 @@ impl SpooledSegment {
     }
 
     /// Appends the segment to `sink` (one upload, so the sink records where
-    /// it landed, as for a segment finished into it directly).
-    pub async fn append_to(self, sink: &ContainerSink) -> Result<WrittenSegment, SegmentError> {
+    /// it landed, as for a segment finished into it directly); returns what
+    /// [`SegmentWriter::finish`](crate::SegmentWriter::finish) returns.
+    pub async fn append_to(
+        self,
+        sink: &ContainerSink,
+    ) -> Result<(WrittenSegment, SegmentDigest), SegmentError> {
         let name = self.name;
         let store = sink.store();
         let path = sink.next_path();
@@ -99,9 +105,10 @@ impl SpooledSegment {
                 }
             }
         }
-        sink.segment(&path).ok_or_else(|| {
+        let written = sink.segment(&path).ok_or_else(|| {
             SegmentError::corrupt(&name, None, "the sink did not record the segment")
-        })
+        })?;
+        Ok((written, self.digest))
     }
 }
 
@@ -154,7 +161,7 @@ impl SpoolStore {
     }
 
     /// The segment written, named `name`; `None` if nothing completed.
-    pub(crate) fn take(&self, name: &str) -> Option<SpooledSegment> {
+    pub(crate) fn take(&self, name: &str, digest: SegmentDigest) -> Option<SpooledSegment> {
         let body = self
             .written
             .lock()
@@ -164,6 +171,7 @@ impl SpoolStore {
         Some(SpooledSegment {
             name: name.to_owned(),
             body,
+            digest,
         })
     }
 }

@@ -1,6 +1,7 @@
 //! [`SegmentWriter`]: one segment built in memory (blocks spill to a temp
 //! file), then appended to the container through a [`ContainerSink`].
 
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -12,6 +13,7 @@ use ndarray::ArrayViewD;
 use object_store::ObjectStore;
 
 use crate::error::SegmentError;
+use crate::footer::digest::SegmentDigest;
 use crate::types::attr::Attr;
 use crate::types::element::{Element, sealed::Sealed};
 use crate::types::value::{Value, dtype_from_stored, fill_to_stored};
@@ -244,19 +246,24 @@ impl SegmentWriter {
             .map_err(|e| self.refused(array, e))
     }
 
-    /// Appends the finished segment to `sink`; returns where it landed.
-    /// Nothing is read back.
-    pub async fn finish(self, sink: &ContainerSink) -> Result<WrittenSegment, SegmentError> {
+    /// Appends the finished segment to `sink`; returns where it landed and
+    /// the digest of its arrays (what [`crate::ContainerSegments::digest`]
+    /// would read off its footer). Nothing is read back.
+    pub async fn finish(
+        self,
+        sink: &ContainerSink,
+    ) -> Result<(WrittenSegment, SegmentDigest), SegmentError> {
         let path = sink.next_path();
         let name = self.name;
-        match self.inner.finish(sink.store(), path.clone()).await {
-            Ok(()) => {}
+        let arrays = match self.inner.finish(sink.store(), path.clone()).await {
+            Ok(arrays) => arrays,
             Err(PackError::Io(what)) => return Err(finish_io(&name, what)),
             Err(other) => return Err(SegmentError::corrupt(&name, None, format!("{other:?}"))),
-        }
-        sink.inner.segment(&path).ok_or_else(|| {
+        };
+        let written = sink.inner.segment(&path).ok_or_else(|| {
             SegmentError::corrupt(&name, None, "the sink did not record the segment")
-        })
+        })?;
+        Ok((written, SegmentDigest::new(&name, arrays, HashMap::new())))
     }
 
     /// Finishes the segment (its footer built and serialised, the CPU-heavy
@@ -269,13 +276,14 @@ impl SegmentWriter {
         let store: Arc<dyn ObjectStore> = Arc::new(spool.clone());
         let name = self.name;
         let path = object_store::path::Path::from("segment");
-        match self.inner.finish(store, path).await {
-            Ok(()) => {}
+        let arrays = match self.inner.finish(store, path).await {
+            Ok(arrays) => arrays,
             Err(PackError::Io(what)) => return Err(spool_failed(&name, what)),
             Err(other) => return Err(SegmentError::corrupt(&name, None, format!("{other:?}"))),
-        }
+        };
+        let digest = SegmentDigest::new(&name, arrays, HashMap::new());
         spool
-            .take(&name)
+            .take(&name, digest)
             .ok_or_else(|| SegmentError::corrupt(&name, None, "finishing wrote no segment"))
     }
 

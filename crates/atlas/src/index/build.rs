@@ -10,11 +10,13 @@ use arrow_array::{
 };
 use arrow_schema::{Field as ArrowField, Schema};
 use atlas_format::{AttributeSummary, DType, VariableSummary};
+use indexmap::IndexMap;
 use parquet::arrow::ArrowWriter;
 use parquet::basic::{Compression, Encoding, ZstdLevel};
 use parquet::file::metadata::KeyValue;
 use parquet::file::properties::{EnabledStatistics, WriterProperties};
 use parquet::schema::types::ColumnPath;
+use smol_str::SmolStr;
 
 use super::meta::{
     ContainerIdentity, INDEX_VERSION, IndexMeta, IndexedAttribute, IndexedVariable, META_KEY,
@@ -102,10 +104,17 @@ struct AttributeRows {
     rows: Vec<Option<Attr>>,
 }
 
-/// The index of `member` as Parquet bytes, and what it holds.
+/// The dataset attributes a writer set, by dataset name: what the index
+/// records of them, known without reading the container back.
+pub(crate) type WrittenAttributes = std::collections::HashMap<SmolStr, IndexMap<SmolStr, Attr>>;
+
+/// The index of `member` as Parquet bytes, and what it holds. Dataset
+/// attributes come from `written` when the caller wrote them, else from
+/// the footers.
 pub(crate) async fn build(
     member: &Member,
     options: &IndexOptions,
+    written: Option<&WrittenAttributes>,
 ) -> Result<(Vec<u8>, IndexReport)> {
     let total = member.dataset_count_total();
     let all = Live::all(total);
@@ -151,20 +160,31 @@ pub(crate) async fn build(
     }
     let mut attributes = Vec::with_capacity(attribute_keys.len());
     for (key, dtypes) in attribute_keys {
-        let mut rows = vec![None; total];
-        for (name, attr) in member
-            .attributes_by_dataset_from(&all, None, &key, Source::Footers)
-            .await?
-        {
-            if let Some(slot) = member
+        let rows = match written {
+            Some(written) => member
                 .footer()
                 .datasets
-                .get_index_of(name.as_str())
-                .and_then(|o| rows.get_mut(o))
-            {
-                *slot = Some(attr);
+                .keys()
+                .map(|name| written.get(name)?.get(key.as_str()).cloned())
+                .collect(),
+            None => {
+                let mut rows = vec![None; total];
+                for (name, attr) in member
+                    .attributes_by_dataset_from(&all, None, &key, Source::Footers)
+                    .await?
+                {
+                    if let Some(slot) = member
+                        .footer()
+                        .datasets
+                        .get_index_of(name.as_str())
+                        .and_then(|o| rows.get_mut(o))
+                    {
+                        *slot = Some(attr);
+                    }
+                }
+                rows
             }
-        }
+        };
         attributes.push(AttributeRows { key, dtypes, rows });
     }
     encode(member, options.rows_per_group, &variables, &attributes)

@@ -22,6 +22,7 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 
+pub(crate) use build::WrittenAttributes;
 pub use build::{IndexOptions, IndexReport};
 pub(crate) use load::LoadedIndex;
 
@@ -47,7 +48,17 @@ impl Member {
     /// when a footer cannot be read; [`AtlasError::Io`](crate::AtlasError::Io)
     /// when storage fails.
     pub async fn write_index(&self, options: &IndexOptions) -> Result<IndexReport> {
-        let (bytes, report) = build::build(self, options).await?;
+        self.write_index_with(options, None).await
+    }
+
+    /// [`Member::write_index`], with the dataset attributes the container's
+    /// writer set, when it is the caller (none read back).
+    pub(crate) async fn write_index_with(
+        &self,
+        options: &IndexOptions,
+        written: Option<&build::WrittenAttributes>,
+    ) -> Result<IndexReport> {
+        let (bytes, report) = build::build(self, options, written).await?;
         let path = atlas_io::object_path(&self.inner().prefix, atlas_format::INDEX_FILE);
         let op = self.sidecar_operator()?;
         atlas_io::put_atomic(&op, &path, Bytes::from(bytes)).await?;

@@ -581,6 +581,16 @@ impl Member {
         Ok(())
     }
 
+    /// Takes `digest` as segment `name`'s without reading its footer (the
+    /// writer that just wrote it returned it); a name the container has no
+    /// segment for is ignored.
+    pub(crate) fn prime_digest(&self, name: &str, digest: SegmentDigest) -> Result<()> {
+        if let Some((index, range)) = self.directory().segment_range(name) {
+            self.inner.segments.prime_digest(index, &range, digest)?;
+        }
+        Ok(())
+    }
+
     /// The names, types and statistics of the arrays in variable `name`'s
     /// segment, read off its footer if the segment is not open; `None` if the
     /// container has no segment for it.

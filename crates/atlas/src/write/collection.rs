@@ -8,7 +8,7 @@ use atlas_format::{
     validate_name,
 };
 use atlas_io::{IoError, object_path};
-use atlas_segment::{ContainerSink, WrittenSegment};
+use atlas_segment::{ContainerSink, SegmentDigest, WrittenSegment};
 use bytes::Bytes;
 use futures::StreamExt;
 use indexmap::IndexSet;
@@ -20,6 +20,7 @@ use super::dataset::DatasetWriter;
 use super::state::{Phase, SchemaKey, Shared, SlotStatus, State};
 use super::variables::Variables;
 use crate::error::{AtlasError, Result};
+use crate::index::WrittenAttributes;
 use crate::location::{Access, Address};
 use crate::{IndexOptions, IndexReport, Member, OpenOptions};
 
@@ -122,6 +123,7 @@ impl AtlasWriter {
                     names: HashSet::new(),
                     slots: Vec::new(),
                     schemas: IndexSet::new(),
+                    attributes: WrittenAttributes::new(),
                 }),
                 variables: Variables::default(),
             }),
@@ -176,12 +178,15 @@ impl AtlasWriter {
     /// is left, and the writer is gone. The commit is the last write of the
     /// container, so there is no state in which part of it is visible.
     pub async fn finish(self) -> Result<WriteSummary> {
-        let mut result = commit(&self.shared).await;
-        if let Ok(summary) = &mut result
-            && self.shared.config.dataset_index
-        {
-            summary.index = write_index(&self.shared).await;
-        }
+        let result = match commit(&self.shared).await {
+            Ok((mut summary, written)) => {
+                if self.shared.config.dataset_index {
+                    summary.index = write_index(&self.shared, written).await;
+                }
+                Ok(summary)
+            }
+            Err(e) => Err(e),
+        };
         if let Some(dir) = &self.shared.local_dir {
             atlas_io::remove_empty_atomic_write_dir(dir);
         }
@@ -209,16 +214,22 @@ impl Drop for AtlasWriter {
     }
 }
 
-/// Writes the index of the container just committed, read back from its
-/// footers; `None` (with a warning) when that fails.
-async fn write_index(shared: &Shared) -> Option<IndexReport> {
+/// Writes the index of the container just committed from what its commit
+/// wrote (the container's own footer is read back, no segment footer);
+/// `None` (with a warning) when that fails.
+async fn write_index(shared: &Shared, written: ForIndex) -> Option<IndexReport> {
     let options = OpenOptions::default().dataset_index(false);
-    let written = async {
+    let outcome = async {
         let member = Member::open_location(shared.location.clone(), &options).await?;
-        member.write_index(&IndexOptions::default()).await
+        for (name, digest) in written.digests {
+            member.prime_digest(&name, digest)?;
+        }
+        member
+            .write_index_with(&IndexOptions::default(), Some(&written.attributes))
+            .await
     }
     .await;
-    match written {
+    match outcome {
         Ok(report) => Some(report),
         Err(e) => {
             tracing::warn!(
@@ -235,6 +246,8 @@ struct Plan {
     /// Finished datasets in ordinal order with their local schema ids.
     datasets: Vec<(SmolStr, u32)>,
     schemas: Vec<SchemaKey>,
+    /// Their dataset attributes, for the dataset index.
+    attributes: WrittenAttributes,
 }
 
 fn take_plan(shared: &Shared) -> Result<Plan> {
@@ -270,8 +283,13 @@ fn take_plan(shared: &Shared) -> Result<Plan> {
         })
         .collect();
     let schemas = std::mem::take(&mut st.schemas).into_iter().collect();
+    let attributes = std::mem::take(&mut st.attributes);
     st.slots = Vec::new();
-    Ok(Plan { datasets, schemas })
+    Ok(Plan {
+        datasets,
+        schemas,
+        attributes,
+    })
 }
 
 /// Aborts the container upload if the commit is dropped half-way (a cancelled future).
@@ -289,7 +307,17 @@ impl Drop for AbortOnDrop {
     }
 }
 
-async fn commit(shared: &Shared) -> Result<WriteSummary> {
+/// What a commit wrote that the dataset index needs, so that it reads no
+/// segment footer back: each segment's digest and the dataset attributes.
+struct ForIndex {
+    digests: Vec<(String, SegmentDigest)>,
+    attributes: WrittenAttributes,
+}
+
+/// The commit's summary, and what the dataset index needs of it.
+type Committed = (WriteSummary, ForIndex);
+
+async fn commit(shared: &Shared) -> Result<Committed> {
     let plan = take_plan(shared)?;
 
     // Footer pools, in ordinal order, so equal input gives an equal footer.
@@ -339,8 +367,8 @@ async fn commit(shared: &Shared) -> Result<WriteSummary> {
     let mut guard = AbortOnDrop(Some(sink.clone()));
 
     let result = match stream(shared, &sink, builder, &order).await {
-        Ok((summary, tail)) => match sink.close().await.map_err(AtlasError::from) {
-            Ok(_) => Ok(summary),
+        Ok((summary, tail, digests)) => match sink.close().await.map_err(AtlasError::from) {
+            Ok(_) => Ok((summary, digests)),
             // A retried upload met an object where there was none: its
             // earlier attempt completed and the answer was lost, if what is
             // stored ends with our footer at our length.
@@ -353,7 +381,7 @@ async fn commit(shared: &Shared) -> Result<WriteSummary> {
                     path,
                     "a retried container write found its own earlier write"
                 );
-                Ok(summary)
+                Ok((summary, digests))
             }
             Err(e) => Err(e),
         },
@@ -361,9 +389,13 @@ async fn commit(shared: &Shared) -> Result<WriteSummary> {
     };
     guard.0 = None;
     match result {
-        Ok(mut summary) => {
+        Ok((mut summary, digests)) => {
             summary.datasets = plan.datasets.len();
-            Ok(summary)
+            let written = ForIndex {
+                digests,
+                attributes: plan.attributes,
+            };
+            Ok((summary, written))
         }
         Err(e) => {
             discard(&shared.op, &sink, path, cap.write_with_if_not_exists).await;
@@ -426,12 +458,14 @@ fn pre_intern(builder: &mut FooterBuilder, key: &SchemaKey) {
     }
 }
 
-/// Records segment `name`, which landed at `written`, in the footer.
+/// Records segment `name`, which landed at `written`, in the footer, and
+/// keeps its digest.
 fn place(
     builder: &mut FooterBuilder,
     segments: &mut Vec<(String, u64)>,
+    digests: &mut Vec<(String, SegmentDigest)>,
     name: String,
-    written: WrittenSegment,
+    (written, digest): (WrittenSegment, SegmentDigest),
 ) -> Result<()> {
     let entry = builder.push_variable(&name, written.len)?;
     if entry.seg_offset != written.offset {
@@ -440,18 +474,20 @@ fn place(
             written.offset, entry.seg_offset
         )));
     }
-    segments.push((name, written.len));
+    segments.push((name.clone(), written.len));
+    digests.push((name, digest));
     Ok(())
 }
 
-/// Streams the container into `sink`: its summary, and the bytes it ends
-/// with (footer and trailer), by which a retried upload knows its own object.
+/// Streams the container into `sink`: its summary, the bytes it ends with
+/// (footer and trailer), by which a retried upload knows its own object,
+/// and the digest of each segment.
 async fn stream(
     shared: &Shared,
     sink: &ContainerSink,
     mut builder: FooterBuilder,
     order: &IndexSet<SmolStr>,
-) -> Result<(WriteSummary, Vec<u8>)> {
+) -> Result<(WriteSummary, Vec<u8>, Vec<(String, SegmentDigest)>)> {
     sink.write_raw(Bytes::copy_from_slice(&encode_header()))
         .await?;
     let mut writers = Vec::with_capacity(order.len());
@@ -467,10 +503,11 @@ async fn stream(
     }
     let parallelism = shared.config.commit_parallelism_or_default();
     let mut segments = Vec::with_capacity(writers.len());
+    let mut digests = Vec::with_capacity(writers.len());
     if parallelism <= 1 || writers.len() <= 1 {
         for (name, writer) in writers {
             let written = writer.finish(sink).await?;
-            place(&mut builder, &mut segments, name, written)?;
+            place(&mut builder, &mut segments, &mut digests, name, written)?;
         }
     } else {
         // Up to `parallelism` segments finish at once, each on a blocking
@@ -496,7 +533,7 @@ async fn stream(
         while let Some(next) = finished.next().await {
             let (name, spooled) = next?;
             let written = spooled.append_to(sink).await?;
-            place(&mut builder, &mut segments, name, written)?;
+            place(&mut builder, &mut segments, &mut digests, name, written)?;
         }
     }
     let footer_start = builder.next_offset();
@@ -524,5 +561,6 @@ async fn stream(
             index: None,
         },
         tail,
+        digests,
     ))
 }

@@ -348,6 +348,8 @@ struct Push {
     shared: Arc<Shared>,
     slot: usize,
     key: Option<SchemaKey>,
+    /// The dataset attributes, kept for the dataset index if one is written.
+    attributes: Option<IndexMap<SmolStr, Attr>>,
     jobs: Vec<(Arc<Variable>, DatasetJob)>,
 }
 
@@ -375,6 +377,7 @@ impl Push {
                 .collect(),
             attrs: attrs.iter().map(|(k, v)| (k.clone(), v.dtype())).collect(),
         };
+        let attributes = (shared.config.dataset_index && !attrs.is_empty()).then(|| attrs.clone());
         let mut jobs: Vec<DatasetJob> = arrays
             .into_iter()
             .map(|(name, entry)| DatasetJob {
@@ -397,6 +400,7 @@ impl Push {
         Self {
             slot,
             key: Some(key),
+            attributes,
             jobs: variables.into_iter().zip(jobs).collect(),
             shared,
         }
@@ -417,7 +421,8 @@ impl Push {
         let key = self.key.take();
         match (result, key) {
             (Ok(()), Some(key)) => {
-                self.shared.end_finish(self.slot, Ok(key));
+                let attributes = self.attributes.take();
+                self.shared.end_finish(self.slot, Ok((key, attributes)));
                 Ok(())
             }
             (Err(e), _) => {

@@ -7,13 +7,15 @@ use std::collections::HashSet;
 use std::sync::{Mutex, MutexGuard};
 
 use atlas_format::{ArrayDecl, DType, DatasetSchema};
-use indexmap::IndexSet;
+use indexmap::{IndexMap, IndexSet};
 use opendal::Operator;
 use smol_str::SmolStr;
 
 use super::config::WriterConfig;
 use super::variables::Variables;
+use crate::Attr;
 use crate::error::{AtlasError, Result};
+use crate::index::WrittenAttributes;
 
 /// Keys and value types of attributes, in set order.
 pub(crate) type AttrKeys = Vec<(SmolStr, DType)>;
@@ -76,6 +78,9 @@ pub(crate) struct State {
     pub(crate) slots: Vec<(SmolStr, SlotStatus)>,
     /// Distinct declarations of finished datasets.
     pub(crate) schemas: IndexSet<SchemaKey>,
+    /// The dataset attributes of every dataset added, kept for the dataset
+    /// index when the writer writes one (it then reads no footer back).
+    pub(crate) attributes: WrittenAttributes,
 }
 
 /// What every writer of one collection shares.
@@ -114,10 +119,20 @@ impl Shared {
     }
 
     /// Records the outcome of a dataset's finish.
-    pub(crate) fn end_finish(&self, slot: usize, outcome: std::result::Result<SchemaKey, String>) {
+    /// Ends slot `slot`'s push: its schema and, for the dataset index, its
+    /// dataset attributes, or why it failed (which poisons the writer).
+    pub(crate) fn end_finish(
+        &self,
+        slot: usize,
+        outcome: std::result::Result<(SchemaKey, Option<IndexMap<SmolStr, Attr>>), String>,
+    ) {
         let mut st = self.state();
         let status = match outcome {
-            Ok(key) => {
+            Ok((key, attributes)) => {
+                if let (Some(attributes), Some((name, _))) = (attributes, st.slots.get(slot)) {
+                    let name = name.clone();
+                    st.attributes.insert(name, attributes);
+                }
                 let (id, _) = st.schemas.insert_full(key);
                 SlotStatus::Done(u32::try_from(id).unwrap_or(u32::MAX))
             }
