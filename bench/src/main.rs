@@ -49,6 +49,7 @@ mod http;
 mod measure;
 mod meter;
 mod ours;
+mod parquet_peer;
 mod peer;
 mod report;
 mod sets;

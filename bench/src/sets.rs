@@ -645,9 +645,18 @@ pub fn run(o: &SetsOptions) -> Result {
     let query = BoxQuery::choose(largest, o.member_size);
     eprintln!("reading ({} matches expected)", query.expected.len());
     let rt = runtime()?;
+    let mut indexed = None;
     for index in [true, false] {
         let reads = rt.block_on(read_side(&dir, o.sim, &query, o.member_size, index))?;
         print_reads(&reads, &query, largest, o.sim, index);
+        indexed.get_or_insert(reads);
+    }
+    eprintln!("the same query on one Parquet file (arrow-rs)");
+    let (peer, peer_size) = rt.block_on(crate::parquet_peer::measure_query(
+        &work, largest, o.sim, &query,
+    ))?;
+    if let Some(ours) = &indexed {
+        print_parquet_peer(ours, &peer, peer_size);
     }
 
     // 3. One member added to a set of 100.
@@ -780,6 +789,40 @@ fn print_reads(r: &ReadSide, q: &BoxQuery, total: usize, sim: Simulation, index:
          member — the same for all {} members.",
         r.members
     );
+}
+
+/// The box query through the dataset indexes beside the same query on one
+/// Parquet file of the same profiles.
+fn print_parquet_peer(ours: &ReadSide, peer: &Cost, peer_size: u64) {
+    let ratio = |a: f64, b: f64| {
+        if b > 0.0 {
+            format!("{:.2}×", a / b)
+        } else {
+            "—".into()
+        }
+    };
+    println!(
+        "\n### The same query, side by side with one Parquet file (arrow-rs)\n\n\
+         The Parquet peer: the profiles' name, JULD, LATITUDE, LONGITUDE, platform_number and \
+         cycle_number as one file ({}) written by arrow-rs in row groups of {} with page \
+         statistics and the page index, queried by the `parquet` crate's async reader: row groups \
+         and pages pruned by their statistics, the predicate pushed down as a row filter, only \
+         `name` decoded for the matches. Ours: open the set, then `select` (members pruned by the \
+         manifest, rows by each member's index).\n\n\
+         | reader | cost (open + query) | ours / peer (time, bytes) |\n|---|---|---|",
+        bytes(peer_size),
+        crate::parquet_peer::ROWS_PER_GROUP,
+    );
+    let ours_wall = ours.open.wall + ours.pruned.wall;
+    let ours_bytes = ours.open.io.bytes_read + ours.pruned.io.bytes_read;
+    println!(
+        "| ours, through the dataset indexes | {} + {} | {}, {} |",
+        cell(&ours.open),
+        cell(&ours.pruned),
+        ratio(ours_wall.as_secs_f64(), peer.wall.as_secs_f64()),
+        ratio(ours_bytes as f64, peer.io.bytes_read as f64),
+    );
+    println!("| Parquet, arrow-rs async reader | {} | |", cell(peer));
 }
 
 fn print_append(members: usize, rows: &[(&str, AppendCost)]) {
