@@ -52,6 +52,7 @@ mod ours;
 mod peer;
 mod report;
 mod sets;
+mod sorted;
 mod workload;
 mod write;
 mod zarr;
