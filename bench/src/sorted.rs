@@ -15,8 +15,8 @@ use std::path::Path;
 use std::time::Instant;
 
 use atlas::{
-    Atlas, AtlasWriter, CompactOptions, DatasetWriter, OpenOptions, Predicate, SetWriter,
-    SortKey, WriterConfig, member_id,
+    Atlas, AtlasWriter, CompactOptions, DatasetWriter, OpenOptions, Predicate, SetWriter, SortKey,
+    WriterConfig, member_id,
 };
 
 use crate::error::{BenchError, Result};
@@ -220,7 +220,11 @@ pub fn run(o: &SetsOptions) -> Result {
         query.expected.len()
     );
 
-    let mut rows = vec![("float order (as ingested)".to_owned(), None, rt.block_on(ask(&base, o, &query))?)];
+    let mut rows = vec![(
+        "float order (as ingested)".to_owned(),
+        None,
+        rt.block_on(ask(&base, o, &query))?,
+    )];
     for key in [
         "JULD",
         "hilbert:LATITUDE:LONGITUDE",
@@ -276,7 +280,8 @@ pub fn run(o: &SetsOptions) -> Result {
     for (label, secs, a) in rows {
         println!(
             "| {label} | {} | {} | {} | {} | {} | {} | {} |",
-            secs.map(|s| format!("{s:.1} s")).unwrap_or_else(|| "–".into()),
+            secs.map(|s| format!("{s:.1} s"))
+                .unwrap_or_else(|| "–".into()),
             a.members,
             a.candidates,
             a.opened,
