@@ -53,6 +53,7 @@ mod parquet_peer;
 mod peer;
 mod report;
 mod sets;
+mod sorted;
 mod workload;
 mod write;
 mod zarr;

@@ -3,7 +3,7 @@
 //! ```text
 //! atlas-bench sets [--profiles 1000000] [--member-size 100000]
 //!                  [--steps 100000,300000,1000000] [--latency 20ms]
-//!                  [--bandwidth 100MB/s] [--work DIR] [--quick]
+//!                  [--bandwidth 100MB/s] [--work DIR] [--quick] [--sorted]
 //! ```
 //!
 //! 1. **Writes.** For each step total T, a child process writes T profiles
@@ -18,7 +18,9 @@
 //! 3. **Appending** one member to a set of 100: the requests of the commit,
 //!    on local disk and on the in-process S3 server.
 //!
-//! `docs/performance.md` ("Sets at scale") explains each number.
+//! `docs/performance.md` ("Sets at scale") explains each number. `--sorted`
+//! runs instead a box-and-month query before and after a sorted compaction
+//! (`sorted.rs`) on a set of `--profiles` in float order.
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -66,6 +68,8 @@ pub struct SetsOptions {
     pub append_members: usize,
     /// Tiny sizes, for the smoke run.
     pub quick: bool,
+    /// Run the sorted-compaction bench instead (`sorted.rs`).
+    pub sorted: bool,
 }
 
 /// Parses the arguments after `sets`.
@@ -81,6 +85,7 @@ pub fn parse_options(args: &[String]) -> Result<SetsOptions> {
         work: PathBuf::from("target/bench-work"),
         append_members: APPEND_MEMBERS,
         quick: false,
+        sorted: false,
     };
     let (mut profiles, mut member_size, mut steps) = (None, None, None);
     let mut it = args.iter();
@@ -100,6 +105,7 @@ pub fn parse_options(args: &[String]) -> Result<SetsOptions> {
         };
         match a.as_str() {
             "--quick" => o.quick = true,
+            "--sorted" => o.sorted = true,
             "--profiles" => profiles = Some(number(&value()?)?),
             "--member-size" => member_size = Some(number(&value()?)?),
             "--steps" => {
@@ -610,6 +616,9 @@ async fn append_cost(op: &Operator, meter: &Meter, members: usize) -> Result<App
 
 /// Runs the three parts and prints their tables.
 pub fn run(o: &SetsOptions) -> Result {
+    if o.sorted {
+        return crate::sorted::run(o);
+    }
     std::fs::create_dir_all(&o.work)?;
     let work = o.work.canonicalize()?.join("sets");
     std::fs::create_dir_all(&work)?;

@@ -157,9 +157,18 @@ run's place in one commit; the replaced members are removed after it. Every live
 dataset keeps its name, values and attributes; deleted and replaced copies are
 dropped. A delete in the run meanwhile makes the commit fail (exit 75): run it again.
 
+With --sort-by, every member is rewritten instead, the datasets in the order of
+the keys, so that each new member holds a narrow range of them and a query on
+them skips most members. A key is a variable holding one value per dataset
+(JULD), or a Hilbert curve over latitude and longitude (hilbert, or
+hilbert:LAT:LON) and optionally time (hilbert:LAT:LON:TIME); several keys,
+comma-separated, sort in turn. Datasets without a key's value go last, by name.
+
 Example:
   atlas compact ./argo-set
-  atlas compact s3://bucket/argo --target-datasets 50000"
+  atlas compact s3://bucket/argo --target-datasets 50000
+  atlas compact ./argo-set --sort-by JULD
+  atlas compact ./argo-set --sort-by hilbert:LATITUDE:LONGITUDE:JULD"
     )]
     Compact(CompactArgs),
 
@@ -182,6 +191,15 @@ pub struct CompactArgs {
     /// Members with fewer live datasets are small; new members hold at most this many.
     #[arg(long, value_name = "N", default_value_t = 100_000)]
     pub target_datasets: u64,
+    /// Rewrite every member, datasets ordered by these keys (comma-separated:
+    /// a variable, or hilbert[:LAT:LON[:TIME]]).
+    #[arg(long, value_name = "KEY[,KEY...]", value_delimiter = ',', value_parser = parse_sort_key)]
+    pub sort_by: Option<Vec<atlas::SortKey>>,
+}
+
+/// One key of `--sort-by`.
+fn parse_sort_key(text: &str) -> Result<atlas::SortKey, String> {
+    text.parse().map_err(|e: atlas::AtlasError| e.to_string())
 }
 
 /// A command that takes only the collection.

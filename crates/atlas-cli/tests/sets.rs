@@ -14,7 +14,8 @@ use std::time::Duration;
 
 use atlas_testkit::S3Server;
 use common::{
-    atlas, atlas_on_azurite, atlas_on_fake_gcs, atlas_on_s3, json_by, json_of, s, stdout_of,
+    atlas, atlas_on_azurite, atlas_on_fake_gcs, atlas_on_s3, fails_with_one_line, json_by, json_of,
+    s, stdout_of,
 };
 use serde_json::Value as Json;
 
@@ -707,6 +708,48 @@ fn compact_rewrites_small_members_into_one_and_every_read_stays_the_same() {
     assert_eq!(names(&json_of(&["ls", s(&set)])), before_ls);
     // Nothing left to compact.
     assert_eq!(json_of(&["compact", s(&set)])["compacted"], false);
+}
+
+#[test]
+fn compact_sort_by_writes_members_in_key_order_and_an_unusable_key_is_named() {
+    let tmp = tempfile::tempdir().unwrap();
+    let set = tmp.path().join("set");
+    // One TEMP value per file, committed out of order: 5, 1, 3.
+    for (i, t) in [5.0f32, 1.0, 3.0].into_iter().enumerate() {
+        let p = tmp.path().join(format!("in{i}/p{i}.nc"));
+        write_nc(&p, &[t], i as i32);
+        append(&set, &[p]);
+    }
+    let before = json_of(&["cat", s(&set), "p0.nc", "TEMP"]);
+
+    let report = json_of(&[
+        "compact",
+        s(&set),
+        "--sort-by",
+        "TEMP",
+        "--target-datasets",
+        "1",
+    ]);
+    assert_eq!(report["compacted"], true);
+    assert_eq!(report["datasets"], 3);
+    assert_eq!(report["replaced"].as_array().unwrap().len(), 3);
+    assert_eq!(report["written"].as_array().unwrap().len(), 3);
+    // Members are listed in commit order: now the order of TEMP.
+    assert_eq!(
+        names(&json_of(&["ls", s(&set)])),
+        ["p1.nc", "p2.nc", "p0.nc"]
+    );
+    assert_eq!(json_of(&["cat", s(&set), "p0.nc", "TEMP"]), before);
+
+    let unknown = fails_with_one_line(&["compact", s(&set), "--sort-by", "JULD"], 1);
+    assert!(unknown.contains("JULD"), "{unknown}");
+    // A malformed key is a usage error (clap's exit 2), naming it.
+    let curve = atlas()
+        .args(["compact", s(&set), "--sort-by", "hilbert:A"])
+        .output()
+        .unwrap();
+    assert_eq!(curve.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&curve.stderr).contains("\"hilbert:A\""));
 }
 
 #[test]

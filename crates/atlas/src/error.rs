@@ -183,6 +183,17 @@ pub enum AtlasError {
         /// Why the commit gave up.
         what: String,
     },
+    /// A variable a sorted compaction orders by holds more than one value in
+    /// a dataset, so it gives that dataset no single place in the order.
+    #[error("sort key {key:?} holds {values} values in dataset {dataset:?}, not one")]
+    SortKeyNotScalar {
+        /// The key variable.
+        key: String,
+        /// The first dataset found holding more than one value of it.
+        dataset: String,
+        /// How many values it holds there.
+        values: u64,
+    },
     /// The storage backend failed; the kind says whether retrying can help.
     #[error(transparent)]
     Io(#[from] IoError),
@@ -231,7 +242,8 @@ impl AtlasError {
             | Self::FillTypeMismatch { .. }
             | Self::InvalidRegion { .. }
             | Self::InvalidUse { .. }
-            | Self::InvalidLocation { .. } => ErrorClass::InvalidRequest,
+            | Self::InvalidLocation { .. }
+            | Self::SortKeyNotScalar { .. } => ErrorClass::InvalidRequest,
         }
     }
 

@@ -1,5 +1,6 @@
 //! `atlas compact`: a set's run of small members rewritten into fewer big
-//! ones, committed in the run's place (`Atlas::compact`).
+//! ones, committed in the run's place (`Atlas::compact`); with `--sort-by`,
+//! the whole set rewritten in the order of keys.
 
 use atlas::{CompactOptions, WriterConfig};
 use serde_json::json;
@@ -18,7 +19,8 @@ pub async fn run(ctx: &Ctx, args: &CompactArgs) -> CliResult {
     let options = CompactOptions::default()
         .target_datasets(args.target_datasets)
         .writer(WriterConfig::default())
-        .ids(ms, nonce);
+        .ids(ms, nonce)
+        .sort_by(args.sort_by.clone().unwrap_or_default());
     let outcome = set.compact(&options).await.at(loc.display())?;
     if ctx.json {
         output::json(&match &outcome {

@@ -11,6 +11,11 @@
 //! member (dropping the deleted copy would otherwise bring the older one
 //! back). The new members hold exactly the run's live datasets, as the whole
 //! set resolves them, and take the run's place in the commit order.
+//!
+//! A sorted compaction ([`CompactOptions::sort_by`]) rewrites every member
+//! instead, the set's live datasets written in the order of the keys
+//! (`sort`), so that each new member holds a narrow range of them and the
+//! manifest's member summaries let a query skip most members.
 
 use std::collections::HashSet;
 
@@ -18,6 +23,7 @@ use atlas_format::MemberEntry;
 
 use super::manifest_store::{CommitOutcome, update_manifest};
 use super::reader::Atlas;
+use super::sort::{SortKey, sorted_datasets};
 use super::uncommitted::RETIRED_MARK;
 use super::view::View;
 use super::writer::{SetWriter, member_id, member_path};
@@ -33,6 +39,7 @@ pub struct CompactOptions {
     pub(crate) writer: WriterConfig,
     pub(crate) unix_ms: i64,
     pub(crate) nonce: u64,
+    pub(crate) sort_by: Vec<SortKey>,
 }
 
 impl Default for CompactOptions {
@@ -42,6 +49,7 @@ impl Default for CompactOptions {
             writer: WriterConfig::default(),
             unix_ms: 0,
             nonce: 0,
+            sort_by: Vec::new(),
         }
     }
 }
@@ -67,6 +75,15 @@ impl CompactOptions {
         self.nonce = nonce;
         self
     }
+
+    /// Rewrites every member, the live datasets in the order of `keys`
+    /// (lexicographic; name breaks ties, datasets without a key's value
+    /// after those with one), members of at most `target_datasets` each.
+    /// Empty (the default): only the longest run of small members.
+    pub fn sort_by(mut self, keys: Vec<SortKey>) -> Self {
+        self.sort_by = keys;
+        self
+    }
 }
 
 /// What a compaction did.
@@ -89,10 +106,15 @@ impl Atlas {
     /// `target_datasets` each, and commits them in the run's place. `None`
     /// when no run of two or more small members (or one with deleted
     /// datasets to reclaim) exists. Every live dataset keeps its name,
-    /// values and attributes; what readers see does not change.
+    /// values and attributes; what readers see does not change. With
+    /// [`CompactOptions::sort_by`], every member is rewritten, the datasets
+    /// in the keys' order (`None` only for a set without members).
     ///
     /// # Errors
     /// [`AtlasError::InvalidUse`] on a lone collection;
+    /// [`AtlasError::ArrayNotFound`] for a sort key variable no dataset
+    /// declares, [`AtlasError::SortKeyNotScalar`] for one holding more than
+    /// one value in a dataset (nothing is written then);
     /// [`AtlasError::CommitConflict`] when the run changed meanwhile (a
     /// delete in it, another compaction): the new members are removed and
     /// nothing changes; what reading the members or writing the new ones returns.
@@ -103,20 +125,30 @@ impl Atlas {
             ));
         };
         let views = self.views().await?;
-        let Some(run) = choose_run(&manifest.members, &views, options.target_datasets) else {
-            return Ok(None);
+        let (entries, datasets) = if options.sort_by.is_empty() {
+            let Some(run) = choose_run(&manifest.members, &views, options.target_datasets) else {
+                return Ok(None);
+            };
+            let entries: Vec<MemberEntry> = manifest
+                .members
+                .get(run.clone())
+                .unwrap_or_default()
+                .to_vec();
+            let datasets: Vec<Dataset> = views
+                .get(run)
+                .unwrap_or_default()
+                .iter()
+                .flat_map(View::datasets)
+                .collect();
+            (entries, datasets)
+        } else {
+            if manifest.members.is_empty() {
+                return Ok(None);
+            }
+            // The whole set: nothing older can come back, whatever is dropped.
+            let datasets = sorted_datasets(&views, &options.sort_by).await?;
+            (manifest.members.clone(), datasets)
         };
-        let entries: Vec<MemberEntry> = manifest
-            .members
-            .get(run.clone())
-            .unwrap_or_default()
-            .to_vec();
-        let datasets: Vec<Dataset> = views
-            .get(run.clone())
-            .unwrap_or_default()
-            .iter()
-            .flat_map(View::datasets)
-            .collect();
         let copied = u64::try_from(datasets.len()).unwrap_or(u64::MAX);
         if datasets.is_empty() {
             // Every dataset of the run is deleted: the run leaves the set and

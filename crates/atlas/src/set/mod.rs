@@ -16,6 +16,7 @@ pub(crate) mod integrity;
 mod manifest_store;
 pub(crate) mod prune;
 mod reader;
+mod sort;
 pub(crate) mod summary;
 mod uncommitted;
 mod view;
@@ -24,6 +25,7 @@ mod writer;
 pub use compact::{CompactOptions, CompactOutcome};
 pub use manifest_store::CommitOutcome;
 pub use reader::Atlas;
+pub use sort::SortKey;
 pub use uncommitted::{
     DEFAULT_RETENTION, UncommittedMember, remove_uncommitted_member, uncommitted_members,
 };
