@@ -120,40 +120,16 @@ pub(crate) async fn build(
     let all = Live::all(total);
     let (array_names, attribute_keys) = declared_names(member);
     let mut variables = Vec::with_capacity(array_names.len());
-    for (name, declared) in array_names {
-        let mut rows: Vec<Option<Cell>> = declared
-            .into_iter()
-            .map(|d| {
-                d.map(|dtype| Cell {
+    for name in array_names {
+        let mut rows: Vec<Option<Cell>> = vec![None; total];
+        for (ordinal, dtype, stats, shape, block) in member.footer_facts(&all, &name).await? {
+            if let Some(slot) = rows.get_mut(ordinal as usize) {
+                *slot = Some(Cell {
                     dtype,
-                    stats: None,
-                    shape: Vec::new(),
-                    block: None,
-                })
-            })
-            .collect();
-        for row in member
-            .array_stats_by_dataset_from(&all, &name, Source::Footers)
-            .await?
-        {
-            if let Some(c) = cell(&mut rows, row.ordinal) {
-                c.stats = Some(row.stats);
-            }
-        }
-        for row in member
-            .array_shapes_by_dataset_from(&all, &name, Source::Footers)
-            .await?
-        {
-            if let Some(c) = cell(&mut rows, row.ordinal) {
-                c.shape = row.shape;
-            }
-        }
-        for row in member
-            .array_blocks_by_dataset_from(&all, &name, Source::Footers)
-            .await?
-        {
-            if let Some(c) = cell(&mut rows, row.ordinal) {
-                c.block = row.first_block;
+                    stats,
+                    shape,
+                    block,
+                });
             }
         }
         variables.push(VariableRows { name, rows });
@@ -190,32 +166,24 @@ pub(crate) async fn build(
     encode(member, options.rows_per_group, &variables, &attributes)
 }
 
-/// The cell of dataset `ordinal`, if it declares the variable.
-fn cell(rows: &mut [Option<Cell>], ordinal: u32) -> Option<&mut Cell> {
-    rows.get_mut(ordinal as usize).and_then(Option::as_mut)
-}
-
-/// Per array name, the declared type of each dataset declaring it (by
-/// ordinal), and per dataset attribute key, its distinct declared types;
-/// both in order of first appearance.
-#[allow(clippy::type_complexity)]
-fn declared_names(
-    member: &Member,
-) -> (Vec<(String, Vec<Option<DType>>)>, Vec<(String, Vec<DType>)>) {
+/// The array names datasets declare, and per dataset attribute key its
+/// distinct declared types; both in order of first appearance. Each
+/// distinct schema is looked at once.
+fn declared_names(member: &Member) -> (Vec<String>, Vec<(String, Vec<DType>)>) {
     let footer = member.footer();
-    let total = footer.datasets.len();
-    let mut arrays: indexmap::IndexMap<String, Vec<Option<DType>>> = indexmap::IndexMap::new();
+    let mut seen = std::collections::HashSet::new();
+    let mut arrays: indexmap::IndexSet<String> = indexmap::IndexSet::new();
     let mut keys: indexmap::IndexMap<String, Vec<DType>> = indexmap::IndexMap::new();
-    for (ordinal, (_, &schema)) in footer.datasets.iter().enumerate() {
+    for &schema in footer.datasets.values() {
+        if !seen.insert(schema) {
+            continue;
+        }
         let Some(view) = footer.schema_view(schema) else {
             continue;
         };
         for meta in view.arrays() {
-            let rows = arrays
-                .entry(meta.name().to_owned())
-                .or_insert_with(|| vec![None; total]);
-            if let Some(slot) = rows.get_mut(ordinal) {
-                *slot = Some(meta.dtype().clone());
+            if !arrays.contains(meta.name()) {
+                arrays.insert(meta.name().to_owned());
             }
         }
         for (key, dtype) in view.attributes() {

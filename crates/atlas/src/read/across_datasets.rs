@@ -323,6 +323,28 @@ impl Member {
         .await
     }
 
+    /// Every fact of `array` the dataset index records, per live dataset
+    /// declaring it, in ordinal order, read off the segment's footer in one
+    /// pass: ordinal, declared type, statistics, shape and first block.
+    #[allow(clippy::type_complexity)]
+    pub(crate) async fn footer_facts(
+        &self,
+        live: &Live,
+        array: &str,
+    ) -> Result<Vec<(u32, DType, Option<ArrayStats>, Vec<u64>, Option<u32>)>> {
+        self.digest_rows(live, array, |info, ordinal, declared| {
+            check_dtype(array, declared, &info.dtype, &info.name)?;
+            Ok(Some((
+                ordinal,
+                declared.clone(),
+                info.stats.clone(),
+                info.shape.clone(),
+                info.first_block,
+            )))
+        })
+        .await
+    }
+
     /// One row per live dataset declaring `array`, in ordinal order, made by
     /// `row` from what the segment's footer digest holds for it (with the
     /// dataset's ordinal and declared type; `None` leaves the dataset out of
