@@ -133,8 +133,8 @@ pub use read::{
 };
 pub use set::integrity::{ChecksumMismatch, ChecksumPart};
 pub use set::{
-    Atlas, CommitOutcome, CompactOptions, CompactOutcome, DEFAULT_RETENTION, MemberWriter,
-    SetWriter, UncommittedMember, member_id, member_path, remove_uncommitted_member,
+    Atlas, CommitOutcome, CompactOptions, CompactOutcome, DEFAULT_RETENTION, DeleteOptions,
+    MemberWriter, SetWriter, UncommittedMember, member_id, member_path, remove_uncommitted_member,
     uncommitted_members,
 };
 pub use verify::{Checked, Finding, ProgressFn, VerifyOptions, VerifyReport, leftover_findings};
