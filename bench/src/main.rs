@@ -9,6 +9,7 @@
 //!             [--split auto|on|off] [--min-part-size BYTES] [--http] [--rounds N] [--json FILE]
 //! atlas-bench write [--quick] [--cases argo,grid,tiny] [--writers 1,2,4] ...
 //! atlas-bench sets [--quick] [--profiles N] [--member-size N] [--steps A,B,C] ...
+//! atlas-bench soak [--minutes 10] [--readers 16] [--writers 4] [--seed 1]
 //! atlas-bench commits [--writers 1,4,16] [--batch 1,4] [--seconds 5] [--latency 20ms]
 //! ```
 //!
@@ -54,6 +55,7 @@ mod ours;
 mod peer;
 mod report;
 mod sets;
+mod soak;
 mod workload;
 mod write;
 mod zarr;
@@ -786,6 +788,7 @@ fn main() -> ExitCode {
         Some("child-set") => sets::child(&args[1..]),
         Some("write") => write::parse_options(&args[1..]).and_then(|o| write::run(&o)),
         Some("sets") => sets::parse_options(&args[1..]).and_then(|o| sets::run(&o)),
+        Some("soak") => soak::parse_options(&args[1..]).and_then(|o| soak::run(&o)),
         Some("commits") => commits::parse_options(&args[1..]).and_then(|o| commits::run(&o)),
         _ => parse_options(&args).and_then(|o| run(&o)),
     };
