@@ -9,6 +9,8 @@
 //!             [--split auto|on|off] [--min-part-size BYTES] [--http] [--rounds N] [--json FILE]
 //! atlas-bench write [--quick] [--cases argo,grid,tiny] [--writers 1,2,4] ...
 //! atlas-bench sets [--quick] [--profiles N] [--member-size N] [--steps A,B,C] ...
+//! atlas-bench soak [--minutes 10] [--readers 16] [--writers 4] [--seed 1]
+//! atlas-bench commits [--writers 1,4,16] [--batch 1,4] [--seconds 5] [--latency 20ms]
 //! ```
 //!
 //! The first is the side-by-side run. `write` is the write benchmark: this
@@ -43,6 +45,7 @@
     reason = "a benchmark tool: a panic is a failed run, never lost data"
 )]
 
+mod commits;
 mod digest;
 mod error;
 mod http;
@@ -53,6 +56,7 @@ mod parquet_peer;
 mod peer;
 mod report;
 mod sets;
+mod soak;
 mod sorted;
 mod workload;
 mod write;
@@ -788,6 +792,8 @@ fn main() -> ExitCode {
         Some("child-set") => sets::child(&args[1..]),
         Some("write") => write::parse_options(&args[1..]).and_then(|o| write::run(&o)),
         Some("sets") => sets::parse_options(&args[1..]).and_then(|o| sets::run(&o)),
+        Some("soak") => soak::parse_options(&args[1..]).and_then(|o| soak::run(&o)),
+        Some("commits") => commits::parse_options(&args[1..]).and_then(|o| commits::run(&o)),
         _ => parse_options(&args).and_then(|o| run(&o)),
     };
     match result {

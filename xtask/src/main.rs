@@ -29,6 +29,9 @@
 //!   feature on) from rustdoc JSON and compares the list with the committed
 //!   `crates/atlas/public-api.txt`; `--bless` rewrites that file. CI runs the
 //!   check, so a change of the surface shows in review as a change of the file.
+//! - `soak [--minutes N] [--dev]`: readers and writers on one set over the
+//!   S3 server behind the fault proxy for N minutes (10), then a check
+//!   (`atlas-bench soak`, in release unless `--dev`; `bench/src/soak.rs`).
 //! - `ci`: `.ci/run`.
 
 #![allow(
@@ -104,11 +107,12 @@ fn main() -> ExitCode {
         },
         Some("public-api") => public_api(arg(1) == Some("--bless")),
         Some("s3-server") => s3_server(),
+        Some("soak") => soak(&args[1..]),
         Some("ci") => run(Command::new("bash").arg(root().join(".ci/run"))),
         _ => {
             eprintln!(
                 "usage: cargo xtask <bench [iterations] [--quick] [--dev] [atlas-bench options] | bench --sets [--quick] [--dev] [sets options] | bench-footer [iterations] [datasets] | \
-                 fuzz [seconds] | seed-fuzz | test | py-fixture DIR | bench-read DIR ARRAYS | public-api [--bless] | s3-server | ci>"
+                 fuzz [seconds] | seed-fuzz | test | py-fixture DIR | bench-read DIR ARRAYS | public-api [--bless] | s3-server | soak [--minutes N] [--dev] | ci>"
             );
             return ExitCode::from(2);
         }
@@ -216,6 +220,23 @@ fn bench_sets(rest: &[&str], profile: &[&str]) -> Result {
         .args(profile)
         .args(["--quiet", "-p", "atlas-bench", "--", "sets", "--work"])
         .arg(&work)
+        .args(rest))
+}
+
+/// `soak [--minutes N] [--dev] [atlas-bench soak options]`: `atlas-bench
+/// soak` (16 readers, 4 writers on one set over the S3 server behind the
+/// fault proxy, checked along the way and at the end), in release unless
+/// `--dev`. Fails when the check finds a dataset lost, duplicated or brought
+/// back, or a read error that is not retryable.
+fn soak(args: &[String]) -> Result {
+    let mut rest: Vec<&str> = args.iter().map(String::as_str).collect();
+    let dev = rest.contains(&"--dev");
+    rest.retain(|a| *a != "--dev");
+    let profile: &[&str] = if dev { &[] } else { &["--release"] };
+    run(cargo()
+        .arg("run")
+        .args(profile)
+        .args(["--quiet", "-p", "atlas-bench", "--", "soak"])
         .args(rest))
 }
 

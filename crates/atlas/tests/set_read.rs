@@ -6,8 +6,8 @@
 mod s3_support;
 
 use atlas::{
-    Address, Atlas, AtlasError, CatalogueOptions, CompactOptions, FormatError, OpenOptions,
-    Predicate, Region, SetWriter, WriterConfig, member_id,
+    Address, Atlas, AtlasError, CatalogueOptions, CompactOptions, DeleteOptions, FormatError,
+    OpenOptions, Predicate, Region, SetWriter, WriterConfig, member_id,
 };
 use atlas_io::{CasMemory, CountingLayer, RequestStats};
 use opendal::Operator;
@@ -784,13 +784,16 @@ async fn compacting_a_run_whose_datasets_are_all_deleted_drops_the_run() {
     append(&op, "argo", 1, &[p("a", &[1.0], 1)]).await;
     append(&op, "argo", 2, &[p("b", &[2.0], 2)]).await;
     let set = open(&op, "argo").await;
+    // Names in two members: one commit of a third member hiding both.
     set.delete_datasets(&["a", "b"]).await.unwrap();
+    let set = set.refresh().await.unwrap();
+    assert_eq!(set.members().len(), 3);
     let outcome = set
         .compact(&CompactOptions::default().target_datasets(10).ids(9, 9))
         .await
         .unwrap()
-        .expect("two members with nothing live make a run");
-    assert_eq!(outcome.replaced.len(), 2);
+        .expect("three members with nothing live make a run");
+    assert_eq!(outcome.replaced.len(), 3);
     assert!(outcome.written.is_empty());
     let after = open(&op, "argo").await;
     assert!(after.members().is_empty());
@@ -870,4 +873,43 @@ async fn sorted_names(set: &Atlas) -> Vec<String> {
         .collect();
     names.sort();
     names
+}
+
+#[tokio::test]
+async fn a_delete_across_members_is_one_commit_whose_lost_answer_is_not_applied_twice() {
+    let cas = CasMemory::new();
+    let op = retrying(&cas);
+    append(&op, "argo", 1, &[p("a", &[1.0], 1), p("c", &[3.0], 1)]).await;
+    append(&op, "argo", 2, &[p("b", &[2.0], 2)]).await;
+    let earlier = open(&op, "argo").await;
+    assert_eq!(earlier.dataset_names().await.unwrap().len(), 3);
+
+    let set = open(&op, "argo").await;
+    cas.lose_next_answer("set.manifest");
+    let outcome = set
+        .delete_datasets_with(&["a", "b", "a"], &DeleteOptions::default().ids(5, 5))
+        .await
+        .unwrap();
+    assert_eq!(outcome.deleted, 2);
+    // The deleting handle sees its own delete at once.
+    assert_eq!(set.dataset_names().await.unwrap(), ["c"]);
+
+    let after = open(&op, "argo").await;
+    assert_eq!(after.dataset_names().await.unwrap(), ["c"]);
+    assert_eq!(
+        after.generation(),
+        Some(3),
+        "two appends and one commit for the delete, not two"
+    );
+    let members = after.members();
+    assert_eq!(members.len(), 3, "one new member hides both names");
+    assert_eq!(members[2].id, member_id(5, 5));
+    assert_eq!(
+        (members[0].datasets_live, members[1].datasets_live),
+        (2, 1),
+        "the older members' masks are not written"
+    );
+    // A reader opened before keeps its generation: all of it, none of the delete.
+    assert_eq!(earlier.dataset_names().await.unwrap().len(), 3);
+    assert_eq!(temp(&earlier, "b").await, [2.0]);
 }

@@ -10,7 +10,7 @@
 //!   unchanged (the members a compaction replaced stay until cleanup);
 //! - two writers committing at once both land;
 //! - a writer killed between two requests leaves the set as before its
-//!   change or as after it (a delete across members: name by name).
+//!   change or as after it (a delete across members too: all or nothing).
 //!
 //! A run is a list of steps that proptest generates from its seed and shrinks
 //! on failure; the steps run one after another (two concurrent commits
@@ -263,14 +263,6 @@ impl Sim {
                 let seen = self.observe().await;
                 if result.is_ok() {
                     assert_eq!(seen, after, "{change:?} reported landed");
-                } else if matches!(change.as_ref(), Step::Delete(_)) {
-                    // A delete writes each member's mask in turn: killed
-                    // between two, some of its names are hidden and the rest
-                    // not (known; docs/sets.md). Each name is all or nothing.
-                    assert!(
-                        partly(&before, &seen, &after),
-                        "{change:?} killed after {changes} changes: {seen:?}"
-                    );
                 } else {
                     assert!(
                         seen == before || seen == after,
@@ -354,16 +346,6 @@ impl Sim {
     }
 }
 
-/// Whether `seen` is `before` less some of the names `after` lacks, every
-/// value unchanged: a delete applied name by name.
-fn partly(before: &Model, seen: &Model, after: &Model) -> bool {
-    seen.iter().all(|(k, v)| before.get(k) == Some(v))
-        && before
-            .keys()
-            .filter(|k| !seen.contains_key(*k))
-            .all(|k| !after.contains_key(k))
-}
-
 fn keys(model: &Model) -> Vec<String> {
     model.keys().cloned().collect()
 }
@@ -398,6 +380,50 @@ async fn read_all(set: &Atlas) -> Model {
         );
     }
     out
+}
+
+/// A delete of names in three members, its process killed after each number
+/// of its writes in turn until one run completes: every time, a new reader
+/// sees all three names or none of them, and a delete retried after the kill lands.
+#[tokio::test]
+async fn a_deleter_killed_between_any_two_requests_leaves_the_set_as_before_or_after() {
+    let mut completed = false;
+    let mut saw_before = false;
+    for kill_after in 0..64u32 {
+        let mut sim = Sim::new();
+        for (number, names) in [(1, vec![0, 1]), (2, vec![2, 3]), (3, vec![4])] {
+            sim.run(number, &Step::Append(names)).await;
+        }
+        let before = sim.model.clone();
+        let delete = Step::Delete(vec![0, 2, 4]);
+        let cas = sim.cas.clone().expect("an in-memory store");
+        cas.kill_after_changes(kill_after);
+        let (result, after) = sim.attempt(10, &delete).await;
+        cas.revive();
+        assert_eq!(after.len(), 2, "the delete removes three of five names");
+        let seen = sim.observe().await;
+        if result.is_ok() {
+            assert_eq!(seen, after, "a delete that reported success is seen whole");
+            completed = true;
+            break;
+        }
+        assert!(
+            seen == before || seen == after,
+            "killed after {kill_after} writes: a new reader sees part of the delete: {seen:?}"
+        );
+        saw_before |= seen == before;
+        // The retry, in a new process, lands whole.
+        sim.model = seen;
+        let (retry, after) = sim.attempt(11, &delete).await;
+        retry.expect("the retried delete lands");
+        assert_eq!(
+            sim.observe().await,
+            after,
+            "killed after {kill_after} writes, then retried"
+        );
+    }
+    assert!(completed, "some number of writes lets the delete complete");
+    assert!(saw_before, "some kill left the set as before the delete");
 }
 
 /// Runs per `cargo test`: 400 by default (about 15 s in a debug build on two

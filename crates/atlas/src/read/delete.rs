@@ -25,6 +25,21 @@ pub struct DeleteOutcome {
 }
 
 impl Member {
+    /// Hides `names` in this handle's mask only, nothing written: for names
+    /// a newer member of the set now hides on storage. Unknown names are skipped.
+    pub(crate) fn hide_in_memory(&self, names: &[&str]) {
+        let footer = self.footer();
+        let ordinals: Vec<u32> = names
+            .iter()
+            .filter_map(|n| footer.datasets.get_index_of(*n))
+            .filter_map(|i| u32::try_from(i).ok())
+            .collect();
+        let mut state = self.mask_mut();
+        for o in ordinals {
+            state.mask.insert(o);
+        }
+    }
+
     /// Hides the named datasets: one GET and one PUT of `deleted.mask` whatever
     /// the count, merged with what the mask on storage holds.
     ///

@@ -1,6 +1,9 @@
-//! Deleting from a set: each name is hidden in the member that holds its
-//! live copy (that member's mask, as for a lone collection), then the
-//! manifest is committed with the members' new live counts and mask checksums.
+//! Deleting from a set. Names that all lie in one member are hidden in that
+//! member's mask (as for a lone collection), then the manifest is committed
+//! with the member's new live count and mask checksum. Names that lie in
+//! several members are hidden by one new member holding a deleted copy of
+//! each (as [`SetWriter::hide`] does), committed by one manifest update: all
+//! of the delete or none of it.
 
 use std::collections::BTreeMap;
 
@@ -9,28 +12,94 @@ use atlas_io::read_optional;
 
 use super::manifest_store::update_manifest;
 use super::reader::Atlas;
+use super::writer::{SetWriter, member_id};
 use crate::error::{AtlasError, Result};
 use crate::read::{DeleteOutcome, Member};
+use crate::write::WriterConfig;
+
+/// How [`Atlas::delete_datasets_with`] writes the member that hides names
+/// lying in several members of a set.
+#[derive(Debug, Clone, Default, PartialEq)]
+#[non_exhaustive]
+pub struct DeleteOptions {
+    pub(crate) writer: WriterConfig,
+    pub(crate) ids: Option<(i64, u64)>,
+}
+
+impl DeleteOptions {
+    /// How the hiding member is written (storage, codec).
+    pub fn writer(mut self, config: WriterConfig) -> Self {
+        self.writer = config;
+        self
+    }
+
+    /// The time and random number the hiding member's id is made of (see
+    /// [`member_id`]); without it, the clock and a per-process random number.
+    pub fn ids(mut self, unix_ms: i64, nonce: u64) -> Self {
+        self.ids = Some((unix_ms, nonce));
+        self
+    }
+}
+
+/// The clock and a per-process random number: the id of a hiding member
+/// whose caller passed none.
+fn default_ids() -> (i64, u64) {
+    use std::hash::{BuildHasher, Hasher};
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
+    let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
+    hasher.write_u128(now.as_nanos());
+    hasher.write_u32(std::process::id());
+    (
+        i64::try_from(now.as_millis()).unwrap_or(i64::MAX),
+        hasher.finish(),
+    )
+}
 
 /// Manifest commits redone when a concurrent delete changed a mask meanwhile.
 const MAX_MASK_ROUNDS: usize = 8;
 
 impl Atlas {
-    /// Hides the named datasets: each in the member holding its live copy, so
-    /// an older copy in an older member does not come back. All or nothing
-    /// for unknown names: an unknown name is `DatasetNotFound` and nothing is
-    /// written; a name already deleted is accepted and changes nothing.
-    /// Afterwards the datasets appear in no list, lookup, statistic or
-    /// attribute column of this handle; containers are never modified. Cost per member touched: the mask's read-modify-write; then
-    /// one manifest commit (read, conditional write, read-back).
+    /// Hides the named datasets, as [`delete_datasets_with`](Self::delete_datasets_with)
+    /// does with default options.
+    ///
+    /// # Errors
+    /// As [`delete_datasets_with`](Self::delete_datasets_with).
+    pub async fn delete_datasets(&self, names: &[&str]) -> Result<DeleteOutcome> {
+        self.delete_datasets_with(names, &DeleteOptions::default())
+            .await
+    }
+
+    /// Hides the named datasets, so that an older copy in an older member
+    /// does not come back either. All or nothing for unknown names: an
+    /// unknown name is `DatasetNotFound` and nothing is written; a name
+    /// already deleted is accepted and changes nothing. Afterwards the
+    /// datasets appear in no list, lookup, statistic or attribute column of
+    /// this handle; containers are never modified.
+    ///
+    /// Names that all lie in one member are hidden in its mask (one
+    /// read-modify-write), then one manifest commit records the new live
+    /// count (read, conditional write, read-back). Names that lie in several
+    /// members of a set are hidden by one new member holding a deleted copy
+    /// of each, committed by one manifest update: a reader sees all of the
+    /// delete or none of it, and a writer killed before the commit leaves
+    /// the set as it was (the uncommitted member is left for `atlas cleanup`).
     ///
     /// # Errors
     /// [`AtlasError::DatasetNotFound`]; [`AtlasError::CorruptMask`] when a
-    /// member's mask on storage is not a mask, [`AtlasError::Io`] when storage
-    /// fails or concurrent writers kept winning the mask's conditional write; [`AtlasError::CommitConflict`] when the manifest
-    /// commit kept losing races (the masks are written: the datasets are
-    /// hidden, and only the manifest's counts lag until the next commit).
-    pub async fn delete_datasets(&self, names: &[&str]) -> Result<DeleteOutcome> {
+    /// member's mask on storage is not a mask; [`AtlasError::Io`] when
+    /// storage fails or concurrent writers kept winning the mask's
+    /// conditional write; [`AtlasError::CommitConflict`] when the manifest
+    /// commit kept losing races (for names in one member the mask is written:
+    /// the datasets are hidden, and only the manifest's counts lag until the
+    /// next commit; for names in several members nothing is hidden); what
+    /// [`SetWriter::commit`] returns.
+    pub async fn delete_datasets_with(
+        &self,
+        names: &[&str],
+        options: &DeleteOptions,
+    ) -> Result<DeleteOutcome> {
         let views = self.views().await?;
         let mut by_member: BTreeMap<usize, (Member, Vec<&str>)> = BTreeMap::new();
         for name in names {
@@ -54,6 +123,9 @@ impl Atlas {
                 .push(name);
         }
         let _one_at_a_time = self.write_lock().lock().await;
+        if self.is_set() && by_member.len() > 1 {
+            return self.hide_in_one_commit(&by_member, options).await;
+        }
         let mut deleted = 0usize;
         let mut guarantee = None;
         for (index, (view, names)) in &by_member {
@@ -74,6 +146,44 @@ impl Atlas {
         Ok(DeleteOutcome {
             deleted,
             guarantee: guarantee.unwrap_or(atlas_io::WriteGuarantee::Conditional),
+        })
+    }
+
+    /// Hides names of several members by one new member holding a deleted
+    /// copy of each, committed in one manifest update; then hides them in
+    /// this handle's members, so that its own delete shows at once.
+    async fn hide_in_one_commit(
+        &self,
+        by_member: &BTreeMap<usize, (Member, Vec<&str>)>,
+        options: &DeleteOptions,
+    ) -> Result<DeleteOutcome> {
+        let (unix_ms, nonce) = options.ids.unwrap_or_else(default_ids);
+        let config = options.writer.clone().created_unix_ms(unix_ms);
+        let mut writer = SetWriter::create(self.location().clone(), &config).await?;
+        let member = writer.add_member(&member_id(unix_ms, nonce)).await?;
+        // A name asked twice is hidden once (a second copy would be refused).
+        let names: Vec<&str> = by_member
+            .values()
+            .flat_map(|(_, names)| names.iter().copied())
+            .collect::<std::collections::BTreeSet<&str>>()
+            .into_iter()
+            .collect();
+        let written = async {
+            writer.hide(&member, &names).await?;
+            writer.finish_member(member).await.map(|_| ())
+        }
+        .await;
+        if let Err(e) = written {
+            writer.abort().await?;
+            return Err(e);
+        }
+        let outcome = writer.commit().await?;
+        for (member, names) in by_member.values() {
+            member.hide_in_memory(names);
+        }
+        Ok(DeleteOutcome {
+            deleted: names.len(),
+            guarantee: outcome.guarantee,
         })
     }
 

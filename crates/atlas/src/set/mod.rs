@@ -23,6 +23,7 @@ mod view;
 mod writer;
 
 pub use compact::{CompactOptions, CompactOutcome};
+pub use delete::DeleteOptions;
 pub use manifest_store::CommitOutcome;
 pub use reader::Atlas;
 pub use sort::SortKey;

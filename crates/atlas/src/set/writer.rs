@@ -202,7 +202,7 @@ impl SetWriter {
         if let Some(hidden) = self.hidden.get(id) {
             // The member is not committed: its mask is nobody's but ours.
             let location = self.location.child(&member_path(id), Access::Write)?;
-            let lone = crate::Atlas::open(location, &OpenOptions::default()).await?;
+            let lone = Member::open_location(location, &OpenOptions::default()).await?;
             let names: Vec<&str> = hidden.iter().map(String::as_str).collect();
             lone.delete_datasets(&names).await?;
         }
