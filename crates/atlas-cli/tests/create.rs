@@ -285,3 +285,40 @@ fn the_summary_names_each_time_variable_stored_undecoded() {
         "{text}"
     );
 }
+
+#[test]
+fn progress_off_a_terminal_counts_files_and_the_bytes_read_with_their_rates() {
+    for members in [None, Some("2")] {
+        let tmp = tempfile::tempdir().unwrap();
+        let mut cmd = atlas();
+        cmd.arg("create")
+            .arg(netcdf("good"))
+            .arg(tmp.path().join("out"));
+        if let Some(n) = members {
+            cmd.args(["--max-datasets", n]);
+        }
+        let out = cmd.output().unwrap();
+        let (stdout, stderr) = (
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr),
+        );
+        assert!(out.status.success(), "{stderr}");
+        // The summary's size of the NetCDF read, as the CLI prints sizes.
+        let input = stdout
+            .split(" from ")
+            .nth(1)
+            .and_then(|rest| rest.split(" of NetCDF").next())
+            .unwrap_or_else(|| panic!("no summary: {stdout}"));
+        let last = stderr
+            .lines()
+            .rfind(|l| l.starts_with("create: "))
+            .unwrap_or_else(|| panic!("no progress line: {stderr}"));
+        // Every file read by the last line, and a rate of files and of bytes.
+        let shown = format!("create: 5/5 files, {input} read (");
+        assert!(last.starts_with(&shown), "{last:?} (expected {shown:?})");
+        assert!(
+            last.contains(" files/s, ") && last.ends_with("/s)"),
+            "{last:?}"
+        );
+    }
+}

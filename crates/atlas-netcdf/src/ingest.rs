@@ -242,13 +242,25 @@ struct Job {
 
 /// Builds the collection from `files` (see [`crate::discover`]) and commits it.
 ///
+/// How far an ingest is, as [`ingest_with_progress`] reports it after each file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Progress {
+    /// Files done (written, skipped or failed).
+    pub done: usize,
+    /// Files in all.
+    pub total: usize,
+    /// Bytes of the files read so far (those being decoded included).
+    pub bytes_read: u64,
+}
+
 /// Same as [`ingest_with_progress`] without a progress callback.
 pub async fn ingest(
     files: &[PathBuf],
     writer: AtlasWriter,
     options: &IngestOptions,
 ) -> Result<IngestReport, IngestError> {
-    ingest_with_progress(files, writer, options, |_, _| {}).await
+    ingest_with_progress(files, writer, options, |_| {}).await
 }
 
 /// Builds the collection from `files` and commits it with `writer.finish()`.
@@ -257,12 +269,13 @@ pub async fn ingest(
 /// many at a time plus as many finishing (memory stays bounded); datasets are
 /// added in sorted path order. On an error (without `skip_errors`) the writer
 /// is dropped uncommitted: nothing appears at the destination.
-/// `progress(done, total)` is called after each file.
+/// `progress` is called after each file with the files done so far and the
+/// bytes read.
 pub async fn ingest_with_progress(
     files: &[PathBuf],
     writer: AtlasWriter,
     options: &IngestOptions,
-    mut progress: impl FnMut(usize, usize),
+    mut progress: impl FnMut(Progress),
 ) -> Result<IngestReport, IngestError> {
     let mut files = files.to_vec();
     files.sort();
@@ -343,8 +356,16 @@ pub async fn ingest_with_progress(
         });
     }
     let mut done = skipped.len();
+    let mut bytes_read = 0u64;
+    let mut report = |done: usize, bytes_read: u64| {
+        progress(Progress {
+            done,
+            total,
+            bytes_read,
+        })
+    };
     if done > 0 {
-        progress(done, total);
+        report(done, bytes_read);
     }
 
     let parallel = options.jobs.max(1);
@@ -389,6 +410,7 @@ pub async fn ingest_with_progress(
         let (job, result, bytes) = joined.map_err(|e| IngestError::Task {
             reason: e.to_string(),
         })?;
+        bytes_read = bytes_read.saturating_add(bytes);
         let outcome = result.and_then(|m| {
             let mut dw = writer.add_dataset(&job.name)?;
             sink::fill_writer(&mut dw, &m.dataset)?;
@@ -427,21 +449,21 @@ pub async fn ingest_with_progress(
                     if let Some(res) = finishing.join_next().await {
                         settle(res, &mut written, &mut skipped, &fail)?;
                         done += 1;
-                        progress(done, total);
+                        report(done, bytes_read);
                     }
                 }
             }
             Err(e) => {
                 fail(&job, e, &mut skipped)?;
                 done += 1;
-                progress(done, total);
+                report(done, bytes_read);
             }
         }
     }
     while let Some(res) = finishing.join_next().await {
         settle(res, &mut written, &mut skipped, &fail)?;
         done += 1;
-        progress(done, total);
+        report(done, bytes_read);
     }
 
     let summary = writer.finish().await?;

@@ -52,7 +52,7 @@ pub use error::{FileError, IngestError, TimeError};
 pub use feed::{Feed, FeedReport};
 pub use gdac::{GdacIndex, IndexEntry, IndexError, parse_index};
 pub use ingest::{
-    Decode, IngestOptions, IngestReport, SkipReason, SkippedFile, SkippedVariable,
+    Decode, IngestOptions, IngestReport, Progress, SkipReason, SkippedFile, SkippedVariable,
     UndecodedVariable, WrittenFile, ingest, ingest_with_progress, map_file, map_stored,
     read_stored,
 };

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::Instant;
 
 use atlas::{AtlasWriter, Codec, CommitOutcome, SetWriter, WriteGuarantee, WriterConfig};
@@ -65,8 +65,8 @@ pub async fn run(ctx: &Ctx, args: &CreateArgs) -> CliResult {
     let total = files.len();
     let started = Instant::now();
     let mut reporter = Reporter::new(total, ctx.quiet);
-    let result = atlas_netcdf::ingest_with_progress(&files, writer, &options, |done, total| {
-        reporter.update(done, total, started);
+    let result = atlas_netcdf::ingest_with_progress(&files, writer, &options, |p| {
+        reporter.update(p.done, p.bytes_read, started);
     })
     .await;
     reporter.finish();
@@ -141,7 +141,7 @@ async fn create_members(
     let progress = SharedProgress {
         reporter: Mutex::new(Reporter::new(total, ctx.quiet)),
         done: AtomicUsize::new(0),
-        total,
+        bytes_read: AtomicU64::new(0),
         started,
     };
     // With -j J and several members, J members are written at once, each
@@ -254,7 +254,7 @@ async fn create_members(
 struct SharedProgress {
     reporter: Mutex<Reporter>,
     done: AtomicUsize,
-    total: usize,
+    bytes_read: AtomicU64,
     started: Instant,
 }
 
@@ -266,19 +266,24 @@ async fn ingest_member(
     options: &IngestOptions,
     progress: &SharedProgress,
 ) -> Result<(String, IngestReport), IngestError> {
-    let mut last = 0usize;
-    let report = atlas_netcdf::ingest_with_progress(files, writer, options, |n, _| {
-        let step = n.saturating_sub(last);
-        last = n;
+    let (mut last, mut last_bytes) = (0usize, 0u64);
+    let report = atlas_netcdf::ingest_with_progress(files, writer, options, |p| {
+        let step = p.done.saturating_sub(last);
+        let bytes_step = p.bytes_read.saturating_sub(last_bytes);
+        (last, last_bytes) = (p.done, p.bytes_read);
         let all = progress
             .done
             .fetch_add(step, Ordering::Relaxed)
             .saturating_add(step);
+        let bytes = progress
+            .bytes_read
+            .fetch_add(bytes_step, Ordering::Relaxed)
+            .saturating_add(bytes_step);
         progress
             .reporter
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .update(all, progress.total, progress.started);
+            .update(all, bytes, progress.started);
     })
     .await?;
     Ok((id, report))
@@ -456,10 +461,12 @@ fn parse_size(text: &str) -> CliResult<usize> {
         .ok_or_else(|| CliError::msg(format!("--block-size {text:?}: out of range")))
 }
 
-/// Progress: a bar on a terminal, a line every twentieth of the way otherwise.
+/// Progress: a bar on a terminal, a line every twentieth of the way
+/// otherwise; both with files and bytes per second.
 struct Reporter {
     bar: Option<ProgressBar>,
     plain: bool,
+    total: usize,
     step: usize,
     next: usize,
 }
@@ -470,7 +477,7 @@ impl Reporter {
         let bar = (!quiet && tty).then(|| {
             let bar = ProgressBar::with_draw_target(Some(total as u64), ProgressDrawTarget::stderr());
             let style = ProgressStyle::with_template(
-                "    create [{elapsed_precise}] {wide_bar} {pos}/{len} files ({per_sec}, ETA {eta})",
+                "    create [{elapsed_precise}] {wide_bar} {pos}/{len} files ({per_sec}, {msg}, ETA {eta})",
             )
             .unwrap_or_else(|_| ProgressStyle::default_bar());
             bar.set_style(style);
@@ -480,19 +487,25 @@ impl Reporter {
         Self {
             bar,
             plain: !quiet && !tty,
+            total,
             step,
             next: step,
         }
     }
 
-    fn update(&mut self, done: usize, total: usize, started: Instant) {
+    /// `done` files and `bytes_read` bytes read since `started`.
+    fn update(&mut self, done: usize, bytes_read: u64, started: Instant) {
+        let secs = started.elapsed().as_secs_f64().max(1e-9);
+        let rate = format!("{}/s", render::bytes((bytes_read as f64 / secs) as u64));
         if let Some(bar) = &self.bar {
             bar.set_position(done as u64);
-        } else if self.plain && (done >= self.next || done == total) {
+            bar.set_message(rate);
+        } else if self.plain && (done >= self.next || done == self.total) {
             self.next = done + self.step;
-            let secs = started.elapsed().as_secs_f64().max(1e-9);
             eprintln!(
-                "create: {done}/{total} files ({:.0} files/s)",
+                "create: {done}/{} files, {} read ({:.0} files/s, {rate})",
+                self.total,
+                render::bytes(bytes_read),
                 done as f64 / secs
             );
         }
