@@ -231,50 +231,46 @@ pub(crate) async fn check(member: &Member) -> Option<std::result::Result<Vec<Str
     let all = Live::all(member.dataset_count_total());
     let mut disagreements = Vec::new();
     for variable in &index.meta.variables {
+        // One pass over the segment's footer for both comparisons; the
+        // footer's own damage is reported by the segment checks.
+        let footers = member.footer_facts(&all, &variable.name).await.ok();
         let from_index = index.stats(member, variable, &all).await;
-        let from_footers = member
-            .array_stats_by_dataset_from(&all, &variable.name, Source::Footers)
-            .await;
-        match (from_index, from_footers) {
-            (Ok(indexed), Ok(footers)) => {
+        match (from_index, &footers) {
+            (Ok(indexed), Some(footers)) => {
                 let indexed: Vec<(u32, ArrayStats)> = indexed
                     .into_iter()
                     .filter_map(|(o, _, s)| Some((o, s?)))
                     .collect();
-                let footers: Vec<(u32, ArrayStats)> =
-                    footers.into_iter().map(|r| (r.ordinal, r.stats)).collect();
+                let footers: Vec<(u32, ArrayStats)> = footers
+                    .iter()
+                    .filter_map(|(o, _, s, _, _)| Some((*o, s.clone()?)))
+                    .collect();
                 if let Some(what) = first_difference(&indexed, &footers) {
                     disagreements.push(format!("statistics of {:?}: {what}", variable.name));
                 }
             }
             (Err(load::IndexProblem::Io(e)), _) => return Some(Err(e.to_string())),
             (Err(e), _) => disagreements.push(format!("{:?}: {e}", variable.name)),
-            // The footer's own damage is reported by the segment checks.
-            (_, Err(_)) => {}
+            (_, None) => {}
         }
         let from_index = index.layouts(member, variable, &all).await;
-        let (shapes, blocks) = futures::join!(
-            member.array_shapes_by_dataset_from(&all, &variable.name, Source::Footers),
-            member.array_blocks_by_dataset_from(&all, &variable.name, Source::Footers)
-        );
-        match (from_index, shapes, blocks) {
-            (Ok(indexed), Ok(shapes), Ok(blocks)) => {
+        match (from_index, &footers) {
+            (Ok(indexed), Some(footers)) => {
                 let indexed: Vec<(u32, Layout)> = indexed
                     .into_iter()
                     .map(|(o, _, shape, block)| (o, (shape, block)))
                     .collect();
-                let footers: Vec<(u32, Layout)> = shapes
-                    .into_iter()
-                    .zip(blocks)
-                    .map(|(s, b)| (s.ordinal, (s.shape, b.first_block)))
+                let footers: Vec<(u32, Layout)> = footers
+                    .iter()
+                    .map(|(o, _, _, shape, block)| (*o, (shape.clone(), *block)))
                     .collect();
                 if let Some(what) = first_difference(&indexed, &footers) {
                     disagreements.push(format!("shape or block of {:?}: {what}", variable.name));
                 }
             }
-            (Err(load::IndexProblem::Io(e)), _, _) => return Some(Err(e.to_string())),
-            (Err(e), _, _) => disagreements.push(format!("{:?}: {e}", variable.name)),
-            _ => {}
+            (Err(load::IndexProblem::Io(e)), _) => return Some(Err(e.to_string())),
+            (Err(e), _) => disagreements.push(format!("{:?}: {e}", variable.name)),
+            (_, None) => {}
         }
     }
     let datasets = &member.footer().datasets;

@@ -174,18 +174,14 @@ impl Member {
     }
 
     /// Per live dataset declaring `array`, in ordinal order, from the index
-    /// when `source` allows and the index holds it: ordinal, name, type,
-    /// shape and first block. `None`: ask the footers.
+    /// when it holds it: ordinal, name, type, shape and first block. `None`:
+    /// ask the footers.
     #[allow(clippy::type_complexity)]
     async fn layout_rows(
         &self,
         live: &Live,
         array: &str,
-        source: Source,
     ) -> Result<Option<Vec<(u32, String, DType, Vec<u64>, Option<u32>)>>> {
-        if source != Source::Any {
-            return Ok(None);
-        }
         let datasets = &self.footer().datasets;
         let declared = declared_per_schema(self.footer(), |s| s.array(array).map(|m| m.dtype()));
         self.known_array(array, &declared)?;
@@ -239,18 +235,7 @@ impl Member {
         live: &Live,
         array: &str,
     ) -> Result<Vec<DatasetBlock>> {
-        self.array_blocks_by_dataset_from(live, array, Source::Any)
-            .await
-    }
-
-    /// [`array_blocks_by_dataset`](Self::array_blocks_by_dataset), read from `source`.
-    pub(crate) async fn array_blocks_by_dataset_from(
-        &self,
-        live: &Live,
-        array: &str,
-        source: Source,
-    ) -> Result<Vec<DatasetBlock>> {
-        if let Some(rows) = self.layout_rows(live, array, source).await? {
+        if let Some(rows) = self.layout_rows(live, array).await? {
             return Ok(rows
                 .into_iter()
                 .map(|(ordinal, name, _, _, first_block)| DatasetBlock {
@@ -289,18 +274,7 @@ impl Member {
         live: &Live,
         array: &str,
     ) -> Result<Vec<DatasetShape>> {
-        self.array_shapes_by_dataset_from(live, array, Source::Any)
-            .await
-    }
-
-    /// [`array_shapes_by_dataset`](Self::array_shapes_by_dataset), read from `source`.
-    pub(crate) async fn array_shapes_by_dataset_from(
-        &self,
-        live: &Live,
-        array: &str,
-        source: Source,
-    ) -> Result<Vec<DatasetShape>> {
-        if let Some(rows) = self.layout_rows(live, array, source).await? {
+        if let Some(rows) = self.layout_rows(live, array).await? {
             return Ok(rows
                 .into_iter()
                 .map(|(ordinal, name, dtype, shape, _)| DatasetShape {
