@@ -47,7 +47,7 @@ pub mod write;
 mod test_support;
 
 pub use error::SegmentError;
-pub use footer::digest::{ArrayDigest, SegmentDigest};
+pub use footer::digest::{ArrayDigest, BlockPlace, ChunkPlace, SegmentDigest};
 pub use footer::tail::{ARRF_MAGIC, ARRF_TRAILER_LEN, DEFAULT_PREFETCH};
 pub use footer::validate::{ArrayProblem, FooterProblem};
 pub use read::blocks::BLOCKS_KEPT_PER_SEGMENT;

@@ -526,3 +526,107 @@ async fn a_writer_indexes_what_it_wrote_without_reading_a_segment_footer_back() 
         assert_same_answers(&with, &open(&op, "c", false).await, "varied").await;
     }
 }
+
+/// `n` datasets, each with `X` (float32, three elements, the last left as
+/// its fill -1) and `S` (one string), indexed as the writer indexes: footers
+/// large enough that reading one array of a fresh handle is a lookup.
+async fn placed(op: &Operator, prefix: &str, n: usize) {
+    let writer = AtlasWriter::create((op.clone(), prefix), &WriterConfig::default())
+        .await
+        .unwrap();
+    for i in 0..n {
+        let mut ds = writer.add_dataset(&format!("d{i:05}")).unwrap();
+        ds.define_array::<f32>("X", &["n"], &[3], None, Some(-1.0))
+            .unwrap();
+        let x = ndarray::arr1(&[i as f32, 0.5]).into_dyn();
+        ds.write_array("X", &[0], x.view()).unwrap();
+        ds.define_array::<String>("S", &["m"], &[1], None, None)
+            .unwrap();
+        let s = ndarray::arr1(&[format!("s{i}")]).into_dyn();
+        ds.write_array("S", &[0], s.view()).unwrap();
+        ds.finish().await.unwrap();
+    }
+    writer.finish().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_cold_read_takes_the_chunk_places_from_the_index_and_reads_no_segment_footer() {
+    let (op, stats, _) = counted_memory();
+    placed(&op, "c", 3000).await;
+    let container = join("c", "data.atlas");
+    for (index, container_reads) in [(true, 1), (false, 3)] {
+        let atlas = open(&op, "c", index).await;
+        stats.reset();
+        let d = atlas.dataset("d01234").await.unwrap();
+        let x = d
+            .read_array::<f32>("X", atlas::Region::all())
+            .await
+            .unwrap();
+        assert_eq!(x.as_slice().unwrap(), &[1234.0, 0.5, -1.0]);
+        // With the index: the block alone. Without: the footer's tail, the
+        // lookup's ranges, the block.
+        assert_eq!(
+            reads_of(&stats, &container),
+            container_reads,
+            "index {index}: {:?}",
+            stats.read_log()
+        );
+        if index {
+            assert_eq!(
+                reads_of(&stats, &join("c", INDEX_FILE)),
+                2,
+                "the index footer, then the row group's chunk columns"
+            );
+        }
+        // A string array is read by array-format through the same view.
+        let s = d.read_any("S", atlas::Region::all()).await.unwrap();
+        let strings = match s.data() {
+            atlas::ArrayData::String(a) => a.iter().cloned().collect::<Vec<_>>(),
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(strings, ["s1234"]);
+    }
+}
+
+#[tokio::test]
+async fn every_dataset_reads_the_same_through_the_index_places_as_through_the_footer() {
+    let (op, stats, _) = counted_memory();
+    placed(&op, "c", 3000).await;
+    let with = open(&op, "c", true).await;
+    stats.reset();
+    for (i, d) in with.datasets().await.unwrap().iter().enumerate() {
+        let x = d
+            .read_array::<f32>("X", atlas::Region::all())
+            .await
+            .unwrap();
+        assert_eq!(
+            x.as_slice().unwrap(),
+            &[i as f32, 0.5, -1.0],
+            "{}",
+            d.name()
+        );
+    }
+    let footer_reads = stats
+        .read_log()
+        .iter()
+        .filter(|r| r.path == join("c", "data.atlas"))
+        .count();
+    // Three row groups of places, their blocks read ahead: no footer, and
+    // nothing like one read per dataset.
+    assert!(footer_reads < 30, "{footer_reads} reads of the container");
+    let without = open(&op, "c", false).await;
+    for d in without.datasets().await.unwrap().iter().step_by(97) {
+        let a = d
+            .read_array::<f32>("X", atlas::Region::all())
+            .await
+            .unwrap();
+        let b = with
+            .dataset(d.name())
+            .await
+            .unwrap()
+            .read_array::<f32>("X", atlas::Region::all())
+            .await
+            .unwrap();
+        assert_eq!(a, b);
+    }
+}

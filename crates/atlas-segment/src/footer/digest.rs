@@ -14,10 +14,15 @@
 use std::collections::HashMap;
 
 use crate::error::SegmentError;
-use crate::footer::schema::ArchivedArrayMeta;
+use array_format::address::BlockId;
+use array_format::block::{ArchivedCodecId, CodecId};
+
+use crate::footer::schema::{ArchivedArrayMeta, ArchivedBlockMeta, BlockMeta};
 use crate::footer::validate::ArrayProblem;
 use crate::read::segment::Segment;
-use crate::types::value::{ArrayStats, dtype_from_archived, stats_from_archived};
+use crate::types::value::{
+    ArrayStats, Value, dtype_from_archived, fill_from_stored, stats_from_archived,
+};
 
 /// One array of a segment as the statistics calls see it.
 #[derive(Debug, Clone, PartialEq)]
@@ -36,6 +41,71 @@ pub struct ArrayDigest {
     /// Its shape, as the segment records it (what a collection-wide view
     /// needs to lay datasets end to end without opening the segment).
     pub shape: Vec<u64>,
+    /// Its chunk shape.
+    pub chunk_shape: Vec<u32>,
+    /// The names of its axes (may be empty).
+    pub dimension_names: Vec<String>,
+    /// Its fill value as stored (an integer for a timestamp array).
+    pub fill: Option<Value>,
+    /// Where each written chunk lies, in the segment's order.
+    pub chunks: Vec<ChunkPlace>,
+}
+
+/// Where one written chunk of an array lies: its coordinate in the array's
+/// chunk grid and its bytes in a decoded block. With the segment's
+/// [`BlockPlace`]s, enough to read the chunk without the segment footer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ChunkPlace {
+    /// The chunk's coordinate, one index per axis.
+    pub coord: Vec<u32>,
+    /// The block holding it.
+    pub block: u32,
+    /// Its first byte in the decoded block.
+    pub offset: u32,
+    /// Its length in the decoded block.
+    pub size: u32,
+}
+
+/// One data block of a segment as its footer records it (the block's id is
+/// its position in the segment's table).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BlockPlace {
+    /// Its first byte in the segment.
+    pub offset: u64,
+    /// Bytes stored.
+    pub stored: u64,
+    /// Bytes it decodes to.
+    pub decoded: u64,
+    /// Its codec's name (`None`: stored uncompressed).
+    pub codec: Option<String>,
+}
+
+impl ArrayDigest {
+    /// The digest of an array known from elsewhere than its footer (a
+    /// dataset index), for [`ContainerSegments::open_placed`](crate::ContainerSegments::open_placed):
+    /// no statistics.
+    pub fn placed(
+        name: String,
+        dtype: atlas_format::DType,
+        shape: Vec<u64>,
+        chunk_shape: Vec<u32>,
+        dimension_names: Vec<String>,
+        fill: Option<Value>,
+        chunks: Vec<ChunkPlace>,
+    ) -> Self {
+        let first_block = chunks.iter().map(|c| c.block).min();
+        ArrayDigest {
+            name,
+            dtype,
+            stats: None,
+            first_block,
+            shape,
+            chunk_shape,
+            dimension_names,
+            fill,
+            chunks,
+        }
+    }
 }
 
 /// Every array of one segment, in segment order, with what validation found
@@ -45,12 +115,24 @@ pub struct SegmentDigest {
     segment: String,
     arrays: Vec<ArrayDigest>,
     problems: HashMap<String, ArrayProblem>,
+    blocks: Vec<BlockPlace>,
+    data_end: u64,
 }
 
 impl SegmentDigest {
     /// The arrays, in segment order (damaged ones included: see [`SegmentDigest::check`]).
     pub fn arrays(&self) -> &[ArrayDigest] {
         &self.arrays
+    }
+
+    /// The segment's data blocks, by id.
+    pub fn blocks(&self) -> &[BlockPlace] {
+        &self.blocks
+    }
+
+    /// Where the segment's data region ends (its footer starts).
+    pub fn data_end(&self) -> u64 {
+        self.data_end
     }
 
     /// `Err` if validation found array `array` unusable, as [`Segment::check`].
@@ -69,19 +151,26 @@ impl SegmentDigest {
                 .map(|(a, first_block)| digest_of(a.meta(), first_block))
                 .collect(),
             problems: segment.problems().clone(),
+            blocks: block_places(segment.footer_blocks()),
+            data_end: segment.data_end(),
         }
     }
 
-    /// A digest from arrays read off the footer and validation's findings.
+    /// A digest from arrays read off the footer and validation's findings,
+    /// with the segment's blocks and the end of its data region.
     pub(crate) fn new(
         segment: &str,
         arrays: Vec<ArrayDigest>,
         problems: HashMap<String, ArrayProblem>,
+        blocks: Vec<BlockPlace>,
+        data_end: u64,
     ) -> Self {
         Self {
             segment: segment.to_owned(),
             arrays,
             problems,
+            blocks,
+            data_end,
         }
     }
 }
@@ -99,5 +188,67 @@ pub(crate) fn digest_of(array: &ArchivedArrayMeta, first_block: Option<u32>) -> 
             .iter()
             .map(|n| u64::from(n.to_native()))
             .collect(),
+        chunk_shape: array.chunk_shape.iter().map(|n| n.to_native()).collect(),
+        dimension_names: array
+            .dimension_names
+            .iter()
+            .map(|n| n.as_str().to_owned())
+            .collect(),
+        fill: rkyv::deserialize::<Option<array_format::FillValue>, rkyv::rancor::Error>(
+            &array.fill_value,
+        )
+        .ok()
+        .flatten()
+        .as_ref()
+        .map(fill_from_stored),
+        chunks: array
+            .chunks
+            .iter()
+            .map(|c| ChunkPlace {
+                coord: c.coord.iter().map(|x| x.to_native()).collect(),
+                block: c.address.block_id.0.to_native(),
+                offset: c.address.offset.to_native(),
+                size: c.address.size.to_native(),
+            })
+            .collect(),
     }
+}
+
+/// The places of an archived footer's blocks.
+pub(crate) fn block_places(blocks: &[ArchivedBlockMeta]) -> Vec<BlockPlace> {
+    blocks
+        .iter()
+        .map(|b| BlockPlace {
+            offset: b.file_offset.to_native(),
+            stored: b.compressed_size.to_native(),
+            decoded: b.uncompressed_size.to_native(),
+            codec: match &b.codec {
+                ArchivedCodecId::None => None,
+                ArchivedCodecId::Named(name) => Some(name.as_str().to_owned()),
+            },
+        })
+        .collect()
+}
+
+/// A stored block table from its places (ids are positions).
+pub(crate) fn block_metas(blocks: &[BlockPlace]) -> Result<Vec<BlockMeta>, SegmentError> {
+    blocks
+        .iter()
+        .enumerate()
+        .map(|(id, b)| {
+            Ok(BlockMeta {
+                id: BlockId(
+                    u32::try_from(id)
+                        .map_err(|_| SegmentError::corrupt("", None, "more than 2^32 blocks"))?,
+                ),
+                file_offset: b.offset,
+                compressed_size: b.stored,
+                uncompressed_size: b.decoded,
+                codec: match &b.codec {
+                    None => CodecId::None,
+                    Some(name) => CodecId::Named(name.clone()),
+                },
+            })
+        })
+        .collect()
 }

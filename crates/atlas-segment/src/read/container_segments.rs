@@ -33,7 +33,9 @@ use tokio::sync::OnceCell;
 use crate::compat::error_kinds::KindTrackingStore;
 use crate::error::SegmentError;
 use crate::footer::attributes;
-use crate::footer::digest::{SegmentDigest, digest_of};
+use crate::footer::digest::{
+    ArrayDigest, BlockPlace, SegmentDigest, block_metas, block_places, digest_of,
+};
 use crate::footer::lookup::{self, Miss};
 use crate::footer::tail::{
     ARRF_TRAILER_LEN, DEFAULT_PREFETCH, Tail, TailDecoder, TailError, TailStep,
@@ -43,6 +45,7 @@ use crate::read::blocks::{BlockSlots, BlockSource, ChunkTable};
 use crate::read::segment::{FileOpener, Segment};
 use crate::read::segment_store::{SegmentStore, StoreError, segment_path};
 use crate::types::attr::Attr;
+use crate::types::value::{dtype_to_stored, fill_to_stored};
 
 /// Bytes of footer array-format spends per array in a segment (about 330 measured), rounded up.
 const FOOTER_BYTES_PER_ARRAY: u64 = 512;
@@ -148,6 +151,9 @@ pub struct ContainerSegments {
     pending: std::sync::Mutex<HashMap<usize, (Bytes, validate::ValidatedFooter)>>,
     /// Segments of one array each, found by lookup: (segment index, array) to it.
     singles: std::sync::Mutex<HashMap<(usize, String), Arc<Segment>>>,
+    /// Views of a segment made from places known without its footer
+    /// ([`ContainerSegments::open_placed`]): (segment index, caller's key) to it.
+    placed: std::sync::Mutex<HashMap<(usize, u64), Arc<Segment>>>,
     /// One lookup at a time (each registers a virtual file of its own).
     lookups: tokio::sync::Mutex<()>,
     /// Per segment, its last decoded blocks (shared with its one-array views).
@@ -204,6 +210,7 @@ impl ContainerSegments {
             digests: (0..count).map(|_| OnceCell::new()).collect(),
             pending: std::sync::Mutex::new(HashMap::new()),
             singles: std::sync::Mutex::new(HashMap::new()),
+            placed: std::sync::Mutex::new(HashMap::new()),
             lookups: tokio::sync::Mutex::new(()),
             slots: (0..count).map(|_| Arc::default()).collect(),
             decoded: Arc::default(),
@@ -266,7 +273,18 @@ impl ContainerSegments {
                 segment: range.name.clone(),
                 problem,
             })?;
-            let digest = SegmentDigest::new(&range.name, arrays, validated.problems.clone());
+            let blocks = block_places(validated.archive.footer().blocks.as_slice());
+            let data_end = range
+                .len
+                .saturating_sub(validated.archive.len())
+                .saturating_sub(ARRF_TRAILER_LEN);
+            let digest = SegmentDigest::new(
+                &range.name,
+                arrays,
+                validated.problems.clone(),
+                blocks,
+                data_end,
+            );
             if self.cells.get(index).and_then(OnceCell::get).is_none() {
                 self.pending().insert(index, (tail, validated));
             }
@@ -440,6 +458,86 @@ impl ContainerSegments {
         })
         .await
         .cloned()
+    }
+
+    /// Whether reading one array of segment `index` would first read some
+    /// of its footer: the segment is not open, its footer is not in hand,
+    /// and it is too large to be read whole for one array.
+    pub fn footer_needed(&self, index: usize, range: &SegmentRange) -> bool {
+        let open = self.cells.get(index).is_some_and(OnceCell::initialized);
+        let expected_footer = range.arrays_hint.saturating_mul(FOOTER_BYTES_PER_ARRAY);
+        !open
+            && !self.pending().contains_key(&index)
+            && expected_footer > LOOKUP_MIN_FOOTER.max(self.prefetch)
+    }
+
+    /// The view [`ContainerSegments::open_placed`] made for `key` of segment
+    /// `index`, if it made one.
+    pub fn placed(&self, index: usize, key: u64) -> Option<Arc<Segment>> {
+        self.placed_map().get(&(index, key)).cloned()
+    }
+
+    /// A view of segment `index` holding `arrays`, made from where their
+    /// chunks and the segment's `blocks` lie (known without its footer, e.g.
+    /// from a dataset index; the data region ends at `data_end`), and kept
+    /// under `key`: reads through it cost the blocks they need and no footer
+    /// read. The places are not trusted: they are archived as a footer of
+    /// their own and validated as any footer is, so a wrong place is an
+    /// error, never a read outside the segment's data.
+    pub fn open_placed(
+        &self,
+        index: usize,
+        range: &SegmentRange,
+        key: u64,
+        data_end: u64,
+        blocks: &[BlockPlace],
+        arrays: &[ArrayDigest],
+    ) -> Result<Arc<Segment>, SegmentError> {
+        segment_entry(&self.cells, range, index)?;
+        if let Some(segment) = self.placed(index, key) {
+            return Ok(segment);
+        }
+        let name = range.name.as_str();
+        if data_end > range.len.saturating_sub(ARRF_TRAILER_LEN) {
+            return Err(SegmentError::corrupt(
+                name,
+                None,
+                format!(
+                    "a data region said to end at byte {data_end} of a {}-byte segment",
+                    range.len
+                ),
+            ));
+        }
+        let footer = placed_footer(name, blocks, arrays)?;
+        let virtual_len = data_end.saturating_add(footer.len() as u64);
+        let footer = Bytes::from(footer);
+        let validated = validate::validate_footer(&footer, virtual_len).map_err(|problem| {
+            SegmentError::Footer {
+                segment: name.to_owned(),
+                problem,
+            }
+        })?;
+        let path = Path::from(format!("seg/{index}/placed/{key}"));
+        self.register(name, &path, range.offset, virtual_len, footer, &validated)?;
+        let segment = Arc::new(Segment::new(
+            name,
+            validated,
+            range.len,
+            |table| self.source(index, &path, table),
+            self.opener(&path),
+        ));
+        self.placed_map().insert((index, key), Arc::clone(&segment));
+        tracing::debug!(
+            segment = name,
+            key,
+            arrays = arrays.len(),
+            "opened a view from places"
+        );
+        Ok(segment)
+    }
+
+    fn placed_map(&self) -> std::sync::MutexGuard<'_, HashMap<(usize, u64), Arc<Segment>>> {
+        self.placed.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     fn singles(&self) -> std::sync::MutexGuard<'_, HashMap<(usize, String), Arc<Segment>>> {
@@ -853,4 +951,69 @@ pub async fn open_bytes(name: &str, bytes: Bytes) -> Result<Arc<Segment>, Segmen
             },
         )
         .await
+}
+
+/// A footer (trailer included) holding `arrays` without attributes or
+/// statistics, over the block table `blocks`.
+fn placed_footer(
+    segment: &str,
+    blocks: &[BlockPlace],
+    arrays: &[ArrayDigest],
+) -> Result<Vec<u8>, SegmentError> {
+    use crate::footer::schema::{ArrayMeta, FOOTER_VERSION, Footer};
+    let refuse = |what: String| SegmentError::corrupt(segment, None, what);
+    let mut metas = Vec::with_capacity(arrays.len());
+    for a in arrays {
+        let dtype = dtype_to_stored(&a.dtype)
+            .ok_or_else(|| refuse(format!("{:?} has a type a segment cannot hold", a.name)))?;
+        let shape = a
+            .shape
+            .iter()
+            .map(|&n| u32::try_from(n))
+            .collect::<Result<Vec<u32>, _>>()
+            .map_err(|_| refuse(format!("{:?} has an axis longer than 2^32", a.name)))?;
+        let fill_value = match &a.fill {
+            None => None,
+            Some(fill) => Some(
+                fill_to_stored(fill)
+                    .ok_or_else(|| refuse(format!("{:?} has a fill no segment holds", a.name)))?,
+            ),
+        };
+        metas.push(ArrayMeta {
+            name: a.name.clone(),
+            dtype,
+            shape,
+            dimension_names: a.dimension_names.clone(),
+            chunk_shape: a.chunk_shape.clone(),
+            chunks: a
+                .chunks
+                .iter()
+                .map(|c| array_format::layout::ChunkEntry {
+                    coord: c.coord.clone(),
+                    address: array_format::address::ChunkAddress {
+                        block_id: array_format::address::BlockId(c.block),
+                        offset: c.offset,
+                        size: c.size,
+                    },
+                })
+                .collect(),
+            fill_value,
+            attributes: Vec::new(),
+            stats: None,
+        });
+    }
+    let footer = Footer {
+        version: FOOTER_VERSION,
+        blocks: block_metas(blocks)?,
+        strings: Vec::new(),
+        values: Vec::new(),
+        arrays: metas,
+    };
+    let archive = rkyv::to_bytes::<rkyv::rancor::Error>(&footer)
+        .map_err(|e| refuse(format!("the places do not archive: {e}")))?;
+    let mut out = Vec::with_capacity(archive.len().saturating_add(ARRF_TRAILER_LEN as usize));
+    out.extend_from_slice(&archive);
+    out.extend_from_slice(&(archive.len() as u64).to_le_bytes());
+    out.extend_from_slice(&crate::footer::tail::ARRF_MAGIC);
+    Ok(out)
 }

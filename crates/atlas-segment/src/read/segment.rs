@@ -221,6 +221,18 @@ impl Segment {
         &self.first_blocks
     }
 
+    /// The footer's block table.
+    pub(crate) fn footer_blocks(&self) -> &[crate::footer::schema::ArchivedBlockMeta] {
+        self.archive.footer().blocks.as_slice()
+    }
+
+    /// Where the data region ends: the segment less its footer and trailer.
+    pub(crate) fn data_end(&self) -> u64 {
+        self.len
+            .saturating_sub(self.archive.len())
+            .saturating_sub(crate::footer::tail::ARRF_TRAILER_LEN)
+    }
+
     /// Every array validation flagged, with why.
     pub(crate) fn problems(&self) -> &HashMap<String, ArrayProblem> {
         &self.problems

@@ -166,6 +166,38 @@ dtype_conversion!(
     |size: &u32| *size
 );
 
+/// array-format's element type for a footer dtype; `None` for a type added
+/// to atlas-format that array-format has no name for.
+pub(crate) fn dtype_to_stored(dtype: &atlas_format::DType) -> Option<array_format::DType> {
+    use array_format::DType as A;
+    use atlas_format::DType;
+    Some(match dtype {
+        DType::Bool => A::Bool,
+        DType::Int8 => A::Int8,
+        DType::Int16 => A::Int16,
+        DType::Int32 => A::Int32,
+        DType::Int64 => A::Int64,
+        DType::UInt8 => A::UInt8,
+        DType::UInt16 => A::UInt16,
+        DType::UInt32 => A::UInt32,
+        DType::UInt64 => A::UInt64,
+        DType::Float32 => A::Float32,
+        DType::Float64 => A::Float64,
+        DType::String => A::String,
+        DType::Binary => A::Binary,
+        DType::TimestampNs => A::TimestampNs,
+        DType::FixedSizeList { child, size } => A::FixedSizeList {
+            child: Box::new(dtype_to_stored(child)?),
+            size: *size,
+        },
+        DType::List { child } => A::List {
+            child: Box::new(dtype_to_stored(child)?),
+        },
+        #[allow(unreachable_patterns)]
+        _ => return None,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -34,11 +34,11 @@ use object_store::buffered::BufWriter;
 use rkyv::util::AlignedVec;
 use tokio::io::AsyncWriteExt;
 
-use crate::footer::digest::ArrayDigest;
+use crate::footer::digest::{ArrayDigest, BlockPlace, ChunkPlace};
 use crate::footer::schema;
 use crate::footer::tail::{ARRF_MAGIC, ARRF_TRAILER_LEN};
 use crate::types::element::Element;
-use crate::types::value::{dtype_from_stored, stats_from_stored};
+use crate::types::value::{dtype_from_stored, fill_from_stored, stats_from_stored};
 
 /// Bytes read at a time from the spilled blocks into the output (as
 /// array-format does: larger pieces held more memory while they upload).
@@ -350,8 +350,18 @@ struct Ending {
     last: Option<Vec<u8>>,
     /// The footer, archived.
     archived: AlignedVec,
-    /// Each array as a reader of the footer would digest it, without reading it back.
-    digests: Vec<ArrayDigest>,
+    /// What a reader of the footer would digest, without reading it back.
+    packed: Packed,
+}
+
+/// What a finished file holds, as a reader of its footer would digest it.
+pub(crate) struct Packed {
+    /// Each array, in file order.
+    pub arrays: Vec<ArrayDigest>,
+    /// The data blocks, by id.
+    pub blocks: Vec<BlockPlace>,
+    /// Where the data region ends.
+    pub data_end: u64,
 }
 
 /// One array-format file under construction. See the [module docs](self).
@@ -532,6 +542,19 @@ impl Pack {
                 stats: Some(stats_from_stored(&stats)),
                 first_block: array.chunks.iter().map(|c| c.address.block_id.0).min(),
                 shape: array.shape.iter().map(|&n| u64::from(n)).collect(),
+                chunk_shape: array.chunk_shape.clone(),
+                dimension_names: array.dimension_names.clone(),
+                fill: array.fill.as_ref().map(fill_from_stored),
+                chunks: array
+                    .chunks
+                    .iter()
+                    .map(|c| ChunkPlace {
+                        coord: c.coord.clone(),
+                        block: c.address.block_id.0,
+                        offset: c.address.offset,
+                        size: c.address.size,
+                    })
+                    .collect(),
             });
             let key_of = |k: u32| keys.get_index(k as usize).map(String::as_str);
             array
@@ -575,9 +598,22 @@ impl Pack {
                 None => Err(PackError::Region(format!("attribute value {v} unknown"))),
             })
             .collect::<Result<Vec<_>, _>>()?;
+        let blocks = std::mem::take(&mut self.blocks.table);
+        let places = blocks
+            .iter()
+            .map(|b| BlockPlace {
+                offset: b.file_offset,
+                stored: b.compressed_size,
+                decoded: b.uncompressed_size,
+                codec: match &b.codec {
+                    array_format::block::CodecId::None => None,
+                    array_format::block::CodecId::Named(name) => Some(name.clone()),
+                },
+            })
+            .collect();
         let footer = schema::Footer {
             version: schema::FOOTER_VERSION,
-            blocks: std::mem::take(&mut self.blocks.table),
+            blocks,
             strings: strings.into_iter().collect(),
             values,
             arrays: metas,
@@ -588,23 +624,27 @@ impl Pack {
         Ok(Ending {
             last,
             archived,
-            digests,
+            packed: Packed {
+                arrays: digests,
+                blocks: places,
+                data_end: self.blocks.data_len,
+            },
         })
     }
 
     /// Writes the file to `path` of `store` (one `put` under 8 MiB, a
     /// multipart upload above, as array-format's writer does). The pieces
     /// go to the upload as they are, without a copy into its buffer.
-    /// Returns the digest of each array, in file order.
+    /// Returns the digest of each array, in file order, and the blocks.
     pub(crate) async fn finish(
         mut self,
         store: Arc<dyn ObjectStore>,
         path: object_store::path::Path,
-    ) -> Result<Vec<ArrayDigest>, PackError> {
+    ) -> Result<Packed, PackError> {
         let Ending {
             last,
             archived,
-            digests,
+            packed,
         } = self.footer()?;
         let io = |what: &str, e: &dyn std::fmt::Display| PackError::Io(format!("{what}: {e}"));
         let mut trailer = Vec::with_capacity(ARRF_TRAILER_LEN as usize);
@@ -640,7 +680,7 @@ impl Pack {
             out.put(piece).await.map_err(|e| io("segment", &e))?;
         }
         out.shutdown().await.map_err(|e| io("segment", &e))?;
-        Ok(digests)
+        Ok(packed)
     }
 }
 

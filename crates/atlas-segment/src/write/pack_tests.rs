@@ -478,5 +478,72 @@ proptest! {
         let read_back = crate::SegmentDigest::of_segment(&segment);
         // Compared as printed, so that a NaN statistic equals itself.
         prop_assert_eq!(format!("{:?}", digest.arrays()), format!("{:?}", read_back.arrays()));
+        prop_assert_eq!(digest.blocks(), read_back.blocks());
+        prop_assert_eq!(digest.data_end(), read_back.data_end());
+    }
+
+    #[test]
+    fn a_view_made_from_a_segments_places_reads_what_the_segment_reads(
+        specs in prop::collection::vec(spec(), 1..6),
+        block in prop::sample::select(vec![1usize, 16, 1 << 20]),
+    ) {
+        let (bytes, digest) = finished(&specs, block, false);
+        let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
+        rt.block_on(async {
+            let len = bytes.len() as u64;
+            let op = opendal::Operator::new(opendal::services::Memory::default()).unwrap();
+            op.write("c", bytes.clone()).await.unwrap();
+            let range = crate::SegmentRange {
+                name: "seg".into(),
+                offset: 0,
+                len,
+                arrays_hint: 0,
+            };
+            let segments = crate::ContainerSegments::new(
+                op,
+                "c",
+                1,
+                crate::SegmentOptions::default(),
+                bytes::Bytes::new(),
+                0,
+            );
+            let placed: Vec<crate::ArrayDigest> = digest
+                .arrays()
+                .iter()
+                .map(|a| {
+                    crate::ArrayDigest::placed(
+                        a.name.clone(),
+                        a.dtype.clone(),
+                        a.shape.clone(),
+                        a.chunk_shape.clone(),
+                        a.dimension_names.clone(),
+                        a.fill.clone(),
+                        a.chunks.clone(),
+                    )
+                })
+                .collect();
+            let view = segments
+                .open_placed(0, &range, 7, digest.data_end(), digest.blocks(), &placed)
+                .unwrap();
+            let whole = segments.get(0, &range).await.unwrap();
+            for a in digest.arrays() {
+                let info = whole.array(&a.name).unwrap();
+                let origin = vec![0u64; info.shape().len()];
+                let extent: Vec<u64> = info.shape().iter().map(|&n| u64::from(n)).collect();
+                let want = whole.read_any(&a.name, &origin, &extent).await;
+                let got = view.read_any(&a.name, &origin, &extent).await;
+                assert_eq!(format!("{want:?}"), format!("{got:?}"), "{}", a.name);
+            }
+            // A block said to lie past the data region is refused, not read.
+            let mut blocks = digest.blocks().to_vec();
+            if let Some(b) = blocks.first_mut() {
+                b.offset = digest.data_end();
+                let refused = segments.open_placed(0, &range, 8, digest.data_end(), &blocks, &placed);
+                assert!(
+                    matches!(refused, Err(crate::SegmentError::Footer { .. })),
+                    "{refused:?}"
+                );
+            }
+        });
     }
 }

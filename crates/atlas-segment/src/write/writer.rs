@@ -255,15 +255,15 @@ impl SegmentWriter {
     ) -> Result<(WrittenSegment, SegmentDigest), SegmentError> {
         let path = sink.next_path();
         let name = self.name;
-        let arrays = match self.inner.finish(sink.store(), path.clone()).await {
-            Ok(arrays) => arrays,
+        let packed = match self.inner.finish(sink.store(), path.clone()).await {
+            Ok(packed) => packed,
             Err(PackError::Io(what)) => return Err(finish_io(&name, what)),
             Err(other) => return Err(SegmentError::corrupt(&name, None, format!("{other:?}"))),
         };
         let written = sink.inner.segment(&path).ok_or_else(|| {
             SegmentError::corrupt(&name, None, "the sink did not record the segment")
         })?;
-        Ok((written, SegmentDigest::new(&name, arrays, HashMap::new())))
+        Ok((written, digest_of_packed(&name, packed)))
     }
 
     /// Finishes the segment (its footer built and serialised, the CPU-heavy
@@ -276,12 +276,12 @@ impl SegmentWriter {
         let store: Arc<dyn ObjectStore> = Arc::new(spool.clone());
         let name = self.name;
         let path = object_store::path::Path::from("segment");
-        let arrays = match self.inner.finish(store, path).await {
-            Ok(arrays) => arrays,
+        let packed = match self.inner.finish(store, path).await {
+            Ok(packed) => packed,
             Err(PackError::Io(what)) => return Err(spool_failed(&name, what)),
             Err(other) => return Err(SegmentError::corrupt(&name, None, format!("{other:?}"))),
         };
-        let digest = SegmentDigest::new(&name, arrays, HashMap::new());
+        let digest = digest_of_packed(&name, packed);
         spool
             .take(&name, digest)
             .ok_or_else(|| SegmentError::corrupt(&name, None, "finishing wrote no segment"))
@@ -322,4 +322,15 @@ pub(crate) fn finish_io(name: &str, msg: String) -> SegmentError {
         atlas_format::CONTAINER_FILE,
         format!("segment {name:?}: {msg}"),
     ))
+}
+
+/// The digest of a segment just packed: what its footer would read back as.
+fn digest_of_packed(name: &str, packed: crate::write::pack::Packed) -> SegmentDigest {
+    SegmentDigest::new(
+        name,
+        packed.arrays,
+        HashMap::new(),
+        packed.blocks,
+        packed.data_end,
+    )
 }

@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use arrow_array::types::UInt64Type;
+use arrow_array::types::{UInt32Type, UInt64Type};
 use arrow_array::{
     ArrayRef, BinaryArray, Float64Array, Int64Array, ListArray, RecordBatch, StringArray,
     TimestampNanosecondArray, UInt32Array, UInt64Array,
@@ -20,14 +20,16 @@ use smol_str::SmolStr;
 
 use super::meta::{
     ContainerIdentity, INDEX_VERSION, IndexMeta, IndexedAttribute, IndexedVariable, META_KEY,
-    NAME_COLUMN, ORDINAL_COLUMN, ROWS_PER_GROUP, RowGroupBounds, StatKind, VERSION_KEY,
-    block_column, bound_columns, count_column, nulls_column, shape_column,
+    NAME_COLUMN, ORDINAL_COLUMN, Places, ROWS_PER_GROUP, RowGroupBounds, StatKind, VERSION_KEY,
+    block_column, bound_columns, chunk_shape_column, chunks_column, count_column, nulls_column,
+    shape_column,
 };
 use crate::error::{AtlasError, Result};
 use crate::query::attr_column;
 use crate::read::{Live, Member, Source};
 use crate::set::summary::{Declared, attribute_bounds, fold_variable};
 use crate::{ArrayStats, Attr, Value};
+use atlas_segment::{ArrayDigest, SegmentDigest};
 
 /// How [`Member::write_index`](crate::Member::write_index) lays out an index.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -82,6 +84,8 @@ pub struct IndexReport {
 struct VariableRows {
     name: String,
     rows: Vec<Option<Cell>>,
+    /// The variable's segment as a whole (its blocks, where its data ends).
+    segment: Option<Arc<SegmentDigest>>,
 }
 
 /// What the index holds of one dataset's array.
@@ -89,12 +93,8 @@ struct VariableRows {
 struct Cell {
     /// The declared type.
     dtype: DType,
-    /// The recorded statistics.
-    stats: Option<ArrayStats>,
-    /// The shape the segment records.
-    shape: Vec<u64>,
-    /// The first data block its chunks lie in.
-    block: Option<u32>,
+    /// What the segment records of it: statistics, shape, chunks.
+    digest: ArrayDigest,
 }
 
 /// One dataset attribute: per ordinal, the value of a dataset declaring it.
@@ -122,17 +122,17 @@ pub(crate) async fn build(
     let mut variables = Vec::with_capacity(array_names.len());
     for name in array_names {
         let mut rows: Vec<Option<Cell>> = vec![None; total];
-        for (ordinal, dtype, stats, shape, block) in member.footer_facts(&all, &name).await? {
+        for (ordinal, dtype, digest) in member.footer_facts(&all, &name).await? {
             if let Some(slot) = rows.get_mut(ordinal as usize) {
-                *slot = Some(Cell {
-                    dtype,
-                    stats,
-                    shape,
-                    block,
-                });
+                *slot = Some(Cell { dtype, digest });
             }
         }
-        variables.push(VariableRows { name, rows });
+        let segment = member.digest(&name).await?;
+        variables.push(VariableRows {
+            name,
+            rows,
+            segment,
+        });
     }
     let mut attributes = Vec::with_capacity(attribute_keys.len());
     for (key, dtypes) in attribute_keys {
@@ -295,7 +295,12 @@ fn variable_layout(v: &VariableRows) -> Option<IndexedVariable> {
     let mut kind: Option<StatKind> = None;
     let mut single = true;
     let mut utf8 = true;
-    for stats in v.rows.iter().flatten().filter_map(|c| c.stats.as_ref()) {
+    for stats in v
+        .rows
+        .iter()
+        .flatten()
+        .filter_map(|c| c.digest.stats.as_ref())
+    {
         match (&stats.min, &stats.max) {
             (Some(lo), Some(hi)) => {
                 single &= lo.compare(hi) == Some(std::cmp::Ordering::Equal);
@@ -329,6 +334,40 @@ fn variable_layout(v: &VariableRows) -> Option<IndexedVariable> {
         name: v.name.clone(),
         kind,
         single,
+        places: places(v),
+    })
+}
+
+/// What every array of the variable shares that a read needs, or `None`
+/// when its datasets differ in type, axis names or fill (their reads then
+/// use the footer).
+fn places(v: &VariableRows) -> Option<Places> {
+    let segment = v.segment.as_ref()?;
+    let mut cells = v.rows.iter().flatten();
+    let first = &cells.next()?.digest;
+    let same_fill = |a: &Option<Value>, b: &Option<Value>| match (a, b) {
+        (Some(Value::Float(x)), Some(Value::Float(y))) => x.to_bits() == y.to_bits(),
+        _ => a == b,
+    };
+    for cell in cells {
+        let d = &cell.digest;
+        if d.dtype != first.dtype
+            || d.dimension_names != first.dimension_names
+            || !same_fill(&d.fill, &first.fill)
+        {
+            return None;
+        }
+    }
+    Some(Places {
+        dtype: first.dtype.clone(),
+        dimension_names: first.dimension_names.clone(),
+        fill: first.fill.clone(),
+        data_end: segment.data_end(),
+        blocks: segment
+            .blocks()
+            .iter()
+            .map(|b| (b.offset, b.stored, b.decoded, b.codec.clone()))
+            .collect(),
     })
 }
 
@@ -337,7 +376,7 @@ fn variable_columns(v: &VariableRows, layout: &IndexedVariable) -> Vec<(String, 
     let stats: Vec<Option<&ArrayStats>> = v
         .rows
         .iter()
-        .map(|r| r.as_ref().and_then(|c| c.stats.as_ref()))
+        .map(|r| r.as_ref().and_then(|c| c.digest.stats.as_ref()))
         .collect();
     let count = UInt64Array::from_iter(stats.iter().map(|s| s.map(|s| s.row_count)));
     let nulls = UInt64Array::from_iter(stats.iter().map(|s| s.map(|s| s.null_count)));
@@ -365,11 +404,39 @@ fn variable_columns(v: &VariableRows, layout: &IndexedVariable) -> Vec<(String, 
     let shapes = ListArray::from_iter_primitive::<UInt64Type, _, _>(
         v.rows
             .iter()
-            .map(|r| r.as_ref().map(|c| c.shape.iter().map(|&d| Some(d)))),
+            .map(|r| r.as_ref().map(|c| c.digest.shape.iter().map(|&d| Some(d)))),
     );
     out.push((shape_column(&v.name), Arc::new(shapes)));
-    let blocks = UInt32Array::from_iter(v.rows.iter().map(|r| r.as_ref().and_then(|c| c.block)));
+    let blocks = UInt32Array::from_iter(
+        v.rows
+            .iter()
+            .map(|r| r.as_ref().and_then(|c| c.digest.first_block)),
+    );
     out.push((block_column(&v.name), Arc::new(blocks)));
+    if layout.places.is_some() {
+        let chunk_shapes =
+            ListArray::from_iter_primitive::<UInt32Type, _, _>(v.rows.iter().map(|r| {
+                r.as_ref()
+                    .map(|c| c.digest.chunk_shape.iter().map(|&d| Some(d)))
+            }));
+        out.push((chunk_shape_column(&v.name), Arc::new(chunk_shapes)));
+        let chunks = ListArray::from_iter_primitive::<UInt32Type, _, _>(v.rows.iter().map(|r| {
+            r.as_ref().map(|c| {
+                c.digest
+                    .chunks
+                    .iter()
+                    .flat_map(|p| {
+                        p.coord
+                            .iter()
+                            .copied()
+                            .chain([p.block, p.offset, p.size])
+                            .map(Some)
+                    })
+                    .collect::<Vec<_>>()
+            })
+        }));
+        out.push((chunks_column(&v.name), Arc::new(chunks)));
+    }
     out
 }
 
@@ -428,7 +495,10 @@ fn row_group_bounds(
             if declared.datasets == 0 {
                 continue;
             }
-            let stats = rows.iter().flatten().filter_map(|c| c.stats.as_ref());
+            let stats = rows
+                .iter()
+                .flatten()
+                .filter_map(|c| c.digest.stats.as_ref());
             summaries.push(fold_variable(&v.name, &declared, stats)?);
         }
         let mut attribute_summaries: Vec<AttributeSummary> = Vec::new();

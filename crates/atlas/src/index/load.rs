@@ -22,10 +22,11 @@ use parquet::file::metadata::{ParquetMetaData, ParquetMetaDataReader};
 
 use super::meta::{
     IndexMeta, IndexedAttribute, IndexedVariable, META_KEY, MetaError, StatKind, block_column,
-    bound_columns, count_column, nulls_column, shape_column,
+    bound_columns, chunk_shape_column, chunks_column, count_column, nulls_column, shape_column,
 };
 use crate::read::{Live, Member};
 use crate::{ArrayStats, Attr, Value};
+use atlas_segment::{ArrayDigest, ChunkPlace};
 
 /// Bytes read from the end of an index first: its Parquet footer usually fits.
 const INDEX_PROBE_LEN: u64 = 64 * 1024;
@@ -472,6 +473,100 @@ impl LoadedIndex {
             }
         }
         Ok(out)
+    }
+
+    /// Where the arrays of `variable` lie in the datasets of row group
+    /// `group` that declare it (deleted ones too), from the group's chunk
+    /// columns: what [`ContainerSegments::open_placed`](atlas_segment::ContainerSegments::open_placed)
+    /// makes a view of the segment from. `None` when the index records no
+    /// places for the variable.
+    pub(crate) async fn placed_arrays(
+        &self,
+        member: &Member,
+        variable: &IndexedVariable,
+        group: usize,
+    ) -> Result<Option<Vec<ArrayDigest>>, IndexProblem> {
+        let Some(places) = &variable.places else {
+            return Ok(None);
+        };
+        let names = [
+            shape_column(&variable.name),
+            chunk_shape_column(&variable.name),
+            chunks_column(&variable.name),
+        ];
+        let columns = self.columns(member, &names, &[group]).await?;
+        let [shapes, chunk_shapes, chunks] =
+            columns.first().map(Vec::as_slice).ok_or_else(wrong_type)?
+        else {
+            return Err(IndexProblem::Decode("missing chunk columns".into()));
+        };
+        let list = |c: &ArrayRef| c.as_list_opt::<i32>().cloned().ok_or_else(wrong_type);
+        let (shapes, chunk_shapes, chunks) = (list(shapes)?, list(chunk_shapes)?, list(chunks)?);
+        if chunk_shapes.len() != shapes.len() || chunks.len() != shapes.len() {
+            return Err(wrong_type());
+        }
+        let first = self.first_of(group)?;
+        let footer = member.footer();
+        let mut out = Vec::new();
+        for row in 0..shapes.len() {
+            let Some(ordinal) = u32::try_from(row).ok().and_then(|r| first.checked_add(r)) else {
+                break;
+            };
+            if declared_array(footer, ordinal, &variable.name).is_none() {
+                continue;
+            }
+            let Some((name, _)) = footer.datasets.get_index(ordinal as usize) else {
+                return Err(IndexProblem::Inconsistent(format!("no dataset {ordinal}")));
+            };
+            if shapes.is_null(row) || chunk_shapes.is_null(row) || chunks.is_null(row) {
+                return Err(IndexProblem::Decode(format!(
+                    "dataset {ordinal} declares {:?} but has no chunk places",
+                    variable.name
+                )));
+            }
+            let u64s = |a: ArrayRef| {
+                a.as_primitive_opt::<UInt64Type>()
+                    .map(|p| p.values().to_vec())
+                    .ok_or_else(wrong_type)
+            };
+            let u32s = |a: ArrayRef| {
+                a.as_primitive_opt::<UInt32Type>()
+                    .map(|p| p.values().to_vec())
+                    .ok_or_else(wrong_type)
+            };
+            let shape = u64s(shapes.value(row))?;
+            let flat = u32s(chunks.value(row))?;
+            let per_chunk = shape.len().saturating_add(3);
+            if flat.len() % per_chunk != 0 {
+                return Err(IndexProblem::Decode(format!(
+                    "dataset {ordinal}: {} chunk numbers of {:?} are not whole chunks",
+                    flat.len(),
+                    variable.name
+                )));
+            }
+            let placed = flat
+                .chunks_exact(per_chunk)
+                .filter_map(|c| {
+                    let (coord, [block, offset, size]) = c.split_last_chunk::<3>()?;
+                    Some(ChunkPlace {
+                        coord: coord.to_vec(),
+                        block: *block,
+                        offset: *offset,
+                        size: *size,
+                    })
+                })
+                .collect();
+            out.push(ArrayDigest::placed(
+                name.to_string(),
+                places.dtype.clone(),
+                shape,
+                u32s(chunk_shapes.value(row))?,
+                places.dimension_names.clone(),
+                places.fill.clone(),
+                placed,
+            ));
+        }
+        Ok(Some(out))
     }
 
     /// Attribute `attribute` of each dataset of `live` declaring it, in

@@ -2,7 +2,7 @@
 //! key: which container it describes, which columns answer for which
 //! variable or attribute, and the bounds of every row group.
 
-use atlas_format::{AttributeSummary, DType, VariableSummary};
+use atlas_format::{AttributeSummary, DType, Value, VariableSummary};
 use serde::{Deserialize, Serialize};
 
 /// The index layout this crate writes and reads.
@@ -54,6 +54,29 @@ pub(crate) struct IndexedVariable {
     /// of each dataset's elements (minimum equal to maximum in every row);
     /// `false`: `NAME.min` and `NAME.max`.
     pub single: bool,
+    /// What reading the variable's arrays needs besides each row's chunk
+    /// columns, when every dataset declaring it agrees on it (`None`:
+    /// reads use the segment footer). Absent from indexes written before
+    /// chunk places were recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub places: Option<Places>,
+}
+
+/// The segment-wide facts that, with a row's `NAME.chunk_shape` and
+/// `NAME.chunks`, let a reader read the row's array without its segment's
+/// footer.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub(crate) struct Places {
+    /// The element type of every array.
+    pub dtype: DType,
+    /// The axis names of every array.
+    pub dimension_names: Vec<String>,
+    /// The fill value of every array, as the segment stores it.
+    pub fill: Option<Value>,
+    /// Where the segment's data region ends.
+    pub data_end: u64,
+    /// The segment's blocks by id: offset, bytes stored, bytes decoded, codec.
+    pub blocks: Vec<(u64, u64, u64, Option<String>)>,
 }
 
 /// The kind of a statistic's value, which fixes its column type.
@@ -116,6 +139,18 @@ pub(crate) fn shape_column(variable: &str) -> String {
 /// The column of the first data block a variable's chunks lie in.
 pub(crate) fn block_column(variable: &str) -> String {
     format!("{variable}.block")
+}
+
+/// The column of a variable's chunk shape in each dataset (a list).
+pub(crate) fn chunk_shape_column(variable: &str) -> String {
+    format!("{variable}.chunk_shape")
+}
+
+/// The column of where a variable's chunks lie in each dataset: a flat
+/// list, per written chunk its coordinate (one number per axis), then its
+/// block, offset and size in the decoded block.
+pub(crate) fn chunks_column(variable: &str) -> String {
+    format!("{variable}.chunks")
 }
 
 /// The names of the fixed columns.

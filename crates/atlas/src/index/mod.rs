@@ -31,8 +31,9 @@ use crate::query::Predicate;
 use crate::read::{Live, Member, Source};
 use crate::set::View;
 use crate::set::prune::{Summaries, may_match};
-use crate::{ArrayStats, Attr};
+use crate::{ArrayStats, Attr, Value};
 use atlas_format::DType;
+use atlas_segment::{ArrayDigest, ChunkPlace};
 
 impl Member {
     /// Builds this container's dataset index from its footers and stores it
@@ -243,7 +244,7 @@ pub(crate) async fn check(member: &Member) -> Option<std::result::Result<Vec<Str
                     .collect();
                 let footers: Vec<(u32, ArrayStats)> = footers
                     .iter()
-                    .filter_map(|(o, _, s, _, _)| Some((*o, s.clone()?)))
+                    .filter_map(|(o, _, d)| Some((*o, d.stats.clone()?)))
                     .collect();
                 if let Some(what) = first_difference(&indexed, &footers) {
                     disagreements.push(format!("statistics of {:?}: {what}", variable.name));
@@ -262,7 +263,7 @@ pub(crate) async fn check(member: &Member) -> Option<std::result::Result<Vec<Str
                     .collect();
                 let footers: Vec<(u32, Layout)> = footers
                     .iter()
-                    .map(|(o, _, _, shape, block)| (*o, (shape.clone(), *block)))
+                    .map(|(o, _, d)| (*o, (d.shape.clone(), d.first_block)))
                     .collect();
                 if let Some(what) = first_difference(&indexed, &footers) {
                     disagreements.push(format!("shape or block of {:?}: {what}", variable.name));
@@ -271,6 +272,16 @@ pub(crate) async fn check(member: &Member) -> Option<std::result::Result<Vec<Str
             (Err(load::IndexProblem::Io(e)), _) => return Some(Err(e.to_string())),
             (Err(e), _) => disagreements.push(format!("{:?}: {e}", variable.name)),
             (_, None) => {}
+        }
+        if let (Some(_), Some(footers)) = (&variable.places, &footers) {
+            match placed_differences(member, &index, variable, footers).await {
+                Ok(Some(what)) => {
+                    disagreements.push(format!("chunk places of {:?}: {what}", variable.name));
+                }
+                Ok(None) => {}
+                Err(load::IndexProblem::Io(e)) => return Some(Err(e.to_string())),
+                Err(e) => disagreements.push(format!("{:?}: {e}", variable.name)),
+            }
         }
     }
     let datasets = &member.footer().datasets;
@@ -304,6 +315,60 @@ pub(crate) async fn check(member: &Member) -> Option<std::result::Result<Vec<Str
 
 /// A dataset's shape and first block of one array.
 type Layout = (Vec<u64>, Option<u32>);
+
+/// What a read of one array takes from its chunk places, a float fill by
+/// its bits (so a NaN fill equals itself).
+type Placed = (
+    DType,
+    Vec<String>,
+    Option<std::result::Result<Value, u64>>,
+    Vec<u64>,
+    Vec<u32>,
+    Vec<ChunkPlace>,
+);
+
+fn placed_of(a: &ArrayDigest) -> Placed {
+    let fill = a.fill.clone().map(|v| match v {
+        Value::Float(x) => Err(x.to_bits()),
+        other => Ok(other),
+    });
+    (
+        a.dtype.clone(),
+        a.dimension_names.clone(),
+        fill,
+        a.shape.clone(),
+        a.chunk_shape.clone(),
+        a.chunks.clone(),
+    )
+}
+
+/// Where the chunk places the index records for `variable` first differ
+/// from what its segment footer (`footers`: every dataset declaring it, in
+/// ordinal order) says.
+async fn placed_differences(
+    member: &Member,
+    index: &load::LoadedIndex,
+    variable: &meta::IndexedVariable,
+    footers: &[(u32, DType, ArrayDigest)],
+) -> std::result::Result<Option<String>, load::IndexProblem> {
+    let datasets = &member.footer().datasets;
+    let mut indexed = Vec::new();
+    for group in 0..index.meta.row_groups.len() {
+        for a in index
+            .placed_arrays(member, variable, group)
+            .await?
+            .unwrap_or_default()
+        {
+            let ordinal = datasets
+                .get_index_of(a.name.as_str())
+                .and_then(|o| u32::try_from(o).ok())
+                .unwrap_or(u32::MAX);
+            indexed.push((ordinal, placed_of(&a)));
+        }
+    }
+    let footers: Vec<(u32, Placed)> = footers.iter().map(|(o, _, d)| (*o, placed_of(d))).collect();
+    Ok(first_difference(&indexed, &footers))
+}
 
 /// Where two per-ordinal lists first differ, described.
 fn first_difference<T: PartialEq + std::fmt::Debug>(

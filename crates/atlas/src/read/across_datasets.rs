@@ -299,22 +299,16 @@ impl Member {
 
     /// Every fact of `array` the dataset index records, per live dataset
     /// declaring it, in ordinal order, read off the segment's footer in one
-    /// pass: ordinal, declared type, statistics, shape and first block.
-    #[allow(clippy::type_complexity)]
+    /// pass: ordinal, declared type, and the array's digest (statistics,
+    /// shape, where its chunks lie).
     pub(crate) async fn footer_facts(
         &self,
         live: &Live,
         array: &str,
-    ) -> Result<Vec<(u32, DType, Option<ArrayStats>, Vec<u64>, Option<u32>)>> {
+    ) -> Result<Vec<(u32, DType, ArrayDigest)>> {
         self.digest_rows(live, array, |info, ordinal, declared| {
             check_dtype(array, declared, &info.dtype, &info.name)?;
-            Ok(Some((
-                ordinal,
-                declared.clone(),
-                info.stats.clone(),
-                info.shape.clone(),
-                info.first_block,
-            )))
+            Ok(Some((ordinal, declared.clone(), info.clone())))
         })
         .await
     }

@@ -14,7 +14,9 @@ use atlas_io::open::{OpenError, open_collection_with};
 use atlas_io::{MultipartUploads, ReadParallelism, object_path};
 use opendal::Operator;
 
-use atlas_segment::{Attr, ContainerSegments, Segment, SegmentDigest, SegmentOptions};
+use atlas_segment::{
+    Attr, BlockPlace, ContainerSegments, Segment, SegmentDigest, SegmentOptions, SegmentRange,
+};
 
 use super::dataset::Dataset;
 use super::directory::{Directory, MaskState};
@@ -639,6 +641,12 @@ impl Member {
         };
         let position = || directory.position_in_segment(name, ordinal);
         let segments = &self.inner.segments;
+        if reading
+            && segments.footer_needed(index, &range)
+            && let Some(segment) = self.placed_segment(name, ordinal, index, &range).await
+        {
+            return Ok(Some(segment));
+        }
         Ok(Some(if reading {
             segments
                 .get_array_to_read(index, &range, dataset, position)
@@ -646,6 +654,57 @@ impl Member {
         } else {
             segments.get_array(index, &range, dataset, position).await?
         }))
+    }
+
+    /// A view of segment `index` (variable `name`) holding the arrays of the
+    /// index row group that holds dataset `ordinal`, made from the chunk
+    /// places the dataset index records: reading through it needs no
+    /// segment footer. `None` (and the caller reads the footer) when there
+    /// is no usable index, it records no places for `name`, or they do not
+    /// validate; a failure is logged, not returned.
+    async fn placed_segment(
+        &self,
+        name: &str,
+        ordinal: u32,
+        index: usize,
+        range: &SegmentRange,
+    ) -> Option<Arc<Segment>> {
+        let loaded = self.index().await?;
+        let variable = loaded.meta.variable(name)?;
+        let group = *loaded
+            .meta
+            .groups_holding(std::iter::once(ordinal))
+            .first()?;
+        let key = group as u64;
+        let segments = &self.inner.segments;
+        if let Some(segment) = segments.placed(index, key) {
+            return Some(segment);
+        }
+        let places = variable.places.as_ref()?;
+        let arrays = match loaded.placed_arrays(self, variable, group).await {
+            Ok(arrays) => arrays?,
+            Err(e) => {
+                tracing::warn!(container = %self.inner.prefix, variable = name, "dataset index chunk places not used, reading the footer: {e}");
+                return None;
+            }
+        };
+        let blocks: Vec<BlockPlace> = places
+            .blocks
+            .iter()
+            .map(|(offset, stored, decoded, codec)| BlockPlace {
+                offset: *offset,
+                stored: *stored,
+                decoded: *decoded,
+                codec: codec.clone(),
+            })
+            .collect();
+        match segments.open_placed(index, range, key, places.data_end, &blocks, &arrays) {
+            Ok(segment) => Some(segment),
+            Err(e) => {
+                tracing::warn!(container = %self.inner.prefix, variable = name, "dataset index chunk places do not validate, reading the footer: {e}");
+                None
+            }
+        }
     }
 
     /// Whether the container has a segment for `name`.
