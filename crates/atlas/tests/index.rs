@@ -630,3 +630,47 @@ async fn every_dataset_reads_the_same_through_the_index_places_as_through_the_fo
         assert_eq!(a, b);
     }
 }
+
+#[tokio::test]
+async fn read_many_over_every_dataset_takes_the_places_from_the_index_instead_of_the_footer() {
+    use futures::StreamExt;
+    let (op, stats, _) = counted_memory();
+    placed(&op, "c", 3000).await;
+    let container = join("c", "data.atlas");
+    let mut bytes = Vec::new();
+    for index in [true, false] {
+        let atlas = open(&op, "c", index).await;
+        let datasets = atlas.datasets().await.unwrap();
+        stats.reset();
+        let mut stream = atlas.read_many(
+            datasets,
+            "X",
+            atlas::Region::all(),
+            8,
+            atlas::Order::AsGiven,
+        );
+        let mut i = 0usize;
+        while let Some((name, array)) = stream.next().await {
+            let array = array.unwrap();
+            let x = match array.data() {
+                atlas::ArrayData::Float32(a) => a.iter().copied().collect::<Vec<_>>(),
+                other => panic!("{other:?}"),
+            };
+            assert_eq!(x, [i as f32, 0.5, -1.0], "{name}");
+            i += 1;
+        }
+        assert_eq!(i, 3000);
+        let read: u64 = stats
+            .read_log()
+            .iter()
+            .filter(|r| r.path == container)
+            .filter_map(|r| r.range.size())
+            .sum();
+        bytes.push(read);
+    }
+    let (with, without) = (bytes[0], bytes[1]);
+    assert!(
+        with.saturating_add(500_000) < without,
+        "through the index {with} bytes of the container, through the footer {without}"
+    );
+}

@@ -517,8 +517,19 @@ impl ContainerSegments {
                 problem,
             }
         })?;
-        let path = Path::from(format!("seg/{index}/placed/{key}"));
-        self.register(name, &path, range.offset, virtual_len, footer, &validated)?;
+        let path = placed_path(index, key);
+        self.store.remove(&path);
+        self.store
+            .register_view(
+                &path,
+                &segment_path(index as u64),
+                range.offset,
+                virtual_len,
+                footer,
+            )
+            .map_err(|e| store_error(name, e))?;
+        self.store
+            .expect_lz4_prefixes(&path, validated.lz4_blocks.iter().copied());
         let segment = Arc::new(Segment::new(
             name,
             validated,
@@ -534,6 +545,27 @@ impl ContainerSegments {
             "opened a view from places"
         );
         Ok(segment)
+    }
+
+    /// Sends for the front of segment `index`'s data region (up to
+    /// [`READ_AHEAD_MAX`](crate::READ_AHEAD_MAX) bytes) through the view
+    /// made for `key` by [`ContainerSegments::open_placed`], without waiting:
+    /// for a caller about to read most of the segment's arrays through its
+    /// views, which share the segment's read-ahead. Returns the bytes sent
+    /// for (0 without such a view).
+    pub async fn prefetch_placed(
+        &self,
+        index: usize,
+        key: u64,
+        range: &SegmentRange,
+    ) -> Result<u64, SegmentError> {
+        if self.placed(index, key).is_none() {
+            return Ok(0);
+        }
+        self.store
+            .prefetch_data(&placed_path(index, key), crate::READ_AHEAD_MAX)
+            .await
+            .map_err(|e| store_error(&range.name, e))
     }
 
     fn placed_map(&self) -> std::sync::MutexGuard<'_, HashMap<(usize, u64), Arc<Segment>>> {
@@ -1016,4 +1048,10 @@ fn placed_footer(
     out.extend_from_slice(&(archive.len() as u64).to_le_bytes());
     out.extend_from_slice(&crate::footer::tail::ARRF_MAGIC);
     Ok(out)
+}
+
+/// The virtual path of the view [`ContainerSegments::open_placed`] makes for
+/// `key` of segment `index`.
+fn placed_path(index: usize, key: u64) -> Path {
+    Path::from(format!("seg/{index}/placed/{key}"))
 }

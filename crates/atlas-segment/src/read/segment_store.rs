@@ -204,6 +204,10 @@ pub struct SegmentStore {
     op: Operator,
     container: String,
     segments: RwLock<HashMap<String, Segment>>,
+    /// Read-ahead state by the path it belongs to: a view registered as
+    /// sharing a segment's (see [`SegmentStore::register_view`]) walks the
+    /// same data region with it.
+    aheads: Mutex<HashMap<String, Arc<Mutex<ReadAhead<Piece>>>>>,
     requests: AtomicU64,
     /// How a big read (a footer, a read-ahead window) is split.
     parallelism: ReadParallelism,
@@ -234,6 +238,7 @@ impl SegmentStore {
             op,
             container: container.into(),
             segments: RwLock::new(HashMap::new()),
+            aheads: Mutex::new(HashMap::new()),
             requests: AtomicU64::new(0),
             parallelism,
         }
@@ -277,7 +282,7 @@ impl SegmentStore {
     ///
     /// The trailer is then validated on the read that fetches it.
     pub fn register(&self, path: &Path, offset: u64, len: u64) -> Result<(), StoreError> {
-        self.insert(path.as_ref(), offset, len, Bytes::new())
+        self.insert(path.as_ref(), offset, len, Bytes::new(), None)
     }
 
     /// Registers a segment with its last `tail.len()` bytes already in hand; no request.
@@ -300,7 +305,31 @@ impl SegmentStore {
             });
         }
         validate_trailer(p, &tail, len)?;
-        self.insert(p, offset, len, tail)
+        self.insert(p, offset, len, tail, None)
+    }
+
+    /// [`SegmentStore::register_with_tail`] for a view of the segment at
+    /// `segment` (a footer of its own over the same data region): the view
+    /// and the segment share their read-ahead, so reads through either
+    /// continue one walk and use the pieces either sent for.
+    pub fn register_view(
+        &self,
+        path: &Path,
+        segment: &Path,
+        offset: u64,
+        len: u64,
+        tail: Bytes,
+    ) -> Result<(), StoreError> {
+        let p = path.as_ref();
+        if tail.len() as u64 > len {
+            return Err(StoreError::TailTooLong {
+                path: p.to_string(),
+                tail_len: tail.len() as u64,
+                segment_len: len,
+            });
+        }
+        validate_trailer(p, &tail, len)?;
+        self.insert(p, offset, len, tail, Some(segment.as_ref()))
     }
 
     /// Registers a segment and prefetches its tail: see [`SegmentStore::prefetch_tail`].
@@ -319,7 +348,16 @@ impl SegmentStore {
         Ok(())
     }
 
-    fn insert(&self, path: &str, offset: u64, len: u64, tail: Bytes) -> Result<(), StoreError> {
+    /// Registers `path`; its read-ahead is that of `share` (a path, whether
+    /// registered yet or not) when given, else its own.
+    fn insert(
+        &self,
+        path: &str,
+        offset: u64,
+        len: u64,
+        tail: Bytes,
+        share: Option<&str>,
+    ) -> Result<(), StoreError> {
         if offset.checked_add(len).is_none() {
             return Err(StoreError::OutOfRange {
                 path: path.to_string(),
@@ -346,10 +384,16 @@ impl SegmentStore {
                 tail,
                 lz4: Arc::default(),
                 data_end,
-                ahead: Arc::default(),
+                ahead: self.ahead_of(share.unwrap_or(path)),
             },
         );
         Ok(())
+    }
+
+    /// The read-ahead state of `key`, made on first use.
+    fn ahead_of(&self, key: &str) -> Arc<Mutex<ReadAhead<Piece>>> {
+        let mut aheads = self.aheads.lock().unwrap_or_else(|e| e.into_inner());
+        Arc::clone(aheads.entry(key.to_owned()).or_default())
     }
 
     /// Holds every LZ4 block of `path` to its declared size: `blocks` are

@@ -21,8 +21,9 @@ use parquet::arrow::push_decoder::ParquetPushDecoderBuilder;
 use parquet::file::metadata::{ParquetMetaData, ParquetMetaDataReader};
 
 use super::meta::{
-    IndexMeta, IndexedAttribute, IndexedVariable, META_KEY, MetaError, StatKind, block_column,
-    bound_columns, chunk_shape_column, chunks_column, count_column, nulls_column, shape_column,
+    IndexMeta, IndexedAttribute, IndexedVariable, META_KEY, MetaError, Places, StatKind,
+    block_column, bound_columns, chunk_shape_column, chunks_column, count_column, nulls_column,
+    shape_column,
 };
 use crate::read::{Live, Member};
 use crate::{ArrayStats, Attr, Value};
@@ -475,17 +476,18 @@ impl LoadedIndex {
         Ok(out)
     }
 
-    /// Where the arrays of `variable` lie in the datasets of row group
-    /// `group` that declare it (deleted ones too), from the group's chunk
-    /// columns: what [`ContainerSegments::open_placed`](atlas_segment::ContainerSegments::open_placed)
-    /// makes a view of the segment from. `None` when the index records no
-    /// places for the variable.
+    /// Where the arrays of `variable` lie in the datasets of each row group
+    /// of `groups` that declare it (deleted ones too), from the groups'
+    /// chunk columns (fetched in one batch): what
+    /// [`ContainerSegments::open_placed`](atlas_segment::ContainerSegments::open_placed)
+    /// makes a view of the segment from, per group. `None` when the index
+    /// records no places for the variable.
     pub(crate) async fn placed_arrays(
         &self,
         member: &Member,
         variable: &IndexedVariable,
-        group: usize,
-    ) -> Result<Option<Vec<ArrayDigest>>, IndexProblem> {
+        groups: &[usize],
+    ) -> Result<Option<Vec<Vec<ArrayDigest>>>, IndexProblem> {
         let Some(places) = &variable.places else {
             return Ok(None);
         };
@@ -494,10 +496,24 @@ impl LoadedIndex {
             chunk_shape_column(&variable.name),
             chunks_column(&variable.name),
         ];
-        let columns = self.columns(member, &names, &[group]).await?;
-        let [shapes, chunk_shapes, chunks] =
-            columns.first().map(Vec::as_slice).ok_or_else(wrong_type)?
-        else {
+        let columns = self.columns(member, &names, groups).await?;
+        let mut out = Vec::with_capacity(groups.len());
+        for (&group, arrays) in groups.iter().zip(&columns) {
+            out.push(self.placed_group(member, variable, places, group, arrays)?);
+        }
+        Ok(Some(out))
+    }
+
+    /// [`LoadedIndex::placed_arrays`] of one row group, from its decoded chunk columns.
+    fn placed_group(
+        &self,
+        member: &Member,
+        variable: &IndexedVariable,
+        places: &Places,
+        group: usize,
+        columns: &[ArrayRef],
+    ) -> Result<Vec<ArrayDigest>, IndexProblem> {
+        let [shapes, chunk_shapes, chunks] = columns else {
             return Err(IndexProblem::Decode("missing chunk columns".into()));
         };
         let list = |c: &ArrayRef| c.as_list_opt::<i32>().cloned().ok_or_else(wrong_type);
@@ -566,7 +582,7 @@ impl LoadedIndex {
                 placed,
             ));
         }
-        Ok(Some(out))
+        Ok(out)
     }
 
     /// Attribute `attribute` of each dataset of `live` declaring it, in

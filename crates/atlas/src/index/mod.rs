@@ -353,18 +353,19 @@ async fn placed_differences(
 ) -> std::result::Result<Option<String>, load::IndexProblem> {
     let datasets = &member.footer().datasets;
     let mut indexed = Vec::new();
-    for group in 0..index.meta.row_groups.len() {
-        for a in index
-            .placed_arrays(member, variable, group)
-            .await?
-            .unwrap_or_default()
-        {
-            let ordinal = datasets
-                .get_index_of(a.name.as_str())
-                .and_then(|o| u32::try_from(o).ok())
-                .unwrap_or(u32::MAX);
-            indexed.push((ordinal, placed_of(&a)));
-        }
+    let groups: Vec<usize> = (0..index.meta.row_groups.len()).collect();
+    for a in index
+        .placed_arrays(member, variable, &groups)
+        .await?
+        .unwrap_or_default()
+        .into_iter()
+        .flatten()
+    {
+        let ordinal = datasets
+            .get_index_of(a.name.as_str())
+            .and_then(|o| u32::try_from(o).ok())
+            .unwrap_or(u32::MAX);
+        indexed.push((ordinal, placed_of(&a)));
     }
     let footers: Vec<(u32, Placed)> = footers.iter().map(|(o, _, d)| (*o, placed_of(d))).collect();
     Ok(first_difference(&indexed, &footers))

@@ -571,6 +571,15 @@ impl Member {
         };
         let most = |arrays: usize| readers > 1 && readers.saturating_mul(2) >= arrays;
         let expected = usize::try_from(range.arrays_hint).unwrap_or(usize::MAX);
+        if range.arrays_hint > 0
+            && most(expected)
+            && self.inner.segments.footer_needed(index, &range)
+            && self
+                .prepare_placed_sweep(name, index, &range, &self.live())
+                .await
+        {
+            return Ok(());
+        }
         if range.arrays_hint > 0 && most(expected) {
             // The data front goes out with the footer's rest.
             self.inner.segments.prepare_sweep(index, &range).await?;
@@ -660,8 +669,8 @@ impl Member {
     /// index row group that holds dataset `ordinal`, made from the chunk
     /// places the dataset index records: reading through it needs no
     /// segment footer. `None` (and the caller reads the footer) when there
-    /// is no usable index, it records no places for `name`, or they do not
-    /// validate; a failure is logged, not returned.
+    /// is no usable index or it records no places for `name`; see
+    /// [`Member::open_placed`].
     async fn placed_segment(
         &self,
         name: &str,
@@ -670,18 +679,43 @@ impl Member {
         range: &SegmentRange,
     ) -> Option<Arc<Segment>> {
         let loaded = self.index().await?;
-        let variable = loaded.meta.variable(name)?;
         let group = *loaded
             .meta
             .groups_holding(std::iter::once(ordinal))
             .first()?;
-        let key = group as u64;
-        let segments = &self.inner.segments;
-        if let Some(segment) = segments.placed(index, key) {
+        if let Some(segment) = self.inner.segments.placed(index, group as u64) {
             return Some(segment);
         }
+        self.open_placed(name, index, range, &[group]).await?;
+        self.inner.segments.placed(index, group as u64)
+    }
+
+    /// Opens, from the dataset index's chunk places, a view of segment
+    /// `index` (variable `name`) for each row group of `groups` that has
+    /// none yet, their chunk columns read in one batch; the view of group
+    /// `g` is kept under key `g`. `None` when there is no usable index, it
+    /// records no places for `name`, or they do not validate (a failure is
+    /// logged, not returned: the caller reads the footer instead).
+    async fn open_placed(
+        &self,
+        name: &str,
+        index: usize,
+        range: &SegmentRange,
+        groups: &[usize],
+    ) -> Option<()> {
+        let loaded = self.index().await?;
+        let variable = loaded.meta.variable(name)?;
         let places = variable.places.as_ref()?;
-        let arrays = match loaded.placed_arrays(self, variable, group).await {
+        let segments = &self.inner.segments;
+        let missing: Vec<usize> = groups
+            .iter()
+            .copied()
+            .filter(|&g| segments.placed(index, g as u64).is_none())
+            .collect();
+        if missing.is_empty() {
+            return Some(());
+        }
+        let arrays = match loaded.placed_arrays(self, variable, &missing).await {
             Ok(arrays) => arrays?,
             Err(e) => {
                 tracing::warn!(container = %self.inner.prefix, variable = name, "dataset index chunk places not used, reading the footer: {e}");
@@ -698,13 +732,50 @@ impl Member {
                 codec: codec.clone(),
             })
             .collect();
-        match segments.open_placed(index, range, key, places.data_end, &blocks, &arrays) {
-            Ok(segment) => Some(segment),
-            Err(e) => {
+        for (group, arrays) in missing.iter().zip(&arrays) {
+            let key = *group as u64;
+            if let Err(e) =
+                segments.open_placed(index, range, key, places.data_end, &blocks, arrays)
+            {
                 tracing::warn!(container = %self.inner.prefix, variable = name, "dataset index chunk places do not validate, reading the footer: {e}");
-                None
+                return None;
             }
         }
+        Some(())
+    }
+
+    /// [`Member::prepare_sweep`] through the dataset index: views of every
+    /// row group holding a dataset of `live`, then the front of the data
+    /// region sent for. `false` when the index cannot serve (the caller
+    /// opens the footer instead).
+    async fn prepare_placed_sweep(
+        &self,
+        name: &str,
+        index: usize,
+        range: &SegmentRange,
+        live: &Live,
+    ) -> bool {
+        let Some(loaded) = self.index().await else {
+            return false;
+        };
+        let groups = loaded.groups_of(live);
+        if self
+            .open_placed(name, index, range, &groups)
+            .await
+            .is_none()
+        {
+            return false;
+        }
+        if let Some(&first) = groups.first()
+            && let Err(e) = self
+                .inner
+                .segments
+                .prefetch_placed(index, first as u64, range)
+                .await
+        {
+            tracing::debug!(variable = name, %e, "the data front failed");
+        }
+        true
     }
 
     /// Whether the container has a segment for `name`.
