@@ -17,8 +17,9 @@
   dask-backed DataArray along a new dimension.
 - `to_dask_dataframe(path, arrays, where=..., attrs=[...])`: the long table
   as a dask DataFrame, one partition per run of datasets sharing storage blocks.
-- `write(path_or_url, {name: xarray.Dataset})`: a new collection, mapped as
-  `atlas create` maps NetCDF files.
+- `write(path_or_url, {name: xarray.Dataset})`: a new collection that the
+  engine gives back as it went in (xarray's own CF encoding, as `to_netcdf`);
+  `decode="cf"` maps datasets as files hold them as `atlas create` maps the files.
   With `append=True`, one new member of a collection set, committed.
 - `ingest(sources, set_path, client=...)`: NetCDF files into a collection
   set, one member per task on dask.distributed (or local threads), one commit.
@@ -52,7 +53,7 @@ from ._errors import (
 )
 from ._multi import open_mfdataarray
 from ._views import open_dataset
-from ._write import WriteResult, write
+from ._write import TREE_SEPARATOR, WriteResult, write
 from ._ingest import IngestResult, ingest
 from ._sync import SyncResult, sync
 
@@ -74,6 +75,7 @@ __all__ = [
     "NotAnAtlasCollection",
     "NotFound",
     "StorageError",
+    "TREE_SEPARATOR",
     "VerifyResult",
     "WriteResult",
     "open_dataset",
