@@ -1,5 +1,6 @@
-"""Writing: `atlasds.write` builds what `atlas create` builds from the same
-NetCDF files, in-memory datasets round-trip, and bad input is refused typed."""
+"""Writing: `atlasds.write(..., decode="cf")` (and `"raw"`) builds what
+`atlas create` builds from the same NetCDF files, in-memory datasets
+round-trip, and bad input is refused typed."""
 
 from __future__ import annotations
 
@@ -117,14 +118,15 @@ def created(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def test_datatrees_of_the_netcdf_inputs_write_what_atlas_create_builds(tmp_path, created):
     trees = {f.name: xr.open_datatree(f, **RAW) for f in GOOD}
-    result = atlasds.write(tmp_path / "py", trees)
+    # decode="cf": datasets as the files hold them, mapped as `atlas create` maps files.
+    result = atlasds.write(tmp_path / "py", trees, decode="cf")
     assert result.datasets == [f.name for f in GOOD]
     assert unordered(describe(tmp_path / "py")) == unordered(describe(created))
 
 
 def test_datasets_opened_without_decoding_write_what_atlas_create_builds(tmp_path, created):
     datasets = {f.name: xr.open_dataset(f, **RAW) for f in GOOD}
-    atlasds.write(tmp_path / "py", datasets)
+    atlasds.write(tmp_path / "py", datasets, decode="cf")
     # open_dataset does not open sub-groups, so only those may differ.
     ours = without_groups(describe(tmp_path / "py"), ("profile",))
     assert unordered(ours) == unordered(without_groups(describe(created), ("profile",)))
@@ -173,9 +175,9 @@ def test_an_in_memory_dataset_round_trips_through_open_and_the_xarray_backend(tm
     xr.testing.assert_identical(tree["p2"].to_dataset().load(), ds.isel(N_LEVELS=slice(0, 2)))
 
 
-def test_booleans_are_stored_as_uint8_with_a_note(tmp_path):
+def test_the_file_mapping_stores_booleans_as_uint8_with_a_note(tmp_path):
     ds = xr.Dataset({"FLAG": ("n", np.array([True, False, True]))})
-    result = atlasds.write(tmp_path / "c", [("b", ds)])
+    result = atlasds.write(tmp_path / "c", [("b", ds)], decode="cf")
     values = atlasds.Collection.open(tmp_path / "c")["b"].read("FLAG")
     assert values.dtype == np.uint8 and values.tolist() == [1, 0, 1]
     assert any("bool" in n for n in result.notes)
@@ -253,7 +255,7 @@ def test_a_time_variable_without_a_nanosecond_form_is_written_undecoded_and_repo
     # calendar: neither has a datetime64[ns] form, so the CF mapping keeps
     # their numbers with units/calendar and says so; `decodes` is decoded.
     source = NETCDF / "conventions" / "undecodable_time.nc"
-    result = atlasds.write(tmp_path / "c", {"u.nc": xr.open_dataset(source, **RAW)})
+    result = atlasds.write(tmp_path / "c", {"u.nc": xr.open_dataset(source, **RAW)}, decode="cf")
     assert sorted((d, v) for d, v, _ in result.undecoded) == [("u.nc", "t360"), ("u.nc", "time")]
     assert all(reason for _, _, reason in result.undecoded)
     ds = atlasds.Collection.open(tmp_path / "c")["u.nc"]

@@ -3,8 +3,8 @@
 xarray ships the tests every one of its backends passes (`CFEncodedBase` with
 `DatasetIOBase`, in `xarray/tests/test_backends.py`); netCDF4, h5netcdf, scipy
 and zarr each run them through a small subclass that says how to save and how
-to open. This is that subclass for Atlas: save is ``atlasds.write(path,
-{name: ds}, decode="xarray", **to_netcdf_keywords)``, open is
+to open. This is that subclass for Atlas: save is the plain ``atlasds.write(path,
+{name: ds}, **to_netcdf_keywords)`` (no ``decode=``: its default), open is
 ``xr.open_dataset(path, engine="atlas", group=name)``. The xarray version is
 pinned in scripts/requirements-test.txt.
 """
@@ -38,7 +38,7 @@ class TestAtlasBackendSuite(backends.CFEncodedBase):
         yield
 
     def save(self, dataset, path, **kwargs):
-        return atlasds.write(path, {GROUP: dataset}, decode="xarray", **kwargs)
+        return atlasds.write(path, {GROUP: dataset}, **kwargs)
 
     @contextlib.contextmanager
     def open(self, path, **kwargs):

@@ -1,5 +1,5 @@
-"""What xarray writes, Atlas gives back: `atlasds.write(..., decode="xarray")`
-then the engine, named rule by rule. The oracle where one is needed is the
+"""What xarray writes, Atlas gives back: `atlasds.write` (its default,
+`decode="xarray"`) then the engine, named rule by rule. The oracle where one is needed is the
 same Dataset through a NetCDF4 file (`to_netcdf`, then `xr.open_dataset`)."""
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ import atlasds
 def atlas_roundtrip(tmp_path: Path, ds: xr.Dataset, **kwargs) -> xr.Dataset:
     open_kwargs = kwargs.pop("open_kwargs", {})
     path = tmp_path / "c"
-    atlasds.write(path, {"ds": ds}, decode="xarray", **kwargs)
+    atlasds.write(path, {"ds": ds}, **kwargs)  # the plain call: no decode=
     return xr.open_dataset(path, engine="atlas", group="ds", **open_kwargs).load()
 
 
@@ -94,10 +94,52 @@ def test_append_mode_is_refused_because_collections_are_write_once(tmp_path):
         atlasds.write(tmp_path / "c", {"ds": masked_scaled()}, decode="xarray", mode="a")
 
 
-def test_to_netcdf_keywords_need_decode_xarray(tmp_path):
+def test_to_netcdf_keywords_are_refused_with_the_file_mappings(tmp_path):
     # decode="cf" and "raw" take a file's stored form: an encoding would mean nothing there.
-    with pytest.raises(atlasds.InvalidArgument, match="decode='xarray'"):
-        atlasds.write(tmp_path / "c", {"ds": masked_scaled()}, encoding=PACKED)
+    for decode in ("cf", "raw"):
+        with pytest.raises(atlasds.InvalidArgument, match="decode='xarray'"):
+            atlasds.write(tmp_path / decode, {"ds": masked_scaled()}, decode=decode, encoding=PACKED)
+        assert not (tmp_path / decode).exists()
+
+
+def test_the_plain_write_of_a_dataset_gives_it_back_as_it_went_in(tmp_path):
+    ds = masked_scaled().assign(
+        flag=("n", np.array([True, False, True, True])),
+        when=("n", pd.date_range("2024-01-01", periods=4, freq="h")),
+    )
+    atlasds.write(tmp_path / "c", {"ds": ds})
+    back = xr.open_dataset(tmp_path / "c", engine="atlas", group="ds").load()
+    assert_identical(back, ds)
+    assert back["flag"].dtype == bool and np.isnan(back["t"].values[1])
+
+
+# Chunk shapes ---------------------------------------------------------------
+
+
+def gridded() -> xr.Dataset:
+    values = np.arange(20 * 30, dtype=np.float32).reshape(20, 30)
+    return xr.Dataset({"v": (("y", "x"), values), "w": (("y",), np.arange(20.0))})
+
+
+def test_chunksizes_in_encoding_become_the_stored_chunk_shape_and_the_values_come_back(tmp_path):
+    ds = gridded()
+    path = tmp_path / "c"
+    atlasds.write(path, {"ds": ds}, encoding={"v": {"chunksizes": (5, 10)}, "w": {"chunks": (4,)}})
+    stored = atlasds.Collection.open(path)["ds"]
+    assert stored.layout("v").chunk_shape == (5, 10)
+    assert stored.layout("w").chunk_shape == (4,)
+    back = xr.open_dataset(path, engine="atlas", group="ds")
+    assert back["v"].encoding["chunksizes"] == (5, 10)
+    np.testing.assert_array_equal(back["v"][3:12, 7:25].values, ds["v"].values[3:12, 7:25])
+    assert_identical(back.load(), ds)
+
+
+def test_a_chunk_shape_asked_twice_differently_is_refused_and_nothing_is_written(tmp_path):
+    with pytest.raises(atlasds.InvalidArgument, match=r"encoding\['v'\]\['chunksizes'\] is \[5, 10\]"):
+        atlasds.write(tmp_path / "c", {"ds": gridded()}, chunks={"v": [2, 2]}, encoding={"v": {"chunksizes": (5, 10)}})
+    with pytest.raises(atlasds.InvalidArgument, match="must be positive"):
+        atlasds.write(tmp_path / "c", {"ds": gridded()}, encoding={"v": {"chunksizes": (0, 10)}})
+    assert not (tmp_path / "c").exists()
 
 
 def test_unlimited_dims_are_accepted_and_change_nothing(tmp_path):
@@ -350,6 +392,42 @@ def test_a_datatree_of_datasets_comes_back_identical_from_open_datatree(tmp_path
     back = xr.open_datatree(path, engine="atlas")
     xr.testing.assert_identical(back, tree)
     assert back["profile_1"]["t"].encoding["dtype"] == np.dtype("int16")
+
+
+def deep_tree() -> xr.DataTree:
+    return xr.DataTree.from_dict(
+        {
+            "/a": xr.Dataset(coords={"x": [0, 1, 2]}, attrs={"level": 1}),
+            "/a/b": xr.Dataset({"u": ("x", [1.5, np.nan, 3.0])}, attrs={"level": 2}),
+            "/a/b/c": masked_scaled().assign_attrs(level=3),
+            "/d/e/f": xr.Dataset({"name": ((), "leaf")}),
+            "/g": xr.Dataset(),
+        }
+    )
+
+
+def test_a_datatree_three_levels_deep_comes_back_identical_node_by_node(tmp_path):
+    tree = deep_tree()
+    path = tmp_path / "c"
+    result = atlasds.write(path, tree)
+    sep = atlasds.TREE_SEPARATOR
+    # Nodes named by their paths; /d and /d/e hold nothing and are made again on open.
+    assert result.datasets == ["a", f"a{sep}b", f"a{sep}b{sep}c", "g", f"d{sep}e{sep}f"]
+    back = xr.open_datatree(path, engine="atlas")
+    xr.testing.assert_identical(back, tree)
+    # `x` is inherited from /a, as in the tree written.
+    assert "x" in back["a/b"].coords and "x" not in back["a/b"].to_dataset(inherit=False).coords
+    # One node alone, as xarray opens one group of a NetCDF file: without what it inherits.
+    assert_identical(
+        xr.open_dataset(path, engine="atlas", group="a/b/c").load(), tree["a/b/c"].to_dataset(inherit=False)
+    )
+
+
+def test_a_tree_node_name_holding_the_separator_is_refused_by_name(tmp_path):
+    tree = xr.DataTree.from_dict({f"/x{atlasds.TREE_SEPARATOR}y": masked_scaled()})
+    with pytest.raises(atlasds.InvalidArgument, match="node name 'x.y' holds"):
+        atlasds.write(tmp_path / "c", tree)
+    assert not (tmp_path / "c").exists()
 
 
 def test_a_datatree_whose_root_holds_variables_is_refused(tmp_path):

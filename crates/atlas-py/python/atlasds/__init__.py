@@ -17,8 +17,12 @@
   dask-backed DataArray along a new dimension.
 - `to_dask_dataframe(path, arrays, where=..., attrs=[...])`: the long table
   as a dask DataFrame, one partition per run of datasets sharing storage blocks.
-- `write(path_or_url, {name: xarray.Dataset})`: a new collection, mapped as
-  `atlas create` maps NetCDF files.
+- `ZarrStore(path_or_url)`: a read-only Zarr v3 store over a collection
+  (`zarr.open_group(atlasds.ZarrStore(path), mode="r")`): a group per
+  dataset, an array per variable, chunks served decoded (needs zarr-python 3).
+- `write(path_or_url, {name: xarray.Dataset})`: a new collection that the
+  engine gives back as it went in (xarray's own CF encoding, as `to_netcdf`);
+  `decode="cf"` maps datasets as files hold them as `atlas create` maps the files.
   With `append=True`, one new member of a collection set, committed.
 - `ingest(sources, set_path, client=...)`: NetCDF files into a collection
   set, one member per task on dask.distributed (or local threads), one commit.
@@ -52,9 +56,18 @@ from ._errors import (
 )
 from ._multi import open_mfdataarray
 from ._views import open_dataset
-from ._write import WriteResult, write
+from ._write import TREE_SEPARATOR, WriteResult, write
+from ._zarr import store_class as _zarr_store_class
 from ._ingest import IngestResult, ingest
 from ._sync import SyncResult, sync
+
+
+def __getattr__(name: str):
+    # zarr is optional and slow to import: `ZarrStore` is made when first asked for.
+    if name == "ZarrStore":
+        return _zarr_store_class()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 try:
     __version__ = version("atlasds")
@@ -74,8 +87,10 @@ __all__ = [
     "NotAnAtlasCollection",
     "NotFound",
     "StorageError",
+    "TREE_SEPARATOR",
     "VerifyResult",
     "WriteResult",
+    "ZarrStore",
     "open_dataset",
     "open_mfdataarray",
     "write",

@@ -1,24 +1,24 @@
 """Writing: `atlasds.write(destination, {name: xarray.Dataset})`.
 
-Each dataset is handed to the Rust side in its *stored* form, the raw
-variables and attributes a NetCDF file holds, which is what
+By default (`decode="xarray"`) a dataset is taken as xarray holds it: xarray's
+own CF encoder (`Dataset.dump_to_store` into a `WritableCFDataStore`, the
+path of `to_netcdf`) writes the stored form, which is kept as `decode="raw"`
+keeps a file, with three marks the engine reads and removes
+(`NO_FILL_ATTRIBUTE`, `BYTES_ATTRIBUTE`, `UNNAMED_ATTRIBUTE`); the engine
+decodes it as xarray decodes a NetCDF file (docs/python.md, "What xarray
+writes, Atlas gives back").
+
+`decode="cf"` and `decode="raw"` take each dataset in its *stored* form, the
+raw variables and attributes a NetCDF file holds, which is what
 ``xr.open_dataset(f, decode_cf=False, mask_and_scale=False, decode_times=False)``
 gives. The Rust side then applies exactly the mapping `atlas create` applies to
-files (`decode="cf"`: xarray's CF decoding as atlas-python stores it;
-`decode="raw"`: as stored), so a collection written from Python equals the one
-the CLI builds from the same files.
-
-In-memory datasets work too: their values are taken as stored (NaN stays NaN,
-`datetime64` stays a timestamp), booleans become int8 with ``dtype = "bool"``
-as xarray writes them to NetCDF, and non-index coordinates are named in the
-``coordinates`` attribute as NetCDF files name them.
-
-`decode="xarray"` is for datasets as xarray holds them: xarray's own CF
-encoder (`Dataset.dump_to_store` into a `WritableCFDataStore`, the path of
-`to_netcdf`) writes the stored form, which is kept as `decode="raw"` keeps a
-file, with three marks the engine reads and removes (`NO_FILL_ATTRIBUTE`,
-`BYTES_ATTRIBUTE`, `UNNAMED_ATTRIBUTE`); the engine decodes it as xarray
-decodes a NetCDF file (docs/python.md, "What xarray writes, Atlas gives back").
+files (`"cf"`: xarray's CF decoding as atlas-python stores it; `"raw"`: as
+stored), so a collection written that way equals the one the CLI builds from
+the same files. In-memory datasets work there too: their values are taken as
+stored (NaN stays NaN, `datetime64` stays a timestamp), booleans become int8
+with ``dtype = "bool"`` as xarray writes them to NetCDF, and non-index
+coordinates are named in the ``coordinates`` attribute as NetCDF files name
+them.
 """
 
 from __future__ import annotations
@@ -127,6 +127,9 @@ def _attrs(attrs: Mapping[Any, Any], owner: str) -> list[tuple[str, str, Any]]:
 # text the codec named gives, handed back as bytes).
 NO_FILL_ATTRIBUTE = "_atlas_no_fill"
 BYTES_ATTRIBUTE = "_atlas_bytes"
+# Joins the node names of a DataTree path into one dataset name ("a∕b∕c" for
+# the node /a/b/c): Atlas names cannot hold '/', and DIVISION SLASH reads as one.
+TREE_SEPARATOR = "\N{DIVISION SLASH}"
 # The dataset attribute naming the variable xarray held under the name None.
 UNNAMED_ATTRIBUTE = "_atlas_unnamed"
 NONE_VAR_NAME = "__values__"  # xarray.backends.common.NONE_VAR_NAME
@@ -378,10 +381,12 @@ def _names(value: Any) -> set[Any]:
 
 
 def _tree_items(value: Any) -> list[tuple[str, Any]] | None:
-    """A DataTree as the collection it describes: one dataset per child of
-    the root (a child's own children are its sub-groups, as for a DataTree
-    value), what `xr.open_datatree(path, engine="atlas")` gives back. None
-    for anything else."""
+    """A DataTree as the collection it describes: one dataset per node below
+    the root, named by its path with `TREE_SEPARATOR` between node names
+    (``a∕b∕c`` for ``/a/b/c``), holding that node's own variables (what
+    `xr.open_datatree(path, engine="atlas")` nests back). A node with
+    children and nothing of its own is left out (opening the tree makes it
+    again). None for anything else."""
     import xarray as xr
 
     if not isinstance(value, xr.DataTree):
@@ -390,9 +395,57 @@ def _tree_items(value: Any) -> list[tuple[str, Any]] | None:
     if root.variables or root.attrs:
         raise InvalidArgument(
             "the DataTree's root holds variables or attributes: a collection has "
-            "none of its own (each child of the root is one dataset); move them into a child"
+            "none of its own (each node below the root is one dataset); move them into a child"
         )
-    return [(str(name), child) for name, child in value.children.items()]
+    items: list[tuple[str, Any]] = []
+
+    def walk(node: xr.DataTree, names: list[str]) -> None:
+        # Depth first, so opening the collection meets the nodes in the tree's order.
+        for child_name, child in node.children.items():
+            name = str(child_name)
+            if TREE_SEPARATOR in name:
+                raise InvalidArgument(
+                    f"DataTree node name {name!r} holds {TREE_SEPARATOR!r}, which joins "
+                    "the node names of a path into a dataset name"
+                )
+            own = child.to_dataset(inherit=False)
+            if own.variables or own.attrs or not child.children:
+                items.append((TREE_SEPARATOR.join([*names, name]), own))
+            walk(child, [*names, name])
+
+    walk(value, [])
+    return items
+
+
+def _encoded_chunks(
+    encoding: Mapping[Any, Mapping[str, Any]] | None, chunk_shapes: dict[str, list[int]]
+) -> None:
+    """The chunk shapes `encoding=` asks for (`chunksizes` as `to_netcdf`
+    takes it, `chunks` as `to_zarr` does) added to `chunk_shapes`, the
+    stored chunk shape per array name; one that `chunks=` names otherwise is
+    refused."""
+    for key, settings in (encoding or {}).items():
+        if not isinstance(settings, Mapping):
+            continue  # `_encode` names it
+        for option in ("chunksizes", "chunks"):
+            shape = settings.get(option)
+            if shape is None:
+                continue
+            what = f"encoding[{key!r}][{option!r}]"
+            if isinstance(shape, (int, np.integer)) and not isinstance(shape, bool):
+                shape = (shape,)
+            try:
+                wanted = [int(n) for n in shape]
+            except (TypeError, ValueError):
+                raise InvalidArgument(f"{what} must be a list of integers, got {shape!r}") from None
+            if any(n < 1 for n in wanted):
+                raise InvalidArgument(f"{what} must be positive, got {shape!r}")
+            held = chunk_shapes.setdefault(str(key), wanted)
+            if held != wanted:
+                raise InvalidArgument(
+                    f"{what} is {wanted}, but {held} was asked for {key!r} already "
+                    "(by chunks= or the other chunk option)"
+                )
 
 
 DatasetsArg = Union[Mapping[str, Any], Iterable[tuple[str, Any]], "xr.DataTree"]
@@ -402,7 +455,7 @@ def write(
     destination: str | os.PathLike[str],
     datasets: DatasetsArg,
     *,
-    decode: Literal["cf", "raw", "xarray"] = "cf",
+    decode: Literal["xarray", "cf", "raw"] = "xarray",
     codec: Literal["zstd", "lz4", "none"] = "zstd",
     zstd_level: int | None = None,
     chunks: Mapping[str, Iterable[int]] | None = None,
@@ -415,38 +468,45 @@ def write(
     unlimited_dims: Iterable[str] | str | None = None,
 ) -> WriteResult:
     """Writes `datasets` (a mapping or iterable of `(name, xarray.Dataset)`,
-    or an `xarray.DataTree` whose root's children are the datasets) as a new
+    or an `xarray.DataTree` whose nodes below the root are the datasets, each
+    named by its path: ``a∕b∕c`` for ``/a/b/c``, see `TREE_SEPARATOR`) as a new
     collection at `destination` (a path or URL that holds none yet).
 
-    Pass datasets as NetCDF files hold them, e.g. opened with
+    By default (`decode="xarray"`) datasets are taken as xarray holds them
+    in memory (decoded, with their `encoding`) and stored as
+    `Dataset.to_netcdf` would write them: xarray's own CF encoder encodes
+    each one (masks, packing, times, booleans, coordinates), the encoded form
+    is stored, and the xarray engine decodes it on open exactly as xarray
+    decodes a NetCDF file, so the Dataset and its `encoding` come back as
+    they went in. `encoding` (variable name -> settings, for each dataset
+    holding that variable; a name no dataset holds is a `KeyError`) takes
+    what `to_netcdf` takes that means something here (`dtype`, `_FillValue`,
+    `scale_factor`/`add_offset`, `units`/`calendar` of times, `_Encoding` of
+    text, `_Unsigned`, and `chunksizes` or `chunks`: the stored chunk shape
+    of that array name, as `chunks` gives it); compression settings of other
+    stores are accepted and ignored (use `codec`), unknown ones refused.
+    `unlimited_dims` is accepted and ignored: arrays are written whole, so no
+    dimension can grow. `mode` is `"w-"` or `"w"` (both create; a collection
+    is never rewritten in place: see `append`).
+
+    `decode="cf"` and `decode="raw"` take datasets as NetCDF files hold them,
+    e.g. opened with
     ``xr.open_dataset(f, decode_cf=False, mask_and_scale=False, decode_times=False)``:
-    `decode="cf"` then applies the mapping `atlas create --decode cf` applies to
-    the files (xarray's CF decoding), `decode="raw"` keeps them as stored. An
-    ``xarray.DataTree`` adds its sub-groups as `atlas create` does. Ordinals
-    follow the order given. `chunks` maps array names to stored chunk shapes;
-    `jobs` datasets compress at once; `storage_options` as for
+    `"cf"` applies the mapping `atlas create --decode cf` applies to the
+    files (xarray's CF decoding), `"raw"` keeps them as stored, so the
+    collection equals the one `atlas create` builds from those files; a
+    mapping value that is an ``xarray.DataTree`` (one file's groups) adds
+    its sub-groups as `atlas create` does. These take no `encoding` or
+    `unlimited_dims`.
+
+    Ordinals follow the order given. `chunks` maps array names to stored
+    chunk shapes; `jobs` datasets compress at once; `storage_options` as for
     `Collection.open`.
 
     With `append=True`, `destination` is a collection set: the datasets become
     one new member, committed to the set's manifest once written (the set is
     created if absent; a lone collection there is refused). A name the set
     already holds is replaced: readers see the new copy.
-
-    `decode="xarray"` takes datasets as xarray holds them in memory (decoded,
-    with their `encoding`) and stores what `Dataset.to_netcdf` would write:
-    xarray's own CF encoder encodes each one (masks, packing, times,
-    booleans, coordinates), the encoded form is stored, and the xarray engine
-    decodes it on open exactly as xarray decodes a NetCDF file, so the Dataset
-    and its `encoding` come back as they went in. `encoding` (variable name ->
-    settings, for each dataset holding that variable; a name no dataset holds
-    is a `KeyError`) then takes what `to_netcdf` takes that
-    means something here (`dtype`, `_FillValue`, `scale_factor`/`add_offset`,
-    `units`/`calendar` of times, `_Encoding` of text, `_Unsigned`); chunk and
-    compression settings of other stores are accepted and ignored (use
-    `chunks`, `codec`), unknown ones refused. `unlimited_dims` is accepted and
-    ignored: arrays are written whole, so no dimension can grow. `mode` is
-    `"w-"` or `"w"` (both create; a collection is never rewritten in place:
-    see `append`).
 
     All or nothing: on any error (`InvalidArgument` for data that cannot be
     stored, `StorageError` for the backend) nothing appears at `destination`.
@@ -465,6 +525,8 @@ def write(
             raise InvalidArgument(f"chunks[{key!r}] must be a list of integers, got {shape!r}") from None
         if any(n < 1 for n in chunk_shapes[str(key)]):
             raise InvalidArgument(f"chunks[{key!r}] must be positive, got {shape!r}")
+    if decode == "xarray":
+        _encoded_chunks(encoding, chunk_shapes)
     if isinstance(datasets, (str, bytes)) or not isinstance(datasets, (Mapping, Iterable)):
         raise InvalidArgument(
             "datasets must be a mapping or iterable of (name, xarray.Dataset) pairs, "

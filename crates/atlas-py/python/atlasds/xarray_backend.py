@@ -4,7 +4,9 @@
 opens one dataset of a collection (or of a collection set, where NAME is the
 live copy: the newest member's) lazily: each variable is a `BackendArray` that reads only the
 region asked for. ``xr.open_datatree(path, engine="atlas")`` gives one node per
-live dataset and reads no array bytes. Without ``group``, ``layout="ragged"``
+live dataset and reads no array bytes; a dataset named by a tree path
+(``a∕b∕c``, as `atlasds.write` names the nodes of a DataTree) is the node
+``/a/b/c``, and ``group="a/b/c"`` opens it alone. Without ``group``, ``layout="ragged"``
 or ``"padded"`` (with ``where=``, ``variables=``, ``attrs=``) opens many
 datasets as one Dataset (`atlasds._views`). Fill values travel as ``_FillValue`` so
 xarray's CF decoding masks them; timestamps arrive as ``datetime64[ns]`` with
@@ -41,7 +43,7 @@ from ._collection import (
     as_collection,
 )
 from ._errors import InvalidArgument
-from ._write import BYTES_ATTRIBUTE, NO_FILL_ATTRIBUTE, UNNAMED_ATTRIBUTE
+from ._write import BYTES_ATTRIBUTE, NO_FILL_ATTRIBUTE, TREE_SEPARATOR, UNNAMED_ATTRIBUTE
 from ._views import (
     COORDS_ATTRIBUTE,
     DATASETS_PER_CHUNK,
@@ -185,9 +187,15 @@ def _node(
 _ENGINE_REFUSAL = "the atlas engine opens a path or an atlasds.Collection"
 
 
-def _node_name(dataset: str) -> str:
-    # DataTree paths use '/', which Atlas dataset names may hold.
-    return dataset.replace("/", "\N{DIVISION SLASH}")
+def _node_path(dataset: str) -> str:
+    """The DataTree path of a dataset: its name split at `TREE_SEPARATOR`
+    (what `atlasds.write` joins a tree's node names with)."""
+    return "/" + dataset.replace(TREE_SEPARATOR, "/")
+
+
+def _dataset_name(group: str) -> str:
+    """The dataset a group path names (`_node_path` undone)."""
+    return group.strip("/").replace("/", TREE_SEPARATOR)
 
 
 _DECODERS = (
@@ -306,7 +314,7 @@ class AtlasBackendEntrypoint(BackendEntrypoint):
                     "or use xr.open_datatree"
                 )
             group = next(iter(collection))
-        handle = collection[group.lstrip("/")]
+        handle = collection[_dataset_name(group)]
         attrs, arrays = handle.describe()  # one call for every layout and attribute
         return _node(handle, attrs, arrays, _drop_set(drop_variables), decoders)
 
@@ -322,7 +330,7 @@ class AtlasBackendEntrypoint(BackendEntrypoint):
         decoders = {k: v for k, v in decoders.items() if k in _DECODERS}
         groups: dict[str, xr.Dataset] = {"/": xr.Dataset()}
         for name, node in _nodes(collection, drop_variables, decoders):
-            groups[f"/{_node_name(name)}"] = node
+            groups[_node_path(name)] = node
         return groups
 
     def open_datatree(
@@ -335,14 +343,13 @@ class AtlasBackendEntrypoint(BackendEntrypoint):
     ) -> xr.DataTree:
         collection = as_collection(filename_or_obj, storage_options, _ENGINE_REFUSAL)
         decoders = {k: v for k, v in decoders.items() if k in _DECODERS}
+        nodes = list(_nodes(collection, drop_variables, decoders))
+        if any(TREE_SEPARATOR in name for name, _ in nodes):
+            # Datasets named by tree paths nest (nodes between them made empty).
+            return xr.DataTree.from_dict({_node_path(name): node for name, node in nodes})
         # Children handed over at once: no path parsing or per-insertion copy
         # of the growing root, which is what DataTree.from_dict spends its time on.
-        return xr.DataTree(
-            children={
-                _node_name(name): xr.DataTree(node)
-                for name, node in _nodes(collection, drop_variables, decoders)
-            }
-        )
+        return xr.DataTree(children={name: xr.DataTree(node) for name, node in nodes})
 
 
 def _nodes(
