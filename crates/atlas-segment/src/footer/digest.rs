@@ -12,6 +12,9 @@
 //! neither reads nor validates the footer again.
 
 use std::collections::HashMap;
+use std::sync::Arc;
+
+use smallvec::SmallVec;
 
 use crate::error::SegmentError;
 use array_format::address::BlockId;
@@ -43,8 +46,9 @@ pub struct ArrayDigest {
     pub shape: Vec<u64>,
     /// Its chunk shape.
     pub chunk_shape: Vec<u32>,
-    /// The names of its axes (may be empty).
-    pub dimension_names: Vec<String>,
+    /// The names of its axes (may be empty); shared between arrays that
+    /// name them alike, as a segment's arrays mostly do.
+    pub dimension_names: Arc<[String]>,
     /// Its fill value as stored (an integer for a timestamp array).
     pub fill: Option<Value>,
     /// Where each written chunk lies, in the segment's order.
@@ -57,7 +61,7 @@ pub struct ArrayDigest {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ChunkPlace {
     /// The chunk's coordinate, one index per axis.
-    pub coord: Vec<u32>,
+    pub coord: SmallVec<[u32; 4]>,
     /// The block holding it.
     pub block: u32,
     /// Its first byte in the decoded block.
@@ -89,7 +93,7 @@ impl ArrayDigest {
         dtype: atlas_format::DType,
         shape: Vec<u64>,
         chunk_shape: Vec<u32>,
-        dimension_names: Vec<String>,
+        dimension_names: Arc<[String]>,
         fill: Option<Value>,
         chunks: Vec<ChunkPlace>,
     ) -> Self {
@@ -193,7 +197,8 @@ pub(crate) fn digest_of(array: &ArchivedArrayMeta, first_block: Option<u32>) -> 
             .dimension_names
             .iter()
             .map(|n| n.as_str().to_owned())
-            .collect(),
+            .collect::<Vec<_>>()
+            .into(),
         fill: rkyv::deserialize::<Option<array_format::FillValue>, rkyv::rancor::Error>(
             &array.fill_value,
         )

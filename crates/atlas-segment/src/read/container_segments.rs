@@ -1015,13 +1015,13 @@ fn placed_footer(
             name: a.name.clone(),
             dtype,
             shape,
-            dimension_names: a.dimension_names.clone(),
+            dimension_names: a.dimension_names.to_vec(),
             chunk_shape: a.chunk_shape.clone(),
             chunks: a
                 .chunks
                 .iter()
                 .map(|c| array_format::layout::ChunkEntry {
-                    coord: c.coord.clone(),
+                    coord: c.coord.to_vec(),
                     address: array_format::address::ChunkAddress {
                         block_id: array_format::address::BlockId(c.block),
                         offset: c.offset,

@@ -523,6 +523,7 @@ impl Pack {
         let mut value_order = Vec::with_capacity(values.len());
         let mut metas = Vec::with_capacity(arrays.len());
         let mut digests = Vec::with_capacity(arrays.len());
+        let mut last_dims: Option<Arc<[String]>> = None;
         for mut array in arrays {
             let name = array.name;
             if !array.sorted {
@@ -543,13 +544,20 @@ impl Pack {
                 first_block: array.chunks.iter().map(|c| c.address.block_id.0).min(),
                 shape: array.shape.iter().map(|&n| u64::from(n)).collect(),
                 chunk_shape: array.chunk_shape.clone(),
-                dimension_names: array.dimension_names.clone(),
+                dimension_names: match &last_dims {
+                    Some(dims) if **dims == *array.dimension_names => Arc::clone(dims),
+                    _ => {
+                        let dims: Arc<[String]> = array.dimension_names.as_slice().into();
+                        last_dims = Some(Arc::clone(&dims));
+                        dims
+                    }
+                },
                 fill: array.fill.as_ref().map(fill_from_stored),
                 chunks: array
                     .chunks
                     .iter()
                     .map(|c| ChunkPlace {
-                        coord: c.coord.clone(),
+                        coord: c.coord.as_slice().into(),
                         block: c.address.block_id.0,
                         offset: c.address.offset,
                         size: c.address.size,

@@ -360,7 +360,7 @@ fn places(v: &VariableRows) -> Option<Places> {
     }
     Some(Places {
         dtype: first.dtype.clone(),
-        dimension_names: first.dimension_names.clone(),
+        dimension_names: first.dimension_names.to_vec(),
         fill: first.fill.clone(),
         data_end: segment.data_end(),
         blocks: segment

@@ -523,6 +523,7 @@ impl LoadedIndex {
         }
         let first = self.first_of(group)?;
         let footer = member.footer();
+        let dims: Arc<[String]> = places.dimension_names.as_slice().into();
         let mut out = Vec::new();
         for row in 0..shapes.len() {
             let Some(ordinal) = u32::try_from(row).ok().and_then(|r| first.checked_add(r)) else {
@@ -565,7 +566,7 @@ impl LoadedIndex {
                 .filter_map(|c| {
                     let (coord, [block, offset, size]) = c.split_last_chunk::<3>()?;
                     Some(ChunkPlace {
-                        coord: coord.to_vec(),
+                        coord: coord.iter().copied().collect(),
                         block: *block,
                         offset: *offset,
                         size: *size,
@@ -577,7 +578,7 @@ impl LoadedIndex {
                 places.dtype.clone(),
                 shape,
                 u32s(chunk_shapes.value(row))?,
-                places.dimension_names.clone(),
+                Arc::clone(&dims),
                 places.fill.clone(),
                 placed,
             ));

@@ -334,7 +334,7 @@ fn placed_of(a: &ArrayDigest) -> Placed {
     });
     (
         a.dtype.clone(),
-        a.dimension_names.clone(),
+        a.dimension_names.to_vec(),
         fill,
         a.shape.clone(),
         a.chunk_shape.clone(),
