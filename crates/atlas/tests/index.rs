@@ -558,6 +558,13 @@ async fn a_cold_read_takes_the_chunk_places_from_the_index_and_reads_no_segment_
         let atlas = open(&op, "c", index).await;
         stats.reset();
         let d = atlas.dataset("d01234").await.unwrap();
+        if index {
+            // Its layout comes from the same places: no container read.
+            let layout = d.array_layout("X").await.unwrap();
+            assert_eq!(layout.shape, [3]);
+            assert_eq!(layout.fill_value, Some(atlas::Value::Float(-1.0)));
+            assert_eq!(reads_of(&stats, &container), 0, "{:?}", stats.read_log());
+        }
         let x = d
             .read_array::<f32>("X", atlas::Region::all())
             .await

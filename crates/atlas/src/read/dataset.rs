@@ -8,7 +8,7 @@ use atlas_format::{ArrayMeta, DATASETS_SEGMENT, DType, DatasetSchema, SchemaView
 use atlas_segment::{AnyArray, ArrayRef, ArrayStats, Attr, Element, Segment, Value};
 use smol_str::SmolStr;
 
-use super::member::Member;
+use super::member::{Member, Need};
 use super::region::{Region, Resolved};
 use crate::error::{AtlasError, Result};
 
@@ -128,18 +128,11 @@ impl Dataset {
         })
     }
 
-    /// A segment holding this dataset's `array`: the whole segment when it is
-    /// open or small, else one found for this array alone by a few small
-    /// reads of the segment footer (its attributes are not in it).
-    async fn segment_holding(&self, array: &str) -> Result<Arc<Segment>> {
-        self.segment_for(array, false).await
-    }
-
-    /// [`segment_holding`](Self::segment_holding); `reading`: the array's
-    /// data is read next.
-    async fn segment_for(&self, array: &str, reading: bool) -> Result<Arc<Segment>> {
+    /// A segment holding this dataset's `array`, found as `need` asks (see
+    /// [`Member::segment_holding`]).
+    async fn segment_for(&self, array: &str, need: Need) -> Result<Arc<Segment>> {
         self.member
-            .segment_holding(array, &self.name, self.ordinal, reading)
+            .segment_holding(array, &self.name, self.ordinal, need)
             .await?
             .ok_or_else(|| {
                 AtlasError::corrupt(format!(
@@ -166,7 +159,7 @@ impl Dataset {
     pub async fn array_layout(&self, array: &str) -> Result<ArrayLayout> {
         self.ensure_live()?;
         let meta = self.declared(array)?;
-        let segment = self.segment_holding(array).await?;
+        let segment = self.segment_for(array, Need::Layout).await?;
         let info = self.info(&meta, &segment)?;
         layout_of(meta.dtype(), &info)
     }
@@ -178,7 +171,7 @@ impl Dataset {
     pub async fn array_stats(&self, array: &str) -> Result<Option<ArrayStats>> {
         self.ensure_live()?;
         let meta = self.declared(array)?;
-        let segment = self.segment_holding(array).await?;
+        let segment = self.segment_for(array, Need::Stats).await?;
         let info = self.info(&meta, &segment)?;
         Ok(info.stats())
     }
@@ -271,7 +264,7 @@ impl Dataset {
                 requested: T::ATLAS_DTYPE,
             });
         }
-        let segment = self.segment_for(array, true).await?;
+        let segment = self.segment_for(array, Need::Data).await?;
         let (resolved, info) = self.checked_region::<T>(&meta, &segment, &region.into())?;
         let data = segment
             .read_found::<T>(info, &resolved.origin, &resolved.extent)
@@ -289,7 +282,7 @@ impl Dataset {
     pub async fn read_any(&self, array: &str, region: impl Into<Region>) -> Result<AnyArray> {
         self.ensure_live()?;
         let meta = self.declared(array)?;
-        let segment = self.segment_for(array, true).await?;
+        let segment = self.segment_for(array, Need::Data).await?;
         let (resolved, info) = self.checked_region::<u64>(&meta, &segment, &region.into())?;
         let data = segment
             .read_any_found(info, &resolved.origin, &resolved.extent)

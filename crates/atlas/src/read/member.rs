@@ -105,6 +105,18 @@ impl OpenOptions {
     }
 }
 
+/// What a caller wants of one dataset's array; it decides how the array's
+/// segment is found ([`Member::segment_holding`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Need {
+    /// Its statistics (kept by the segment footer only).
+    Stats,
+    /// Its type, shape, chunking, axis names and fill.
+    Layout,
+    /// Its values.
+    Data,
+}
+
 /// Where one segment lies in the container.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize))]
@@ -631,18 +643,18 @@ impl Member {
         ))
     }
 
-    /// A segment holding array `name` of `dataset` (ordinal `ordinal`): the
-    /// whole segment when it is open or its footer small, else one found for
-    /// that array alone by a lookup in the segment footer. `None` if the
-    /// container has no segment for `name`.
-    /// `reading`: the caller reads the array's data next (a walk from the
-    /// start of the segment's data may begin; see `ContainerSegments::get_array_to_read`).
+    /// A segment holding array `name` of `dataset` (ordinal `ordinal`), for
+    /// `need`: the whole segment when it is open or its footer small; else,
+    /// for data or a layout, a view made from the dataset index's chunk
+    /// places when it has them ([`Member::placed_segment`]); else one found
+    /// for that array alone by a lookup in the segment footer (which keeps
+    /// its statistics). `None` if the container has no segment for `name`.
     pub(crate) async fn segment_holding(
         &self,
         name: &str,
         dataset: &str,
         ordinal: u32,
-        reading: bool,
+        need: Need,
     ) -> Result<Option<Arc<Segment>>> {
         let directory = self.directory();
         let Some((index, range)) = directory.segment_range(name) else {
@@ -650,7 +662,8 @@ impl Member {
         };
         let position = || directory.position_in_segment(name, ordinal);
         let segments = &self.inner.segments;
-        if reading
+        let reading = need == Need::Data;
+        if need != Need::Stats
             && segments.footer_needed(index, &range)
             && let Some(segment) = self.placed_segment(name, ordinal, index, &range).await
         {
