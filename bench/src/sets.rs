@@ -399,6 +399,10 @@ struct ReadSide {
     unpruned_concurrent: Cost,
     opened_unpruned: usize,
     matches: usize,
+    /// A fresh handle laying out the ragged view of the six variables: the
+    /// open, each variable's shape in every dataset and the layout of the
+    /// first dataset declaring it (what atlasds's ragged view asks first).
+    ragged: Cost,
     /// Floors: the open, and the pruned query (requests, bytes).
     floor_open: (u64, u64),
     floor_query: (u64, u64),
@@ -560,6 +564,31 @@ async fn read_side(
         }
     }
 
+    // The ragged view's layout of the six variables, on a fresh handle.
+    let (shapes, c) = measure(&meter, async {
+        let fresh = Atlas::open((op.clone(), ""), &options).await?;
+        let mut shapes = 0usize;
+        let mut first = None;
+        for variable in RAGGED_VARIABLES {
+            let rows = fresh.array_shapes_by_dataset(variable).await?;
+            shapes += rows.len();
+            if let Some(row) = rows.first() {
+                let d = first.get_or_insert(fresh.dataset(&row.dataset).await?);
+                d.array_layout(variable).await?;
+            }
+        }
+        Ok(shapes)
+    })
+    .await?;
+    if shapes != RAGGED_VARIABLES.len() * total_of(&members) {
+        return Err(BenchError::Mismatch(format!(
+            "{shapes} shapes for {} variables of {} datasets",
+            RAGGED_VARIABLES.len(),
+            total_of(&members)
+        )));
+    }
+    out.ragged = c;
+
     // Floors, from the layout on disk.
     let manifest = std::fs::metadata(dir.join(atlas::SET_MANIFEST_FILE))?.len();
     out.floor_open = (1, manifest);
@@ -572,6 +601,17 @@ async fn read_side(
         }
     }
     Ok(out)
+}
+
+/// The variables of the ragged view the bench lays out.
+const RAGGED_VARIABLES: [&str; 6] = ["PRES", "TEMP", "PSAL", "JULD", "LATITUDE", "LONGITUDE"];
+
+/// Datasets in the set, as its manifest counts them.
+fn total_of(members: &[atlas::MemberEntry]) -> usize {
+    members
+        .iter()
+        .map(|m| usize::try_from(m.datasets_live).unwrap_or(usize::MAX))
+        .sum()
 }
 
 /// Requests of one commit adding a member to a set of `members` members.
@@ -791,6 +831,10 @@ fn print_reads(r: &ReadSide, q: &BoxQuery, total: usize, sim: Simulation, index:
             floor(r.floor_every, 2)
         );
     }
+    println!(
+        "| fresh handle: ragged layout of the six variables (open, each one's shapes, first dataset's layout) | {} | — | — |",
+        cell(&r.ragged)
+    );
     println!(
         "\nfloor: open — one GET of `set.manifest`; query — for each member holding a match, one GET \
          of its container's tail and one of each queried segment's footer (LATITUDE, LONGITUDE, JULD), \
