@@ -681,3 +681,50 @@ async fn read_many_over_every_dataset_takes_the_places_from_the_index_instead_of
         "through the index {with} bytes of the container, through the footer {without}"
     );
 }
+
+#[tokio::test]
+async fn damaged_chunk_places_fall_back_to_the_footer_and_verify_names_them() {
+    let op = memory();
+    placed(&op, "a", 3000).await;
+    let path = join("a", INDEX_FILE);
+    let mut bytes = op.read(&path).await.unwrap().to_vec();
+    let metadata = parquet::file::metadata::ParquetMetaDataReader::new()
+        .parse_and_finish(&bytes::Bytes::from(bytes.clone()))
+        .unwrap();
+    let leaf = metadata
+        .file_metadata()
+        .schema_descr()
+        .columns()
+        .iter()
+        .position(|c| c.path().parts().first().map(String::as_str) == Some("X.chunks"))
+        .unwrap();
+    let (start, len) = metadata.row_group(0).column(leaf).byte_range();
+    for b in &mut bytes[(start + len / 2) as usize..(start + len - 1) as usize] {
+        *b ^= 0xff;
+    }
+    op.write(&path, bytes).await.unwrap();
+
+    let a = open(&op, "a", true).await;
+    let d = a.dataset("d00007").await.unwrap();
+    let x = d
+        .read_array::<f32>("X", atlas::Region::all())
+        .await
+        .unwrap();
+    assert_eq!(
+        x.as_slice().unwrap(),
+        &[7.0, 0.5, -1.0],
+        "read through the footer"
+    );
+    let report = a
+        .lone_member()
+        .unwrap()
+        .verify(&atlas::VerifyOptions::default())
+        .await;
+    assert!(
+        report.findings.iter().any(
+            |f| matches!(f, atlas::Finding::IndexDisagrees { what } if what.contains("\"X\""))
+        ),
+        "{:?}",
+        report.findings
+    );
+}
