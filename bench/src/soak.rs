@@ -3,7 +3,7 @@
 //! way and at the end (`cargo xtask soak` runs it).
 //!
 //! ```text
-//! atlas-bench soak [--minutes 10] [--readers 16] [--writers 4] [--seed 1]
+//! atlas-bench soak [--minutes 10] [--readers 16] [--writers 4] [--seed 1] [--compact-every 60]
 //! ```
 //!
 //! The proxy answers 5 % of requests 503, drops 1 % of GET connections and
@@ -14,7 +14,10 @@
 //! against what writers had acknowledged before it opened (an acknowledged
 //! append missing, an acknowledged delete listed, a name listed twice);
 //! the end checks the whole set and every value. A read error is counted as
-//! retryable (`AtlasError::is_retryable`) or as an anomaly.
+//! retryable (`AtlasError::is_retryable`) or as an anomaly. Every failed
+//! write is counted by operation and kind (the error's variant, its storage
+//! error kind, or why a commit gave up), and every compaction's outcome and
+//! duration is listed, so that a write that keeps failing says why.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex};
@@ -37,6 +40,8 @@ pub struct SoakOptions {
     pub writers: usize,
     /// Seed of the fault proxy and of the writers' choices.
     pub seed: u64,
+    /// Seconds between the starts of writer 0's compactions.
+    pub compact_every: f64,
 }
 
 /// Parses the arguments after `soak`.
@@ -46,6 +51,7 @@ pub fn parse_options(args: &[String]) -> Result<SoakOptions> {
         readers: 16,
         writers: 4,
         seed: 1,
+        compact_every: 60.0,
     };
     let mut args = args.iter();
     while let Some(a) = args.next() {
@@ -58,6 +64,9 @@ pub fn parse_options(args: &[String]) -> Result<SoakOptions> {
             "--readers" => o.readers = v.parse().map_err(|_| bad())?,
             "--writers" => o.writers = v.parse().ok().filter(|n| *n > 0).ok_or_else(bad)?,
             "--seed" => o.seed = v.parse().map_err(|_| bad())?,
+            "--compact-every" => {
+                o.compact_every = v.parse().ok().filter(|s: &f64| *s > 0.0).ok_or_else(bad)?;
+            }
             other => return Err(BenchError::Usage(format!("unknown argument {other:?}"))),
         }
     }
@@ -80,6 +89,10 @@ struct Shared {
     compactions: u64,
     write_errors_retryable: u64,
     write_errors_other: u64,
+    /// Failed writes by operation and kind (see [`error_kind`]).
+    write_failures: BTreeMap<(&'static str, String), u64>,
+    /// Each compaction: when it started (s), how long it took (s), what came of it.
+    compaction_log: Vec<(f64, f64, String)>,
     reads: u64,
     read_errors_retryable: u64,
     read_errors_other: u64,
@@ -139,8 +152,14 @@ async fn soak(o: &SoakOptions) -> Result {
     for w in 0..o.writers {
         let (op, state) = (op.clone(), state.clone());
         let seed = o.seed.wrapping_mul(31).wrapping_add(w as u64 + 7) | 1;
+        let plan = WriterPlan {
+            w,
+            start,
+            until,
+            compact_every: Duration::from_secs_f64(o.compact_every),
+        };
         tasks.push(tokio::spawn(async move {
-            writer(op, state, w, until, Rng(seed)).await
+            writer(op, state, plan, Rng(seed)).await
         }));
     }
     for r in 0..o.readers {
@@ -217,6 +236,12 @@ async fn soak(o: &SoakOptions) -> Result {
             Err(e) => e.clone(),
         }
     );
+    for ((op, kind), n) in &s.write_failures {
+        println!("failed {op}: {n} x {kind}");
+    }
+    for (at, took, what) in &s.compaction_log {
+        println!("compaction at {at:.0} s, {took:.1} s: {what}");
+    }
     for a in s.anomalies.iter().take(20) {
         println!("anomaly: {a}");
     }
@@ -261,13 +286,14 @@ async fn append(op: &Operator, state: &State, w: usize, n: u64, rng: &mut Rng) {
             }
         }
         Err(e) => {
-            count_write_error(&mut s, &e);
+            count_write_error(&mut s, "append", &e);
             s.in_doubt.extend(names);
         }
     }
 }
 
-fn count_write_error(s: &mut Shared, e: &AtlasError) {
+fn count_write_error(s: &mut Shared, op: &'static str, e: &AtlasError) {
+    *s.write_failures.entry((op, error_kind(e))).or_default() += 1;
     if e.is_retryable() {
         s.write_errors_retryable += 1;
     } else {
@@ -276,13 +302,28 @@ fn count_write_error(s: &mut Shared, e: &AtlasError) {
     }
 }
 
-async fn writer(op: Operator, state: State, w: usize, until: Instant, mut rng: Rng) {
+/// What a writer's loop is given besides its store and state.
+struct WriterPlan {
+    w: usize,
+    start: Instant,
+    until: Instant,
+    compact_every: Duration,
+}
+
+async fn writer(op: Operator, state: State, plan: WriterPlan, mut rng: Rng) {
+    let WriterPlan {
+        w,
+        start,
+        until,
+        compact_every,
+    } = plan;
     let mut n = 1u64;
-    let mut next_compaction = Instant::now() + Duration::from_secs(60);
+    let mut next_compaction = Instant::now() + compact_every;
     while Instant::now() < until {
         n += 1;
         if w == 0 && Instant::now() >= next_compaction {
-            next_compaction += Duration::from_secs(60);
+            // The next one a whole interval after this one ends, not piled up.
+            let began = Instant::now();
             let options = CompactOptions::default()
                 .target_datasets(1000)
                 .ids(1_800_000_000_000 + i64::try_from(n).unwrap_or(0), n);
@@ -291,11 +332,31 @@ async fn writer(op: Operator, state: State, w: usize, until: Instant, mut rng: R
                 set.compact(&options).await
             }
             .await;
+            next_compaction = Instant::now() + compact_every;
+            let at = began.duration_since(start).as_secs_f64();
+            let took = began.elapsed().as_secs_f64();
             let mut s = lock(&state);
-            match result {
-                Ok(_) => s.compactions += 1,
-                Err(e) => count_write_error(&mut s, &e),
-            }
+            let what = match result {
+                Ok(Some(done)) => {
+                    s.compactions += 1;
+                    format!(
+                        "{} members into {}, {} datasets, commit in {} rounds",
+                        done.replaced.len(),
+                        done.written.len(),
+                        done.datasets,
+                        done.commit.attempts
+                    )
+                }
+                Ok(None) => {
+                    s.compactions += 1;
+                    "nothing to compact".to_owned()
+                }
+                Err(e) => {
+                    count_write_error(&mut s, "compaction", &e);
+                    format!("failed: {}", error_kind(&e))
+                }
+            };
+            s.compaction_log.push((at, took, what));
             continue;
         }
         if rng.below(4) == 0 {
@@ -342,7 +403,7 @@ async fn writer(op: Operator, state: State, w: usize, until: Instant, mut rng: R
                     }
                 }
                 Err(e) => {
-                    count_write_error(&mut s, &e);
+                    count_write_error(&mut s, "delete", &e);
                     for v in victims {
                         s.acked.remove(&v);
                         s.in_doubt.insert(v);
@@ -425,6 +486,40 @@ async fn reader(op: Operator, state: State, until: Instant, mut rng: Rng) {
                 s.read_errors_other += 1;
                 s.anomalies.push(format!("read: {e}"));
             }
+        }
+    }
+}
+
+/// What kind of failure `e` is, in a few words: the error's variant under
+/// any set-member wrapper, with the storage error's kind, or why a commit
+/// gave up (its reason up to the first digit or colon, so that counts group).
+fn error_kind(e: &AtlasError) -> String {
+    match e {
+        AtlasError::Member { source, .. } => error_kind(source),
+        AtlasError::Io(io) => format!("Io({}, {})", io.kind(), io.operation()),
+        AtlasError::CommitConflict { what, .. } => {
+            let reason: String = what
+                .chars()
+                .take_while(|c| !c.is_ascii_digit() && *c != ':')
+                .collect();
+            let reason = reason.trim();
+            if reason.is_empty() {
+                // "13 attempts, each overtaken by another writer"
+                format!(
+                    "CommitConflict({})",
+                    what.trim_start_matches(|c: char| c.is_ascii_digit()).trim()
+                )
+            } else {
+                format!("CommitConflict({reason})")
+            }
+        }
+        other => {
+            let debug = format!("{other:?}");
+            let variant: String = debug
+                .chars()
+                .take_while(char::is_ascii_alphanumeric)
+                .collect();
+            format!("{variant} ({:?})", other.class())
         }
     }
 }
