@@ -25,6 +25,7 @@ use opendal::{
     Buffer, BytesRange, Capability, Error, ErrorKind, Metadata, MetadataBuilder, OperationContext,
     Operator,
 };
+use tokio::sync::oneshot;
 
 #[derive(Debug, Clone)]
 struct Entry {
@@ -44,6 +45,9 @@ struct Store {
     changes_left: Mutex<Option<u32>>,
     /// Killed: every request fails, for good, until [`CasMemory::revive`].
     killed: std::sync::atomic::AtomicBool,
+    /// Held writes: a path ending, the signal that a write reached it, and
+    /// the release it waits for ([`CasMemory::hold_next_write`]).
+    holds: Mutex<Vec<(String, oneshot::Sender<()>, oneshot::Receiver<()>)>>,
 }
 
 /// What an armed fault does to a write.
@@ -107,6 +111,22 @@ impl Store {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .push((path_end.to_owned(), fault));
+    }
+
+    /// Waits, if the next write to `path` is held, until the hold is released.
+    async fn wait_if_held(&self, path: &str) {
+        let held = {
+            let mut holds = self.holds.lock().unwrap_or_else(|e| e.into_inner());
+            holds
+                .iter()
+                .position(|(end, _, _)| path.ends_with(end.as_str()))
+                .map(|i| holds.remove(i))
+        };
+        if let Some((_, reached, release)) = held {
+            // Nobody waiting for either signal is a release too.
+            let _ = reached.send(());
+            let _ = release.await;
+        }
     }
 
     fn new_etag(&self) -> String {
@@ -188,12 +208,50 @@ impl CasMemory {
         self.store.killed.store(false, Ordering::SeqCst);
     }
 
+    /// Holds the next write to a path ending with `path_end` before it takes
+    /// effect, until the returned [`HeldWrite`] is released (or dropped):
+    /// a test puts another client's requests between a writer's steps.
+    pub fn hold_next_write(&self, path_end: &str) -> HeldWrite {
+        let (reached_tx, reached_rx) = oneshot::channel();
+        let (release_tx, release_rx) = oneshot::channel();
+        self.store
+            .holds
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push((path_end.to_owned(), reached_tx, release_rx));
+        HeldWrite {
+            reached: reached_rx,
+            release: release_tx,
+        }
+    }
+
     /// An operator over this store (clones share the same objects).
     pub fn operator(&self) -> Operator {
         Operator::from_parts(
             OperationContext::default(),
             Arc::new(self.clone()) as Servicer,
         )
+    }
+}
+
+/// A write [`CasMemory::hold_next_write`] holds: wait until a write reaches
+/// it, then release it.
+#[derive(Debug)]
+pub struct HeldWrite {
+    reached: oneshot::Receiver<()>,
+    release: oneshot::Sender<()>,
+}
+
+impl HeldWrite {
+    /// Waits until a write reaches the hold (it then waits, not yet in
+    /// effect); `false` if the store was dropped first.
+    pub async fn reached(&mut self) -> bool {
+        (&mut self.reached).await.is_ok()
+    }
+
+    /// Lets the held write go on.
+    pub fn release(self) {
+        let _ = self.release.send(());
     }
 }
 
@@ -358,6 +416,7 @@ impl oio::Write for CasWriter {
                 acc
             })
             .freeze();
+        self.store.wait_if_held(&self.path).await;
         self.store.alive()?;
         if self.store.take_fault(&self.path, WriteFault::FailBefore) {
             return Err(temporary("the write was refused before it took effect"));
