@@ -340,10 +340,11 @@ async fn writer(op: Operator, state: State, plan: WriterPlan, mut rng: Rng) {
                 Ok(Some(done)) => {
                     s.compactions += 1;
                     format!(
-                        "{} members into {}, {} datasets, commit in {} rounds",
+                        "{} members into {}, {} datasets, {} rebases over deletes, last commit in {} rounds",
                         done.replaced.len(),
                         done.written.len(),
                         done.datasets,
+                        done.rebases,
                         done.commit.attempts
                     )
                 }

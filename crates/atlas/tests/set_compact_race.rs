@@ -103,6 +103,7 @@ async fn a_compaction_overtaken_by_a_delete_in_its_run_and_an_append_lands_witho
         .expect("three small members are worth compacting");
     assert_eq!(outcome.replaced.len(), 3);
     assert_eq!(outcome.datasets, 5, "it copied the run as it read it");
+    assert_eq!(outcome.rebases, 1, "one delete folded in");
     assert_eq!(
         contents(&op).await,
         model(&[
@@ -198,4 +199,35 @@ async fn a_delete_whose_member_a_compaction_replaced_before_its_commit_is_made_a
         model(&[("a2", 1.0), ("b1", 2.0)]),
         "a1 stays deleted"
     );
+}
+
+/// The same race, the other way round: the delete's mask already hides `a1`
+/// when the compaction reads its run, so the compaction leaves `a1` out and
+/// commits before the delete does. Made again, the delete finds `a1` in no
+/// member: it is gone, and the delete is reported done, not `DatasetNotFound`
+/// (the simulation with reordered requests found this).
+#[tokio::test]
+async fn a_delete_whose_name_a_compaction_left_out_before_its_commit_is_reported_done() {
+    let (cas, op) = store();
+    append(&op, 1, &["a1", "a2"]).await;
+    append(&op, 2, &["b1"]).await;
+    let deleter = open(&op).await;
+    let mut delete_held = cas.hold_next_write("set.manifest");
+    let delete = deleter.delete_datasets(&["a1"]);
+    let compaction = async {
+        assert!(delete_held.reached().await, "the delete's mask is written");
+        let outcome = open(&op)
+            .await
+            .compact(&CompactOptions::default().ids(1_800_000_000_000, 9))
+            .await
+            .unwrap()
+            .expect("two small members");
+        delete_held.release();
+        outcome
+    };
+    let (deleted, compacted) = tokio::join!(delete, compaction);
+    assert_eq!(compacted.datasets, 2, "a1 was hidden when the run was read");
+    let deleted = deleted.expect("the delete is done: a1 is gone");
+    assert_eq!(deleted.deleted, 1);
+    assert_eq!(contents(&op).await, model(&[("a2", 1.0), ("b1", 2.0)]));
 }

@@ -100,6 +100,9 @@ pub struct CompactOutcome {
     pub datasets: u64,
     /// The commit.
     pub commit: CommitOutcome,
+    /// Times the commit found deletes landed in the run meanwhile, hid the
+    /// deleted names in the new members too and was tried again.
+    pub rebases: u32,
 }
 
 impl Atlas {
@@ -190,11 +193,11 @@ impl Atlas {
             writer.abort().await?;
             return Err(e);
         }
-        let commit = match self
+        let (commit, rebases) = match self
             .commit_rebasing(&mut writer, entries, &copied_from)
             .await
         {
-            Ok(commit) => commit,
+            Ok(done) => done,
             Err(failed) => {
                 let e = writer.give_up(failed).await;
                 return Err(self.unmark(&replaced, e).await);
@@ -205,6 +208,7 @@ impl Atlas {
             written,
             datasets: copied,
             commit,
+            rebases,
         }))
     }
 }
@@ -232,7 +236,7 @@ impl Atlas {
         writer: &mut SetWriter,
         mut run: Vec<MemberEntry>,
         copied_from: &[HashSet<String>],
-    ) -> std::result::Result<CommitOutcome, FailedCommit> {
+    ) -> std::result::Result<(CommitOutcome, u32), FailedCommit> {
         let path = self.manifest_path();
         let mut rebases = 0u32;
         loop {
@@ -248,7 +252,7 @@ impl Atlas {
                 })
                 .await;
             let mut failed = match attempt {
-                Ok(commit) => return Ok(commit),
+                Ok(commit) => return Ok((commit, rebases)),
                 Err(failed) => failed,
             };
             let Some(now) = moved.filter(|_| rebases < MAX_REBASES) else {
@@ -336,6 +340,7 @@ impl Atlas {
                 written: Vec::new(),
                 datasets: 0,
                 commit,
+                rebases: 0,
             }),
             Err(e) => Err(self.unmark(&replaced, e).await),
         }

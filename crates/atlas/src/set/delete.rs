@@ -115,17 +115,18 @@ impl Atlas {
         names: &[&str],
         options: &DeleteOptions,
     ) -> Result<DeleteOutcome> {
-        let mut outcome = match self.delete_once(names, options).await? {
+        let mut outcome = match self.delete_once(names, options, false).await? {
             Deleted::Done(outcome) => return Ok(outcome),
             Deleted::MemberLeft(outcome) => outcome,
         };
         // A compaction replaced a member between our mask write and our
         // commit, and may have copied the names before the mask hid them:
         // the delete is made again in the set as it is now (a name found
-        // hidden there already is accepted).
+        // hidden there already is accepted, and so is one the compaction
+        // left out because our mask already hid it when it read the run).
         for _ in 0..MAX_REDOS {
             let newer = Atlas::open(self.location().clone(), self.options()).await?;
-            match Box::pin(newer.delete_once(names, options)).await? {
+            match Box::pin(newer.delete_once(names, options, true)).await? {
                 Deleted::Done(_) => return Ok(outcome),
                 Deleted::MemberLeft(again) => outcome.guarantee = again.guarantee,
             }
@@ -138,20 +139,32 @@ impl Atlas {
     }
 
     /// One delete on this handle's generation: done, or written into a
-    /// member that a compaction has meanwhile replaced.
-    async fn delete_once(&self, names: &[&str], options: &DeleteOptions) -> Result<Deleted> {
+    /// member that a compaction has meanwhile replaced. `redo`: the delete
+    /// is made again, and a name no member holds is gone already.
+    async fn delete_once(
+        &self,
+        names: &[&str],
+        options: &DeleteOptions,
+        redo: bool,
+    ) -> Result<Deleted> {
         let views = self.views().await?;
         let mut by_member: BTreeMap<usize, (Member, Vec<&str>)> = BTreeMap::new();
         for name in names {
             // The newest member holding the name decides, as for a read.
-            let (index, view) = views
+            let found = views
                 .iter()
                 .enumerate()
                 .rev()
-                .find(|(_, v)| v.member().footer().datasets.contains_key(*name))
-                .ok_or_else(|| AtlasError::DatasetNotFound {
-                    name: (*name).to_owned(),
-                })?;
+                .find(|(_, v)| v.member().footer().datasets.contains_key(*name));
+            let (index, view) = match found {
+                Some(found) => found,
+                None if redo => continue,
+                None => {
+                    return Err(AtlasError::DatasetNotFound {
+                        name: (*name).to_owned(),
+                    });
+                }
+            };
             if !view.contains(name) {
                 // Deleted there already: accepted, nothing to write.
                 continue;
