@@ -47,13 +47,17 @@ struct Store {
     killed: std::sync::atomic::AtomicBool,
     /// Held writes: a path ending, the signal that a write reached it, and
     /// the release it waits for ([`CasMemory::hold_next_write`]).
-    holds: Mutex<Vec<(String, oneshot::Sender<()>, oneshot::Receiver<()>)>>,
+    holds: Mutex<Vec<Hold>>,
     /// Reordering ([`CasMemory::reorder`]): the generator's state and the
     /// most scheduler turns a request waits; `None`: requests run at once.
     reorder: Mutex<Option<(u64, u32)>>,
     /// Requests that waited at least one turn before or after taking effect.
     delayed: AtomicU64,
 }
+
+/// A held write's path ending, the signal that a write reached it, and the
+/// release it waits for.
+type Hold = (String, oneshot::Sender<()>, oneshot::Receiver<()>);
 
 /// What an armed fault does to a write.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
