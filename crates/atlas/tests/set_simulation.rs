@@ -148,11 +148,12 @@ impl Sim {
     }
 
     /// Over `CasMemory`, reordering requests by `seed` when given (up to 3
-    /// scheduler turns a request).
+    /// scheduler turns a request; `ATLAS_SIM_REORDER` sets another most, 0
+    /// none).
     fn reordered(seed: Option<u64>) -> Sim {
         let cas = CasMemory::new();
         if let Some(seed) = seed {
-            cas.reorder(seed, 3);
+            cas.reorder(seed, env_cases("ATLAS_SIM_REORDER", 3));
         }
         let ms = Duration::from_millis;
         let op = RetryPolicy::default()
@@ -565,7 +566,9 @@ async fn a_deleter_killed_between_any_two_requests_leaves_the_set_as_before_or_a
 }
 
 /// Runs per `cargo test`: 400 by default (about 15 s in a debug build on two
-/// cores); `ATLAS_SIM_CASES` sets another number (the long runs of the docs).
+/// quiet cores before racing steps came in; 60 to 85 s with them on two cores
+/// busy with other builds); `ATLAS_SIM_CASES` sets another number (the long
+/// runs of the docs).
 fn cases() -> u32 {
     env_cases("ATLAS_SIM_CASES", 400)
 }
