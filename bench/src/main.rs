@@ -9,7 +9,7 @@
 //!             [--split auto|on|off] [--min-part-size BYTES] [--http] [--rounds N] [--json FILE]
 //! atlas-bench write [--quick] [--cases argo,grid,tiny] [--writers 1,2,4] ...
 //! atlas-bench sets [--quick] [--profiles N] [--member-size N] [--steps A,B,C] ...
-//! atlas-bench soak [--minutes 10] [--readers 16] [--writers 4] [--seed 1]
+//! atlas-bench soak [--minutes 10] [--readers 16] [--writers 4] [--seed 1] [--compact-every 60] [--store s3|azurite]
 //! atlas-bench commits [--writers 1,4,16] [--batch 1,4] [--seconds 5] [--latency 20ms]
 //! ```
 //!

@@ -3,8 +3,13 @@
 //! way and at the end (`cargo xtask soak` runs it).
 //!
 //! ```text
-//! atlas-bench soak [--minutes 10] [--readers 16] [--writers 4] [--seed 1]
+//! atlas-bench soak [--minutes 10] [--readers 16] [--writers 4] [--seed 1] [--compact-every 60]
+//!                  [--store s3|azurite]
 //! ```
+//!
+//! `--store azurite` runs the same behind the same proxy in front of Azurite
+//! (`scripts/azurite.sh`, started if it is not running) instead of the
+//! in-process S3 server.
 //!
 //! The proxy answers 5 % of requests 503, drops 1 % of GET connections and
 //! holds every GET back 20 ms. Writers own disjoint names: each appends
@@ -14,7 +19,10 @@
 //! against what writers had acknowledged before it opened (an acknowledged
 //! append missing, an acknowledged delete listed, a name listed twice);
 //! the end checks the whole set and every value. A read error is counted as
-//! retryable (`AtlasError::is_retryable`) or as an anomaly.
+//! retryable (`AtlasError::is_retryable`) or as an anomaly. Every failed
+//! write is counted by operation and kind (the error's variant, its storage
+//! error kind, or why a commit gave up), and every compaction's outcome and
+//! duration is listed, so that a write that keeps failing says why.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex};
@@ -37,6 +45,20 @@ pub struct SoakOptions {
     pub writers: usize,
     /// Seed of the fault proxy and of the writers' choices.
     pub seed: u64,
+    /// Seconds from the end of one of writer 0's compactions to the next.
+    pub compact_every: f64,
+    /// The object store behind the fault proxy.
+    pub store: SoakStore,
+}
+
+/// Which object store a soak runs against (behind the fault proxy).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum SoakStore {
+    /// The in-process S3 server of `atlas-testkit`.
+    S3,
+    /// Azurite, the Azure Blob Storage emulator (`scripts/azurite.sh`).
+    Azurite,
 }
 
 /// Parses the arguments after `soak`.
@@ -46,6 +68,8 @@ pub fn parse_options(args: &[String]) -> Result<SoakOptions> {
         readers: 16,
         writers: 4,
         seed: 1,
+        compact_every: 60.0,
+        store: SoakStore::S3,
     };
     let mut args = args.iter();
     while let Some(a) = args.next() {
@@ -58,6 +82,16 @@ pub fn parse_options(args: &[String]) -> Result<SoakOptions> {
             "--readers" => o.readers = v.parse().map_err(|_| bad())?,
             "--writers" => o.writers = v.parse().ok().filter(|n| *n > 0).ok_or_else(bad)?,
             "--seed" => o.seed = v.parse().map_err(|_| bad())?,
+            "--store" => {
+                o.store = match v.as_str() {
+                    "s3" => SoakStore::S3,
+                    "azurite" => SoakStore::Azurite,
+                    _ => return Err(bad()),
+                };
+            }
+            "--compact-every" => {
+                o.compact_every = v.parse().ok().filter(|s: &f64| *s > 0.0).ok_or_else(bad)?;
+            }
             other => return Err(BenchError::Usage(format!("unknown argument {other:?}"))),
         }
     }
@@ -80,6 +114,10 @@ struct Shared {
     compactions: u64,
     write_errors_retryable: u64,
     write_errors_other: u64,
+    /// Failed writes by operation and kind (see [`error_kind`]).
+    write_failures: BTreeMap<(&'static str, String), u64>,
+    /// Each compaction: when it started (s), how long it took (s), what came of it.
+    compaction_log: Vec<(f64, f64, String)>,
     reads: u64,
     read_errors_retryable: u64,
     read_errors_other: u64,
@@ -119,7 +157,6 @@ pub fn run(o: &SoakOptions) -> Result {
 }
 
 async fn soak(o: &SoakOptions) -> Result {
-    let server = atlas_testkit::S3Server::start();
     let plan = atlas_testkit::FaultPlan::none()
         .with_errors(50)
         .with_error_status(503)
@@ -127,8 +164,19 @@ async fn soak(o: &SoakOptions) -> Result {
         .with_slow(1000, Duration::from_millis(20));
     let mut plan = plan;
     plan.seed = o.seed;
-    let proxy = atlas_testkit::FaultProxy::start(server.endpoint(), plan);
-    let op = RetryPolicy::default().apply(s3_operator(proxy.endpoint(), "/soak/")?);
+    let (_server, proxy, op) = match o.store {
+        SoakStore::S3 => {
+            let server = atlas_testkit::S3Server::start();
+            let proxy = atlas_testkit::FaultProxy::start(server.endpoint(), plan);
+            let op = s3_operator(proxy.endpoint(), "/soak/")?;
+            (Some(server), proxy, op)
+        }
+        SoakStore::Azurite => {
+            let (proxy, op) = azurite_behind(plan, o.seed)?;
+            (None, proxy, op)
+        }
+    };
+    let op = RetryPolicy::default().apply(op);
     let state: State = Arc::default();
     let start = Instant::now();
     let until = start + Duration::from_secs_f64(o.minutes * 60.0);
@@ -139,8 +187,14 @@ async fn soak(o: &SoakOptions) -> Result {
     for w in 0..o.writers {
         let (op, state) = (op.clone(), state.clone());
         let seed = o.seed.wrapping_mul(31).wrapping_add(w as u64 + 7) | 1;
+        let plan = WriterPlan {
+            w,
+            start,
+            until,
+            compact_every: Duration::from_secs_f64(o.compact_every),
+        };
         tasks.push(tokio::spawn(async move {
-            writer(op, state, w, until, Rng(seed)).await
+            writer(op, state, plan, Rng(seed)).await
         }));
     }
     for r in 0..o.readers {
@@ -187,7 +241,8 @@ async fn soak(o: &SoakOptions) -> Result {
     };
     let counts = proxy.counts();
     println!(
-        "soak: {:.1} min, {} readers, {} writers; proxy: {} requests, {} answered 503, {} reset",
+        "soak ({:?}): {:.1} min, {} readers, {} writers; proxy: {} requests, {} answered 503, {} reset",
+        o.store,
         start.elapsed().as_secs_f64() / 60.0,
         o.readers,
         o.writers,
@@ -217,6 +272,12 @@ async fn soak(o: &SoakOptions) -> Result {
             Err(e) => e.clone(),
         }
     );
+    for ((op, kind), n) in &s.write_failures {
+        println!("failed {op}: {n} x {kind}");
+    }
+    for (at, took, what) in &s.compaction_log {
+        println!("compaction at {at:.0} s, {took:.1} s: {what}");
+    }
     for a in s.anomalies.iter().take(20) {
         println!("anomaly: {a}");
     }
@@ -227,6 +288,31 @@ async fn soak(o: &SoakOptions) -> Result {
         )));
     }
     Ok(())
+}
+
+/// The fault proxy in front of Azurite (started by `scripts/azurite.sh` if
+/// it is not running), and an operator through the proxy on a fresh root of
+/// its container (Azure's shared-key signature does not cover the host, so
+/// the proxy can stand in for the emulator's address).
+fn azurite_behind(
+    plan: atlas_testkit::FaultPlan,
+    seed: u64,
+) -> Result<(atlas_testkit::FaultProxy, Operator)> {
+    atlas_io::install_http_transport();
+    let conn = atlas_testkit::azurite();
+    let endpoint = conn
+        .split(';')
+        .find_map(|kv| kv.strip_prefix("BlobEndpoint="))
+        .ok_or_else(|| BenchError::Usage(format!("no BlobEndpoint in {conn:?}")))?;
+    // http://127.0.0.1:PORT/ACCOUNT: the proxy takes the host part.
+    let after_scheme = endpoint.trim_start_matches("http://");
+    let (host, account) = after_scheme.split_once('/').unwrap_or((after_scheme, ""));
+    let proxy = atlas_testkit::FaultProxy::start(&format!("http://{host}"), plan);
+    let through = conn.replace(endpoint, &format!("{}/{account}", proxy.endpoint()));
+    let builder = opendal::services::Azblob::from_connection_string(&through)?
+        .container("atlas-test")
+        .root(&format!("/soak-{seed}-{}/", std::process::id()));
+    Ok((proxy, Operator::new(builder)?))
 }
 
 /// Appends one member of one to three new names of writer `w`.
@@ -261,13 +347,14 @@ async fn append(op: &Operator, state: &State, w: usize, n: u64, rng: &mut Rng) {
             }
         }
         Err(e) => {
-            count_write_error(&mut s, &e);
+            count_write_error(&mut s, "append", &e);
             s.in_doubt.extend(names);
         }
     }
 }
 
-fn count_write_error(s: &mut Shared, e: &AtlasError) {
+fn count_write_error(s: &mut Shared, op: &'static str, e: &AtlasError) {
+    *s.write_failures.entry((op, error_kind(e))).or_default() += 1;
     if e.is_retryable() {
         s.write_errors_retryable += 1;
     } else {
@@ -276,13 +363,28 @@ fn count_write_error(s: &mut Shared, e: &AtlasError) {
     }
 }
 
-async fn writer(op: Operator, state: State, w: usize, until: Instant, mut rng: Rng) {
+/// What a writer's loop is given besides its store and state.
+struct WriterPlan {
+    w: usize,
+    start: Instant,
+    until: Instant,
+    compact_every: Duration,
+}
+
+async fn writer(op: Operator, state: State, plan: WriterPlan, mut rng: Rng) {
+    let WriterPlan {
+        w,
+        start,
+        until,
+        compact_every,
+    } = plan;
     let mut n = 1u64;
-    let mut next_compaction = Instant::now() + Duration::from_secs(60);
+    let mut next_compaction = Instant::now() + compact_every;
     while Instant::now() < until {
         n += 1;
         if w == 0 && Instant::now() >= next_compaction {
-            next_compaction += Duration::from_secs(60);
+            // The next one a whole interval after this one ends, not piled up.
+            let began = Instant::now();
             let options = CompactOptions::default()
                 .target_datasets(1000)
                 .ids(1_800_000_000_000 + i64::try_from(n).unwrap_or(0), n);
@@ -291,11 +393,32 @@ async fn writer(op: Operator, state: State, w: usize, until: Instant, mut rng: R
                 set.compact(&options).await
             }
             .await;
+            next_compaction = Instant::now() + compact_every;
+            let at = began.duration_since(start).as_secs_f64();
+            let took = began.elapsed().as_secs_f64();
             let mut s = lock(&state);
-            match result {
-                Ok(_) => s.compactions += 1,
-                Err(e) => count_write_error(&mut s, &e),
-            }
+            let what = match result {
+                Ok(Some(done)) => {
+                    s.compactions += 1;
+                    format!(
+                        "{} members into {}, {} datasets, {} rebases over deletes, last commit in {} rounds",
+                        done.replaced.len(),
+                        done.written.len(),
+                        done.datasets,
+                        done.rebases,
+                        done.commit.attempts
+                    )
+                }
+                Ok(None) => {
+                    s.compactions += 1;
+                    "nothing to compact".to_owned()
+                }
+                Err(e) => {
+                    count_write_error(&mut s, "compaction", &e);
+                    format!("failed: {}", error_kind(&e))
+                }
+            };
+            s.compaction_log.push((at, took, what));
             continue;
         }
         if rng.below(4) == 0 {
@@ -342,7 +465,7 @@ async fn writer(op: Operator, state: State, w: usize, until: Instant, mut rng: R
                     }
                 }
                 Err(e) => {
-                    count_write_error(&mut s, &e);
+                    count_write_error(&mut s, "delete", &e);
                     for v in victims {
                         s.acked.remove(&v);
                         s.in_doubt.insert(v);
@@ -425,6 +548,40 @@ async fn reader(op: Operator, state: State, until: Instant, mut rng: Rng) {
                 s.read_errors_other += 1;
                 s.anomalies.push(format!("read: {e}"));
             }
+        }
+    }
+}
+
+/// What kind of failure `e` is, in a few words: the error's variant under
+/// any set-member wrapper, with the storage error's kind, or why a commit
+/// gave up (its reason up to the first digit or colon, so that counts group).
+fn error_kind(e: &AtlasError) -> String {
+    match e {
+        AtlasError::Member { source, .. } => error_kind(source),
+        AtlasError::Io(io) => format!("Io({}, {})", io.kind(), io.operation()),
+        AtlasError::CommitConflict { what, .. } => {
+            let reason: String = what
+                .chars()
+                .take_while(|c| !c.is_ascii_digit() && *c != ':')
+                .collect();
+            let reason = reason.trim();
+            if reason.is_empty() {
+                // "13 attempts, each overtaken by another writer"
+                format!(
+                    "CommitConflict({})",
+                    what.trim_start_matches(|c: char| c.is_ascii_digit()).trim()
+                )
+            } else {
+                format!("CommitConflict({reason})")
+            }
+        }
+        other => {
+            let debug = format!("{other:?}");
+            let variant: String = debug
+                .chars()
+                .take_while(char::is_ascii_alphanumeric)
+                .collect();
+            format!("{variant} ({:?})", other.class())
         }
     }
 }

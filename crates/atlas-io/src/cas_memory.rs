@@ -25,6 +25,7 @@ use opendal::{
     Buffer, BytesRange, Capability, Error, ErrorKind, Metadata, MetadataBuilder, OperationContext,
     Operator,
 };
+use tokio::sync::oneshot;
 
 #[derive(Debug, Clone)]
 struct Entry {
@@ -44,7 +45,19 @@ struct Store {
     changes_left: Mutex<Option<u32>>,
     /// Killed: every request fails, for good, until [`CasMemory::revive`].
     killed: std::sync::atomic::AtomicBool,
+    /// Held writes: a path ending, the signal that a write reached it, and
+    /// the release it waits for ([`CasMemory::hold_next_write`]).
+    holds: Mutex<Vec<Hold>>,
+    /// Reordering ([`CasMemory::reorder`]): the generator's state and the
+    /// most scheduler turns a request waits; `None`: requests run at once.
+    reorder: Mutex<Option<(u64, u32)>>,
+    /// Requests that waited at least one turn before or after taking effect.
+    delayed: AtomicU64,
 }
+
+/// A held write's path ending, the signal that a write reached it, and the
+/// release it waits for.
+type Hold = (String, oneshot::Sender<()>, oneshot::Receiver<()>);
 
 /// What an armed fault does to a write.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -109,8 +122,70 @@ impl Store {
             .push((path_end.to_owned(), fault));
     }
 
+    /// Waits the next seeded number of scheduler turns (none unless
+    /// reordering is on), so that requests of concurrent tasks take effect
+    /// and are answered in another order than they were made.
+    async fn turns(&self) {
+        let n = {
+            let mut reorder = self.reorder.lock().unwrap_or_else(|e| e.into_inner());
+            match reorder.as_mut() {
+                None => 0,
+                Some((state, max)) => {
+                    // xorshift64*
+                    *state ^= *state >> 12;
+                    *state ^= *state << 25;
+                    *state ^= *state >> 27;
+                    let draw = state.wrapping_mul(0x2545_F491_4F6C_DD1D) >> 32;
+                    u32::try_from(draw % (u64::from(*max) + 1)).unwrap_or(0)
+                }
+            }
+        };
+        if n > 0 {
+            self.delayed.fetch_add(1, Ordering::Relaxed);
+        }
+        for _ in 0..n {
+            YieldOnce(false).await;
+        }
+    }
+
+    /// Waits, if the next write to `path` is held, until the hold is released.
+    async fn wait_if_held(&self, path: &str) {
+        let held = {
+            let mut holds = self.holds.lock().unwrap_or_else(|e| e.into_inner());
+            holds
+                .iter()
+                .position(|(end, _, _)| path.ends_with(end.as_str()))
+                .map(|i| holds.remove(i))
+        };
+        if let Some((_, reached, release)) = held {
+            // Nobody waiting for either signal is a release too.
+            let _ = reached.send(());
+            let _ = release.await;
+        }
+    }
+
     fn new_etag(&self) -> String {
         format!("\"{}\"", self.next_etag.fetch_add(1, Ordering::Relaxed))
+    }
+}
+
+/// A future that is pending once (waking itself at once), then ready: one
+/// turn of whatever runtime polls it, for the other tasks to move on.
+struct YieldOnce(bool);
+
+impl std::future::Future for YieldOnce {
+    type Output = ();
+
+    fn poll(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<()> {
+        if self.0 {
+            return std::task::Poll::Ready(());
+        }
+        self.0 = true;
+        cx.waker().wake_by_ref();
+        std::task::Poll::Pending
     }
 }
 
@@ -188,12 +263,67 @@ impl CasMemory {
         self.store.killed.store(false, Ordering::SeqCst);
     }
 
+    /// Holds the next write to a path ending with `path_end` before it takes
+    /// effect, until the returned [`HeldWrite`] is released (or dropped):
+    /// a test puts another client's requests between a writer's steps.
+    pub fn hold_next_write(&self, path_end: &str) -> HeldWrite {
+        let (reached_tx, reached_rx) = oneshot::channel();
+        let (release_tx, release_rx) = oneshot::channel();
+        self.store
+            .holds
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push((path_end.to_owned(), reached_tx, release_rx));
+        HeldWrite {
+            reached: reached_rx,
+            release: release_tx,
+        }
+    }
+
+    /// Reorders requests: each one (stat, read, write, delete) waits a
+    /// number of scheduler turns drawn from `seed` (0 to `max_turns`) before
+    /// it takes effect, and a write waits again after it took effect before
+    /// it is answered. Requests of concurrent tasks then complete in orders
+    /// the store otherwise never produces: a write lands after a read made
+    /// later has been answered, two writers' requests interleave. The same
+    /// seed and the same tasks give the same order on a single-threaded
+    /// runtime (while no timer fires).
+    pub fn reorder(&self, seed: u64, max_turns: u32) {
+        *self.store.reorder.lock().unwrap_or_else(|e| e.into_inner()) = Some((seed | 1, max_turns));
+    }
+
+    /// Requests that [`reorder`](Self::reorder) delayed by at least one turn.
+    pub fn delayed_requests(&self) -> u64 {
+        self.store.delayed.load(Ordering::Relaxed)
+    }
+
     /// An operator over this store (clones share the same objects).
     pub fn operator(&self) -> Operator {
         Operator::from_parts(
             OperationContext::default(),
             Arc::new(self.clone()) as Servicer,
         )
+    }
+}
+
+/// A write [`CasMemory::hold_next_write`] holds: wait until a write reaches
+/// it, then release it.
+#[derive(Debug)]
+pub struct HeldWrite {
+    reached: oneshot::Receiver<()>,
+    release: oneshot::Sender<()>,
+}
+
+impl HeldWrite {
+    /// Waits until a write reaches the hold (it then waits, not yet in
+    /// effect); `false` if the store was dropped first.
+    pub async fn reached(&mut self) -> bool {
+        (&mut self.reached).await.is_ok()
+    }
+
+    /// Lets the held write go on.
+    pub fn release(self) {
+        let _ = self.release.send(());
     }
 }
 
@@ -233,6 +363,7 @@ impl Service for CasMemory {
     }
 
     async fn stat(&self, _: &OperationContext, path: &str, _: OpStat) -> opendal::Result<RpStat> {
+        self.store.turns().await;
         self.store.alive()?;
         match self.store.lock().get(path) {
             Some(e) => Ok(RpStat::new(metadata_of(e))),
@@ -321,12 +452,14 @@ impl oio::Read for CasReader {
         &self,
         range: BytesRange,
     ) -> opendal::Result<(RpRead, Box<dyn oio::ReadStreamDyn>)> {
+        self.store.turns().await;
         self.store.alive()?;
         let (rp, buf) = self.get(range)?;
         Ok((rp, Box::new(buf) as Box<dyn oio::ReadStreamDyn>))
     }
 
     async fn read(&self, range: BytesRange) -> opendal::Result<(RpRead, Buffer)> {
+        self.store.turns().await;
         self.store.alive()?;
         self.get(range)
     }
@@ -340,28 +473,9 @@ pub struct CasWriter {
     parts: Vec<Buffer>,
 }
 
-impl oio::Write for CasWriter {
-    async fn write(&mut self, bs: Buffer) -> opendal::Result<()> {
-        self.parts.push(bs);
-        Ok(())
-    }
-
-    async fn close(&mut self) -> opendal::Result<Metadata> {
-        // Kept until the write succeeds: a retried close writes them again.
-        let content: Bytes = self
-            .parts
-            .iter()
-            .cloned()
-            .flatten()
-            .fold(bytes::BytesMut::new(), |mut acc, b| {
-                acc.extend_from_slice(&b);
-                acc
-            })
-            .freeze();
-        self.store.alive()?;
-        if self.store.take_fault(&self.path, WriteFault::FailBefore) {
-            return Err(temporary("the write was refused before it took effect"));
-        }
+impl CasWriter {
+    /// Checks the write's condition and applies it, under the store's lock.
+    fn apply(&self, content: Bytes) -> opendal::Result<Metadata> {
         let mut objects = self.store.lock();
         let current = objects.get(&self.path);
         if self.args.if_not_exists() && current.is_some() {
@@ -384,11 +498,41 @@ impl oio::Write for CasWriter {
         };
         let meta = metadata_of(&entry);
         objects.insert(self.path.clone(), entry);
-        drop(objects);
+        Ok(meta)
+    }
+}
+
+impl oio::Write for CasWriter {
+    async fn write(&mut self, bs: Buffer) -> opendal::Result<()> {
+        self.parts.push(bs);
+        Ok(())
+    }
+
+    async fn close(&mut self) -> opendal::Result<Metadata> {
+        // Kept until the write succeeds: a retried close writes them again.
+        let content: Bytes = self
+            .parts
+            .iter()
+            .cloned()
+            .flatten()
+            .fold(bytes::BytesMut::new(), |mut acc, b| {
+                acc.extend_from_slice(&b);
+                acc
+            })
+            .freeze();
+        self.store.wait_if_held(&self.path).await;
+        self.store.turns().await;
+        self.store.alive()?;
+        if self.store.take_fault(&self.path, WriteFault::FailBefore) {
+            return Err(temporary("the write was refused before it took effect"));
+        }
+        let meta = self.apply(content)?;
         self.store.changed();
         if self.store.take_fault(&self.path, WriteFault::LoseAnswer) {
             return Err(temporary("the write took effect; its answer was lost"));
         }
+        // In effect, not yet answered: others may see it before its writer does.
+        self.store.turns().await;
         Ok(meta)
     }
 
@@ -405,6 +549,7 @@ pub struct CasDeleter {
 
 impl oio::Delete for CasDeleter {
     async fn delete(&mut self, path: &str, _: OpDelete) -> opendal::Result<()> {
+        self.store.turns().await;
         self.store.alive()?;
         self.store.lock().remove(path);
         self.store.changed();

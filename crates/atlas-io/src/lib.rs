@@ -32,7 +32,7 @@ pub mod transport;
 pub mod uploads;
 
 #[cfg(feature = "testing")]
-pub use cas_memory::CasMemory;
+pub use cas_memory::{CasMemory, HeldWrite};
 #[cfg(feature = "testing")]
 pub use counting::{CountingLayer, Counts, Faults, ReadRecord, RequestStats};
 pub use error::{IoError, IoErrorKind, ShortRead};

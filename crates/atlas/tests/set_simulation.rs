@@ -12,9 +12,20 @@
 //! - a writer killed between two requests leaves the set as before its
 //!   change or as after it (a delete across members too: all or nothing).
 //!
-//! A run is a list of steps that proptest generates from its seed and shrinks
-//! on failure; the steps run one after another (two concurrent commits
-//! inside a step), so a failing case replays from the printed steps.
+//! - two changes racing (two writers, with a reader reading meanwhile) both
+//!   land, and the reader sees the set as before, as after either or as
+//!   after both.
+//!
+//! The store reorders requests (`CasMemory::reorder`, seeded from the run's
+//! input): each request waits a drawn number of scheduler turns before it
+//! takes effect, and a write again before it is answered, so concurrent
+//! writers' and readers' requests interleave in orders the store alone
+//! never produces.
+//!
+//! A run is a list of steps and a reordering seed that proptest generates
+//! and shrinks on failure; the steps run one after another (the concurrent
+//! ones inside a step, on one thread), so a failing case replays from the
+//! printed input.
 
 #![cfg(test)]
 
@@ -66,6 +77,9 @@ enum Step {
     /// The change, with its process killed after this many writes and deletes
     /// took effect (0: before its first request).
     Killed(Box<Step>, u32),
+    /// Two changes at once, by two writers, while a reader reads (the
+    /// second's names are made disjoint from the first's).
+    Race(Box<Step>, Box<Step>),
     /// Arm a fault for the next write to `Target`'s objects.
     FailBefore(Target),
     LoseAnswer(Target),
@@ -102,6 +116,7 @@ fn step() -> impl Strategy<Value = Step> {
         2 => names().prop_map(Step::Delete),
         1 => Just(Step::Compact),
         1 => Just(Step::OpenReader),
+        2 => (change(), change()).prop_map(|(a, b)| Step::Race(Box::new(a), Box::new(b))),
         1 => target().prop_map(Step::FailBefore),
         1 => target().prop_map(Step::LoseAnswer),
     ]
@@ -118,6 +133,9 @@ struct Sim {
     model: Model,
     readers: Vec<(Atlas, Model)>,
     commits: u64,
+    /// Race steps run, and reads during them that saw one change but not the other.
+    races: u64,
+    reads_between: u64,
 }
 
 fn name(i: u8) -> String {
@@ -126,7 +144,17 @@ fn name(i: u8) -> String {
 
 impl Sim {
     fn new() -> Sim {
+        Sim::reordered(None)
+    }
+
+    /// Over `CasMemory`, reordering requests by `seed` when given (up to 3
+    /// scheduler turns a request; `ATLAS_SIM_REORDER` sets another most, 0
+    /// none).
+    fn reordered(seed: Option<u64>) -> Sim {
         let cas = CasMemory::new();
+        if let Some(seed) = seed {
+            cas.reorder(seed, env_cases("ATLAS_SIM_REORDER", 3));
+        }
         let ms = Duration::from_millis;
         let op = RetryPolicy::default()
             .backoff(ms(1), ms(2))
@@ -141,6 +169,8 @@ impl Sim {
             model: Model::new(),
             readers: Vec::new(),
             commits: 0,
+            races: 0,
+            reads_between: 0,
         }
     }
 
@@ -183,6 +213,25 @@ impl Sim {
     /// Runs one single-writer change (an append, a delete, a compaction):
     /// what it returned, and the model as it is if the change landed.
     async fn attempt(&mut self, number: u64, step: &Step) -> (atlas::Result<()>, Model) {
+        let nonce = self.next_nonce(step);
+        self.attempt_with(number, step, nonce).await
+    }
+
+    /// The member nonce a change commits with (a new one per append).
+    fn next_nonce(&mut self, step: &Step) -> u64 {
+        if matches!(step, Step::Append(_) | Step::AppendHiding(..)) {
+            self.commits += 1;
+        }
+        self.commits
+    }
+
+    /// [`attempt`](Self::attempt) with the nonce given, so that two can run at once.
+    async fn attempt_with(
+        &self,
+        number: u64,
+        step: &Step,
+        nonce: u64,
+    ) -> (atlas::Result<()>, Model) {
         #[allow(clippy::cast_precision_loss)]
         let value = number as f32;
         let mut after = self.model.clone();
@@ -204,8 +253,7 @@ impl Sim {
                 for &n in &hide {
                     after.remove(&name(n));
                 }
-                self.commits += 1;
-                Sim::append_hiding(self.op.clone(), self.commits, add, &hide, value).await
+                Sim::append_hiding(self.op.clone(), nonce, add, &hide, value).await
             }
             Step::Delete(names) => {
                 let live: Vec<String> = names
@@ -230,7 +278,8 @@ impl Sim {
             Step::Compact if self.commits > 0 => {
                 let options = CompactOptions::default()
                     .target_datasets(u64::from(NAMES) * 4)
-                    .ids(1_800_000_000_000, number);
+                    // A racing second compaction's ids differ by their time.
+                    .ids(1_800_000_000_000 + i64::from(nonce >= 1 << 32), number);
                 match self.open_existing().await {
                     Ok(Some(set)) => set.compact(&options).await.map(|_| ()),
                     Ok(None) => Ok(()),
@@ -291,6 +340,7 @@ impl Sim {
                     self.model.insert(name(n), later);
                 }
             }
+            Step::Race(a, b) => self.race(number, a, b).await,
             Step::OpenReader => {
                 let Some(reader) = self.open_existing().await.expect("the set opens") else {
                     return;
@@ -310,6 +360,50 @@ impl Sim {
                 }
             }
         }
+    }
+
+    /// Two changes at once while a reader reads twice: both land (two
+    /// compactions may conflict: one lands), and each read is the set as
+    /// before, after either change or after both.
+    async fn race(&mut self, number: u64, a: &Step, b: &Step) {
+        let b = disjoint(b, &touched(a));
+        let before = self.model.clone();
+        let nonce_a = self.next_nonce(a);
+        let nonce_b = self.next_nonce(&b);
+        let (first, second, seen) = tokio::join!(
+            self.attempt_with(number, a, nonce_a),
+            // Its nonce kept apart from the first's, also for compactions.
+            self.attempt_with(number, &b, nonce_b.wrapping_add(1 << 32)),
+            async {
+                let mut seen = Vec::new();
+                for _ in 0..2 {
+                    seen.push(self.observe().await);
+                }
+                seen
+            },
+        );
+        let both_compact = matches!((a, &b), (Step::Compact, Step::Compact));
+        for (result, step) in [(&first.0, a), (&second.0, &b)] {
+            match result {
+                Ok(()) => {}
+                Err(atlas::AtlasError::CommitConflict { .. }) if both_compact => {}
+                Err(e) => panic!("{step:?} racing {a:?} / {b:?} failed: {e}"),
+            }
+        }
+        let only_a = first.1.clone();
+        let only_b = second.1.clone();
+        let after = merged(&before, &only_a, &only_b);
+        self.races += 1;
+        for (i, s) in seen.iter().enumerate() {
+            if *s != before && *s != after {
+                self.reads_between += 1;
+            }
+            assert!(
+                [&before, &only_a, &only_b, &after].contains(&s),
+                "read {i} during {a:?} racing {b:?}: neither before, nor after one, nor after both: {s:?}"
+            );
+        }
+        self.model = after;
     }
 
     /// The set, or `None` where no commit landed yet.
@@ -344,6 +438,51 @@ impl Sim {
             );
         }
     }
+}
+
+/// The names a change adds, hides or deletes.
+fn touched(step: &Step) -> Vec<u8> {
+    match step {
+        Step::Append(a) | Step::Delete(a) => a.clone(),
+        Step::AppendHiding(a, h) => a.iter().chain(h).copied().collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// `step` without the names in `taken`: a change that commutes with the one
+/// that touched them (an empty name list becomes a compaction).
+fn disjoint(step: &Step, taken: &[u8]) -> Step {
+    let keep = |names: &[u8]| -> Vec<u8> {
+        names
+            .iter()
+            .copied()
+            .filter(|n| !taken.contains(n))
+            .collect()
+    };
+    match step {
+        Step::Append(a) if !keep(a).is_empty() => Step::Append(keep(a)),
+        Step::Delete(a) if !keep(a).is_empty() => Step::Delete(keep(a)),
+        Step::AppendHiding(a, h) if !keep(a).is_empty() => Step::AppendHiding(keep(a), keep(h)),
+        _ => Step::Compact,
+    }
+}
+
+/// `before` with the changes of both `a` and `b` (each made from `before`,
+/// on disjoint names).
+fn merged(before: &Model, a: &Model, b: &Model) -> Model {
+    let mut out = a.clone();
+    for k in before.keys().chain(b.keys()) {
+        match (before.get(k), b.get(k)) {
+            (x, y) if x == y => {}
+            (_, Some(v)) => {
+                out.insert(k.clone(), *v);
+            }
+            (_, None) => {
+                out.remove(k);
+            }
+        }
+    }
+    out
 }
 
 fn keys(model: &Model) -> Vec<String> {
@@ -427,7 +566,9 @@ async fn a_deleter_killed_between_any_two_requests_leaves_the_set_as_before_or_a
 }
 
 /// Runs per `cargo test`: 400 by default (about 15 s in a debug build on two
-/// cores); `ATLAS_SIM_CASES` sets another number (the long runs of the docs).
+/// quiet cores before racing steps came in; 60 to 85 s with them on two cores
+/// busy with other builds); `ATLAS_SIM_CASES` sets another number (the long
+/// runs of the docs).
 fn cases() -> u32 {
     env_cases("ATLAS_SIM_CASES", 400)
 }
@@ -444,17 +585,27 @@ proptest! {
 
     #[test]
     fn every_acknowledged_step_is_seen_and_every_reader_keeps_its_generation(
-        steps in proptest::collection::vec(step(), 1..24)
+        steps in proptest::collection::vec(step(), 1..24),
+        reorder in any::<u64>(),
     ) {
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_time()
             .build()
             .expect("runtime");
         rt.block_on(async {
-            let mut sim = Sim::new();
+            let mut sim = Sim::reordered(Some(reorder));
             for (number, step) in (1u64..).zip(&steps) {
                 sim.run(number, step).await;
                 sim.check(step).await;
+            }
+            if let Some(cas) = &sim.cas {
+                eprintln!(
+                    "sim: {} steps, {} races, {} reads between two racing changes, {} requests delayed",
+                    steps.len(),
+                    sim.races,
+                    sim.reads_between,
+                    cas.delayed_requests()
+                );
             }
         });
     }

@@ -189,3 +189,47 @@ pub fn atlas_on_fake_gcs() -> std::process::Command {
         .args(["--endpoint", atlas_testkit::fake_gcs(), "--anonymous"]);
     cmd
 }
+
+/// Writes a NetCDF classic (CDF-1) file: one dimension `N`, a float variable
+/// `TEMP(N)` holding `temp`, and an int global attribute `cycle`.
+pub fn write_nc(path: &Path, temp: &[f32], cycle: i32) {
+    fn name(out: &mut Vec<u8>, n: &str) {
+        out.extend((n.len() as u32).to_be_bytes());
+        out.extend(n.as_bytes());
+        while !out.len().is_multiple_of(4) {
+            out.push(0);
+        }
+    }
+    const NC_DIMENSION: u32 = 0x0A;
+    const NC_VARIABLE: u32 = 0x0B;
+    const NC_ATTRIBUTE: u32 = 0x0C;
+    const NC_INT: u32 = 4;
+    const NC_FLOAT: u32 = 5;
+    let mut h = b"CDF\x01".to_vec();
+    h.extend(0u32.to_be_bytes()); // numrecs
+    h.extend(NC_DIMENSION.to_be_bytes());
+    h.extend(1u32.to_be_bytes());
+    name(&mut h, "N");
+    h.extend((temp.len() as u32).to_be_bytes());
+    h.extend(NC_ATTRIBUTE.to_be_bytes());
+    h.extend(1u32.to_be_bytes());
+    name(&mut h, "cycle");
+    h.extend(NC_INT.to_be_bytes());
+    h.extend(1u32.to_be_bytes());
+    h.extend(cycle.to_be_bytes());
+    h.extend(NC_VARIABLE.to_be_bytes());
+    h.extend(1u32.to_be_bytes());
+    name(&mut h, "TEMP");
+    h.extend(1u32.to_be_bytes()); // one dimension
+    h.extend(0u32.to_be_bytes()); // dimension id 0
+    h.extend([0u8; 8]); // no variable attributes
+    h.extend(NC_FLOAT.to_be_bytes());
+    h.extend((temp.len() as u32 * 4).to_be_bytes()); // vsize
+    let begin = h.len() as u32 + 4;
+    h.extend(begin.to_be_bytes());
+    for v in temp {
+        h.extend(v.to_be_bytes());
+    }
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, h).unwrap();
+}

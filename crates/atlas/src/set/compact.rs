@@ -26,9 +26,10 @@ use super::reader::Atlas;
 use super::sort::{SortKey, sorted_datasets};
 use super::uncommitted::RETIRED_MARK;
 use super::view::View;
-use super::writer::{SetWriter, member_id, member_path};
+use super::writer::{FailedCommit, SetWriter, member_id, member_path};
 use crate::error::{AtlasError, Result};
-use crate::read::Dataset;
+use crate::location::Access;
+use crate::read::{Dataset, Member, OpenOptions};
 use crate::write::{WriterConfig, copy_datasets};
 
 /// What [`Atlas::compact`] rewrites, and how.
@@ -99,6 +100,9 @@ pub struct CompactOutcome {
     pub datasets: u64,
     /// The commit.
     pub commit: CommitOutcome,
+    /// Times the commit found deletes landed in the run meanwhile, hid the
+    /// deleted names in the new members too and was tried again.
+    pub rebases: u32,
 }
 
 impl Atlas {
@@ -115,9 +119,12 @@ impl Atlas {
     /// [`AtlasError::ArrayNotFound`] for a sort key variable no dataset
     /// declares, [`AtlasError::SortKeyNotScalar`] for one holding more than
     /// one value in a dataset (nothing is written then);
-    /// [`AtlasError::CommitConflict`] when the run changed meanwhile (a
-    /// delete in it, another compaction): the new members are removed and
-    /// nothing changes; what reading the members or writing the new ones returns.
+    /// [`AtlasError::CommitConflict`] when another compaction replaced
+    /// members of the run meanwhile: the new members are removed and
+    /// nothing changes (a delete that lands in the run meanwhile is not a
+    /// conflict: the deleted names are hidden in the new members too, and
+    /// the commit is tried again); what reading the members or writing the
+    /// new ones returns.
     pub async fn compact(&self, options: &CompactOptions) -> Result<Option<CompactOutcome>> {
         let Some(manifest) = self.manifest() else {
             return Err(AtlasError::invalid_use(
@@ -125,7 +132,7 @@ impl Atlas {
             ));
         };
         let views = self.views().await?;
-        let (entries, datasets) = if options.sort_by.is_empty() {
+        let (entries, datasets, copied_from) = if options.sort_by.is_empty() {
             let Some(run) = choose_run(&manifest.members, &views, options.target_datasets) else {
                 return Ok(None);
             };
@@ -134,20 +141,16 @@ impl Atlas {
                 .get(run.clone())
                 .unwrap_or_default()
                 .to_vec();
-            let datasets: Vec<Dataset> = views
-                .get(run)
-                .unwrap_or_default()
-                .iter()
-                .flat_map(View::datasets)
-                .collect();
-            (entries, datasets)
+            let run_views = views.get(run).unwrap_or_default();
+            let datasets: Vec<Dataset> = run_views.iter().flat_map(View::datasets).collect();
+            (entries, datasets, live_names(run_views))
         } else {
             if manifest.members.is_empty() {
                 return Ok(None);
             }
             // The whole set: nothing older can come back, whatever is dropped.
             let datasets = sorted_datasets(&views, &options.sort_by).await?;
-            (manifest.members.clone(), datasets)
+            (manifest.members.clone(), datasets, live_names(&views))
         };
         let copied = u64::try_from(datasets.len()).unwrap_or(u64::MAX);
         if datasets.is_empty() {
@@ -190,24 +193,129 @@ impl Atlas {
             writer.abort().await?;
             return Err(e);
         }
-        let commit = writer
-            .commit_with(|current, new| replace_run(current, &entries, new, self.manifest_path()))
-            .await;
-        let commit = match commit {
-            Ok(commit) => commit,
-            Err(e) => return Err(self.unmark(&replaced, e).await),
+        let (commit, rebases) = match self
+            .commit_rebasing(&mut writer, entries, &copied_from)
+            .await
+        {
+            Ok(done) => done,
+            Err(failed) => {
+                let e = writer.give_up(failed).await;
+                return Err(self.unmark(&replaced, e).await);
+            }
         };
         Ok(Some(CompactOutcome {
             replaced,
             written,
             datasets: copied,
             commit,
+            rebases,
         }))
     }
 }
 
-/// Puts `new` in the place of `run` in `manifest`, provided the run is still
-/// there unchanged (same members in the same order, same live counts and masks).
+/// Rebases a compaction this many times at most over deletes in its run.
+const MAX_REBASES: u32 = 16;
+
+/// Per member, the names of the datasets a compaction copies from it.
+fn live_names(views: &[View]) -> Vec<HashSet<String>> {
+    views
+        .iter()
+        .map(|v| v.datasets().iter().map(|d| d.name().to_owned()).collect())
+        .collect()
+}
+
+impl Atlas {
+    /// Commits the compaction's new members in the place of `run`. A delete
+    /// that lands in the run while the compaction copies it (the same
+    /// members, in the same order, with fewer live datasets or another mask)
+    /// does not make it give up: the names it deleted are hidden in the new
+    /// members too, and the commit is tried again against the run as it is
+    /// now, as an append is put after the members that won its race.
+    async fn commit_rebasing(
+        &self,
+        writer: &mut SetWriter,
+        mut run: Vec<MemberEntry>,
+        copied_from: &[HashSet<String>],
+    ) -> std::result::Result<(CommitOutcome, u32), FailedCommit> {
+        let path = self.manifest_path();
+        let mut rebases = 0u32;
+        loop {
+            let mut moved: Option<Vec<MemberEntry>> = None;
+            let attempt = writer
+                .try_commit_with(|current, new| {
+                    let placed = replace_run(current, &run, new, path);
+                    moved = placed
+                        .is_err()
+                        .then(|| deleted_from(current, &run))
+                        .flatten();
+                    placed
+                })
+                .await;
+            let mut failed = match attempt {
+                Ok(commit) => return Ok((commit, rebases)),
+                Err(failed) => failed,
+            };
+            let Some(now) = moved.filter(|_| rebases < MAX_REBASES) else {
+                return Err(failed);
+            };
+            rebases = rebases.saturating_add(1);
+            match self.rebase(writer, &run, &now, copied_from).await {
+                Ok(()) => run = now,
+                Err(e) => {
+                    failed.error = e;
+                    return Err(failed);
+                }
+            }
+        }
+    }
+
+    /// Hides in the new members what was deleted from `then` (the run as the
+    /// compaction read it) to make `now`: per changed member, the copied
+    /// names its mask on storage now hides.
+    async fn rebase(
+        &self,
+        writer: &mut SetWriter,
+        then: &[MemberEntry],
+        now: &[MemberEntry],
+        copied_from: &[HashSet<String>],
+    ) -> Result<()> {
+        let mut gone = HashSet::new();
+        for ((before, after), copied) in then.iter().zip(now).zip(copied_from) {
+            if before.datasets_live == after.datasets_live
+                && before.checksums.mask == after.checksums.mask
+            {
+                continue;
+            }
+            let location = self
+                .location()
+                .child(&after.path, Access::Read)
+                .map_err(|e| e.in_member(&after.id, &after.path))?;
+            let member = Member::open_location(location, &OpenOptions::default())
+                .await
+                .map_err(|e| e.in_member(&after.id, &after.path))?;
+            gone.extend(copied.iter().filter(|n| !member.contains(n)).cloned());
+        }
+        let hidden = writer.hide_in_finished(&gone).await?;
+        tracing::debug!(hidden, "compaction rebased over deletes in its run");
+        Ok(())
+    }
+}
+
+/// The run as `manifest` holds it now, when only deletes changed it (the
+/// same members in the same order); `None` when a member left or moved.
+fn deleted_from(
+    manifest: &atlas_format::SetManifest,
+    run: &[MemberEntry],
+) -> Option<Vec<MemberEntry>> {
+    let first = run.first()?;
+    let start = manifest.members.iter().position(|m| m.id == first.id)?;
+    let now = manifest.members.get(start..start.checked_add(run.len())?)?;
+    now.iter()
+        .zip(run)
+        .all(|(a, b)| a.id == b.id)
+        .then(|| now.to_vec())
+}
+
 impl Atlas {
     /// Commits the set without `run`, whose datasets are all deleted.
     async fn drop_run(&self, run: &[MemberEntry]) -> Result<CompactOutcome> {
@@ -232,6 +340,7 @@ impl Atlas {
                 written: Vec::new(),
                 datasets: 0,
                 commit,
+                rebases: 0,
             }),
             Err(e) => Err(self.unmark(&replaced, e).await),
         }
@@ -271,6 +380,8 @@ impl Atlas {
     }
 }
 
+/// Puts `new` in the place of `run` in `manifest`, provided the run is still
+/// there unchanged (same members in the same order, same live counts and masks).
 fn replace_run(
     manifest: &mut atlas_format::SetManifest,
     run: &[MemberEntry],

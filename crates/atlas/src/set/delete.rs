@@ -60,6 +60,17 @@ fn default_ids() -> (i64, u64) {
 /// Manifest commits redone when a concurrent delete changed a mask meanwhile.
 const MAX_MASK_ROUNDS: usize = 8;
 
+/// Deletes made again on a newer generation when a compaction replaced
+/// their member between the mask write and the commit.
+const MAX_REDOS: usize = 4;
+
+/// What one delete on one generation came to.
+enum Deleted {
+    Done(DeleteOutcome),
+    /// The masks are written, but a member they belong to left the set.
+    MemberLeft(DeleteOutcome),
+}
+
 impl Atlas {
     /// Hides the named datasets, as [`delete_datasets_with`](Self::delete_datasets_with)
     /// does with default options.
@@ -93,25 +104,67 @@ impl Atlas {
     /// conditional write; [`AtlasError::CommitConflict`] when the manifest
     /// commit kept losing races (for names in one member the mask is written:
     /// the datasets are hidden, and only the manifest's counts lag until the
-    /// next commit; for names in several members nothing is hidden); what
+    /// next commit; for names in several members nothing is hidden), or
+    /// when compactions kept replacing the member the names lie in (a
+    /// compaction that replaces it between this delete's mask write and its
+    /// commit may have copied the names still live, so the delete is made
+    /// again on the newer generation, up to four times); what
     /// [`SetWriter::commit`] returns.
     pub async fn delete_datasets_with(
         &self,
         names: &[&str],
         options: &DeleteOptions,
     ) -> Result<DeleteOutcome> {
+        let mut outcome = match self.delete_once(names, options, false).await? {
+            Deleted::Done(outcome) => return Ok(outcome),
+            Deleted::MemberLeft(outcome) => outcome,
+        };
+        // A compaction replaced a member between our mask write and our
+        // commit, and may have copied the names before the mask hid them:
+        // the delete is made again in the set as it is now (a name found
+        // hidden there already is accepted, and so is one the compaction
+        // left out because our mask already hid it when it read the run).
+        for _ in 0..MAX_REDOS {
+            let newer = Atlas::open(self.location().clone(), self.options()).await?;
+            match Box::pin(newer.delete_once(names, options, true)).await? {
+                Deleted::Done(_) => return Ok(outcome),
+                Deleted::MemberLeft(again) => outcome.guarantee = again.guarantee,
+            }
+        }
+        Err(AtlasError::CommitConflict {
+            path: self.manifest_path().to_owned(),
+            generation: self.generation().unwrap_or(0),
+            what: "compactions kept replacing the members the names lie in".to_owned(),
+        })
+    }
+
+    /// One delete on this handle's generation: done, or written into a
+    /// member that a compaction has meanwhile replaced. `redo`: the delete
+    /// is made again, and a name no member holds is gone already.
+    async fn delete_once(
+        &self,
+        names: &[&str],
+        options: &DeleteOptions,
+        redo: bool,
+    ) -> Result<Deleted> {
         let views = self.views().await?;
         let mut by_member: BTreeMap<usize, (Member, Vec<&str>)> = BTreeMap::new();
         for name in names {
             // The newest member holding the name decides, as for a read.
-            let (index, view) = views
+            let found = views
                 .iter()
                 .enumerate()
                 .rev()
-                .find(|(_, v)| v.member().footer().datasets.contains_key(*name))
-                .ok_or_else(|| AtlasError::DatasetNotFound {
-                    name: (*name).to_owned(),
-                })?;
+                .find(|(_, v)| v.member().footer().datasets.contains_key(*name));
+            let (index, view) = match found {
+                Some(found) => found,
+                None if redo => continue,
+                None => {
+                    return Err(AtlasError::DatasetNotFound {
+                        name: (*name).to_owned(),
+                    });
+                }
+            };
             if !view.contains(name) {
                 // Deleted there already: accepted, nothing to write.
                 continue;
@@ -124,7 +177,10 @@ impl Atlas {
         }
         let _one_at_a_time = self.write_lock().lock().await;
         if self.is_set() && by_member.len() > 1 {
-            return self.hide_in_one_commit(&by_member, options).await;
+            return self
+                .hide_in_one_commit(&by_member, options)
+                .await
+                .map(Deleted::Done);
         }
         let mut deleted = 0usize;
         let mut guarantee = None;
@@ -141,12 +197,19 @@ impl Atlas {
                 .iter()
                 .map(|(i, (v, _))| (*i, v.clone()))
                 .collect();
-            self.commit_masks(&touched).await?;
+            let outcome = DeleteOutcome {
+                deleted,
+                guarantee: guarantee.unwrap_or(atlas_io::WriteGuarantee::Conditional),
+            };
+            if !self.commit_masks(&touched).await? {
+                return Ok(Deleted::MemberLeft(outcome));
+            }
+            return Ok(Deleted::Done(outcome));
         }
-        Ok(DeleteOutcome {
+        Ok(Deleted::Done(DeleteOutcome {
             deleted,
             guarantee: guarantee.unwrap_or(atlas_io::WriteGuarantee::Conditional),
-        })
+        }))
     }
 
     /// Hides names of several members by one new member holding a deleted
@@ -197,8 +260,11 @@ impl Atlas {
     /// Records the masks of `touched` members in the manifest, until what it
     /// records is what storage holds (a concurrent delete may change a mask
     /// between our read of it and our commit; the later committer fixes it).
-    async fn commit_masks(&self, touched: &[(usize, Member)]) -> Result<()> {
+    /// `false` when a touched member left the set meanwhile (a compaction
+    /// replaced it): nothing was recorded, and the delete must be made again.
+    async fn commit_masks(&self, touched: &[(usize, Member)]) -> Result<bool> {
         let mut committed: Option<Vec<(String, u64, Option<u32>)>> = None;
+        let mut left = false;
         for _ in 0..MAX_MASK_ROUNDS {
             let mut states = Vec::with_capacity(touched.len());
             for (index, atlas) in touched {
@@ -211,9 +277,9 @@ impl Atlas {
                 states.push((id.to_owned(), live, crc));
             }
             if committed.as_ref() == Some(&states) {
-                return Ok(());
+                return Ok(true);
             }
-            let (manifest, _) = update_manifest(
+            let updated = update_manifest(
                 self.location().operator(),
                 self.manifest_path(),
                 &self.options().limits,
@@ -224,6 +290,7 @@ impl Atlas {
                             .iter_mut()
                             .find(|m| &m.id == id)
                             .ok_or_else(|| {
+                                left = true;
                                 AtlasError::invalid_use(format!(
                                     "member {id:?} left the set while deleting from it (compacted?)"
                                 ))
@@ -241,7 +308,12 @@ impl Atlas {
                     })
                 },
             )
-            .await?;
+            .await;
+            let manifest = match updated {
+                Ok((manifest, _)) => manifest,
+                Err(_) if left => return Ok(false),
+                Err(e) => return Err(e),
+            };
             self.set_manifest(manifest);
             committed = Some(states);
         }
@@ -249,7 +321,7 @@ impl Atlas {
             manifest = self.manifest_path(),
             "masks kept changing while deleting; the manifest's live counts may lag"
         );
-        Ok(())
+        Ok(true)
     }
 }
 

@@ -61,6 +61,17 @@ pub struct SetWriter {
     hidden: HashMap<String, Vec<String>>,
 }
 
+/// A commit that did not land, with what deciding whether to remove its
+/// members needs (see [`SetWriter::give_up`]).
+#[derive(Debug)]
+pub(crate) struct FailedCommit {
+    pub(crate) error: AtlasError,
+    /// An id of ours is already in the set: the objects are the set's.
+    taken: bool,
+    /// A manifest naming our members was visible before being overwritten.
+    was_visible: bool,
+}
+
 /// One new member being written: an [`AtlasWriter`] under `members/<id>/`.
 #[derive(Debug)]
 pub struct MemberWriter {
@@ -349,12 +360,32 @@ impl SetWriter {
     /// Commits the finished members by `place` (which puts them into the
     /// manifest as it is at each attempt, or refuses), checking first that
     /// no id is taken. On a refusal or a lost race the members are removed.
-    pub(crate) async fn commit_with<F>(self, mut place: F) -> Result<CommitOutcome>
+    pub(crate) async fn commit_with<F>(self, place: F) -> Result<CommitOutcome>
+    where
+        F: FnMut(&mut SetManifest, &[MemberEntry]) -> Result<()>,
+    {
+        match self.try_commit_with(place).await {
+            Ok(outcome) => Ok(outcome),
+            Err(failed) => Err(self.give_up(failed).await),
+        }
+    }
+
+    /// One commit by `place`, as [`commit_with`](Self::commit_with) makes it,
+    /// leaving the members in place whatever happens: a caller whose `place`
+    /// refused can change the members and try again, or [`give_up`](Self::give_up).
+    pub(crate) async fn try_commit_with<F>(
+        &self,
+        mut place: F,
+    ) -> std::result::Result<CommitOutcome, FailedCommit>
     where
         F: FnMut(&mut SetManifest, &[MemberEntry]) -> Result<()>,
     {
         if self.finished.is_empty() {
-            return Err(AtlasError::invalid_use("no finished member to commit"));
+            return Err(FailedCommit {
+                error: AtlasError::invalid_use("no finished member to commit"),
+                taken: false,
+                was_visible: false,
+            });
         }
         let manifest_path = self.location.object(SET_MANIFEST_FILE);
         let ids: HashSet<&str> = self.finished.iter().map(|e| e.id.as_str()).collect();
@@ -388,25 +419,67 @@ impl SetWriter {
             &mut was_visible,
         )
         .await;
-        match result {
-            Ok((_, outcome)) => Ok(outcome),
+        result
+            .map(|(_, outcome)| outcome)
+            .map_err(|error| FailedCommit {
+                error,
+                taken,
+                was_visible,
+            })
+    }
+
+    /// After a failed [`try_commit_with`](Self::try_commit_with): removes the
+    /// members unless a manifest may name them, and returns the error.
+    pub(crate) async fn give_up(self, failed: FailedCommit) -> AtlasError {
+        let FailedCommit {
+            error,
+            taken,
+            was_visible,
+        } = failed;
+        match error {
             // Whether a manifest naming the members was written is unknown.
-            Err(e @ AtlasError::Io(_)) => Err(e),
+            e @ AtlasError::Io(_) => e,
             // An id the set already names: those objects are the set's (an
             // adopted member committed before), so nothing is removed.
-            Err(e) if taken => Err(e),
-            Err(e) if was_visible => {
+            e if taken => e,
+            e if was_visible => {
                 tracing::warn!(
                     "a manifest naming the new members was visible before being overwritten: \
                      they are left in place (`atlas cleanup` removes them if uncommitted)"
                 );
-                Err(e)
+                e
             }
-            Err(e) => {
+            e => {
                 self.remove_begun().await;
-                Err(e)
+                e
             }
         }
+    }
+
+    /// Hides `names` in the finished (uncommitted) members that hold them
+    /// live, and describes those members again: for a compaction whose
+    /// source datasets were deleted while it copied them. The number hidden.
+    pub(crate) async fn hide_in_finished(&mut self, names: &HashSet<String>) -> Result<usize> {
+        let mut hidden = 0usize;
+        for entry in &mut self.finished {
+            let path = member_path(&entry.id);
+            let location = self.location.child(&path, Access::Write)?;
+            // Not committed: its mask is nobody's but ours.
+            let member = Member::open_location(location, &OpenOptions::default()).await?;
+            let held: Vec<&str> = member
+                .dataset_names()
+                .into_iter()
+                .filter(|n| names.contains(*n))
+                .collect();
+            if held.is_empty() {
+                continue;
+            }
+            hidden = hidden.saturating_add(member.delete_datasets(&held).await?.deleted);
+            let location = self.location.child(&path, Access::Read)?;
+            let member = Member::open_location(location, &OpenOptions::default()).await?;
+            *entry = member_entry(&member, &entry.id, &path).await?;
+        }
+        Ok(hidden)
     }
 
     /// Removes every member this writer began, committing nothing.
