@@ -215,7 +215,7 @@ fn held_in(path: &Path, variables: &[String], options: &IngestOptions) -> Result
         }
         let value = for_each_array_data!(
             &array.values,
-            a => a.iter().next().map(|x| Element::to_fill_value(x.clone())),
+            a => a.first().cloned().map(Element::to_fill_value),
             _ => None
         );
         if let Some(value) = value.filter(|v| Some(v) != array.fill.as_ref()) {

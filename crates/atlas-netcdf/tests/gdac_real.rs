@@ -6,7 +6,7 @@
 
 mod common;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use atlas::ArrayData;
 use atlas_netcdf::{IngestOptions, map_file, parse_index};
@@ -17,7 +17,7 @@ fn real() -> PathBuf {
 }
 
 /// The file's first value of `variable` as the CF mapping stores it.
-fn first(path: &PathBuf, variable: &str) -> f64 {
+fn first(path: &Path, variable: &str) -> f64 {
     let mapped = map_file(path, &IngestOptions::default()).unwrap();
     let array = mapped
         .dataset

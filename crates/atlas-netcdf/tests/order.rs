@@ -6,7 +6,7 @@
 
 mod common;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use atlas::{ArrayData, SortKey};
 use atlas_netcdf::{IngestError, IngestOptions, discover, map_file, order_files};
@@ -18,7 +18,7 @@ fn profiles() -> Vec<PathBuf> {
 }
 
 /// The file's one value of `key` as the CF mapping stores it.
-fn value(path: &PathBuf, key: &str) -> f64 {
+fn value(path: &Path, key: &str) -> f64 {
     let mapped = map_file(path, &IngestOptions::default()).unwrap();
     let array = mapped
         .dataset
