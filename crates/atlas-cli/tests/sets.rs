@@ -839,6 +839,47 @@ fn a_sorted_create_writes_members_with_disjoint_time_ranges_and_the_same_dataset
 }
 
 #[test]
+fn a_sorted_create_with_skip_errors_leaves_out_an_unreadable_file_and_sorts_the_rest() {
+    let tmp = tempfile::tempdir().unwrap();
+    let input = tmp.path().join("in");
+    float_ordered_files(&input);
+    std::fs::write(input.join("f0/bad.nc"), b"CDF\x01 not really").unwrap();
+    let set = tmp.path().join("set");
+    let args = [
+        "--json",
+        "create",
+        s(&input),
+        s(&set),
+        "--max-datasets",
+        "3",
+        "--sort-by",
+        "TEMP",
+        "--skip-errors",
+    ];
+    let out = atlas().args(args).output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("1 unreadable, placed last"), "{stderr}");
+    let report: Json = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["datasets"], 9);
+    let skipped = report["skipped"].as_array().unwrap();
+    assert_eq!(skipped.len(), 1, "{report}");
+    assert!(skipped[0]["file"].as_str().unwrap().ends_with("bad.nc"));
+    let mut spans = temps_by_member(&set);
+    for t in &mut spans {
+        t.sort_by(f64::total_cmp);
+    }
+    assert_eq!(
+        spans,
+        [[0.0, 1.0, 2.0], [3.0, 4.0, 5.0], [6.0, 7.0, 8.0]].map(Vec::from)
+    );
+}
+
+#[test]
 fn a_sorted_create_refuses_an_unknown_or_many_valued_key_before_writing_anything() {
     let tmp = tempfile::tempdir().unwrap();
     let input = tmp.path().join("in");

@@ -59,10 +59,23 @@ pub async fn run(ctx: &Ctx, args: &CreateArgs) -> CliResult {
     // variables puts the files in key order, before anything is written.
     let files = match &args.sort_by {
         Some(keys) => {
-            atlas_netcdf::order_files(&files, keys, &options)
+            let started = Instant::now();
+            let ordered = atlas_netcdf::order_files(&files, keys, &options)
                 .await
-                .map_err(ingest_error)?
-                .files
+                .map_err(ingest_error)?;
+            if !ctx.quiet {
+                eprintln!(
+                    "create: sort keys of {} files read in {:.1} s ({}){}",
+                    ordered.files.len(),
+                    started.elapsed().as_secs_f64(),
+                    render::bytes(ordered.bytes_read),
+                    match ordered.unread {
+                        0 => String::new(),
+                        n => format!("; {n} unreadable, placed last"),
+                    }
+                );
+            }
+            ordered.files
         }
         None => files,
     };
