@@ -33,6 +33,12 @@ pub enum BenchError {
     /// A child process misbehaved.
     #[error("child: {0}")]
     Child(String),
+    /// A NetCDF ingest failed (boxed: it is large).
+    #[error("ingest: {0}")]
+    Ingest(Box<atlas_netcdf::IngestError>),
+    /// A sync failed (boxed: it is large).
+    #[error("sync: {0}")]
+    Sync(Box<atlas_netcdf::SyncError>),
     /// The command line made no sense.
     #[error("usage: {0}")]
     Usage(String),
@@ -47,3 +53,15 @@ impl BenchError {
 
 /// The bench's result type.
 pub type Result<T = (), E = BenchError> = std::result::Result<T, E>;
+
+impl From<atlas_netcdf::IngestError> for BenchError {
+    fn from(e: atlas_netcdf::IngestError) -> Self {
+        BenchError::Ingest(Box::new(e))
+    }
+}
+
+impl From<atlas_netcdf::SyncError> for BenchError {
+    fn from(e: atlas_netcdf::SyncError) -> Self {
+        BenchError::Sync(Box::new(e))
+    }
+}

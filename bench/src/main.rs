@@ -11,6 +11,8 @@
 //! atlas-bench sets [--quick] [--profiles N] [--member-size N] [--steps A,B,C] ...
 //! atlas-bench soak [--minutes 10] [--readers 16] [--writers 4] [--seed 1] [--compact-every 60] [--store s3|azurite]
 //! atlas-bench commits [--writers 1,4,16] [--batch 1,4] [--seconds 5] [--latency 20ms]
+//! atlas-bench ingest [--files 2000] [--jobs 8] [--latency 20ms] [--faults 50]
+//! atlas-bench sync [--profiles 10000] [--jobs 4] [--max-datasets N] [--latency 20ms]
 //! ```
 //!
 //! The first is the side-by-side run. `write` is the write benchmark: this
@@ -49,6 +51,7 @@ mod commits;
 mod digest;
 mod error;
 mod http;
+mod ingest;
 mod measure;
 mod meter;
 mod ours;
@@ -58,6 +61,7 @@ mod report;
 mod sets;
 mod soak;
 mod sorted;
+mod sync;
 mod workload;
 mod write;
 mod zarr;
@@ -794,6 +798,8 @@ fn main() -> ExitCode {
         Some("sets") => sets::parse_options(&args[1..]).and_then(|o| sets::run(&o)),
         Some("soak") => soak::parse_options(&args[1..]).and_then(|o| soak::run(&o)),
         Some("commits") => commits::parse_options(&args[1..]).and_then(|o| commits::run(&o)),
+        Some("ingest") => ingest::parse_options(&args[1..]).and_then(|o| ingest::run(&o)),
+        Some("sync") => sync::parse_options(&args[1..]).and_then(|o| sync::run(&o)),
         _ => parse_options(&args).and_then(|o| run(&o)),
     };
     match result {

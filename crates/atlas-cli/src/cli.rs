@@ -141,7 +141,7 @@ pub enum Command {
 
     /// Build a collection from NetCDF files: one dataset per file, named after it.
     #[command(
-        after_help = "SOURCE is a directory (scanned for .nc, .nc4, .cdf, .netcdf), a file, or a glob;\nor a URL (s3://, gs://, az://, http(s)://) of a file, a folder or a glob in its last\ncomponent, read with the same --endpoint, --region and --anonymous as collections\n(an http(s) server cannot be listed: give file URLs). Files at URLs are fetched -j\nat a time, each retried on its own; --skip-errors leaves out one that fails for good.\nNothing at DESTINATION is readable until the last file has landed.\n\nWith --append, the files become a new member of the set at DESTINATION, visible\nonce committed; a dataset name already in the set is replaced by the new copy.\nA commit that keeps losing to other writers exits 75 having committed nothing:\nrun it again. --max-datasets N splits the files into members of at most N.\n\nExample:\n  atlas create ./profiles ./argo\n  atlas create ./today/*.nc ./argo-set --append\n  atlas create ./archive ./argo-set --max-datasets 100000\n  atlas create ./a ./b/*.nc s3://bucket/argo --decode raw -j 4\n  atlas create ./grids ./grids.atlas --chunks '{\"temperature\": [1, 180, 360]}'"
+        after_help = "SOURCE is a directory (scanned for .nc, .nc4, .cdf, .netcdf), a file, or a glob;\nor a URL (s3://, gs://, az://, http(s)://) of a file, a folder or a glob in its last\ncomponent, read with the same --endpoint, --region and --anonymous as collections\n(an http(s) server cannot be listed: give file URLs). Files at URLs are fetched -j\nat a time, each retried on its own; --skip-errors leaves out one that fails for good.\nNothing at DESTINATION is readable until the last file has landed.\n\nWith --append, the files become a new member of the set at DESTINATION, visible\nonce committed; a dataset name already in the set is replaced by the new copy.\nA commit that keeps losing to other writers exits 75 having committed nothing:\nrun it again. --max-datasets N splits the files into members of at most N.\n\nWith --sort-by (and --max-datasets), the files are first put in the order of the\nkeys (as `atlas compact --sort-by` orders datasets): one pass reads only the key\nvariables of every file, then the members are cut in that order, so each holds a\nnarrow range of the keys. A key no file holds, or one holding several values in\na file, is refused before anything is written.\n\nExample:\n  atlas create ./profiles ./argo\n  atlas create ./today/*.nc ./argo-set --append\n  atlas create ./archive ./argo-set --max-datasets 100000\n  atlas create ./archive ./argo-set --max-datasets 10000 --sort-by hilbert:LATITUDE:LONGITUDE:JULD\n  atlas create ./a ./b/*.nc s3://bucket/argo --decode raw -j 4\n  atlas create ./grids ./grids.atlas --chunks '{\"temperature\": [1, 180, 360]}'"
     )]
     Create(CreateArgs),
 
@@ -486,6 +486,10 @@ pub struct CreateArgs {
     /// writer's memory however many files there are.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     pub max_datasets: Option<u64>,
+    /// Cut the members in the order of these keys (comma-separated: a
+    /// variable, or hilbert[:LAT:LON[:TIME]]), read from every file first.
+    #[arg(long, value_name = "KEY[,KEY...]", value_delimiter = ',', value_parser = parse_sort_key, requires = "max_datasets")]
+    pub sort_by: Option<Vec<atlas::SortKey>>,
     /// Mapping: `cf` (what atlas-python builds) or `raw` (as stored).
     #[arg(long, value_enum, default_value = "cf")]
     pub decode: DecodeArg,

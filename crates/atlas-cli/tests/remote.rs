@@ -214,6 +214,44 @@ fn profiles() -> PathBuf {
 
 const FLOAT: &str = "coriolis/6900000/profiles";
 
+/// The real GDAC profiles of atlas-netcdf's test data (`argo-gdac`) laid out
+/// at their own paths under `root/dac`; returns their index lines (as the
+/// GDAC's index lists them) and names.
+fn real_gdac(root: &std::path::Path) -> (String, Vec<String>) {
+    let real = profiles().join("../argo-gdac");
+    let index = std::fs::read_to_string(real.join("index.txt")).unwrap();
+    let (mut lines, mut names) = (String::new(), Vec::new());
+    for line in index
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.starts_with("file,"))
+    {
+        let file = line.split(',').next().unwrap();
+        let name = file.rsplit('/').next().unwrap().to_owned();
+        let to = root.join("dac").join(file);
+        std::fs::create_dir_all(to.parent().unwrap()).unwrap();
+        std::fs::copy(real.join(&name), &to).unwrap();
+        lines.push_str(line);
+        lines.push('\n');
+        names.push(name);
+    }
+    (lines, names)
+}
+
+/// [`gdac_tree`] with the real GDAC profiles beside the generated ones
+/// (each at its own data centre's path, with its real index line); returns
+/// every file's name, sorted.
+fn gdac_tree_with_real(root: &std::path::Path) -> Vec<String> {
+    let mut names = gdac_tree(root);
+    let (lines, real) = real_gdac(root);
+    let index = root.join("ar_index_global_prof.txt");
+    let mut text = std::fs::read_to_string(&index).unwrap();
+    text.push_str(&lines);
+    std::fs::write(&index, text).unwrap();
+    names.extend(real);
+    names.sort();
+    names
+}
+
 /// Lays the four profiles out as a GDAC tree under `root` (`dac/<FLOAT>/`)
 /// with its index `ar_index_global_prof.txt`; returns the files' names.
 fn gdac_tree(root: &std::path::Path) -> Vec<String> {
@@ -357,7 +395,8 @@ fn an_http_file_that_fails_for_good_is_named_and_with_skip_errors_the_rest_lands
 #[test]
 fn sync_reads_its_index_and_files_from_http_and_from_s3() {
     let tree = tempfile::tempdir().unwrap();
-    let names = gdac_tree(tree.path());
+    let names = gdac_tree_with_real(tree.path());
+    assert_eq!(names.len(), 8, "four generated and four real GDAC profiles");
     let out = tempfile::tempdir().unwrap();
 
     // Over HTTP: the index at a URL, the files in `dac` beside it.
@@ -365,7 +404,7 @@ fn sync_reads_its_index_and_files_from_http_and_from_s3() {
     let from_http = out.path().join("from-http");
     let index = format!("{base}/ar_index_global_prof.txt");
     let report = json_of(&["sync", s(&from_http), "--index", &index]);
-    assert_eq!(report["added"].as_array().unwrap().len(), 4, "{report}");
+    assert_eq!(report["added"].as_array().unwrap().len(), 8, "{report}");
     assert_eq!(names_of(&from_http), names);
 
     // From S3: a local index, the files under an s3:// root.
@@ -385,10 +424,13 @@ fn sync_reads_its_index_and_files_from_http_and_from_s3() {
     );
     assert_eq!(report["committed"]["generation"], json!(1), "{report}");
     assert_eq!(names_of(&from_s3), names);
-    assert_eq!(
-        json_of(&["cat", s(&from_s3), "R6900000_002.nc", "PSAL"]),
-        json_of(&["cat", s(&from_http), "R6900000_002.nc", "PSAL"])
-    );
+    for name in ["R6900000_002.nc", "D6901929_002.nc", "R13857_001.nc"] {
+        assert_eq!(
+            json_of(&["cat", s(&from_s3), name, "TEMP"]),
+            json_of(&["cat", s(&from_http), name, "TEMP"]),
+            "{name}"
+        );
+    }
 
     // The set itself on S3: committed there, and a rerun commits nothing.
     let set = format!(
@@ -407,14 +449,14 @@ fn sync_reads_its_index_and_files_from_http_and_from_s3() {
         &["sync", &set, "--index", s(&index), "--root", &root],
     );
     assert_eq!(again["committed"], json!(null), "{again}");
-    assert_eq!(again["unchanged"], json!(4), "{again}");
+    assert_eq!(again["unchanged"], json!(8), "{again}");
 }
 
 #[test]
 fn files_fetched_through_a_store_that_fails_often_each_retried_on_its_own_all_land_intact() {
     use atlas_testkit::{FaultPlan, FaultProxy};
     let tree = tempfile::tempdir().unwrap();
-    let names = gdac_tree(tree.path());
+    let names = gdac_tree_with_real(tree.path());
     let url = upload(tree.path(), "faulty-src");
     let out = tempfile::tempdir().unwrap();
     let local = out.path().join("local");
@@ -430,7 +472,7 @@ fn files_fetched_through_a_store_that_fails_often_each_retried_on_its_own_all_la
         atlas_on_s3(proxy.endpoint()),
         &["create", &format!("{url}/dac/"), s(&dst), "-j", "4"],
     );
-    assert_eq!(report["datasets"], json!(4), "{report}");
+    assert_eq!(report["datasets"], json!(names.len()), "{report}");
     let counts = proxy.counts();
     assert!(
         counts.errors + counts.resets + counts.short_bodies > 0,
@@ -439,8 +481,8 @@ fn files_fetched_through_a_store_that_fails_often_each_retried_on_its_own_all_la
     assert_eq!(names_of(&dst), names);
     for name in &names {
         assert_eq!(
-            json_of(&["cat", s(&dst), name, "PSAL"]),
-            json_of(&["cat", s(&local), name, "PSAL"]),
+            json_of(&["cat", s(&dst), name, "TEMP"]),
+            json_of(&["cat", s(&local), name, "TEMP"]),
             "{name}"
         );
     }

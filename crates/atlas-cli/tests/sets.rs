@@ -708,6 +708,171 @@ fn compact_sort_by_writes_members_in_key_order_and_an_unusable_key_is_named() {
     assert!(String::from_utf8_lossy(&curve.stderr).contains("\"hilbert:A\""));
 }
 
+/// Nine one-value files in "float order": `f{float}_{cycle}.nc`, whose
+/// `TEMP` (a time) is `cycle * 3 + float`, so that path order interleaves
+/// times: three floats of three cycles.
+fn float_ordered_files(dir: &Path) -> Vec<PathBuf> {
+    let mut files = Vec::new();
+    for float in 0..3 {
+        for cycle in 0..3 {
+            let p = dir.join(format!("f{float}/f{float}_{cycle}.nc"));
+            write_nc(&p, &[(cycle * 3 + float) as f32], cycle);
+            files.push(p);
+        }
+    }
+    files
+}
+
+/// Per member (in commit order), the `TEMP` values of its datasets.
+fn temps_by_member(set: &Path) -> Vec<Vec<f64>> {
+    let catalogue = json_of(&["catalogue", s(set)]);
+    let mut members: Vec<(String, Vec<f64>)> = Vec::new();
+    for row in catalogue.as_array().unwrap() {
+        let member = row["member"].as_str().unwrap().to_owned();
+        let name = row["name"].as_str().unwrap();
+        let value: Json = json_of(&["cat", s(set), name, "TEMP"]);
+        let temp = value["values"][0]
+            .as_f64()
+            .unwrap_or_else(|| panic!("{value}"));
+        match members.iter_mut().find(|(m, _)| *m == member) {
+            Some((_, temps)) => temps.push(temp),
+            None => members.push((member, vec![temp])),
+        }
+    }
+    members.into_iter().map(|(_, t)| t).collect()
+}
+
+#[test]
+fn a_sorted_create_writes_members_with_disjoint_time_ranges_and_the_same_datasets() {
+    let tmp = tempfile::tempdir().unwrap();
+    let input = tmp.path().join("in");
+    float_ordered_files(&input);
+    let (plain, sorted) = (tmp.path().join("plain"), tmp.path().join("sorted"));
+    json_of(&["create", s(&input), s(&plain), "--max-datasets", "3"]);
+    let report = json_of(&[
+        "create",
+        s(&input),
+        s(&sorted),
+        "--max-datasets",
+        "3",
+        "--sort-by",
+        "TEMP",
+        "-j",
+        "2",
+    ]);
+    assert_eq!(report["commit"]["generation"], 1);
+    assert_eq!(report["datasets"], 9);
+
+    // In path order each member spans the whole time range ...
+    let mut spans = temps_by_member(&plain);
+    let width = |t: &Vec<f64>| {
+        t.iter().copied().fold(f64::MIN, f64::max) - t.iter().copied().fold(f64::MAX, f64::min)
+    };
+    assert!(
+        spans.iter().all(|t| t.len() == 3 && width(t) == 6.0),
+        "{spans:?}"
+    );
+    // ... sorted, each holds three consecutive times, members in time order.
+    spans = temps_by_member(&sorted);
+    for t in &mut spans {
+        t.sort_by(f64::total_cmp);
+    }
+    assert_eq!(
+        spans,
+        [[0.0, 1.0, 2.0], [3.0, 4.0, 5.0], [6.0, 7.0, 8.0]].map(Vec::from)
+    );
+    // The same datasets with the same values and attributes (ordinals are
+    // positions in a member: they differ).
+    let rows = |set: &Path| {
+        let mut rows = rows_without_member(set);
+        for row in &mut rows {
+            row.as_object_mut().unwrap().remove("ordinal");
+        }
+        rows
+    };
+    assert_eq!(rows(&plain), rows(&sorted));
+    atlas().args(["verify", s(&sorted)]).assert().success();
+}
+
+#[test]
+fn a_sorted_create_with_skip_errors_leaves_out_an_unreadable_file_and_sorts_the_rest() {
+    let tmp = tempfile::tempdir().unwrap();
+    let input = tmp.path().join("in");
+    float_ordered_files(&input);
+    std::fs::write(input.join("f0/bad.nc"), b"CDF\x01 not really").unwrap();
+    let set = tmp.path().join("set");
+    let args = [
+        "--json",
+        "create",
+        s(&input),
+        s(&set),
+        "--max-datasets",
+        "3",
+        "--sort-by",
+        "TEMP",
+        "--skip-errors",
+    ];
+    let out = atlas().args(args).output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("1 unreadable, placed last"), "{stderr}");
+    let report: Json = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["datasets"], 9);
+    let skipped = report["skipped"].as_array().unwrap();
+    assert_eq!(skipped.len(), 1, "{report}");
+    assert!(skipped[0]["file"].as_str().unwrap().ends_with("bad.nc"));
+    let mut spans = temps_by_member(&set);
+    for t in &mut spans {
+        t.sort_by(f64::total_cmp);
+    }
+    assert_eq!(
+        spans,
+        [[0.0, 1.0, 2.0], [3.0, 4.0, 5.0], [6.0, 7.0, 8.0]].map(Vec::from)
+    );
+}
+
+#[test]
+fn a_sorted_create_refuses_an_unknown_or_many_valued_key_before_writing_anything() {
+    let tmp = tempfile::tempdir().unwrap();
+    let input = tmp.path().join("in");
+    float_ordered_files(&input);
+    let set = tmp.path().join("set");
+    let create = |key: &str| {
+        let args = [
+            "create",
+            s(&input),
+            s(&set),
+            "--max-datasets",
+            "3",
+            "--sort-by",
+            key,
+        ];
+        fails_with_one_line(&args, 1)
+    };
+    let unknown = create("JULD");
+    assert!(unknown.contains("\"JULD\""), "{unknown}");
+    assert!(!set.exists(), "nothing is written");
+
+    write_nc(&input.join("f9/f9_0.nc"), &[1.0, 2.0], 0);
+    let many = create("TEMP");
+    assert!(
+        many.contains("\"TEMP\"") && many.contains("f9_0.nc"),
+        "{many}"
+    );
+    assert!(!set.exists(), "nothing is written");
+
+    // --sort-by cuts members: it needs --max-datasets (a usage error).
+    let alone = atlas()
+        .args(["create", s(&input), s(&set), "--sort-by", "TEMP"])
+        .output()
+        .unwrap();
+    assert_eq!(alone.status.code(), Some(2));
+}
+
 #[test]
 fn a_compaction_killed_half_way_leaves_the_set_as_before_or_after_never_between() {
     let tmp = tempfile::tempdir().unwrap();

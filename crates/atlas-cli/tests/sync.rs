@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use atlas::{Atlas, Attr, OpenOptions, Region};
-use common::{atlas, s};
+use common::{atlas, s, stdout_of};
 use serde_json::Value as Json;
 
 /// The Argo-like profiles of atlas-netcdf's test data (made by scripts/make-argo-profiles.py).
@@ -257,6 +257,88 @@ fn day_two_applied_by_sync_equals_create_of_day_two_files_and_a_rerun_commits_no
     }
     assert_eq!(generation(&set), 2);
     assert_eq!(member_folders(&set), 2);
+}
+
+/// Adds real GDAC profiles (atlas-netcdf's `argo-gdac` test data) to the
+/// day at `dir` whose index is `index`: each named in `which` is laid out at
+/// its own path under `dir/dac` and listed with its real index line, the
+/// `date_update` replaced where `which` gives one.
+fn add_real(dir: &Path, index: &Path, which: &[(&str, Option<&str>)]) {
+    let real = profile(1).parent().unwrap().join("../argo-gdac");
+    let lines = std::fs::read_to_string(real.join("index.txt")).unwrap();
+    let mut text = std::fs::read_to_string(index).unwrap();
+    for (name, date_update) in which {
+        let line = lines
+            .lines()
+            .find(|l| l.split(',').next().unwrap().ends_with(&format!("/{name}")))
+            .unwrap();
+        let file = line.split(',').next().unwrap();
+        let to = dir.join("dac").join(file);
+        std::fs::create_dir_all(to.parent().unwrap()).unwrap();
+        std::fs::copy(real.join(name), &to).unwrap();
+        let mut fields: Vec<&str> = line.split(',').collect();
+        if let Some(d) = date_update {
+            *fields.last_mut().unwrap() = d;
+        }
+        text.push_str(&fields.join(","));
+        text.push('\n');
+    }
+    std::fs::write(index, text).unwrap();
+}
+
+#[test]
+fn real_gdac_profiles_beside_made_ones_sync_day_by_day_and_read_as_create_of_day_two() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (dir1, dir2) = (tmp.path().join("day1"), tmp.path().join("day2"));
+    let index1 = day1(&dir1);
+    let all = [
+        ("R13857_001.nc", None),
+        ("D6901929_002.nc", None),
+        ("D2901746_099.nc", None),
+        ("D4901079_001.nc", None),
+    ];
+    add_real(&dir1, &index1, &all);
+    // Day 2: one real profile revised, one gone, two unchanged.
+    let index2 = day2(&dir2);
+    add_real(
+        &dir2,
+        &index2,
+        &[
+            ("R13857_001.nc", None),
+            ("D6901929_002.nc", Some("20240102000000")),
+            ("D4901079_001.nc", None),
+        ],
+    );
+    let set = tmp.path().join("set");
+    let first = sync_json(&set, &index1, &[]);
+    assert_eq!(first["added"].as_array().unwrap().len(), 8, "{first}");
+    let second = sync_json(&set, &index2, &["-j", "2"]);
+    let replaced: Vec<(String, String)> = second["replaced"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            (
+                r["name"].as_str().unwrap().to_owned(),
+                r["kind"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    assert!(
+        replaced.contains(&("D6901929_002.nc".to_owned(), "revised".to_owned())),
+        "{second}"
+    );
+    let mut removed = names(&second["removed"], "name");
+    removed.sort();
+    assert_eq!(removed, ["D2901746_099.nc", "R6900000_004.nc"]);
+    assert_eq!(second["unchanged"], 3, "{second}");
+
+    let reference = tmp.path().join("reference");
+    stdout_of(&["-q", "create", s(&dir2.join("dac")), s(&reference)]);
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let synced = rt.block_on(contents(&set, true));
+    assert_eq!(synced.len(), 7);
+    assert_eq!(synced, rt.block_on(contents(&reference, false)));
 }
 
 #[test]

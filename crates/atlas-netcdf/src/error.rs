@@ -189,6 +189,23 @@ pub enum IngestError {
         /// What the runtime reported.
         reason: String,
     },
+    /// A sort key's variable that no file's dataset holds.
+    #[error("sort key {key:?}: no file holds a variable of that name")]
+    UnknownSortKey {
+        /// The key variable.
+        key: String,
+    },
+    /// A sort key's variable holding more than one value in a file, which
+    /// gives the file no single place in the order.
+    #[error("sort key {key:?} holds {values} values in {}, not one", path.display())]
+    SortKeyNotScalar {
+        /// The key variable.
+        key: String,
+        /// The first file (in path order) found holding several values of it.
+        path: PathBuf,
+        /// How many values it holds there.
+        values: u64,
+    },
     /// `chunks` names a chunk shape that is invalid on its face (e.g. a zero extent).
     #[error("invalid chunk shape for {variable:?}: {reason}")]
     Chunks {

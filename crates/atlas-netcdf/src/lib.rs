@@ -39,6 +39,7 @@ pub mod gdac;
 pub mod ingest;
 pub mod mapping;
 pub mod model;
+pub mod order;
 mod pyjson;
 pub mod raw;
 mod reader;
@@ -58,6 +59,7 @@ pub use ingest::{
 };
 pub use mapping::{Mapped, SkippedArray, UndecodedArray};
 pub use model::{Array, Dataset};
+pub use order::{OrderedFiles, order_files};
 pub use remote::{discover_sources, is_url};
 pub use stored::{
     ENCODING_ATTR, LATIN1, StoredAttr, StoredAttrValue, StoredData, StoredFile, StoredGroup,

@@ -21,6 +21,13 @@ use crate::stored::{
 
 /// Opens `path` and reads every variable.
 pub(crate) fn read_file(path: &Path) -> Result<StoredFile, FileError> {
+    read_variables(path, None)
+}
+
+/// Opens `path` and reads only the variables named in `only` (by the name
+/// the file shows, in any group; all of them when `None`): the groups and
+/// attributes are all there, the other variables are left out unread.
+pub(crate) fn read_variables(path: &Path, only: Option<&[&str]>) -> Result<StoredFile, FileError> {
     let (file, latin1) = open(path)?;
     let root = file.root_group()?;
     let mut groups = Vec::new();
@@ -28,6 +35,7 @@ pub(crate) fn read_file(path: &Path) -> Result<StoredFile, FileError> {
         file: &file,
         path,
         latin1,
+        only,
     };
     walk(&source, root, Vec::new(), &mut groups)?;
     Ok(StoredFile { groups })
@@ -39,6 +47,8 @@ struct Source<'a> {
     file: &'a NcFile,
     path: &'a Path,
     latin1: Latin1Attrs,
+    /// The only variables to read (all when `None`).
+    only: Option<&'a [&'a str]>,
 }
 
 /// NETCDF4 text attributes whose bytes are not UTF-8, read as Latin-1, by
@@ -142,6 +152,11 @@ fn walk(
 ) -> Result<(), FileError> {
     let mut vars = Vec::with_capacity(group.variables.len());
     for var in &group.variables {
+        if let Some(only) = file.only
+            && !only.contains(&exposed_name(&var.name))
+        {
+            continue;
+        }
         let mut full = path.join("/");
         if !full.is_empty() {
             full.push('/');

@@ -189,6 +189,50 @@ pub fn discover(
     Ok(files.into_iter().map(|p| p.display().to_string()).collect())
 }
 
+/// `files` in the order of the sort keys `sort_by` (comma-separated, as
+/// `atlas create --sort-by` takes them): one pass reads only the key
+/// variables of every file, `jobs` at a time, mapped with `decode`. A key no
+/// file holds, or one holding several values in a file, is an
+/// `InvalidArgument` naming it.
+#[pyfunction]
+#[pyo3(signature = (
+    files,
+    sort_by,
+    decode="cf".to_owned(),
+    skip_errors=false,
+    storage=Vec::new(),
+    anonymous=false,
+    jobs=1,
+))]
+#[allow(clippy::too_many_arguments)]
+pub fn order_files(
+    py: Python<'_>,
+    files: Vec<String>,
+    sort_by: &str,
+    decode: String,
+    skip_errors: bool,
+    storage: Vec<(String, String)>,
+    anonymous: bool,
+    jobs: usize,
+) -> PyResult<Vec<String>> {
+    let keys = atlas::SortKey::parse_list(sort_by)
+        .map_err(|e| crate::convert::py_err(CoreError::from(e)))?;
+    let options = IngestOptions::default()
+        .with_decode(parse_decode(&decode)?)
+        .with_skip_errors(skip_errors)
+        .with_jobs(jobs)
+        .with_storage(storage_options(&storage, anonymous));
+    let files: Vec<PathBuf> = files.into_iter().map(PathBuf::from).collect();
+    let ordered = crate::run(py, || async {
+        Ok::<_, CoreError>(atlas_netcdf::order_files(&files, &keys, &options).await?)
+    })?;
+    Ok(ordered
+        .files
+        .into_iter()
+        .map(|p| p.display().to_string())
+        .collect())
+}
+
 /// Ingests NetCDF `files` into member `member_id` of the set at `location`
 /// (created by the first commit if absent), with the mapping `atlas create`
 /// uses, the GIL released, `jobs` files decoding at once. An earlier attempt

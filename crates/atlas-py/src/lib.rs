@@ -561,6 +561,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(ingest::run_member_ids, m)?)?;
     m.add_function(wrap_pyfunction!(ingest::discover, m)?)?;
     m.add_function(wrap_pyfunction!(ingest::ingest_member, m)?)?;
+    m.add_function(wrap_pyfunction!(ingest::order_files, m)?)?;
     m.add_function(wrap_pyfunction!(ingest::commit_members, m)?)?;
     m.add_function(wrap_pyfunction!(ingest::remove_members, m)?)?;
     m.add_function(wrap_pyfunction!(ingest::sync, m)?)?;

@@ -193,6 +193,45 @@ def test_names_that_would_land_in_two_members_are_refused_before_anything_is_wri
     assert not (tmp_path / "set").exists()
 
 
+def _longitudes_by_member(path: Path) -> list[list[float]]:
+    """Per member, in commit order, the LONGITUDE of each of its datasets."""
+    import json
+
+    out = subprocess.run(
+        [*_command("ATLAS_BIN", "atlas-cli"), "--json", "catalogue", str(path)],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
+    members: dict[str, list[float]] = {}
+    for row in json.loads(out):
+        members.setdefault(row["member"], []).append(row["LONGITUDE.min"])
+    return [sorted(v) for v in members.values()]
+
+
+def test_a_sorted_ingest_cuts_members_in_key_order_with_the_same_datasets(tmp_path):
+    plain = atlasds.ingest(DATA / "argo", tmp_path / "plain", datasets_per_member=2, jobs=1)
+    result = atlasds.ingest(
+        DATA / "argo", tmp_path / "sorted", datasets_per_member=2, jobs=2, sort_by="LONGITUDE"
+    )
+    assert result.datasets == plain.datasets == 4
+    assert sorted(result.written) == sorted(plain.written)
+    spans = _longitudes_by_member(tmp_path / "sorted")
+    assert [len(s) for s in spans] == [2, 2]
+    # Disjoint and in order: the first member's highest below the second's lowest.
+    assert spans[0][-1] < spans[1][0], spans
+    assert _longitudes_by_member(tmp_path / "plain") != spans, "the test needs keys out of path order"
+    assert_reads_back_as(tmp_path / "sorted", tmp_path / "plain")
+
+
+def test_a_sorted_ingest_refuses_an_unknown_or_many_valued_key_before_writing_anything(tmp_path):
+    with pytest.raises(atlasds.InvalidArgument, match='"NOT_THERE"'):
+        atlasds.ingest(DATA / "argo", tmp_path / "set", sort_by=["JULD", "NOT_THERE"])
+    with pytest.raises(atlasds.InvalidArgument, match='"PRES"'):
+        atlasds.ingest(DATA / "argo", tmp_path / "set", sort_by="PRES")
+    assert not (tmp_path / "set").exists()
+
+
 @pytest.fixture
 def http_server(tmp_path):
     """The Argo-like profiles served over HTTP from a local thread; yields the base URL."""

@@ -135,7 +135,7 @@ pub use set::integrity::{ChecksumMismatch, ChecksumPart};
 pub use set::{
     Atlas, CommitOutcome, CompactOptions, CompactOutcome, DEFAULT_RETENTION, DeleteOptions,
     MemberWriter, SetWriter, SortKey, UncommittedMember, member_id, member_path,
-    remove_uncommitted_member, uncommitted_members,
+    remove_uncommitted_member, sort_order, uncommitted_members,
 };
 pub use verify::{Checked, Finding, ProgressFn, VerifyOptions, VerifyReport, leftover_findings};
 pub use write::{

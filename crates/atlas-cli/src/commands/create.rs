@@ -55,6 +55,31 @@ pub async fn run(ctx: &Ctx, args: &CreateArgs) -> CliResult {
             .small_block_target_size(0);
     }
 
+    // --sort-by (with --max-datasets): one pass over every file's key
+    // variables puts the files in key order, before anything is written.
+    let files = match &args.sort_by {
+        Some(keys) => {
+            let started = Instant::now();
+            let ordered = atlas_netcdf::order_files(&files, keys, &options)
+                .await
+                .map_err(ingest_error)?;
+            if !ctx.quiet {
+                eprintln!(
+                    "create: sort keys of {} files read in {:.1} s ({}){}",
+                    ordered.files.len(),
+                    started.elapsed().as_secs_f64(),
+                    render::bytes(ordered.bytes_read),
+                    match ordered.unread {
+                        0 => String::new(),
+                        n => format!("; {n} unreadable, placed last"),
+                    }
+                );
+            }
+            ordered.files
+        }
+        None => files,
+    };
+
     let dst = ctx.locate(&args.destination, Access::Write).await?;
     if args.append || args.max_datasets.is_some() {
         return create_members(ctx, args, &dst, &files, &options, &config).await;
@@ -110,8 +135,9 @@ struct WrittenMember {
     bytes: u64,
 }
 
-/// `--append` / `--max-datasets`: the files (sorted) in chunks of at most
-/// `--max-datasets`, each written as one new member (up to `-j` members at
+/// `--append` / `--max-datasets`: the files (sorted by path, or with
+/// `--sort-by` by the keys) in chunks of at most `--max-datasets`, each
+/// written as one new member (up to `-j` members at
 /// once), then one commit of all of them in chunk order. Any failure aborts:
 /// the members written are removed and nothing is committed.
 async fn create_members(

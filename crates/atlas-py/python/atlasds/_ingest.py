@@ -20,7 +20,7 @@ import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterable, Literal, Mapping, Union
+from typing import TYPE_CHECKING, Any, Iterable, Literal, Mapping, Sequence, Union
 
 from . import _native
 from ._collection import _location, _storage
@@ -162,6 +162,7 @@ def ingest(
     jobs: int | None = None,
     storage_options: Mapping[str, Any] | None = None,
     skip_errors: bool = False,
+    sort_by: str | Sequence[str] | None = None,
 ) -> IngestResult:
     """Ingests NetCDF files into the collection set at `destination` (created
     if absent; an existing set gets new members), one member per
@@ -183,6 +184,14 @@ def ingest(
     raised. A task dask retries after losing its worker rewrites its own
     member, so every dataset is committed once. With `skip_errors`, files
     that fail are left out and listed in `IngestResult.skipped`.
+
+    With `sort_by` (keys as `atlas create --sort-by` takes them: a variable
+    holding one value per file such as `"JULD"`, or `"hilbert"` /
+    `"hilbert:LAT:LON[:TIME]"`; several sort in turn), the files are first
+    put in key order by one pass over their key variables, here on the
+    client, and the members cut in that order, so that each holds a narrow
+    range of the keys. A key no file holds, or one holding several values in
+    a file, raises `InvalidArgument` before anything is written.
     """
     if datasets_per_member < 1:
         raise InvalidArgument(f"datasets_per_member must be at least 1, got {datasets_per_member}")
@@ -199,6 +208,17 @@ def ingest(
         *[os.fspath(s) for s in sources],
     )
     files = _files(sources, storage, anonymous)
+    if sort_by is not None:
+        keys = sort_by if isinstance(sort_by, str) else ",".join(sort_by)
+        files = _native.order_files(
+            files,
+            keys,
+            decode=decode,
+            skip_errors=skip_errors,
+            storage=storage,
+            anonymous=anonymous,
+            jobs=jobs or os.cpu_count() or 1,
+        )
     chunks = _chunks(files, datasets_per_member)
     prefix, ids = _native.run_member_ids(len(chunks))
 

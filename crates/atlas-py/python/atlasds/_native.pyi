@@ -125,6 +125,15 @@ def ingest_member(
     anonymous: bool = False,
     jobs: int = 1,
 ) -> dict[str, Any]: ...
+def order_files(
+    files: list[str],
+    sort_by: str,
+    decode: str = "cf",
+    skip_errors: bool = False,
+    storage: list[tuple[str, str]] = ...,
+    anonymous: bool = False,
+    jobs: int = 1,
+) -> list[str]: ...
 def commit_members(
     location: str,
     ids: list[str],

@@ -26,7 +26,7 @@ pub use compact::{CompactOptions, CompactOutcome};
 pub use delete::DeleteOptions;
 pub use manifest_store::CommitOutcome;
 pub use reader::Atlas;
-pub use sort::SortKey;
+pub use sort::{SortKey, sort_order};
 pub use uncommitted::{
     DEFAULT_RETENTION, UncommittedMember, remove_uncommitted_member, uncommitted_members,
 };

@@ -242,37 +242,86 @@ pub(crate) async fn sorted_datasets(views: &[View], keys: &[SortKey]) -> Result<
             rows.push((dataset, values));
         }
     }
+    let (datasets, values): (Vec<Dataset>, Vec<Vec<Option<KeyValue>>>) = rows.into_iter().unzip();
+    let names: Vec<&str> = datasets.iter().map(Dataset::name).collect();
+    let order = order(keys, &variables, &names, &values);
+    let mut slots: Vec<Option<Dataset>> = datasets.into_iter().map(Some).collect();
+    Ok(order
+        .into_iter()
+        .filter_map(|i| slots.get_mut(i).and_then(Option::take))
+        .collect())
+}
+
+/// The order `keys` put datasets in, before any is written: each row is a
+/// dataset's name and the values it holds of the keys' variables, by
+/// variable name (leave out a value it does not hold, such as a fill; a NaN
+/// counts as none).
+/// Returns the rows' positions in key order, exactly the order a sorted
+/// compaction ([`crate::CompactOptions::sort_by`]) writes the same datasets
+/// in: curves span the rows' own range, a dataset without a key's value
+/// comes after those with one, and the name breaks every tie.
+pub fn sort_order(keys: &[SortKey], rows: &[(String, HashMap<String, Value>)]) -> Vec<usize> {
+    let mut variables: Vec<&str> = Vec::new();
+    for key in keys {
+        for v in key.variables() {
+            if !variables.contains(&v) {
+                variables.push(v);
+            }
+        }
+    }
+    let names: Vec<&str> = rows.iter().map(|(n, _)| n.as_str()).collect();
+    let values: Vec<Vec<Option<KeyValue>>> = rows
+        .iter()
+        .map(|(_, held)| {
+            variables
+                .iter()
+                .map(|v| held.get(*v).and_then(KeyValue::of))
+                .collect()
+        })
+        .collect();
+    order(keys, &variables, &names, &values)
+}
+
+/// The positions of rows (`names[i]` holding `values[i]`, one per variable
+/// of `variables`) in the order of `keys`.
+fn order(
+    keys: &[SortKey],
+    variables: &[&str],
+    names: &[&str],
+    values: &[Vec<Option<KeyValue>>],
+) -> Vec<usize> {
     let position = |name: &str| variables.iter().position(|v| *v == name);
-    // The keys' values per dataset, curves placed on their grids.
-    let mut keyed: Vec<(Vec<Option<KeyValue>>, Dataset)> = Vec::with_capacity(rows.len());
     let curves: Vec<Option<Curve>> = keys
         .iter()
         .map(|k| match k {
             SortKey::Variable(_) => None,
             SortKey::Hilbert { .. } => {
                 let axes: Vec<usize> = k.variables().into_iter().filter_map(position).collect();
-                Some(Curve::spanning(
-                    &axes,
-                    rows.iter().map(|(_, values)| values.as_slice()),
-                ))
+                Some(Curve::spanning(&axes, values.iter().map(Vec::as_slice)))
             }
         })
         .collect();
-    for (dataset, values) in rows {
-        let key_values = keys
-            .iter()
-            .zip(&curves)
-            .map(|(key, curve)| match (key, curve) {
-                (_, Some(curve)) => curve.index(&values).map(|h| KeyValue::Number(h as f64)),
-                (SortKey::Variable(v), None) => {
-                    position(v).and_then(|i| values.get(i).cloned().flatten())
-                }
-                (_, None) => None,
-            })
-            .collect();
-        keyed.push((key_values, dataset));
-    }
-    keyed.sort_by(|(a, da), (b, db)| {
+    // The keys' values per row, curves placed on their grids.
+    let mut keyed: Vec<(Vec<Option<KeyValue>>, usize)> = values
+        .iter()
+        .enumerate()
+        .map(|(i, values)| {
+            let key_values = keys
+                .iter()
+                .zip(&curves)
+                .map(|(key, curve)| match (key, curve) {
+                    (_, Some(curve)) => curve.index(values).map(|h| KeyValue::Number(h as f64)),
+                    (SortKey::Variable(v), None) => {
+                        position(v).and_then(|i| values.get(i).cloned().flatten())
+                    }
+                    (_, None) => None,
+                })
+                .collect();
+            (key_values, i)
+        })
+        .collect();
+    let name = |i: usize| names.get(i).copied().unwrap_or_default();
+    keyed.sort_by(|(a, ia), (b, ib)| {
         for (x, y) in a.iter().zip(b) {
             let o = match (x, y) {
                 (Some(x), Some(y)) => x.compare(y),
@@ -284,9 +333,9 @@ pub(crate) async fn sorted_datasets(views: &[View], keys: &[SortKey]) -> Result<
                 return o;
             }
         }
-        da.name().cmp(db.name())
+        name(*ia).cmp(name(*ib))
     });
-    Ok(keyed.into_iter().map(|(_, d)| d).collect())
+    keyed.into_iter().map(|(_, i)| i).collect()
 }
 
 /// A Hilbert curve over some variables' values, each scaled onto a grid of
@@ -422,6 +471,25 @@ mod tests {
                 assert_eq!(steps, 1, "{:?} -> {:?} is not one step", pair[0], pair[1]);
             }
         }
+    }
+
+    #[test]
+    fn sort_order_puts_rows_by_key_then_name_and_rows_without_a_value_last_by_name() {
+        let row = |name: &str, v: Option<f64>| {
+            let held = v
+                .map(|x| HashMap::from([("T".to_owned(), Value::Float(x))]))
+                .unwrap_or_default();
+            (name.to_owned(), held)
+        };
+        let rows = vec![
+            row("c", Some(2.0)),
+            row("b", None),
+            row("a", Some(1.0)),
+            row("d", Some(f64::NAN)),
+            row("e", Some(1.0)),
+        ];
+        let keys = [SortKey::Variable("T".into())];
+        assert_eq!(sort_order(&keys, &rows), vec![2, 4, 0, 1, 3]);
     }
 
     #[test]
