@@ -400,8 +400,9 @@ struct ReadSide {
     opened_unpruned: usize,
     matches: usize,
     /// A fresh handle laying out the ragged view of the six variables: the
-    /// open, each variable's shape in every dataset and the layout of the
-    /// first dataset declaring it (what atlasds's ragged view asks first).
+    /// open, then, for all six at once, each one's shape in every dataset
+    /// and the layout of the first dataset declaring it (what atlasds's
+    /// ragged view asks first).
     ragged: Cost,
     /// Floors: the open, and the pruned query (requests, bytes).
     floor_open: (u64, u64),
@@ -567,17 +568,17 @@ async fn read_side(
     // The ragged view's layout of the six variables, on a fresh handle.
     let (shapes, c) = measure(&meter, async {
         let fresh = Atlas::open((op.clone(), ""), &options).await?;
-        let mut shapes = 0usize;
-        let mut first = None;
-        for variable in RAGGED_VARIABLES {
-            let rows = fresh.array_shapes_by_dataset(variable).await?;
-            shapes += rows.len();
+        let fresh = &fresh;
+        // The variables at once, as atlasds's `shapes` asks them.
+        let counts = futures::future::try_join_all(RAGGED_VARIABLES.iter().map(|v| async move {
+            let rows = fresh.array_shapes_by_dataset(v).await?;
             if let Some(row) = rows.first() {
-                let d = first.get_or_insert(fresh.dataset(&row.dataset).await?);
-                d.array_layout(variable).await?;
+                fresh.dataset(&row.dataset).await?.array_layout(v).await?;
             }
-        }
-        Ok(shapes)
+            Ok::<_, BenchError>(rows.len())
+        }))
+        .await?;
+        Ok(counts.into_iter().sum::<usize>())
     })
     .await?;
     if shapes != RAGGED_VARIABLES.len() * total_of(&members) {

@@ -127,12 +127,10 @@ pub fn shapes<'py>(
     names: Vec<String>,
 ) -> PyResult<Bound<'py, PyDict>> {
     let set = collection.inner.set();
+    // The arrays at once: their index columns (or footers) are read in the
+    // same round trips rather than one array after another.
     let found = run(py, || async {
-        let mut out = Vec::with_capacity(arrays.len());
-        for array in &arrays {
-            out.push(array_shapes(set, array, &names).await?);
-        }
-        Ok(out)
+        futures::future::try_join_all(arrays.iter().map(|a| array_shapes(set, a, &names))).await
     })?;
     let dict = PyDict::new(py);
     for (array, found) in arrays.iter().zip(found) {
