@@ -3,6 +3,7 @@
 
 use std::sync::Arc;
 
+use arrow_array::builder::{ListBuilder, UInt32Builder};
 use arrow_array::types::{UInt32Type, UInt64Type};
 use arrow_array::{
     ArrayRef, BinaryArray, Float64Array, Int64Array, ListArray, RecordBatch, StringArray,
@@ -81,20 +82,21 @@ pub struct IndexReport {
 
 /// One variable as read from its segment: per ordinal, `None` when the
 /// dataset does not declare it.
-struct VariableRows {
+struct VariableRows<'a> {
     name: String,
-    rows: Vec<Option<Cell>>,
+    rows: Vec<Option<Cell<'a>>>,
     /// The variable's segment as a whole (its blocks, where its data ends).
     segment: Option<Arc<SegmentDigest>>,
 }
 
 /// What the index holds of one dataset's array.
 #[derive(Clone)]
-struct Cell {
+struct Cell<'a> {
     /// The declared type.
     dtype: DType,
-    /// What the segment records of it: statistics, shape, chunks.
-    digest: ArrayDigest,
+    /// What the segment records of it: statistics, shape, chunks (in the
+    /// segment's digest, not copied).
+    digest: &'a ArrayDigest,
 }
 
 /// One dataset attribute: per ordinal, the value of a dataset declaring it.
@@ -119,21 +121,34 @@ pub(crate) async fn build(
     let total = member.dataset_count_total();
     let all = Live::all(total);
     let (array_names, attribute_keys) = declared_names(member);
-    let mut variables = Vec::with_capacity(array_names.len());
+    let mut facts = Vec::with_capacity(array_names.len());
     for name in array_names {
-        let mut rows: Vec<Option<Cell>> = vec![None; total];
-        for (ordinal, dtype, digest) in member.footer_facts(&all, &name).await? {
-            if let Some(slot) = rows.get_mut(ordinal as usize) {
-                *slot = Some(Cell { dtype, digest });
-            }
-        }
-        let segment = member.digest(&name).await?;
-        variables.push(VariableRows {
-            name,
-            rows,
-            segment,
-        });
+        let (segment, rows) = member.footer_facts(&all, &name).await?;
+        facts.push((name, segment, rows));
     }
+    let variables: Vec<VariableRows<'_>> = facts
+        .iter()
+        .map(|(name, segment, facts)| {
+            let mut rows: Vec<Option<Cell<'_>>> = vec![None; total];
+            if let Some(digests) = segment.as_deref().map(SegmentDigest::arrays) {
+                for (ordinal, dtype, at) in facts {
+                    if let (Some(slot), Some(digest)) =
+                        (rows.get_mut(*ordinal as usize), digests.get(*at))
+                    {
+                        *slot = Some(Cell {
+                            dtype: dtype.clone(),
+                            digest,
+                        });
+                    }
+                }
+            }
+            VariableRows {
+                name: name.clone(),
+                rows,
+                segment: segment.clone(),
+            }
+        })
+        .collect();
     let mut attributes = Vec::with_capacity(attribute_keys.len());
     for (key, dtypes) in attribute_keys {
         let rows = match written {
@@ -420,21 +435,18 @@ fn variable_columns(v: &VariableRows, layout: &IndexedVariable) -> Vec<(String, 
                     .map(|c| c.digest.chunk_shape.iter().map(|&d| Some(d)))
             }));
         out.push((chunk_shape_column(&v.name), Arc::new(chunk_shapes)));
-        let chunks = ListArray::from_iter_primitive::<UInt32Type, _, _>(v.rows.iter().map(|r| {
-            r.as_ref().map(|c| {
-                c.digest
-                    .chunks
-                    .iter()
-                    .flat_map(|p| {
-                        p.coord
-                            .iter()
-                            .copied()
-                            .chain([p.block, p.offset, p.size])
-                            .map(Some)
-                    })
-                    .collect::<Vec<_>>()
-            })
-        }));
+        let mut chunks = ListBuilder::new(UInt32Builder::new());
+        for row in &v.rows {
+            if let Some(c) = row {
+                for p in &c.digest.chunks {
+                    let values = chunks.values();
+                    values.append_slice(&p.coord);
+                    values.append_slice(&[p.block, p.offset, p.size]);
+                }
+            }
+            chunks.append(row.is_some());
+        }
+        let chunks = chunks.finish();
         out.push((chunks_column(&v.name), Arc::new(chunks)));
     }
     out

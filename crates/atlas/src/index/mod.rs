@@ -234,7 +234,12 @@ pub(crate) async fn check(member: &Member) -> Option<std::result::Result<Vec<Str
     for variable in &index.meta.variables {
         // One pass over the segment's footer for both comparisons; the
         // footer's own damage is reported by the segment checks.
-        let footers = member.footer_facts(&all, &variable.name).await.ok();
+        let facts = member.footer_facts(&all, &variable.name).await.ok();
+        let footers: Option<Vec<(u32, &ArrayDigest)>> = facts.as_ref().map(|(segment, rows)| {
+            rows.iter()
+                .filter_map(|(o, _, at)| Some((*o, segment.as_ref()?.arrays().get(*at)?)))
+                .collect()
+        });
         let from_index = index.stats(member, variable, &all).await;
         match (from_index, &footers) {
             (Ok(indexed), Some(footers)) => {
@@ -244,7 +249,7 @@ pub(crate) async fn check(member: &Member) -> Option<std::result::Result<Vec<Str
                     .collect();
                 let footers: Vec<(u32, ArrayStats)> = footers
                     .iter()
-                    .filter_map(|(o, _, d)| Some((*o, d.stats.clone()?)))
+                    .filter_map(|(o, d)| Some((*o, d.stats.clone()?)))
                     .collect();
                 if let Some(what) = first_difference(&indexed, &footers) {
                     disagreements.push(format!("statistics of {:?}: {what}", variable.name));
@@ -263,7 +268,7 @@ pub(crate) async fn check(member: &Member) -> Option<std::result::Result<Vec<Str
                     .collect();
                 let footers: Vec<(u32, Layout)> = footers
                     .iter()
-                    .map(|(o, _, d)| (*o, (d.shape.clone(), d.first_block)))
+                    .map(|(o, d)| (*o, (d.shape.clone(), d.first_block)))
                     .collect();
                 if let Some(what) = first_difference(&indexed, &footers) {
                     disagreements.push(format!("shape or block of {:?}: {what}", variable.name));
@@ -349,7 +354,7 @@ async fn placed_differences(
     member: &Member,
     index: &load::LoadedIndex,
     variable: &meta::IndexedVariable,
-    footers: &[(u32, DType, ArrayDigest)],
+    footers: &[(u32, &ArrayDigest)],
 ) -> std::result::Result<Option<String>, load::IndexProblem> {
     let datasets = &member.footer().datasets;
     let mut indexed = Vec::new();
@@ -367,7 +372,7 @@ async fn placed_differences(
             .unwrap_or(u32::MAX);
         indexed.push((ordinal, placed_of(&a)));
     }
-    let footers: Vec<(u32, Placed)> = footers.iter().map(|(o, _, d)| (*o, placed_of(d))).collect();
+    let footers: Vec<(u32, Placed)> = footers.iter().map(|(o, d)| (*o, placed_of(d))).collect();
     Ok(first_difference(&indexed, &footers))
 }
 

@@ -3,7 +3,9 @@
 //! pass over it, without array-format's open and never a lookup per dataset.
 
 use atlas_format::{CollectionFooter, DATASETS_SEGMENT, DType, SchemaView};
-use atlas_segment::{ArrayDigest, ArrayStats, Attr};
+use std::sync::Arc;
+
+use atlas_segment::{ArrayDigest, ArrayStats, Attr, SegmentDigest};
 
 use super::dataset::{check_attr_type, check_dtype};
 use super::member::{Live, Member};
@@ -212,7 +214,7 @@ impl Member {
                 return Ok(rows);
             }
         }
-        self.digest_rows(live, array, |info, ordinal, declared| {
+        self.digest_rows(live, array, |_, info, ordinal, declared| {
             check_dtype(array, declared, &info.dtype, &info.name)?;
             Ok(Some((ordinal, declared.clone(), info.stats.clone())))
         })
@@ -245,7 +247,7 @@ impl Member {
                 })
                 .collect());
         }
-        self.digest_rows(live, array, |info, ordinal, _| {
+        self.digest_rows(live, array, |_, info, ordinal, _| {
             Ok(Some(DatasetBlock {
                 dataset: info.name.clone(),
                 ordinal,
@@ -285,7 +287,7 @@ impl Member {
                 })
                 .collect());
         }
-        self.digest_rows(live, array, |info, ordinal, declared| {
+        self.digest_rows(live, array, |_, info, ordinal, declared| {
             check_dtype(array, declared, &info.dtype, &info.name)?;
             Ok(Some(DatasetShape {
                 dataset: info.name.clone(),
@@ -299,18 +301,21 @@ impl Member {
 
     /// Every fact of `array` the dataset index records, per live dataset
     /// declaring it, in ordinal order, read off the segment's footer in one
-    /// pass: ordinal, declared type, and the array's digest (statistics,
-    /// shape, where its chunks lie).
+    /// pass: the segment's digest, and per dataset its ordinal, declared
+    /// type and position in the digest (statistics, shape, where its chunks
+    /// lie), so that nothing of the digest is copied.
     pub(crate) async fn footer_facts(
         &self,
         live: &Live,
         array: &str,
-    ) -> Result<Vec<(u32, DType, ArrayDigest)>> {
-        self.digest_rows(live, array, |info, ordinal, declared| {
-            check_dtype(array, declared, &info.dtype, &info.name)?;
-            Ok(Some((ordinal, declared.clone(), info.clone())))
-        })
-        .await
+    ) -> Result<(Option<Arc<SegmentDigest>>, Vec<(u32, DType, usize)>)> {
+        let rows = self
+            .digest_rows(live, array, |at, info, ordinal, declared| {
+                check_dtype(array, declared, &info.dtype, &info.name)?;
+                Ok(Some((ordinal, declared.clone(), at)))
+            })
+            .await?;
+        Ok((self.digest(array).await?, rows))
     }
 
     /// One row per live dataset declaring `array`, in ordinal order, made by
@@ -322,7 +327,7 @@ impl Member {
         &self,
         live: &Live,
         array: &str,
-        row: impl Fn(&ArrayDigest, u32, &DType) -> Result<Option<T>>,
+        row: impl Fn(usize, &ArrayDigest, u32, &DType) -> Result<Option<T>>,
     ) -> Result<Vec<T>> {
         let footer = self.footer();
         let declared = declared_per_schema(footer, |s| s.array(array).map(|m| m.dtype()));
@@ -339,13 +344,13 @@ impl Member {
         let mut rows = Vec::with_capacity(wanted);
         let mut seen = 0usize;
         let mut finder = self.live_finder(live, &declared);
-        for info in digest.arrays() {
+        for (at, info) in digest.arrays().iter().enumerate() {
             let Some((ordinal, dtype)) = finder.find(&info.name) else {
                 continue;
             };
             seen = seen.saturating_add(1);
             digest.check(&info.name)?;
-            if let Some(row) = row(info, ordinal, dtype)? {
+            if let Some(row) = row(at, info, ordinal, dtype)? {
                 rows.push((ordinal, row));
             }
         }

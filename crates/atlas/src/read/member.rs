@@ -105,6 +105,10 @@ impl OpenOptions {
     }
 }
 
+/// Keys of the views of one array (dataset ordinal added); a row group's
+/// view has the group's number as its key.
+const SINGLE_VIEW: u64 = 1 << 40;
+
 /// What a caller wants of one dataset's array; it decides how the array's
 /// segment is found ([`Member::segment_holding`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -696,11 +700,26 @@ impl Member {
             .meta
             .groups_holding(std::iter::once(ordinal))
             .first()?;
-        if let Some(segment) = self.inner.segments.placed(index, group as u64) {
+        let segments = &self.inner.segments;
+        if let Some(segment) = segments.placed(index, group as u64) {
             return Some(segment);
         }
-        self.open_placed(name, index, range, &[group]).await?;
-        self.inner.segments.placed(index, group as u64)
+        let single = SINGLE_VIEW.saturating_add(u64::from(ordinal));
+        if let Some(segment) = segments.placed(index, single) {
+            return Some(segment);
+        }
+        // A first read in a row group gets a view of its one array (cheap
+        // to make); a read of another dataset of the group makes the
+        // group's view, which the reads after it share.
+        let rows = loaded.meta.row_groups.get(group)?;
+        let singles = SINGLE_VIEW.saturating_add(rows.first)
+            ..SINGLE_VIEW.saturating_add(rows.first.saturating_add(rows.rows));
+        let only = (!segments.placed_any(index, singles)).then_some(ordinal);
+        self.open_placed(name, index, range, &[group], only).await?;
+        match only {
+            Some(_) => segments.placed(index, single),
+            None => segments.placed(index, group as u64),
+        }
     }
 
     /// Opens, from the dataset index's chunk places, a view of segment
@@ -715,6 +734,7 @@ impl Member {
         index: usize,
         range: &SegmentRange,
         groups: &[usize],
+        only: Option<u32>,
     ) -> Option<()> {
         let loaded = self.index().await?;
         let variable = loaded.meta.variable(name)?;
@@ -723,7 +743,7 @@ impl Member {
         let missing: Vec<usize> = groups
             .iter()
             .copied()
-            .filter(|&g| segments.placed(index, g as u64).is_none())
+            .filter(|&g| only.is_some() || segments.placed(index, g as u64).is_none())
             .collect();
         if missing.is_empty() {
             return Some(());
@@ -745,8 +765,21 @@ impl Member {
                 codec: codec.clone(),
             })
             .collect();
+        let alone = only.and_then(|o| {
+            let (dataset, _) = self.footer().datasets.get_index(o as usize)?;
+            Some((o, dataset.as_str()))
+        });
         for (group, arrays) in missing.iter().zip(&arrays) {
-            let key = *group as u64;
+            let (key, arrays) = match alone {
+                None => (*group as u64, arrays.as_slice()),
+                Some((ordinal, dataset)) => {
+                    let at = arrays.iter().position(|a| a.name == dataset)?;
+                    (
+                        SINGLE_VIEW.saturating_add(u64::from(ordinal)),
+                        arrays.get(at..=at)?,
+                    )
+                }
+            };
             if let Err(e) =
                 segments.open_placed(index, range, key, places.data_end, &blocks, arrays)
             {
@@ -773,7 +806,7 @@ impl Member {
         };
         let groups = loaded.groups_of(live);
         if self
-            .open_placed(name, index, range, &groups)
+            .open_placed(name, index, range, &groups, None)
             .await
             .is_none()
         {
