@@ -477,14 +477,6 @@ impl ContainerSegments {
         self.placed_map().get(&(index, key)).cloned()
     }
 
-    /// Whether [`ContainerSegments::open_placed`] made a view of segment
-    /// `index` under any key of `keys`.
-    pub fn placed_any(&self, index: usize, keys: Range<u64>) -> bool {
-        self.placed_map()
-            .keys()
-            .any(|(i, k)| *i == index && keys.contains(k))
-    }
-
     /// A view of segment `index` holding `arrays`, made from where their
     /// chunks and the segment's `blocks` lie (known without its footer, e.g.
     /// from a dataset index; the data region ends at `data_end`), and kept

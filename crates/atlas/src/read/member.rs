@@ -708,18 +708,29 @@ impl Member {
         if let Some(segment) = segments.placed(index, single) {
             return Some(segment);
         }
-        // A first read in a row group gets a view of its one array (cheap
-        // to make); a read of another dataset of the group makes the
-        // group's view, which the reads after it share.
-        let rows = loaded.meta.row_groups.get(group)?;
-        let singles = SINGLE_VIEW.saturating_add(rows.first)
-            ..SINGLE_VIEW.saturating_add(rows.first.saturating_add(rows.rows));
-        let only = (!segments.placed_any(index, singles)).then_some(ordinal);
-        self.open_placed(name, index, range, &[group], only).await?;
-        match only {
-            Some(_) => segments.placed(index, single),
-            None => segments.placed(index, group as u64),
+        // A read gets a view of its one array (cheap to make). A read of
+        // the dataset after one read that way is taken for a loop over the
+        // datasets: the views of every row group are made at once (their
+        // chunk columns in one batch) and the front of the data region sent
+        // for beside them, as a sweep does.
+        let previous = u64::from(ordinal).checked_sub(1);
+        let continues = previous.is_some_and(|p| {
+            segments
+                .placed(index, SINGLE_VIEW.saturating_add(p))
+                .is_some()
+        });
+        if continues {
+            if !self
+                .prepare_placed_sweep(name, index, range, &self.live())
+                .await
+            {
+                return None;
+            }
+            return segments.placed(index, group as u64);
         }
+        self.open_placed(name, index, range, &[group], Some(ordinal))
+            .await?;
+        segments.placed(index, single)
     }
 
     /// Opens, from the dataset index's chunk places, a view of segment
