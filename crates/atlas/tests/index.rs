@@ -324,12 +324,10 @@ async fn an_unreadable_index_falls_back_to_the_footers() {
     }
 }
 
-#[tokio::test]
-async fn a_damaged_index_column_falls_back_to_the_footers_and_verify_names_it() {
-    let op = memory();
-    ordered(&op, "a", 50).await;
-    let path = join("a", INDEX_FILE);
-    let mut bytes = op.read(&path).await.unwrap().to_vec();
+/// Flips the bytes of the second half of top-level column `column`'s chunk
+/// in the first row group of the index at `path`.
+async fn damage_column(op: &Operator, path: &str, column: &str) {
+    let mut bytes = op.read(path).await.unwrap().to_vec();
     let metadata = parquet::file::metadata::ParquetMetaDataReader::new()
         .parse_and_finish(&bytes::Bytes::from(bytes.clone()))
         .unwrap();
@@ -338,13 +336,20 @@ async fn a_damaged_index_column_falls_back_to_the_footers_and_verify_names_it() 
         .schema_descr()
         .columns()
         .iter()
-        .position(|c| c.name() == "X")
+        .position(|c| c.path().parts().first().map(String::as_str) == Some(column))
         .unwrap();
     let (start, len) = metadata.row_group(0).column(leaf).byte_range();
     for b in &mut bytes[(start + len / 2) as usize..(start + len - 1) as usize] {
         *b ^= 0xff;
     }
-    op.write(&path, bytes).await.unwrap();
+    op.write(path, bytes).await.unwrap();
+}
+
+#[tokio::test]
+async fn a_damaged_index_column_falls_back_to_the_footers_and_verify_names_it() {
+    let op = memory();
+    ordered(&op, "a", 50).await;
+    damage_column(&op, &join("a", INDEX_FILE), "X").await;
 
     let a = open(&op, "a", true).await;
     let member = a.lone_member().unwrap();
@@ -686,23 +691,7 @@ async fn read_many_over_every_dataset_takes_the_places_from_the_index_instead_of
 async fn damaged_chunk_places_fall_back_to_the_footer_and_verify_names_them() {
     let op = memory();
     placed(&op, "a", 3000).await;
-    let path = join("a", INDEX_FILE);
-    let mut bytes = op.read(&path).await.unwrap().to_vec();
-    let metadata = parquet::file::metadata::ParquetMetaDataReader::new()
-        .parse_and_finish(&bytes::Bytes::from(bytes.clone()))
-        .unwrap();
-    let leaf = metadata
-        .file_metadata()
-        .schema_descr()
-        .columns()
-        .iter()
-        .position(|c| c.path().parts().first().map(String::as_str) == Some("X.chunks"))
-        .unwrap();
-    let (start, len) = metadata.row_group(0).column(leaf).byte_range();
-    for b in &mut bytes[(start + len / 2) as usize..(start + len - 1) as usize] {
-        *b ^= 0xff;
-    }
-    op.write(&path, bytes).await.unwrap();
+    damage_column(&op, &join("a", INDEX_FILE), "X.chunks").await;
 
     let a = open(&op, "a", true).await;
     let d = a.dataset("d00007").await.unwrap();

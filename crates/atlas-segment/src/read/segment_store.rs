@@ -296,16 +296,7 @@ impl SegmentStore {
         len: u64,
         tail: Bytes,
     ) -> Result<(), StoreError> {
-        let p = path.as_ref();
-        if tail.len() as u64 > len {
-            return Err(StoreError::TailTooLong {
-                path: p.to_string(),
-                tail_len: tail.len() as u64,
-                segment_len: len,
-            });
-        }
-        validate_trailer(p, &tail, len)?;
-        self.insert(p, offset, len, tail, None)
+        self.insert_with_tail(path.as_ref(), offset, len, tail, None)
     }
 
     /// [`SegmentStore::register_with_tail`] for a view of the segment at
@@ -320,16 +311,28 @@ impl SegmentStore {
         len: u64,
         tail: Bytes,
     ) -> Result<(), StoreError> {
-        let p = path.as_ref();
+        self.insert_with_tail(path.as_ref(), offset, len, tail, Some(segment.as_ref()))
+    }
+
+    /// [`SegmentStore::insert`] of a segment whose `tail` is in hand, its
+    /// trailer validated first.
+    fn insert_with_tail(
+        &self,
+        path: &str,
+        offset: u64,
+        len: u64,
+        tail: Bytes,
+        share: Option<&str>,
+    ) -> Result<(), StoreError> {
         if tail.len() as u64 > len {
             return Err(StoreError::TailTooLong {
-                path: p.to_string(),
+                path: path.to_string(),
                 tail_len: tail.len() as u64,
                 segment_len: len,
             });
         }
-        validate_trailer(p, &tail, len)?;
-        self.insert(p, offset, len, tail, Some(segment.as_ref()))
+        validate_trailer(path, &tail, len)?;
+        self.insert(path, offset, len, tail, share)
     }
 
     /// Registers a segment and prefetches its tail: see [`SegmentStore::prefetch_tail`].
