@@ -717,3 +717,26 @@ async fn damaged_chunk_places_fall_back_to_the_footer_and_verify_names_them() {
         report.findings
     );
 }
+
+#[tokio::test]
+async fn concurrent_cold_reads_of_the_same_datasets_through_the_index_all_succeed() {
+    let (op, _, _) = counted_memory();
+    placed(&op, "c", 3000).await;
+    let atlas = open(&op, "c", true).await;
+    let names = ["d00100", "d00101", "d00100", "d00101", "d02999"];
+    let reads = names.iter().cycle().take(20).map(|name| {
+        let atlas = &atlas;
+        async move {
+            let d = atlas.dataset(name).await.unwrap();
+            let x = d
+                .read_array::<f32>("X", atlas::Region::all())
+                .await
+                .unwrap();
+            (name.to_string(), x.into_raw_vec_and_offset().0)
+        }
+    });
+    for (name, x) in futures::future::join_all(reads).await {
+        let i: f32 = name.trim_start_matches('d').parse().unwrap();
+        assert_eq!(x.first().copied(), Some(i), "{name}");
+    }
+}

@@ -494,8 +494,11 @@ impl ContainerSegments {
         arrays: &[ArrayDigest],
     ) -> Result<Arc<Segment>, SegmentError> {
         segment_entry(&self.cells, range, index)?;
-        if let Some(segment) = self.placed(index, key) {
-            return Ok(segment);
+        // Held until the view is kept: two callers making the same view at
+        // once would otherwise register its path twice, under a read.
+        let mut placed = self.placed_map();
+        if let Some(segment) = placed.get(&(index, key)) {
+            return Ok(Arc::clone(segment));
         }
         let name = range.name.as_str();
         if data_end > range.len.saturating_sub(ARRF_TRAILER_LEN) {
@@ -537,7 +540,7 @@ impl ContainerSegments {
             |table| self.source(index, &path, table),
             self.opener(&path),
         ));
-        self.placed_map().insert((index, key), Arc::clone(&segment));
+        placed.insert((index, key), Arc::clone(&segment));
         tracing::debug!(
             segment = name,
             key,
