@@ -682,12 +682,12 @@ impl Member {
         }))
     }
 
-    /// A view of segment `index` (variable `name`) holding the arrays of the
-    /// index row group that holds dataset `ordinal`, made from the chunk
-    /// places the dataset index records: reading through it needs no
-    /// segment footer. `None` (and the caller reads the footer) when there
-    /// is no usable index or it records no places for `name`; see
-    /// [`Member::open_placed`].
+    /// A view of segment `index` (variable `name`) holding dataset
+    /// `ordinal`'s array, alone or with the rest of its index row group,
+    /// made from the chunk places the dataset index records: reading
+    /// through it needs no segment footer. `None` (and the caller reads the
+    /// footer) when there is no usable index or it records no places for
+    /// `name`; see [`Member::open_placed`].
     async fn placed_segment(
         &self,
         name: &str,
