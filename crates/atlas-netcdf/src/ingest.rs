@@ -277,14 +277,7 @@ pub async fn ingest_with_progress(
     options: &IngestOptions,
     mut progress: impl FnMut(Progress),
 ) -> Result<IngestReport, IngestError> {
-    let mut files = files.to_vec();
-    files.sort();
-    files.dedup();
-    if files.is_empty() {
-        return Err(IngestError::NoInputs {
-            sources: "the given sources".into(),
-        });
-    }
+    let files = input_files(files)?;
     let total = files.len();
     let mut skipped: Vec<(usize, SkippedFile)> = Vec::new();
 
@@ -508,4 +501,18 @@ fn settle(
         }
         Err(e) => fail(&job, FileError::Write(e), skipped),
     }
+}
+
+/// The files an ingest reads: sorted, each once; [`IngestError::NoInputs`]
+/// when there are none.
+pub(crate) fn input_files(files: &[PathBuf]) -> Result<Vec<PathBuf>, IngestError> {
+    let mut files = files.to_vec();
+    files.sort();
+    files.dedup();
+    if files.is_empty() {
+        return Err(IngestError::NoInputs {
+            sources: "the given sources".into(),
+        });
+    }
+    Ok(files)
 }

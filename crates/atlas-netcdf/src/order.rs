@@ -20,7 +20,7 @@ use atlas::{Element, SortKey, Value, for_each_array_data};
 use futures::StreamExt;
 
 use crate::error::{FileError, IngestError};
-use crate::ingest::{IngestOptions, map_stored};
+use crate::ingest::{IngestOptions, input_files, map_stored};
 use crate::reader;
 use crate::remote::{Remotes, url_of};
 
@@ -59,14 +59,7 @@ pub async fn order_files(
     keys: &[SortKey],
     options: &IngestOptions,
 ) -> Result<OrderedFiles, IngestError> {
-    let mut files = files.to_vec();
-    files.sort();
-    files.dedup();
-    if files.is_empty() {
-        return Err(IngestError::NoInputs {
-            sources: "the given sources".into(),
-        });
-    }
+    let files = input_files(files)?;
     let mut variables: Vec<String> = Vec::new();
     for key in keys {
         for v in key.variables() {
