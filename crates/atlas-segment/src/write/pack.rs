@@ -34,11 +34,14 @@ use object_store::buffered::BufWriter;
 use rkyv::util::AlignedVec;
 use tokio::io::AsyncWriteExt;
 
+use atlas_io::IoErrorKind;
+
 use crate::footer::digest::{ArrayDigest, BlockPlace, ChunkPlace};
 use crate::footer::schema;
 use crate::footer::tail::{ARRF_MAGIC, ARRF_TRAILER_LEN};
 use crate::types::element::Element;
 use crate::types::value::{dtype_from_stored, fill_from_stored, stats_from_stored};
+use crate::write::sink::kind_behind;
 
 /// Bytes read at a time from the spilled blocks into the output (as
 /// array-format does: larger pieces held more memory while they upload).
@@ -63,8 +66,9 @@ pub enum PackError {
     DType(DType, DType),
     /// A shape, chunk shape or region the array cannot take.
     Region(String),
-    /// Compressing a block, spilling it or writing the output failed.
-    Io(String),
+    /// Compressing a block, spilling it or writing the output failed: the
+    /// kind of the storage error behind it (`Other` when none is), and what.
+    Io(IoErrorKind, String),
 }
 
 /// One chunk's statistics, as array-format computes them per chunk.
@@ -181,7 +185,10 @@ impl Blocks {
     fn check(&self) -> Result<(), PackError> {
         match &self.broken {
             None => Ok(()),
-            Some(why) => Err(PackError::Io(format!("an earlier block failed: {why}"))),
+            Some(why) => Err(PackError::Io(
+                IoErrorKind::Other,
+                format!("an earlier block failed: {why}"),
+            )),
         }
     }
 
@@ -226,7 +233,7 @@ impl Blocks {
         let compressed = self
             .codec
             .compress(&self.open)
-            .map_err(|e| PackError::Io(format!("compressing a block: {e}")))?;
+            .map_err(|e| PackError::Io(IoErrorKind::Other, format!("compressing a block: {e}")))?;
         let id = u32::try_from(self.table.len())
             .map_err(|_| PackError::Region("more than 2^32 blocks".to_owned()))?;
         self.table.push(schema::BlockMeta {
@@ -253,7 +260,7 @@ impl Blocks {
         spilled.map_err(|e| {
             let why = format!("block temp file: {e}");
             self.broken = Some(why.clone());
-            PackError::Io(why)
+            PackError::Io(IoErrorKind::Other, why)
         })
     }
 }
@@ -627,7 +634,7 @@ impl Pack {
             arrays: metas,
         };
         let archived = rkyv::to_bytes::<rkyv::rancor::Error>(&footer)
-            .map_err(|e| PackError::Io(format!("archiving the footer: {e}")))?;
+            .map_err(|e| PackError::Io(IoErrorKind::Other, format!("archiving the footer: {e}")))?;
         release(footer);
         Ok(Ending {
             last,
@@ -654,7 +661,9 @@ impl Pack {
             archived,
             packed,
         } = self.footer()?;
-        let io = |what: &str, e: &dyn std::fmt::Display| PackError::Io(format!("{what}: {e}"));
+        let io = |what: &str, e: &(dyn std::error::Error + 'static)| {
+            PackError::Io(kind_behind(e), format!("{what}: {e}"))
+        };
         let mut trailer = Vec::with_capacity(ARRF_TRAILER_LEN as usize);
         trailer.extend_from_slice(&(archived.len() as u64).to_le_bytes());
         trailer.extend_from_slice(&ARRF_MAGIC);

@@ -38,7 +38,7 @@ use object_store::{
 };
 use tokio::sync::oneshot;
 
-use atlas_io::IoError;
+use atlas_io::{IoError, IoErrorKind};
 
 const STORE_NAME: &str = "SinkStore";
 
@@ -599,4 +599,28 @@ impl Drop for SinkUpload {
             }
         }
     }
+}
+
+/// The kind of the first storage error behind `e` (`Other` when there is
+/// none), so that a busy store met inside array-format's writes stays a
+/// transient failure for the caller.
+pub(crate) fn kind_behind(e: &(dyn std::error::Error + 'static)) -> IoErrorKind {
+    let mut next = Some(e);
+    while let Some(e) = next {
+        if let Some(io) = e.downcast_ref::<IoError>() {
+            return io.kind();
+        }
+        if let Some(SinkError::Io(io)) = e.downcast_ref::<SinkError>() {
+            return io.kind();
+        }
+        // `std::io::Error` forwards `source` to its payload's source, past the payload.
+        next = match e
+            .downcast_ref::<std::io::Error>()
+            .and_then(|io| io.get_ref())
+        {
+            Some(payload) => Some(payload),
+            None => e.source(),
+        };
+    }
+    IoErrorKind::Other
 }

@@ -276,3 +276,23 @@ fn the_sink_and_segment_futures_can_be_spawned() {
         Ok::<_, ()>(None)
     }));
 }
+
+#[test]
+fn a_busy_store_met_inside_a_segment_write_stays_a_transient_failure() {
+    use crate::write::sink::kind_behind;
+    use atlas_io::{IoError, IoErrorKind};
+    let busy = IoError::new(IoErrorKind::Transient, "write", "data.atlas", "503");
+    // What array-format's buffered writer hands back: the store's error in
+    // a std::io::Error, the sink's own error inside the store's.
+    let store = object_store::Error::Generic {
+        store: "SinkStore",
+        source: Box::new(SinkError::Io(busy)),
+    };
+    let wrapped = std::io::Error::other(store);
+    assert_eq!(kind_behind(&wrapped), IoErrorKind::Transient);
+    let refused = object_store::Error::Generic {
+        store: "SinkStore",
+        source: Box::new(SinkError::Closed),
+    };
+    assert_eq!(kind_behind(&refused), IoErrorKind::Other);
+}

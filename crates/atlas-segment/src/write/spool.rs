@@ -28,7 +28,7 @@ use object_store::{
 
 use crate::error::SegmentError;
 use crate::footer::digest::SegmentDigest;
-use crate::write::sink::WrittenSegment;
+use crate::write::sink::{WrittenSegment, kind_behind};
 use crate::write::writer::ContainerSink;
 
 const STORE_NAME: &str = "SpoolStore";
@@ -80,27 +80,26 @@ impl SpooledSegment {
         let name = self.name;
         let store = sink.store();
         let path = sink.next_path();
-        let io = |what: String| crate::write::writer::finish_io(&name, what);
+        let io = |e: &(dyn std::error::Error + 'static)| {
+            crate::write::writer::finish_io(&name, kind_behind(e), e.to_string())
+        };
         match self.body {
             Spool::Memory(bytes) => {
                 store
                     .put(&path, PutPayload::from(bytes))
                     .await
-                    .map_err(|e| io(e.to_string()))?;
+                    .map_err(|e| io(&e))?;
             }
             Spool::File { mut file, len } => {
-                let mut upload = store
-                    .put_multipart(&path)
-                    .await
-                    .map_err(|e| io(e.to_string()))?;
+                let mut upload = store.put_multipart(&path).await.map_err(|e| io(&e))?;
                 let copied = copy_parts(&mut file, len, upload.as_mut()).await;
                 match copied {
                     Ok(()) => {
-                        upload.complete().await.map_err(|e| io(e.to_string()))?;
+                        upload.complete().await.map_err(|e| io(&e))?;
                     }
                     Err(e) => {
                         let _ = upload.abort().await;
-                        return Err(io(e));
+                        return Err(io(&*e));
                     }
                 }
             }
@@ -117,17 +116,14 @@ async fn copy_parts(
     file: &mut std::fs::File,
     len: u64,
     upload: &mut dyn MultipartUpload,
-) -> Result<(), String> {
-    file.seek(SeekFrom::Start(0)).map_err(|e| e.to_string())?;
+) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+    file.seek(SeekFrom::Start(0))?;
     let mut left = len;
     while left > 0 {
         let n = usize::try_from(left).unwrap_or(usize::MAX).min(COPY_CHUNK);
         let mut buf = vec![0u8; n];
-        file.read_exact(&mut buf).map_err(|e| e.to_string())?;
-        upload
-            .put_part(PutPayload::from(buf))
-            .await
-            .map_err(|e| e.to_string())?;
+        file.read_exact(&mut buf)?;
+        upload.put_part(PutPayload::from(buf)).await?;
         left = left.saturating_sub(n as u64);
     }
     Ok(())

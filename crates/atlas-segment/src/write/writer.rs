@@ -189,8 +189,8 @@ impl SegmentWriter {
                 requested: dtype_from_stored(&requested),
             },
             PackError::Region(what) => SegmentError::InvalidRegion { array, what },
-            PackError::Io(what) => SegmentError::Io(IoError::new(
-                IoErrorKind::Other,
+            PackError::Io(kind, what) => SegmentError::Io(IoError::new(
+                kind,
                 "write",
                 "segment",
                 format!("segment {:?}, array {array:?}: {what}", self.name),
@@ -257,7 +257,7 @@ impl SegmentWriter {
         let name = self.name;
         let packed = match self.inner.finish(sink.store(), path.clone()).await {
             Ok(packed) => packed,
-            Err(PackError::Io(what)) => return Err(finish_io(&name, what)),
+            Err(PackError::Io(kind, what)) => return Err(finish_io(&name, kind, what)),
             Err(other) => return Err(SegmentError::corrupt(&name, None, format!("{other:?}"))),
         };
         let written = sink.inner.segment(&path).ok_or_else(|| {
@@ -278,7 +278,7 @@ impl SegmentWriter {
         let path = object_store::path::Path::from("segment");
         let packed = match self.inner.finish(store, path).await {
             Ok(packed) => packed,
-            Err(PackError::Io(what)) => return Err(spool_failed(&name, what)),
+            Err(PackError::Io(kind, what)) => return Err(spool_failed(&name, kind, what)),
             Err(other) => return Err(SegmentError::corrupt(&name, None, format!("{other:?}"))),
         };
         let digest = digest_of_packed(&name, packed);
@@ -306,18 +306,18 @@ impl SegmentWriter {
     }
 }
 
-fn spool_failed(name: &str, msg: String) -> SegmentError {
+fn spool_failed(name: &str, kind: IoErrorKind, msg: String) -> SegmentError {
     SegmentError::Io(IoError::new(
-        IoErrorKind::Other,
+        kind,
         "write",
         "segment spool",
         format!("segment {name:?}: {msg}"),
     ))
 }
 
-pub(crate) fn finish_io(name: &str, msg: String) -> SegmentError {
+pub(crate) fn finish_io(name: &str, kind: IoErrorKind, msg: String) -> SegmentError {
     SegmentError::Io(IoError::new(
-        IoErrorKind::Other,
+        kind,
         "write",
         atlas_format::CONTAINER_FILE,
         format!("segment {name:?}: {msg}"),
