@@ -230,16 +230,12 @@ async fn a_query_reads_the_index_and_no_segment_footer() {
     let index = join("c", INDEX_FILE);
     let log = stats.read_log();
     let index_reads: Vec<_> = log.iter().filter(|r| r.path == index).collect();
-    // The footer (one suffix read), then, at once, the chunks of X (count,
+    // The footer came with the open. Then, at once, the chunks of X (count,
     // nulls, value) and those of k in the two row groups the bounds leave:
     // chunks lying side by side are fetched as one range, and these two
     // small row groups are neighbours, so one read for X's and one for k's.
-    assert_eq!(index_reads.len(), 1 + 2, "{index_reads:?}");
-    let chunks: u64 = index_reads
-        .iter()
-        .skip(1)
-        .map(|r| r.range.size().unwrap())
-        .sum();
+    assert_eq!(index_reads.len(), 2, "{index_reads:?}");
+    let chunks: u64 = index_reads.iter().map(|r| r.range.size().unwrap()).sum();
     let index_len = op.stat(&index).await.unwrap().content_length();
     assert!(
         chunks < index_len / 4,
@@ -249,13 +245,43 @@ async fn a_query_reads_the_index_and_no_segment_footer() {
 }
 
 #[tokio::test]
+async fn the_open_reads_the_index_footer_beside_the_container_and_only_with_indexes_on() {
+    let (op, stats, _) = counted_memory();
+    ordered(&op, "c", 300).await;
+    let index = join("c", INDEX_FILE);
+    for (use_it, index_reads) in [(true, 1), (false, 0)] {
+        stats.reset();
+        let atlas = open(&op, "c", use_it).await;
+        assert_eq!(
+            reads_of(&stats, &index),
+            index_reads,
+            "{:?}",
+            stats.read_log()
+        );
+        // The first question then reads column chunks, not the footer again.
+        stats.reset();
+        assert!(atlas.array_stats("X").await.unwrap().is_some());
+        assert_eq!(
+            reads_of(&stats, &index),
+            index_reads,
+            "{:?}",
+            stats.read_log()
+        );
+    }
+}
+
+#[tokio::test]
 async fn row_groups_ruled_out_cost_nothing_and_the_rest_is_read_once() {
     let (_, stats, atlas) = ordered_in_groups_of_100().await;
     let p = Predicate::parse("X > 2000").unwrap();
     stats.reset();
     assert!(atlas.select(&p).await.unwrap().is_empty());
     let index = join("c", INDEX_FILE);
-    assert_eq!(reads_of(&stats, &index), 1, "only the index footer");
+    assert_eq!(
+        reads_of(&stats, &index),
+        0,
+        "the footer, read with the open, rules out every row group"
+    );
     stats.reset();
     let p = Predicate::parse("X < 50").unwrap();
     assert_eq!(atlas.select(&p).await.unwrap().len(), 50);
@@ -423,10 +449,10 @@ async fn shapes_blocks_statistics_and_attributes_of_every_dataset_come_from_the_
         0,
         "no segment footer is read"
     );
-    // The index footer, then one read per question that needs chunks not
-    // read yet: X's shape and block (blocks then cost nothing), X's count,
-    // nulls and value (so does the fold), and k.
-    assert_eq!(reads_of(&stats, &join("c", INDEX_FILE)), 1 + 1 + 1 + 1);
+    // The index footer came with the open; then one read per question that
+    // needs chunks not read yet: X's shape and block (blocks then cost
+    // nothing), X's count, nulls and value (so does the fold), and k.
+    assert_eq!(reads_of(&stats, &join("c", INDEX_FILE)), 1 + 1 + 1);
 }
 
 /// A collection of several kinds: floats with NaN and fills, integers,
@@ -586,8 +612,8 @@ async fn a_cold_read_takes_the_chunk_places_from_the_index_and_reads_no_segment_
         if index {
             assert_eq!(
                 reads_of(&stats, &join("c", INDEX_FILE)),
-                2,
-                "the index footer, then the row group's chunk columns"
+                1,
+                "the row group's chunk columns (the footer came with the open)"
             );
         }
         // A string array is read by array-format through the same view.

@@ -183,18 +183,23 @@ async fn opening_a_set_reads_the_manifest_and_no_member() {
     stats.reset();
     let set = open(&op, "argo").await;
     // The one read handle asks, in the same round trip, for the manifest and
-    // for a lone collection's container tail and mask at the root: the two
-    // NotFound reads count as requests. No member is read.
-    assert_eq!(stats.snapshot().requests(), 3, "{:?}", stats.read_log());
+    // for a lone collection's container tail, mask and index tail at the
+    // root: the three NotFound reads count as requests. No member is read.
+    assert_eq!(stats.snapshot().requests(), 4, "{:?}", stats.read_log());
     let mut paths: Vec<String> = stats.read_log().into_iter().map(|r| r.path).collect();
     paths.sort();
     assert_eq!(
         paths,
-        ["argo/data.atlas", "argo/deleted.mask", "argo/set.manifest"]
+        [
+            "argo/data.atlas",
+            "argo/data.atlas.index",
+            "argo/deleted.mask",
+            "argo/set.manifest"
+        ]
     );
     assert_eq!(set.members().len(), 3);
     assert_eq!(set.members_opened(), 0);
-    assert_eq!(stats.snapshot().requests(), 3, "members() costs nothing");
+    assert_eq!(stats.snapshot().requests(), 4, "members() costs nothing");
     stats.reset();
     assert_eq!(temp(&set, "p2").await, [1.0]);
     assert_eq!(

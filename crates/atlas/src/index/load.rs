@@ -1,6 +1,6 @@
-//! Reading an index: its footer on first use (one suffix read, two when the
-//! Parquet footer is larger than the probe), checked against the container
-//! it sits beside; then column chunks of chosen row groups, fetched
+//! Reading an index: its footer (one suffix read sent beside the
+//! container's open, one more when the Parquet footer is larger than that
+//! probe), checked against the container it sits beside on first use; then column chunks of chosen row groups, fetched
 //! together and decoded by the `parquet` crate's push decoder, which does
 //! no I/O of its own.
 
@@ -86,13 +86,43 @@ fn guarded<T>(f: impl FnOnce() -> Result<T, IndexProblem>) -> Result<T, IndexPro
     })
 }
 
+/// The last bytes of a container's index (its Parquet footer, usually
+/// whole), read beside the container's own tail so that the first
+/// collection-wide question does not wait a round trip for them.
+#[derive(Debug)]
+pub(crate) struct IndexProbe(Result<Option<Bytes>, IoError>);
+
+impl IndexProbe {
+    /// Reads the index tail beside the container at `prefix` in `op`:
+    /// `None` inside when there is no index.
+    pub(crate) async fn read(op: &opendal::Operator, prefix: &str) -> IndexProbe {
+        let path = object_path(prefix, atlas_format::INDEX_FILE);
+        IndexProbe(match read_suffix(op, &path, INDEX_PROBE_LEN).await {
+            Ok(tail) => Ok(Some(tail)),
+            Err(e) if e.kind() == IoErrorKind::NotFound => Ok(None),
+            Err(e) => Err(e),
+        })
+    }
+}
+
 /// Reads and checks the index beside `member`: `None` when there is none.
+/// Takes the tail read at the open when there is one (a failed probe is
+/// read again).
 pub(crate) async fn load(member: &Member) -> Result<Option<LoadedIndex>, IndexProblem> {
     let inner = member.inner();
     let path = object_path(&inner.prefix, atlas_format::INDEX_FILE);
-    let tail = match read_suffix(&inner.op, &path, INDEX_PROBE_LEN).await {
-        Ok(tail) => tail,
-        Err(e) if e.kind() == IoErrorKind::NotFound => return Ok(None),
+    let probed = inner
+        .index_probe
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .take();
+    let probe = match probed {
+        Some(IndexProbe(Ok(found))) => IndexProbe(Ok(found)),
+        _ => IndexProbe::read(&inner.op, &inner.prefix).await,
+    };
+    let tail = match probe.0 {
+        Ok(Some(tail)) => tail,
+        Ok(None) => return Ok(None),
         Err(e) => return Err(e.into()),
     };
     let footer_len = parquet_footer_len(&tail)?;

@@ -24,7 +24,7 @@ use bytes::Bytes;
 
 pub(crate) use build::WrittenAttributes;
 pub use build::{IndexOptions, IndexReport};
-pub(crate) use load::LoadedIndex;
+pub(crate) use load::{IndexProbe, LoadedIndex};
 
 use crate::error::Result;
 use crate::query::Predicate;

@@ -218,6 +218,8 @@ pub(crate) struct Inner {
     pub(crate) use_index: bool,
     /// The dataset index, once looked for (`None`: none usable).
     pub(crate) index: tokio::sync::OnceCell<Option<Arc<crate::index::LoadedIndex>>>,
+    /// The index's tail as read beside the open, until its first use takes it.
+    pub(crate) index_probe: std::sync::Mutex<Option<crate::index::IndexProbe>>,
 }
 
 impl std::fmt::Debug for Member {
@@ -234,8 +236,10 @@ impl std::fmt::Debug for Member {
 impl Member {
     /// Opens the container at a resolved location: one read of
     /// `data.atlas`'s tail (two when its footer exceeds 64 KiB; a stat first
-    /// where the service has no suffix reads) and one of `deleted.mask`,
-    /// concurrently. Opening a local directory creates nothing on disk.
+    /// where the service has no suffix reads), one of `deleted.mask` and,
+    /// unless indexes are turned off, one of the last 64 KiB of
+    /// `data.atlas.index`, all at once. Opening a local directory creates
+    /// nothing on disk.
     ///
     /// # Errors
     /// [`AtlasError::Io`] when storage fails (`NotFound` when nothing is
@@ -252,15 +256,23 @@ impl Member {
         let parallelism = options
             .read_parallelism
             .unwrap_or_else(|| ReadParallelism::for_operator(&op));
-        let opened = match open_collection_with(
-            &op,
-            &container_path,
-            &mask_path,
-            options.limits,
-            &parallelism,
-        )
-        .await
-        {
+        let (opened, index_probe) = futures::join!(
+            open_collection_with(
+                &op,
+                &container_path,
+                &mask_path,
+                options.limits,
+                &parallelism,
+            ),
+            async {
+                if options.dataset_index {
+                    Some(crate::index::IndexProbe::read(&op, prefix).await)
+                } else {
+                    None
+                }
+            }
+        );
+        let opened = match opened {
             Ok(opened) => opened,
             Err(OpenError::Io(io)) => return Err(AtlasError::Io(io)),
             Err(e) => return Err(e.into()),
@@ -330,6 +342,7 @@ impl Member {
                 footer_crc32c,
                 use_index: options.dataset_index,
                 index: tokio::sync::OnceCell::new(),
+                index_probe: std::sync::Mutex::new(index_probe),
             }),
         })
     }

@@ -92,7 +92,8 @@ impl Atlas {
     ///
     /// Costs one round trip: the read of `set.manifest`, and for a lone
     /// collection the read of `data.atlas`'s tail (two when its footer
-    /// exceeds 64 KiB) and of `deleted.mask`, all sent at once. A set's
+    /// exceeds 64 KiB), of `deleted.mask` and of the dataset index's tail
+    /// (unless [`OpenOptions::dataset_index`] is off), all sent at once. A set's
     /// members open later, on first use. Opening a local directory creates
     /// nothing on disk.
     ///
