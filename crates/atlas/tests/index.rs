@@ -372,6 +372,22 @@ async fn damage_column(op: &Operator, path: &str, column: &str) {
 }
 
 #[tokio::test]
+async fn a_changed_byte_anywhere_in_the_index_footer_fails_its_checksum_and_the_index_is_not_used()
+{
+    let op = memory();
+    ordered(&op, "a", 50).await;
+    let path = join("a", INDEX_FILE);
+    let mut bytes = op.read(&path).await.unwrap().to_vec();
+    // The writer's name: a byte that leaves the footer a valid Parquet
+    // footer whose every entry still decodes.
+    let name = b"parquet-rs";
+    let at = bytes.windows(name.len()).rposition(|w| w == name).unwrap();
+    bytes[at] = b'P';
+    op.write(&path, bytes).await.unwrap();
+    assert_index_ignored(&op, "a", "an index whose footer was changed").await;
+}
+
+#[tokio::test]
 async fn a_damaged_index_column_falls_back_to_the_footers_and_verify_names_it() {
     let op = memory();
     ordered(&op, "a", 50).await;

@@ -19,6 +19,7 @@ use parquet::file::properties::{EnabledStatistics, WriterProperties};
 use parquet::schema::types::ColumnPath;
 use smol_str::SmolStr;
 
+use super::checksum;
 use super::meta::{
     ContainerIdentity, INDEX_VERSION, IndexMeta, IndexedAttribute, IndexedVariable, META_KEY,
     NAME_COLUMN, ORDINAL_COLUMN, Places, ROWS_PER_GROUP, RowGroupBounds, StatKind, VERSION_KEY,
@@ -564,13 +565,33 @@ fn write_parquet(batch: &RecordBatch, meta: &IndexMeta, rows_per_group: usize) -
         .set_key_value_metadata(Some(vec![
             KeyValue::new(META_KEY.to_owned(), meta.encode().map_err(|e| fail(&e))?),
             KeyValue::new(VERSION_KEY.to_owned(), INDEX_VERSION.to_string()),
+            KeyValue::new(
+                checksum::FOOTER_KEY.to_owned(),
+                checksum::UNSEALED.to_owned(),
+            ),
         ]))
         .build();
     let mut out = Vec::new();
     let mut writer =
         ArrowWriter::try_new(&mut out, batch.schema(), Some(props)).map_err(|e| fail(&e))?;
     writer.write(batch).map_err(|e| fail(&e))?;
+    // Every row group is in the file now, so the chunks' checksums can go
+    // into the footer written at the close.
+    writer.flush().map_err(|e| fail(&e))?;
+    writer.sync().map_err(|e| fail(&e))?;
+    let chunks = writer
+        .flushed_row_groups()
+        .iter()
+        .flat_map(|g| g.columns().iter().map(|c| c.byte_range()))
+        .map(|(start, len)| {
+            let start = usize::try_from(start).unwrap_or(usize::MAX);
+            start..start.saturating_add(usize::try_from(len).unwrap_or(usize::MAX))
+        });
+    let chunks = checksum::encode_chunks(writer.inner(), chunks)
+        .ok_or_else(|| fail(&"a column chunk lies past the bytes written"))?;
+    writer.append_key_value_metadata(KeyValue::new(checksum::CHUNKS_KEY.to_owned(), chunks));
     writer.close().map_err(|e| fail(&e))?;
+    checksum::seal(&mut out).ok_or_else(|| fail(&"its footer has no checksum entry"))?;
     Ok(out)
 }
 

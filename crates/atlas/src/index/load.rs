@@ -20,10 +20,11 @@ use parquet::arrow::ProjectionMask;
 use parquet::arrow::push_decoder::ParquetPushDecoderBuilder;
 use parquet::file::metadata::{ParquetMetaData, ParquetMetaDataReader};
 
+use super::checksum::{self, ChecksumError};
 use super::meta::{
-    IndexMeta, IndexedAttribute, IndexedVariable, META_KEY, MetaError, Places, StatKind,
-    block_column, bound_columns, chunk_shape_column, chunks_column, count_column, nulls_column,
-    shape_column,
+    CHECKSUMS_SINCE, IndexMeta, IndexedAttribute, IndexedVariable, META_KEY, MetaError, Places,
+    StatKind, block_column, bound_columns, chunk_shape_column, chunks_column, count_column,
+    nulls_column, shape_column,
 };
 use crate::read::{Live, Member};
 use crate::{ArrayStats, Attr, Value};
@@ -36,7 +37,7 @@ const MAX_FOOTER_LEN: u64 = 256 * 1024 * 1024;
 /// Column chunks of one read closer than this are fetched as one range.
 const COALESCE_GAP: u64 = 16 * 1024;
 /// The Parquet footer's fixed end: metadata length (4) and magic (4).
-const PARQUET_TAIL_LEN: u64 = 8;
+const PARQUET_TAIL_LEN: u64 = checksum::PARQUET_TAIL_LEN as u64;
 
 /// Why an index is not used; the question is then answered from the footers.
 #[derive(Debug, thiserror::Error)]
@@ -53,6 +54,8 @@ pub(crate) enum IndexProblem {
     Inconsistent(String),
     #[error("reading it failed: {0}")]
     Decode(String),
+    #[error("{0}")]
+    Checksum(#[from] ChecksumError),
 }
 
 /// An index found beside a container and matching it, with the column
@@ -63,6 +66,9 @@ pub(crate) struct LoadedIndex {
     path: String,
     /// Decoded column chunks by (leaf column, row group).
     chunks: Mutex<HashMap<(usize, usize), ArrayRef>>,
+    /// The CRC32C of every column chunk, row group by row group (`None`
+    /// for an index of the first layout, which carries none).
+    chunk_crc32c: Option<Vec<u32>>,
 }
 
 impl std::fmt::Debug for LoadedIndex {
@@ -145,13 +151,31 @@ pub(crate) async fn load(member: &Member) -> Result<Option<LoadedIndex>, IndexPr
         ParquetMetaDataReader::decode_metadata(&metadata_bytes)
             .map_err(|e| IndexProblem::NotParquet(e.to_string()))
     })?;
-    let text = parquet
-        .file_metadata()
-        .key_value_metadata()
-        .and_then(|kv| kv.iter().find(|kv| kv.key == META_KEY))
-        .and_then(|kv| kv.value.clone())
-        .ok_or(MetaError::Missing)?;
-    let meta = IndexMeta::decode(&text)?;
+    let text = key_value(&parquet, META_KEY).ok_or(MetaError::Missing)?;
+    let meta = IndexMeta::decode(text)?;
+    let chunk_crc32c = if meta.version >= CHECKSUMS_SINCE {
+        let entry = |key: &'static str| {
+            key_value(&parquet, key).ok_or(IndexProblem::Checksum(ChecksumError::Missing(key)))
+        };
+        checksum::check_footer(&metadata_bytes, entry(checksum::FOOTER_KEY)?)?;
+        let leaves = parquet.file_metadata().schema_descr().num_columns();
+        if parquet
+            .row_groups()
+            .iter()
+            .any(|g| g.num_columns() != leaves)
+        {
+            return Err(IndexProblem::Inconsistent(
+                "a row group has another number of columns than the schema".to_owned(),
+            ));
+        }
+        let count = leaves.saturating_mul(parquet.num_row_groups());
+        Some(checksum::decode_chunks(
+            entry(checksum::CHUNKS_KEY)?,
+            count,
+        )?)
+    } else {
+        None
+    };
     let identity = member.identity();
     if meta.container != identity {
         return Err(IndexProblem::Stale(format!(
@@ -171,7 +195,19 @@ pub(crate) async fn load(member: &Member) -> Result<Option<LoadedIndex>, IndexPr
         parquet: Arc::new(parquet),
         path,
         chunks: Mutex::default(),
+        chunk_crc32c,
     }))
+}
+
+/// The value of key-value entry `key` of an index's Parquet footer.
+fn key_value<'a>(parquet: &'a ParquetMetaData, key: &str) -> Option<&'a str> {
+    parquet
+        .file_metadata()
+        .key_value_metadata()?
+        .iter()
+        .find(|kv| kv.key == key)?
+        .value
+        .as_deref()
 }
 
 /// The metadata length a Parquet file's last 8 bytes declare.
@@ -301,11 +337,30 @@ impl LoadedIndex {
                 ranges.push(start..start.saturating_add(len));
             }
         }
+        let chunks = ranges.clone();
         let ranges = coalesce(ranges);
         let op = &member.inner().op;
         let policy = ReadParallelism::for_operator(op);
         let fetched = read_ranges(op, &self.path, &ranges, &policy).await?;
         let held: Vec<(Range<u64>, Bytes)> = ranges.into_iter().zip(fetched).collect();
+        if let Some(crcs) = &self.chunk_crc32c {
+            let leaf_count = self.parquet.file_metadata().schema_descr().num_columns();
+            let cells = groups
+                .iter()
+                .flat_map(|&g| leaves.iter().map(move |&l| (g, l)));
+            for ((g, l), range) in cells.zip(&chunks) {
+                let expected = g
+                    .checked_mul(leaf_count)
+                    .and_then(|at| at.checked_add(l))
+                    .and_then(|at| crcs.get(at))
+                    .ok_or_else(|| {
+                        IndexProblem::Inconsistent(format!(
+                            "no checksum of column {l} of row group {g}"
+                        ))
+                    })?;
+                checksum::check_chunk(&slice_of(&held, range)?, *expected, g, l)?;
+            }
+        }
         let decoded = guarded(|| self.decode(leaves, groups, &held))?;
         let mut kept = self.chunks.lock().unwrap_or_else(|e| e.into_inner());
         for (g, arrays) in groups.iter().zip(decoded) {

@@ -5,8 +5,11 @@
 use atlas_format::{AttributeSummary, DType, Value, VariableSummary};
 use serde::{Deserialize, Serialize};
 
-/// The index layout this crate writes and reads.
-pub(crate) const INDEX_VERSION: u32 = 1;
+/// The index layout this crate writes; it reads this one and the ones before.
+pub(crate) const INDEX_VERSION: u32 = 2;
+/// The first layout whose footer carries the checksums of `index::checksum`:
+/// required from it on, absent before.
+pub(crate) const CHECKSUMS_SINCE: u32 = 2;
 
 /// The Parquet key-value metadata key holding the [`IndexMeta`] (msgpack,
 /// base64), and the key of its version as plain text for other tools.
@@ -164,7 +167,7 @@ pub(crate) enum MetaError {
     Missing,
     #[error("the index metadata is not readable: {0}")]
     Unreadable(String),
-    #[error("index layout version {0} (this build reads {INDEX_VERSION})")]
+    #[error("index layout version {0} (this build reads 1 to {INDEX_VERSION})")]
     Version(u32),
 }
 
@@ -177,7 +180,7 @@ impl IndexMeta {
         Ok(base64::engine::general_purpose::STANDARD.encode(bytes))
     }
 
-    /// Reads what [`encode`](Self::encode) stored; the version must be ours.
+    /// Reads what [`encode`](Self::encode) stored, of this layout or an earlier one.
     pub(crate) fn decode(text: &str) -> Result<IndexMeta, MetaError> {
         use base64::Engine as _;
         let bytes = base64::engine::general_purpose::STANDARD
@@ -185,7 +188,7 @@ impl IndexMeta {
             .map_err(|e| MetaError::Unreadable(e.to_string()))?;
         let meta: IndexMeta =
             rmp_serde::from_slice(&bytes).map_err(|e| MetaError::Unreadable(e.to_string()))?;
-        if meta.version != INDEX_VERSION {
+        if !(1..=INDEX_VERSION).contains(&meta.version) {
             return Err(MetaError::Version(meta.version));
         }
         Ok(meta)

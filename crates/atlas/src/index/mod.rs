@@ -11,10 +11,12 @@
 //! `docs/index.md`.
 //!
 //! - `meta`: what the index says about itself, and its column names;
+//! - `checksum`: the CRC32C it carries of its column chunks and its footer;
 //! - `build`: footers to Parquet bytes;
 //! - `load`: the Parquet footer on first use, then column chunks on demand.
 
 mod build;
+mod checksum;
 mod load;
 mod meta;
 
