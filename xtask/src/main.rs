@@ -481,7 +481,14 @@ fn seed_fuzz() -> Result<usize> {
     std::fs::create_dir_all(&index_dir).map_err(|e| format!("{}: {e}", index_dir.display()))?;
     std::fs::write(index_dir.join("mixed.index"), atlas_fuzzing::index_seed())
         .map_err(|e| format!("{}: {e}", index_dir.display()))?;
-    let ours = 1 + seed_from(&root().join("target/fuzz-seed"), &corpus)?;
+    let places_dir = corpus.join("index_places");
+    std::fs::create_dir_all(&places_dir).map_err(|e| format!("{}: {e}", places_dir.display()))?;
+    std::fs::write(
+        places_dir.join("placed.index"),
+        atlas_fuzzing::index_places_seed(),
+    )
+    .map_err(|e| format!("{}: {e}", places_dir.display()))?;
+    let ours = 2 + seed_from(&root().join("target/fuzz-seed"), &corpus)?;
     Ok(ours + seed_from(&root().join("testdata/v8"), &corpus)?)
 }
 

@@ -24,7 +24,7 @@ mod segment;
 
 pub use collection::{collection, collection_input};
 pub use format::{footer, mask, open, set_manifest};
-pub use index::{index, index_seed};
+pub use index::{index, index_places, index_places_seed, index_seed};
 pub use segment::segment;
 
 /// A fuzz target: its name (the directory of its corpus) and its body.
@@ -37,7 +37,7 @@ pub struct Target {
 }
 
 /// Every target, in the order `cargo xtask fuzz` runs them.
-pub const TARGETS: [Target; 7] = [
+pub const TARGETS: [Target; 8] = [
     Target {
         name: "open",
         run: open,
@@ -65,6 +65,10 @@ pub const TARGETS: [Target; 7] = [
     Target {
         name: "index",
         run: index,
+    },
+    Target {
+        name: "index_places",
+        run: index_places,
     },
 ];
 

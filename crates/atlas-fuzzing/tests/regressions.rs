@@ -100,17 +100,28 @@ impl Mix {
 fn a_real_index_and_mutations_of_it_run_clean_through_the_index_target() {
     let seed = atlas_fuzzing::index_seed();
     assert!(seed.len() > 100, "the fixture's index was written");
-    let index = target("index");
-    (index.run)(&seed);
-    // `ATLAS_INDEX_MUTATIONS` sets how many (a long run is the fuzz run
-    // without cargo-fuzz); 200 keep `cargo test` quick.
+    run_mutations(target("index"), &seed, 0x1D3A, 200);
+}
+
+#[test]
+fn a_real_index_with_chunk_places_and_mutations_of_it_read_what_was_written() {
+    let seed = atlas_fuzzing::index_places_seed();
+    assert!(seed.len() > 10_000, "the fixture's index was written");
+    run_mutations(target("index_places"), &seed, 0x9A1C, 40);
+}
+
+/// Runs `seed` and mutations of it (an index file) through `target`:
+/// `ATLAS_INDEX_MUTATIONS` sets how many (a long run is the fuzz run
+/// without cargo-fuzz); `cases` keeps `cargo test` quick.
+fn run_mutations(target: Target, seed: &[u8], start: u64, cases: usize) {
+    (target.run)(seed);
     let cases: usize = std::env::var("ATLAS_INDEX_MUTATIONS")
         .ok()
         .and_then(|v| v.parse().ok())
-        .unwrap_or(200);
-    let mut mix = Mix(0x1D3A);
+        .unwrap_or(cases);
+    let mut mix = Mix(start);
     for case in 0..cases {
-        let mut bytes = seed.clone();
+        let mut bytes = seed.to_vec();
         match case % 4 {
             // Flipped bytes anywhere, footer included.
             0 => {
@@ -139,6 +150,6 @@ fn a_real_index_and_mutations_of_it_run_clean_through_the_index_target() {
                 bytes[at..at + len].fill(fill);
             }
         }
-        (index.run)(&bytes);
+        (target.run)(&bytes);
     }
 }
