@@ -33,6 +33,10 @@ impl Address {
     /// # Errors
     /// What [`Location::resolve`] returns.
     pub async fn resolve(self, storage: &StorageOptions, access: Access) -> Result<Location> {
+        // An operator handed in may be an HTTP service (S3, GCS, ...): its
+        // first request may be the one sent next, before any other entry
+        // point installed the transport.
+        atlas_io::install_http_transport();
         match self {
             Address::Path(path) => Location::resolve_path(&path, access),
             Address::Url(url) => Location::resolve(&url, storage, access).await,
