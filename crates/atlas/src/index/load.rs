@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex};
 
 use arrow_array::cast::AsArray;
 use arrow_array::types::{Float64Type, Int64Type, TimestampNanosecondType, UInt32Type, UInt64Type};
-use arrow_array::{Array, ArrayRef};
+use arrow_array::{Array, ArrayRef, ArrowPrimitiveType, GenericListArray};
 use atlas_format::{CollectionFooter, DType, SchemaView, Timestamp};
 use atlas_io::{IoError, IoErrorKind, ReadParallelism, object_path, read_ranges, read_suffix};
 use bytes::Bytes;
@@ -533,7 +533,7 @@ impl LoadedIndex {
             let [shapes, blocks] = arrays.as_slice() else {
                 return Err(IndexProblem::Decode("missing layout columns".into()));
             };
-            let shapes = shapes.as_list_opt::<i32>().ok_or_else(wrong_type)?;
+            let shapes = ListRows::<UInt64Type>::new(shapes)?;
             let blocks = blocks
                 .as_primitive_opt::<UInt32Type>()
                 .ok_or_else(wrong_type)?;
@@ -544,18 +544,14 @@ impl LoadedIndex {
                 let Some(dtype) = declared_array(footer, ordinal, &variable.name) else {
                     continue;
                 };
-                if shapes.is_null(row) {
+                let Some(shape) = shapes.row(row)? else {
                     return Err(IndexProblem::Decode(format!(
                         "dataset {ordinal} declares {:?} but has no shape",
                         variable.name
                     )));
-                }
-                let shape = shapes.value(row);
-                let shape = shape
-                    .as_primitive_opt::<UInt64Type>()
-                    .ok_or_else(wrong_type)?;
+                };
                 let block = (!blocks.is_null(row)).then(|| blocks.value(row));
-                out.push((ordinal, dtype, shape.values().to_vec(), block));
+                out.push((ordinal, dtype, shape.to_vec(), block));
             }
         }
         Ok(out)
@@ -572,6 +568,7 @@ impl LoadedIndex {
         member: &Member,
         variable: &IndexedVariable,
         groups: &[usize],
+        only: Option<u32>,
     ) -> Result<Option<Vec<Vec<ArrayDigest>>>, IndexProblem> {
         let Some(places) = &variable.places else {
             return Ok(None);
@@ -584,12 +581,14 @@ impl LoadedIndex {
         let columns = self.columns(member, &names, groups).await?;
         let mut out = Vec::with_capacity(groups.len());
         for (&group, arrays) in groups.iter().zip(&columns) {
-            out.push(self.placed_group(member, variable, places, group, arrays)?);
+            out.push(self.placed_group(member, variable, places, group, arrays, only)?);
         }
         Ok(Some(out))
     }
 
-    /// [`LoadedIndex::placed_arrays`] of one row group, from its decoded chunk columns.
+    /// [`LoadedIndex::placed_arrays`] of one row group, from its decoded
+    /// chunk columns: every dataset declaring the variable, or with `only`
+    /// that one dataset (when the group holds it).
     fn placed_group(
         &self,
         member: &Member,
@@ -597,20 +596,29 @@ impl LoadedIndex {
         places: &Places,
         group: usize,
         columns: &[ArrayRef],
+        only: Option<u32>,
     ) -> Result<Vec<ArrayDigest>, IndexProblem> {
         let [shapes, chunk_shapes, chunks] = columns else {
             return Err(IndexProblem::Decode("missing chunk columns".into()));
         };
-        let list = |c: &ArrayRef| c.as_list_opt::<i32>().cloned().ok_or_else(wrong_type);
-        let (shapes, chunk_shapes, chunks) = (list(shapes)?, list(chunk_shapes)?, list(chunks)?);
+        let shapes = ListRows::<UInt64Type>::new(shapes)?;
+        let chunk_shapes = ListRows::<UInt32Type>::new(chunk_shapes)?;
+        let chunks = ListRows::<UInt32Type>::new(chunks)?;
         if chunk_shapes.len() != shapes.len() || chunks.len() != shapes.len() {
             return Err(wrong_type());
         }
         let first = self.first_of(group)?;
+        let rows = match only {
+            None => 0..shapes.len(),
+            Some(ordinal) => match ordinal.checked_sub(first).map(|r| r as usize) {
+                Some(row) if row < shapes.len() => row..row.saturating_add(1),
+                _ => 0..0,
+            },
+        };
         let footer = member.footer();
         let dims: Arc<[String]> = places.dimension_names.as_slice().into();
-        let mut out = Vec::new();
-        for row in 0..shapes.len() {
+        let mut out = Vec::with_capacity(rows.len());
+        for row in rows {
             let Some(ordinal) = u32::try_from(row).ok().and_then(|r| first.checked_add(r)) else {
                 break;
             };
@@ -620,24 +628,14 @@ impl LoadedIndex {
             let Some((name, _)) = footer.datasets.get_index(ordinal as usize) else {
                 return Err(IndexProblem::Inconsistent(format!("no dataset {ordinal}")));
             };
-            if shapes.is_null(row) || chunk_shapes.is_null(row) || chunks.is_null(row) {
+            let (Some(shape), Some(chunk_shape), Some(flat)) =
+                (shapes.row(row)?, chunk_shapes.row(row)?, chunks.row(row)?)
+            else {
                 return Err(IndexProblem::Decode(format!(
                     "dataset {ordinal} declares {:?} but has no chunk places",
                     variable.name
                 )));
-            }
-            let u64s = |a: ArrayRef| {
-                a.as_primitive_opt::<UInt64Type>()
-                    .map(|p| p.values().to_vec())
-                    .ok_or_else(wrong_type)
             };
-            let u32s = |a: ArrayRef| {
-                a.as_primitive_opt::<UInt32Type>()
-                    .map(|p| p.values().to_vec())
-                    .ok_or_else(wrong_type)
-            };
-            let shape = u64s(shapes.value(row))?;
-            let flat = u32s(chunks.value(row))?;
             let per_chunk = shape.len().saturating_add(3);
             if flat.len() % per_chunk != 0 {
                 return Err(IndexProblem::Decode(format!(
@@ -661,8 +659,8 @@ impl LoadedIndex {
             out.push(ArrayDigest::placed(
                 name.to_string(),
                 places.dtype.clone(),
-                shape,
-                u32s(chunk_shapes.value(row))?,
+                shape.to_vec(),
+                chunk_shape.to_vec(),
                 Arc::clone(&dims),
                 places.fill.clone(),
                 placed,
@@ -712,6 +710,48 @@ impl LoadedIndex {
             .get(group)
             .and_then(|g| u32::try_from(g.first).ok())
             .ok_or_else(|| IndexProblem::Inconsistent(format!("no row group {group}")))
+    }
+}
+
+/// A list column's rows as slices of its one values buffer: no allocation
+/// per row (a list's `value(row)` makes an array per call).
+struct ListRows<'a, T: ArrowPrimitiveType> {
+    list: &'a GenericListArray<i32>,
+    values: &'a [T::Native],
+}
+
+impl<'a, T: ArrowPrimitiveType> ListRows<'a, T> {
+    fn new(column: &'a ArrayRef) -> Result<Self, IndexProblem> {
+        let list = column.as_list_opt::<i32>().ok_or_else(wrong_type)?;
+        let values = list
+            .values()
+            .as_primitive_opt::<T>()
+            .ok_or_else(wrong_type)?
+            .values();
+        Ok(ListRows {
+            list,
+            values: values.as_ref(),
+        })
+    }
+
+    fn len(&self) -> usize {
+        self.list.len()
+    }
+
+    /// Row `row`'s elements; `None` for a null row.
+    fn row(&self, row: usize) -> Result<Option<&'a [T::Native]>, IndexProblem> {
+        if self.list.is_null(row) {
+            return Ok(None);
+        }
+        let offsets = self.list.value_offsets();
+        let bound = |i: usize| {
+            offsets
+                .get(i)
+                .and_then(|&o| usize::try_from(o).ok())
+                .ok_or_else(wrong_type)
+        };
+        let (start, end) = (bound(row)?, bound(row.saturating_add(1))?);
+        self.values.get(start..end).map(Some).ok_or_else(wrong_type)
     }
 }
 

@@ -362,7 +362,7 @@ async fn placed_differences(
     let mut indexed = Vec::new();
     let groups: Vec<usize> = (0..index.meta.row_groups.len()).collect();
     for a in index
-        .placed_arrays(member, variable, &groups)
+        .placed_arrays(member, variable, &groups, None)
         .await?
         .unwrap_or_default()
         .into_iter()

@@ -772,7 +772,7 @@ impl Member {
         if missing.is_empty() {
             return Some(());
         }
-        let arrays = match loaded.placed_arrays(self, variable, &missing).await {
+        let arrays = match loaded.placed_arrays(self, variable, &missing, only).await {
             Ok(arrays) => arrays?,
             Err(e) => {
                 tracing::warn!(container = %self.inner.prefix, variable = name, "dataset index chunk places not used, reading the footer: {e}");
