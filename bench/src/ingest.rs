@@ -143,13 +143,6 @@ struct Row {
     spoiled: Option<u64>,
 }
 
-/// Resets this process's resident peak (`VmHWM`), where Linux allows it.
-fn reset_peak() {
-    if let Err(e) = std::fs::write("/proc/self/clear_refs", "5") {
-        eprintln!("ingest: cannot reset the memory peak ({e}); peaks are since the start");
-    }
-}
-
 /// Ingests `files` (paths or URLs) into a new collection at `dst`.
 async fn ingest_row(
     source: &str,
@@ -160,7 +153,7 @@ async fn ingest_row(
     if dst.exists() {
         std::fs::remove_dir_all(dst)?;
     }
-    reset_peak();
+    crate::reset_peak();
     let started = Instant::now();
     let writer = AtlasWriter::create(dst, &WriterConfig::default()).await?;
     let report = atlas_netcdf::ingest(files, writer, options).await?;

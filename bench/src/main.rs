@@ -13,6 +13,8 @@
 //! atlas-bench commits [--writers 1,4,16] [--batch 1,4] [--seconds 5] [--latency 20ms]
 //! atlas-bench ingest [--files 2000] [--jobs 8] [--latency 20ms] [--faults 50]
 //! atlas-bench sync [--profiles 10000] [--jobs 4] [--max-datasets N] [--latency 20ms]
+//! atlas-bench table-memory DIR [ARRAY,ARRAY...]
+//! atlas-bench reads DIR [--latency 20ms] [--bandwidth 100MB/s] [--rounds N]
 //! ```
 //!
 //! The first is the side-by-side run. `write` is the write benchmark: this
@@ -57,11 +59,13 @@ mod meter;
 mod ours;
 mod parquet_peer;
 mod peer;
+mod reads;
 mod report;
 mod sets;
 mod soak;
 mod sorted;
 mod sync;
+mod table_memory;
 mod workload;
 mod write;
 mod zarr;
@@ -302,14 +306,32 @@ fn runtime() -> Result<tokio::runtime::Runtime> {
 
 /// Peak resident set of this process, from `/proc/self/status` (`VmHWM`), in KiB.
 fn vm_hwm_kib() -> u64 {
+    proc_status_kib("VmHWM:")
+}
+
+/// Resident set of this process now, from `/proc/self/status` (`VmRSS`), in KiB.
+fn vm_rss_kib() -> u64 {
+    proc_status_kib("VmRSS:")
+}
+
+/// A `kB` figure of `/proc/self/status` (0 where the file is missing).
+fn proc_status_kib(field: &str) -> u64 {
     std::fs::read_to_string("/proc/self/status")
         .ok()
         .and_then(|s| {
             s.lines()
-                .find_map(|l| l.strip_prefix("VmHWM:"))
+                .find_map(|l| l.strip_prefix(field))
                 .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
         })
         .unwrap_or(0)
+}
+
+/// Resets this process's resident peak (`VmHWM`) to its resident set now,
+/// where Linux allows it.
+fn reset_peak() {
+    if let Err(e) = std::fs::write("/proc/self/clear_refs", "5") {
+        eprintln!("atlas-bench: cannot reset the memory peak ({e}); peaks are since the start");
+    }
 }
 
 /// User + system CPU time of this process (every thread), from
@@ -800,6 +822,8 @@ fn main() -> ExitCode {
         Some("commits") => commits::parse_options(&args[1..]).and_then(|o| commits::run(&o)),
         Some("ingest") => ingest::parse_options(&args[1..]).and_then(|o| ingest::run(&o)),
         Some("sync") => sync::parse_options(&args[1..]).and_then(|o| sync::run(&o)),
+        Some("table-memory") => table_memory::run(&args[1..]),
+        Some("reads") => reads::run(&args[1..]),
         _ => parse_options(&args).and_then(|o| run(&o)),
     };
     match result {

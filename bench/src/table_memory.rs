@@ -1,0 +1,66 @@
+//! `atlas-bench table-memory DIR [ARRAY,ARRAY...] [--no-index]`: the long table of
+//! arrays (default `PRES,TEMP,PSAL`) over every dataset of the collection at
+//! DIR, built as `to_arrow` builds it (`Atlas::table`, every batch kept), and
+//! what that cost in memory: the growth of this process's resident peak
+//! (`VmHWM`, reset just before) against the Arrow memory of the table it
+//! returns. The ratio is what reading costs beyond the result itself
+//! (decoded blocks in flight, the catalogue, index columns). Run it on a
+//! collection `atlas-bench` wrote (e.g. `WORK/ours-profiles-1`).
+
+use std::path::Path;
+use std::time::Instant;
+
+use atlas::{Atlas, OpenOptions, TableOptions};
+use futures::TryStreamExt;
+
+use crate::error::{BenchError, Result};
+
+/// Runs the measurement on `args` (`DIR [ARRAYS]`) and prints one line.
+pub fn run(args: &[String]) -> Result {
+    let use_index = !args.iter().any(|a| a == "--no-index");
+    let mut args = args.iter().filter(|a| *a != "--no-index");
+    let dir = args.next().ok_or_else(|| {
+        BenchError::Usage("table-memory DIR [ARRAY,ARRAY...] [--no-index]".into())
+    })?;
+    let arrays: Vec<String> = args
+        .next()
+        .map_or("PRES,TEMP,PSAL", String::as_str)
+        .split(',')
+        .map(str::to_owned)
+        .collect();
+    let options = OpenOptions::default().dataset_index(use_index);
+    crate::runtime()?.block_on(measure(Path::new(dir), &arrays, &options))
+}
+
+async fn measure(dir: &Path, arrays: &[String], options: &OpenOptions) -> Result {
+    let atlas = Atlas::open(dir, options).await?;
+    // The catalogue is in memory once opened; the peak is measured from here.
+    let before_kib = crate::vm_rss_kib();
+    crate::reset_peak();
+    let started = Instant::now();
+    let stream = atlas
+        .table(&TableOptions::new(arrays.iter().cloned()))
+        .await?;
+    let batches: Vec<atlas::RecordBatch> = stream.try_collect().await?;
+    let wall = started.elapsed();
+    let peak_kib = crate::vm_hwm_kib();
+    let rows: usize = batches.iter().map(atlas::RecordBatch::num_rows).sum();
+    let table: usize = batches
+        .iter()
+        .map(atlas::RecordBatch::get_array_memory_size)
+        .sum();
+    let growth = peak_kib.saturating_sub(before_kib).saturating_mul(1024);
+    let mib = |b: u64| b as f64 / (1 << 20) as f64;
+    println!(
+        "table of {} over {} datasets: {rows} rows, {:.1} MiB of Arrow; resident peak grew {:.1} MiB \
+         ({:.2}x the table) in {:.0} ms",
+        arrays.join(","),
+        atlas.dataset_count().await?,
+        mib(table as u64),
+        mib(growth),
+        growth as f64 / table.max(1) as f64,
+        wall.as_secs_f64() * 1e3
+    );
+    drop(batches);
+    Ok(())
+}
