@@ -231,3 +231,50 @@ async fn a_delete_whose_name_a_compaction_left_out_before_its_commit_is_reported
     assert_eq!(deleted.deleted, 1);
     assert_eq!(contents(&op).await, model(&[("a2", 1.0), ("b1", 2.0)]));
 }
+
+/// A delete of the last live name of a run writes its mask, then a
+/// compaction opens (it sees every dataset of the run deleted, so it drops
+/// the run) and stops before its commit while the delete commits its mask
+/// count; then the compaction goes on. The delete only deleted more of what
+/// the compaction drops: it lands, and the run is gone.
+#[tokio::test]
+async fn a_compaction_dropping_a_run_whose_mask_a_delete_committed_meanwhile_lands() {
+    let (cas, op) = store();
+    append(&op, 1, &["a1", "a2"]).await;
+    append(&op, 2, &["b1"]).await;
+    append(&op, 3, &["c1"]).await;
+    for name in ["a1", "b1", "c1"] {
+        open(&op).await.delete_datasets(&[name]).await.unwrap();
+    }
+    let mut delete_commit = cas.hold_next_write("set.manifest");
+    let deleting = async { open(&op).await.delete_datasets(&["a2"]).await };
+    let compacting = async {
+        assert!(
+            delete_commit.reached().await,
+            "the delete wrote its mask and reached its commit"
+        );
+        let mut compaction_commit = cas.hold_next_write("retired");
+        let set = open(&op).await;
+        let options = CompactOptions::default().ids(1_800_000_000_000, 9);
+        let compaction = set.compact(&options);
+        let go_on = async {
+            assert!(
+                compaction_commit.reached().await,
+                "the compaction reaches its commit"
+            );
+            delete_commit.release();
+            // The delete's commit lands before the compaction's.
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            compaction_commit.release();
+        };
+        tokio::join!(compaction, go_on).0
+    };
+    let (deleted, compacted) = tokio::join!(deleting, compacting);
+    assert_eq!(deleted.expect("the delete lands").deleted, 1);
+    let outcome = compacted
+        .expect("a compaction dropping a run lands over deletes in it")
+        .expect("a run of deleted datasets is worth dropping");
+    assert_eq!(outcome.datasets, 0);
+    assert!(contents(&op).await.is_empty());
+    assert!(open(&op).await.members().is_empty(), "the run left the set");
+}

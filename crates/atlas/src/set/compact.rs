@@ -317,7 +317,9 @@ fn deleted_from(
 }
 
 impl Atlas {
-    /// Commits the set without `run`, whose datasets are all deleted.
+    /// Commits the set without `run`, whose datasets are all deleted. A
+    /// delete that lands in the run meanwhile (its members' masks changed,
+    /// nothing else) only deleted more of it: the run is dropped as it is now.
     async fn drop_run(&self, run: &[MemberEntry]) -> Result<CompactOutcome> {
         let replaced: Vec<String> = run.iter().map(|e| e.id.clone()).collect();
         self.mark_retired(&replaced, true).await?;
@@ -326,7 +328,10 @@ impl Atlas {
             self.location().operator(),
             path,
             &self.options().limits,
-            |manifest| replace_run(manifest, run, &[], path),
+            |manifest| {
+                let now = deleted_from(manifest, run).unwrap_or_else(|| run.to_vec());
+                replace_run(manifest, &now, &[], path)
+            },
             |stored| {
                 replaced
                     .iter()
