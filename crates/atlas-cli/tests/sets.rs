@@ -1012,3 +1012,52 @@ fn verify_reports_a_damaged_manifest_and_a_missing_member_by_name() {
     assert!(problems.contains("set.manifest"), "{problems}");
     assert!(problems.contains("checksum"), "{problems}");
 }
+
+#[test]
+fn a_chunk_whose_every_file_fails_under_skip_errors_commits_no_member() {
+    let tmp = tempfile::tempdir().unwrap();
+    let input = tmp.path().join("in");
+    for i in 0..3 {
+        write_nc(&input.join(format!("a_{i}.nc")), &[i as f32], i);
+        std::fs::write(input.join(format!("b_{i}.nc")), b"CDF\x01 not really").unwrap();
+    }
+    write_nc(&input.join("c_0.nc"), &[9.0], 0);
+    let set = tmp.path().join("set");
+    let report = json_of(&[
+        "create",
+        s(&input),
+        s(&set),
+        "--max-datasets",
+        "3",
+        "--skip-errors",
+    ]);
+    assert_eq!(report["datasets"], 4);
+    assert_eq!(report["skipped"].as_array().unwrap().len(), 3, "{report}");
+    assert_eq!(
+        temps_by_member(&set),
+        [vec![0.0, 1.0, 2.0], vec![9.0]],
+        "the chunk of the three unreadable files has no member"
+    );
+    let folders = std::fs::read_dir(set.join("members")).unwrap().count();
+    assert_eq!(folders, 2, "and left no folder behind");
+    atlas().args(["verify", s(&set)]).assert().success();
+
+    // Every file skipped: nothing is committed, and no set appears.
+    let bad_only = tmp.path().join("bad");
+    std::fs::create_dir_all(&bad_only).unwrap();
+    std::fs::copy(input.join("b_0.nc"), bad_only.join("b_0.nc")).unwrap();
+    let empty = tmp.path().join("empty");
+    let report = json_of(&[
+        "create",
+        s(&bad_only),
+        s(&empty),
+        "--max-datasets",
+        "3",
+        "--skip-errors",
+    ]);
+    assert_eq!(report["datasets"], 0, "{report}");
+    assert!(
+        !empty.join("set.manifest").exists(),
+        "no manifest is committed for nothing"
+    );
+}

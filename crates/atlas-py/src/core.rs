@@ -981,6 +981,12 @@ impl Writer {
             generation: None,
         };
         if let Some((mut set, id)) = set {
+            if written.datasets.is_empty() {
+                // Every file was skipped: no empty member is committed.
+                set.discard_member(&id).await?;
+                written.container_bytes = 0;
+                return Ok(written);
+            }
             if let Err(e) = set.record_member(&id).await {
                 drop(set.abort().await);
                 return Err(e.into());

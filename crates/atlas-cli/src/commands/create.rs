@@ -210,14 +210,24 @@ async fn create_members(
             break;
         };
         let recorded = match result {
+            // Every file of the chunk was skipped: no member for it.
+            Ok((id, mut report)) if report.written.is_empty() => {
+                match set.discard_member(&id).await {
+                    Ok(()) => {
+                        report.summary.container_bytes = 0;
+                        Ok((report, None))
+                    }
+                    Err(e) => Err(IngestError::from(e)),
+                }
+            }
             Ok((id, report)) => match set.record_member(&id).await {
                 Ok(entry) => Ok((
                     report,
-                    WrittenMember {
+                    Some(WrittenMember {
                         id,
                         datasets: entry.datasets_total,
                         bytes: entry.bytes,
-                    },
+                    }),
                 )),
                 Err(e) => Err(IngestError::from(e)),
             },
@@ -226,7 +236,7 @@ async fn create_members(
         match recorded {
             Ok((report, member)) => {
                 reports.push(report);
-                written.push(member);
+                written.extend(member);
             }
             Err(e) => {
                 failure = Some(e);
@@ -253,6 +263,19 @@ async fn create_members(
         return Err(ingest_failure(dst, e));
     }
     reporter.finish();
+    if written.is_empty() {
+        // Every file was skipped: nothing to commit, and the set is left as it was.
+        set.abort().await.at(dst.display())?;
+        write_report(args, &reports)?;
+        print_report(
+            ctx,
+            dst.display(),
+            &reports,
+            None,
+            started.elapsed().as_secs_f64(),
+        );
+        return Ok(());
+    }
     let outcome = match set.commit().await {
         Ok(outcome) => outcome,
         Err(e) => {

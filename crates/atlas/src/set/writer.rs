@@ -226,6 +226,25 @@ impl SetWriter {
             .ok_or_else(|| AtlasError::invalid_use("no member finished"))
     }
 
+    /// Removes member `id`, begun by this writer and not recorded, and
+    /// forgets it: for a member that turned out to hold nothing (every file
+    /// of an ingest chunk skipped), which no commit should name.
+    ///
+    /// # Errors
+    /// [`AtlasError::InvalidUse`] for an id this writer did not begin or
+    /// already recorded; [`AtlasError::Io`] when its objects cannot be removed.
+    pub async fn discard_member(&mut self, id: &str) -> Result<()> {
+        if !self.begun.iter().any(|b| b == id) || self.finished.iter().any(|e| e.id == id) {
+            return Err(AtlasError::invalid_use(format!(
+                "member {id:?} was not begun by this writer, or is already recorded"
+            )));
+        }
+        remove_member(&self.location, id).await?;
+        self.begun.retain(|b| b != id);
+        self.hidden.remove(id);
+        Ok(())
+    }
+
     /// Takes member `id`, written under `members/<id>/` by another writer
     /// (another process or machine: one task of a distributed ingest), into
     /// this writer: it is described for the commit as
