@@ -1,8 +1,8 @@
 //! Reading an index: its footer (one suffix read sent beside the
 //! container's open, one more when the Parquet footer is larger than that
-//! probe), checked against the container it sits beside on first use; then column chunks of chosen row groups, fetched
-//! together and decoded by the `parquet` crate's push decoder, which does
-//! no I/O of its own.
+//! probe), checked against the container it sits beside on first use; then
+//! column chunks of chosen row groups, fetched together and decoded by the
+//! `parquet` crate's push decoder, which does no I/O of its own.
 
 use std::collections::HashMap;
 use std::ops::Range;
@@ -123,7 +123,7 @@ pub(crate) async fn load(member: &Member) -> Result<Option<LoadedIndex>, IndexPr
         .unwrap_or_else(std::sync::PoisonError::into_inner)
         .take();
     let probe = match probed {
-        Some(IndexProbe(Ok(found))) => IndexProbe(Ok(found)),
+        Some(probe @ IndexProbe(Ok(_))) => probe,
         _ => IndexProbe::read(&inner.op, &inner.prefix).await,
     };
     let tail = match probe.0 {
