@@ -800,3 +800,45 @@ async fn concurrent_cold_reads_of_the_same_datasets_through_the_index_all_succee
         assert_eq!(x.first().copied(), Some(i), "{name}");
     }
 }
+
+#[tokio::test]
+async fn read_many_of_a_few_datasets_of_a_big_segment_reads_no_segment_footer() {
+    use futures::StreamExt;
+    let (op, stats, _) = counted_memory();
+    placed(&op, "c", 3000).await;
+    let atlas = open(&op, "c", true).await;
+    let names = ["d00100", "d01234", "d02999"];
+    let mut datasets = Vec::new();
+    for name in names {
+        datasets.push(atlas.dataset(name).await.unwrap());
+    }
+    stats.reset();
+    let mut stream = atlas.read_many(
+        datasets,
+        "X",
+        atlas::Region::all(),
+        8,
+        atlas::Order::AsGiven,
+    );
+    let mut read = Vec::new();
+    while let Some((name, array)) = stream.next().await {
+        array.unwrap();
+        read.push(name);
+    }
+    assert_eq!(read.len(), 3);
+    let container = join("c", "data.atlas");
+    let container_bytes: u64 = stats
+        .read_log()
+        .iter()
+        .filter(|r| r.path == container)
+        .map(|r| r.range.size().unwrap_or(u64::MAX))
+        .sum();
+    // Each array's block, found by the index's chunk places: nothing near
+    // the size of the footer of 3 000 arrays.
+    let footer = 3000 * 100;
+    assert!(
+        container_bytes < footer,
+        "{container_bytes} bytes of the container read: {:?}",
+        stats.read_log()
+    );
+}
