@@ -590,12 +590,10 @@ impl Member {
         Ok(Some(self.inner.segments.get(index, &range).await?))
     }
 
-    /// Prepares `readers` reads of variable `name`: when they are at least
-    /// half of its arrays, opens the segment (or its views from chunk
-    /// places) and sends for the front of its data region at once (see
-    /// `ContainerSegments::prefetch_data`), so a sweep costs one round trip
-    /// instead of one per read-ahead window. A few arrays of a segment whose
-    /// footer is too big to read whole are left to find their own.
+    /// Opens the segment of variable `name` and, when `readers` datasets
+    /// will read at least half of its arrays, sends for the front of its
+    /// data region at once (see `ContainerSegments::prefetch_data`), so a sweep
+    /// costs one round trip instead of one per read-ahead window.
     pub(crate) async fn prepare_sweep(&self, name: &str, readers: usize) -> Result<()> {
         let Some((index, range)) = self.directory().segment_range(name) else {
             return Ok(());
@@ -614,11 +612,6 @@ impl Member {
         if range.arrays_hint > 0 && most(expected) {
             // The data front goes out with the footer's rest.
             self.inner.segments.prepare_sweep(index, &range).await?;
-            return Ok(());
-        }
-        if range.arrays_hint > 0 && self.inner.segments.footer_needed(index, &range) {
-            // A few of many arrays: each read finds its own (chunk places
-            // or a lookup) rather than all of them reading the footer.
             return Ok(());
         }
         let segment = self.inner.segments.get(index, &range).await?;
