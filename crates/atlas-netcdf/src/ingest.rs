@@ -12,7 +12,7 @@ use tokio::task::JoinSet;
 
 use crate::error::{FileError, IngestError, TimeError};
 use crate::mapping::Mapped;
-use crate::remote::{Remotes, url_of};
+use crate::remote::{Remotes, on_local_copy};
 use crate::stored::StoredFile;
 use crate::{cf, raw, reader, sink};
 
@@ -204,33 +204,12 @@ pub fn map_stored(stored: &StoredFile, options: &IngestOptions) -> Result<Mapped
 /// through `remotes`) on a blocking thread; returns the outcome and the
 /// file's size. Errors only when the blocking task panicked.
 pub(crate) async fn map_any(
-    path: &Path,
+    path: PathBuf,
     options: Arc<IngestOptions>,
-    remotes: &Remotes,
+    remotes: Arc<Remotes>,
 ) -> Result<(Result<Mapped, FileError>, u64), tokio::task::JoinError> {
-    let Some(url) = url_of(path) else {
-        let path = path.to_owned();
-        return tokio::task::spawn_blocking(move || {
-            let result = map_file(&path, &options);
-            let bytes = std::fs::metadata(&path).map_or(0, |m| m.len());
-            (result, bytes)
-        })
-        .await;
-    };
-    let fetched = match remotes.fetch(url).await {
-        Ok(bytes) => bytes,
-        Err(e) => return Ok((Err(FileError::Fetch(Box::new(e))), 0)),
-    };
-    tokio::task::spawn_blocking(move || {
-        let bytes = fetched.len() as u64;
-        let staged = tempfile::NamedTempFile::new()
-            .and_then(|mut f| std::io::Write::write_all(&mut f, &fetched).map(|()| f));
-        match staged {
-            Ok(file) => (map_file(file.path(), &options), bytes),
-            Err(e) => (Err(FileError::Stage(e)), bytes),
-        }
-    })
-    .await
+    let (result, bytes) = on_local_copy(path, remotes, move |p| map_file(p, &options)).await?;
+    Ok((result.and_then(|mapped| mapped), bytes))
 }
 
 /// One file to ingest, with its dataset name and position.
@@ -368,7 +347,7 @@ pub async fn ingest_with_progress(
         let options = Arc::clone(&shared);
         let remotes = Arc::clone(&remotes);
         async move {
-            let (result, bytes) = map_any(&job.path, options, &remotes).await?;
+            let (result, bytes) = map_any(job.path.clone(), options, remotes).await?;
             Ok::<_, tokio::task::JoinError>((job, result, bytes))
         }
     }))

@@ -22,7 +22,7 @@ use futures::StreamExt;
 use crate::error::{FileError, IngestError};
 use crate::ingest::{IngestOptions, input_files, map_stored};
 use crate::reader;
-use crate::remote::{Remotes, url_of};
+use crate::remote::{Remotes, on_local_copy};
 
 /// The files in key order, and what the key pass read.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -78,7 +78,7 @@ pub async fn order_files(
             Arc::clone(&remotes),
         );
         async move {
-            let (held, bytes) = key_values(&path, &variables, &options, &remotes).await?;
+            let (held, bytes) = key_values(path.clone(), variables, options, remotes).await?;
             Ok::<_, tokio::task::JoinError>((path, held, bytes))
         }
     }))
@@ -154,34 +154,14 @@ fn dataset_name(path: &Path) -> String {
 /// URL) on a blocking thread and maps them; returns the values and the
 /// bytes read. Errors only when the blocking task panicked.
 async fn key_values(
-    path: &Path,
-    variables: &Arc<Vec<String>>,
-    options: &Arc<IngestOptions>,
-    remotes: &Remotes,
+    path: PathBuf,
+    variables: Arc<Vec<String>>,
+    options: Arc<IngestOptions>,
+    remotes: Arc<Remotes>,
 ) -> Result<(Result<Held, KeyFault>, u64), tokio::task::JoinError> {
-    let (variables, options) = (Arc::clone(variables), Arc::clone(options));
-    let Some(url) = url_of(path) else {
-        let path = path.to_owned();
-        return tokio::task::spawn_blocking(move || {
-            let bytes = std::fs::metadata(&path).map_or(0, |m| m.len());
-            (held_in(&path, &variables, &options), bytes)
-        })
-        .await;
-    };
-    let fetched = match remotes.fetch(url).await {
-        Ok(bytes) => bytes,
-        Err(e) => return Ok((Err(KeyFault::File(FileError::Fetch(Box::new(e)))), 0)),
-    };
-    tokio::task::spawn_blocking(move || {
-        let bytes = fetched.len() as u64;
-        let staged = tempfile::NamedTempFile::new()
-            .and_then(|mut f| std::io::Write::write_all(&mut f, &fetched).map(|()| f));
-        match staged {
-            Ok(file) => (held_in(file.path(), &variables, &options), bytes),
-            Err(e) => (Err(KeyFault::File(FileError::Stage(e))), bytes),
-        }
-    })
-    .await
+    let (result, bytes) =
+        on_local_copy(path, remotes, move |p| held_in(p, &variables, &options)).await?;
+    Ok((result.map_err(KeyFault::File).and_then(|held| held), bytes))
 }
 
 /// The values of `variables` the local file at `path` holds, as the

@@ -17,12 +17,13 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use atlas::{Access, AtlasError, ErrorClass, IoError, IoErrorKind, Location, StorageOptions};
 use futures::TryStreamExt;
 
 use crate::discover::{is_netcdf, matches};
-use crate::error::IngestError;
+use crate::error::{FileError, IngestError};
 
 /// Attempts at fetching one file whose reads keep failing transiently
 /// (each read is already retried by the storage layer's policy).
@@ -93,6 +94,47 @@ impl Remotes {
             }
         }
     }
+}
+
+/// Runs `work` on a blocking thread over the file at `path`: a local path as
+/// it is, a URL fetched whole through `remotes` and staged in a temporary
+/// file first. Returns what `work` gave (or why the file could not be had)
+/// and the file's size.
+///
+/// Fetch and work run on a task of their own, so the files of an ingest's
+/// window go on arriving and being decoded while the caller is busy with
+/// earlier ones; a future polled only by the caller's stream would stall
+/// whenever the caller waits for something else. Errors only when the task
+/// panicked.
+pub(crate) async fn on_local_copy<T: Send + 'static>(
+    path: PathBuf,
+    remotes: Arc<Remotes>,
+    work: impl FnOnce(&Path) -> T + Send + 'static,
+) -> Result<(Result<T, FileError>, u64), tokio::task::JoinError> {
+    tokio::spawn(async move {
+        let Some(url) = url_of(&path) else {
+            return tokio::task::spawn_blocking(move || {
+                let bytes = std::fs::metadata(&path).map_or(0, |m| m.len());
+                (Ok(work(&path)), bytes)
+            })
+            .await;
+        };
+        let fetched = match remotes.fetch(url).await {
+            Ok(bytes) => bytes,
+            Err(e) => return Ok((Err(FileError::Fetch(Box::new(e))), 0)),
+        };
+        tokio::task::spawn_blocking(move || {
+            let bytes = fetched.len() as u64;
+            let staged = tempfile::NamedTempFile::new()
+                .and_then(|mut f| std::io::Write::write_all(&mut f, &fetched).map(|()| f));
+            match staged {
+                Ok(file) => (Ok(work(file.path())), bytes),
+                Err(e) => (Err(FileError::Stage(e)), bytes),
+            }
+        })
+        .await
+    })
+    .await?
 }
 
 /// The files `sources` name: local ones as [`crate::discover`] finds them,

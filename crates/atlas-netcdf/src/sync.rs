@@ -26,6 +26,7 @@ use crate::gdac::{GdacIndex, IndexEntry, IndexError};
 use crate::ingest::{IngestOptions, map_any};
 use crate::remote::{Remotes, is_url};
 use crate::sink;
+use tokio::task::JoinSet;
 
 /// Dataset attribute holding the file's path relative to the archive root, as the index lists it.
 pub const SOURCE_ATTR: &str = "_atlas_source";
@@ -612,16 +613,40 @@ pub async fn apply_sync(
         let remotes = Arc::clone(&remotes);
         let path = root.file(&job.file.file);
         async move {
-            let (result, bytes) = map_any(&path, ingest, &remotes).await?;
+            let (result, bytes) = map_any(path, ingest, remotes).await?;
             Ok::<_, tokio::task::JoinError>((job, result, bytes))
         }
     }))
     .buffered(options.ingest.jobs.max(1));
 
+    let parallel = options.ingest.jobs.max(1);
+    let mut finishing: JoinSet<Finished> = JoinSet::new();
     let mut done = 0;
     let mut input_bytes = 0;
     let mut failure = None;
-    while let Some(joined) = mapped.next().await {
+    // Settles one finished dataset: applied, skipped, or the failure that
+    // ends the sync.
+    let settle = |joined: Result<Finished, tokio::task::JoinError>,
+                  applied: &mut SyncPlan,
+                  skipped: &mut Vec<SkippedName>,
+                  input_bytes: &mut u64|
+     -> Result<(), SyncError> {
+        let (job, bytes, written) = joined.map_err(|e| SyncError::Task {
+            reason: e.to_string(),
+        })?;
+        match written {
+            Ok(()) => {
+                *input_bytes += bytes;
+                match job.replaces {
+                    Some(r) => applied.replaced.push(r),
+                    None => applied.added.push(job.file),
+                }
+                Ok(())
+            }
+            Err(e) => skip_or_fail(options, root, &job, FileError::Write(e), skipped),
+        }
+    };
+    'files: while let Some(joined) = mapped.next().await {
         let (job, result, bytes) = match joined {
             Ok(j) => j,
             Err(e) => {
@@ -644,7 +669,16 @@ pub async fn apply_sync(
             }
         };
         if in_member == per_member {
-            // This member is full: the next dataset starts another.
+            // This member is full: its datasets settle, the next dataset
+            // starts another.
+            while let Some(joined) = finishing.join_next().await {
+                done += 1;
+                progress(done, total);
+                if let Err(e) = settle(joined, &mut applied, &mut skipped, &mut input_bytes) {
+                    failure = Some(e);
+                    break 'files;
+                }
+            }
             let next = member_id(ids.len());
             let rolled = async {
                 writer.finish_member(member).await?;
@@ -662,26 +696,50 @@ pub async fn apply_sync(
             ids.push(next);
             in_member = 0;
         }
-        let written = write_one(member.writer(), &job.file, &mapped_file.dataset).await;
-        done += 1;
-        progress(done, total);
-        match written {
-            Ok(()) => {
+        match start_one(member.writer(), &job.file, &mapped_file.dataset) {
+            Ok(dataset) => {
                 in_member += 1;
-                input_bytes += bytes;
-                match job.replaces {
-                    Some(r) => applied.replaced.push(r),
-                    None => applied.added.push(job.file),
-                }
+                finishing.spawn(async move {
+                    let written = dataset.finish().await;
+                    (job, bytes, written)
+                });
             }
             Err(e) => {
+                done += 1;
+                progress(done, total);
                 if let Err(e) = skip_or_fail(options, root, &job, e, &mut skipped) {
                     failure = Some(e);
                     break;
                 }
             }
         }
+        while finishing.len() >= parallel {
+            let Some(joined) = finishing.join_next().await else {
+                break;
+            };
+            done += 1;
+            progress(done, total);
+            if let Err(e) = settle(joined, &mut applied, &mut skipped, &mut input_bytes) {
+                failure = Some(e);
+                break 'files;
+            }
+        }
     }
+    if failure.is_none() {
+        while let Some(joined) = finishing.join_next().await {
+            done += 1;
+            progress(done, total);
+            if let Err(e) = settle(joined, &mut applied, &mut skipped, &mut input_bytes) {
+                failure = Some(e);
+                break;
+            }
+        }
+    }
+    finishing.abort_all();
+    while finishing.join_next().await.is_some() {}
+    // Datasets settle in the order they finish; reports list them by name.
+    applied.added.sort_by(|a, b| a.name.cmp(&b.name));
+    applied.replaced.sort_by(|a, b| a.new.name.cmp(&b.new.name));
     drop(mapped);
     if let Some(e) = failure {
         drop(member);
@@ -760,18 +818,22 @@ fn skip_or_fail(
     Ok(())
 }
 
-/// Writes one mapped file as dataset `file.name`, with the sync's two attributes.
-async fn write_one(
+/// What a finishing dataset task hands back: its job, the file's size and
+/// the outcome of the dataset's `finish`.
+type Finished = (Job, u64, Result<(), AtlasError>);
+
+/// Adds one mapped file as dataset `file.name` with the sync's two
+/// attributes; the caller finishes it.
+fn start_one(
     writer: &atlas::AtlasWriter,
     file: &PlannedFile,
     dataset: &crate::model::Dataset,
-) -> Result<(), FileError> {
+) -> Result<atlas::DatasetWriter, FileError> {
     let mut dw = writer.add_dataset(&file.name)?;
     sink::fill_writer(&mut dw, dataset)?;
     dw.set_attribute(SOURCE_ATTR, Attr::String(file.file.clone()))?;
     dw.set_attribute(DATE_UPDATE_ATTR, Attr::String(file.date_update.clone()))?;
-    dw.finish().await?;
-    Ok(())
+    Ok(dw)
 }
 
 async fn abort(writer: SetWriter) {

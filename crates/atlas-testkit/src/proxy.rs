@@ -199,7 +199,9 @@ impl FaultProxy {
     /// A proxy in front of `upstream` (`http://host:port`), spoiling requests by `plan`.
     pub fn start(upstream: &str, plan: FaultPlan) -> FaultProxy {
         let runtime = Background::start("atlas-testkit-proxy");
-        let client = Client::builder(TokioExecutor::new()).build_http::<Incoming>();
+        let mut connector = HttpConnector::new();
+        connector.set_nodelay(true);
+        let client = Client::builder(TokioExecutor::new()).build(connector);
         let shared = Arc::new(Shared {
             upstream: upstream.trim_end_matches('/').to_owned(),
             plan: std::sync::Mutex::new(plan),
@@ -218,6 +220,10 @@ impl FaultProxy {
                 let Ok((socket, _)) = listener.accept().await else {
                     continue;
                 };
+                // Small writes go out at once: with Nagle's algorithm a
+                // response's body waits for the ACK of its head, which the
+                // client delays by up to 40 ms.
+                let _ = socket.set_nodelay(true);
                 let shared = serving.clone();
                 tokio::spawn(async move {
                     let service = service_fn(move |req| forward(shared.clone(), req));
