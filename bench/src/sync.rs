@@ -5,11 +5,12 @@
 //! changed.
 //!
 //! ```text
-//! atlas-bench sync [--profiles N] [--jobs J] [--max-datasets M] [--latency 20ms] [--work DIR]
+//! atlas-bench sync [--profiles N] [--jobs J] [--max-datasets M] [--latency 20ms] [--on-disk] [--work DIR]
 //! ```
 //!
 //! The set is on the in-memory store with conditional writes, counted
-//! request by request. Day 1 runs with the store answering at once (it only
+//! request by request (with `--on-disk`, in `WORK/set` on local disk through
+//! the same counting layer: a million profiles' set does not fit in memory). Day 1 runs with the store answering at once (it only
 //! builds the set); day 2 and the rerun run with every request held back by
 //! `--latency`. The archive's files are on local disk (hard links to
 //! atlas-netcdf's generated and real GDAC profiles), so the figures are the
@@ -39,6 +40,8 @@ pub struct SyncBenchOptions {
     pub latency: Duration,
     /// Where the archive's two days are laid out.
     pub work: PathBuf,
+    /// The set on local disk under `work` instead of in memory.
+    pub on_disk: bool,
 }
 
 /// Parses the arguments after `sync`.
@@ -49,6 +52,7 @@ pub fn parse_options(args: &[String]) -> Result<SyncBenchOptions> {
         max_datasets: 100_000,
         latency: Duration::from_millis(20),
         work: std::env::temp_dir().join("atlas-bench-sync"),
+        on_disk: false,
     };
     let mut args = args.iter();
     while let Some(a) = args.next() {
@@ -69,6 +73,7 @@ pub fn parse_options(args: &[String]) -> Result<SyncBenchOptions> {
             "--max-datasets" => o.max_datasets = positive(value()?)?,
             "--latency" => o.latency = parse_duration(&value()?)?,
             "--work" => o.work = PathBuf::from(value()?),
+            "--on-disk" => o.on_disk = true,
             other => return Err(BenchError::Usage(format!("unknown argument {other:?}"))),
         }
     }
@@ -98,8 +103,13 @@ fn day_two(day1: &[Entry], n: usize) -> Vec<Entry> {
     day2
 }
 
-/// Lays out `entries` under `root/dac` as hard links to `pool` and returns their index.
-fn lay_out(root: &Path, entries: &[Entry], pool: &[PathBuf]) -> Result<GdacIndex> {
+/// Hard links made to one pool file at most: file systems cap an inode's
+/// links (ext4 at 65 000), so each source file is kept in several copies.
+const LINKS_PER_COPY: usize = 20_000;
+
+/// Lays out `entries` under `root/dac` as hard links to `pool` (each source
+/// file's copies) and returns their index.
+fn lay_out(root: &Path, entries: &[Entry], pool: &[Vec<PathBuf>]) -> Result<GdacIndex> {
     let mut text = String::from(atlas_netcdf::gdac::GDAC_HEADER);
     text.push('\n');
     for (i, (path, which, date)) in entries.iter().enumerate() {
@@ -108,7 +118,8 @@ fn lay_out(root: &Path, entries: &[Entry], pool: &[PathBuf]) -> Result<GdacIndex
             std::fs::create_dir_all(parent)?;
         }
         if !file.exists() {
-            std::fs::hard_link(&pool[which % pool.len()], &file)?;
+            let copies = &pool[which % pool.len()];
+            std::fs::hard_link(&copies[(i / LINKS_PER_COPY) % copies.len()], &file)?;
         }
         // A position and time per profile, as the index carries them.
         let (lat, lon) = (-60.0 + (i % 120) as f64, -180.0 + (i % 360) as f64);
@@ -184,13 +195,18 @@ pub fn run(o: &SyncBenchOptions) -> Result {
     }
     let pool_dir = o.work.join("pool");
     std::fs::create_dir_all(&pool_dir)?;
-    let mut pool = Vec::new();
-    for (name, bytes) in profile_sources()? {
-        let path = pool_dir.join(name);
-        std::fs::write(&path, bytes)?;
-        pool.push(path);
-    }
     let n = o.profiles;
+    let mut pool = Vec::new();
+    let copies = n / LINKS_PER_COPY + 1;
+    for (name, bytes) in profile_sources()? {
+        let mut paths = Vec::with_capacity(copies);
+        for c in 0..copies {
+            let path = pool_dir.join(format!("{c}-{name}"));
+            std::fs::write(&path, &bytes)?;
+            paths.push(path);
+        }
+        pool.push(paths);
+    }
     let day1: Vec<Entry> = (0..n)
         .map(|i| (gdac_path(i, 'R'), i, "20240101000000"))
         .collect();
@@ -210,7 +226,12 @@ pub fn run(o: &SyncBenchOptions) -> Result {
     let rows = rt.block_on(async {
         let layer = CountingLayer::new();
         let (stats, faults) = (layer.stats(), layer.faults());
-        let set = Location::from_operator(CasMemory::new().operator().layer(layer), "set");
+        let store = if o.on_disk {
+            atlas_io::fs_operator(o.work.join("store")).map_err(atlas::AtlasError::Io)?
+        } else {
+            CasMemory::new().operator()
+        };
+        let set = Location::from_operator(store.layer(layer), "set");
         let options = SyncOptions::default()
             .with_ingest(IngestOptions::default().with_jobs(o.jobs))
             .with_max_datasets(Some(o.max_datasets));
