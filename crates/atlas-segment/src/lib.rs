@@ -52,7 +52,8 @@ pub use footer::tail::{ARRF_MAGIC, ARRF_TRAILER_LEN, DEFAULT_PREFETCH};
 pub use footer::validate::{ArrayProblem, FooterProblem};
 pub use read::blocks::BLOCKS_KEPT_PER_SEGMENT;
 pub use read::container_segments::{
-    ContainerSegments, DEFAULT_BLOCK_CACHE_BYTES, SegmentOptions, SegmentRange, open_bytes,
+    ContainerSegments, DEFAULT_BLOCK_CACHE_BYTES, PLACED_ARRAYS_KEPT, SegmentOptions, SegmentRange,
+    open_bytes,
 };
 pub use read::read_ahead::{READ_AHEAD_MAX, READ_AHEAD_START};
 pub use read::segment::{ArrayRef, Segment};

@@ -109,8 +109,8 @@ pub use atlas_io::{
 pub use atlas_format::Value;
 // Arrays, attributes and statistics, and what a damaged segment is (atlas-segment).
 pub use atlas_segment::{
-    AnyArray, ArrayData, ArrayProblem, ArrayStats, Attr, Element, FooterProblem, SegmentError,
-    SinkError, for_each_array_data,
+    AnyArray, ArrayData, ArrayProblem, ArrayStats, Attr, Element, FooterProblem,
+    PLACED_ARRAYS_KEPT, SegmentError, SinkError, for_each_array_data,
 };
 /// The n-dimensional arrays reads return and writes take.
 pub use ndarray;

@@ -686,6 +686,13 @@ async fn every_dataset_reads_the_same_through_the_index_places_as_through_the_fo
     // Three row groups of places, their blocks read ahead: no footer, and
     // nothing like one read per dataset.
     assert!(footer_reads < 30, "{footer_reads} reads of the container");
+    // The loop kept the views of the last few stretches, not one per
+    // dataset read.
+    let held = with.arrays_in_views();
+    assert!(
+        held > 0 && held <= atlas::PLACED_ARRAYS_KEPT,
+        "{held} arrays held in views after reading 3000"
+    );
     let without = open(&op, "c", false).await;
     for d in without.datasets().await.unwrap().iter().step_by(97) {
         let a = d

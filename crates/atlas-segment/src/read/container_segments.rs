@@ -17,7 +17,7 @@
 //! into strings are recovered (`compat::error_kinds`), so an error
 //! still says not-found versus transient.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::ops::Range;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -152,8 +152,8 @@ pub struct ContainerSegments {
     /// Segments of one array each, found by lookup: (segment index, array) to it.
     singles: std::sync::Mutex<HashMap<(usize, String), Arc<Segment>>>,
     /// Views of a segment made from places known without its footer
-    /// ([`ContainerSegments::open_placed`]): (segment index, caller's key) to it.
-    placed: std::sync::Mutex<HashMap<(usize, u64), Arc<Segment>>>,
+    /// ([`ContainerSegments::open_placed`]), the newest kept.
+    placed: std::sync::Mutex<PlacedViews>,
     /// One lookup at a time (each registers a virtual file of its own).
     lookups: tokio::sync::Mutex<()>,
     /// Per segment, its last decoded blocks (shared with its one-array views).
@@ -210,7 +210,7 @@ impl ContainerSegments {
             digests: (0..count).map(|_| OnceCell::new()).collect(),
             pending: std::sync::Mutex::new(HashMap::new()),
             singles: std::sync::Mutex::new(HashMap::new()),
-            placed: std::sync::Mutex::new(HashMap::new()),
+            placed: std::sync::Mutex::new(PlacedViews::default()),
             lookups: tokio::sync::Mutex::new(()),
             slots: (0..count).map(|_| Arc::default()).collect(),
             decoded: Arc::default(),
@@ -224,6 +224,13 @@ impl ContainerSegments {
     /// statistics.
     pub fn blocks_decoded(&self) -> u64 {
         self.decoded.load(Ordering::Relaxed)
+    }
+
+    /// Arrays held in the views made from places that are kept (at most
+    /// [`PLACED_ARRAYS_KEPT`] beyond the newest view). For tests and
+    /// statistics.
+    pub fn arrays_in_views(&self) -> usize {
+        self.placed_map().arrays
     }
 
     /// What a segment at `path` (segment `index` or a view of it) reads its
@@ -474,7 +481,7 @@ impl ContainerSegments {
     /// The view [`ContainerSegments::open_placed`] made for `key` of segment
     /// `index`, if it made one.
     pub fn placed(&self, index: usize, key: u64) -> Option<Arc<Segment>> {
-        self.placed_map().get(&(index, key)).cloned()
+        self.placed_map().views.get(&(index, key)).cloned()
     }
 
     /// A view of segment `index` holding `arrays`, made from where their
@@ -495,9 +502,9 @@ impl ContainerSegments {
     ) -> Result<Arc<Segment>, SegmentError> {
         segment_entry(&self.cells, range, index)?;
         // Held until the view is kept: two callers making the same view at
-        // once would otherwise register its path twice, under a read.
+        // once would otherwise both make it.
         let mut placed = self.placed_map();
-        if let Some(segment) = placed.get(&(index, key)) {
+        if let Some(segment) = placed.views.get(&(index, key)) {
             return Ok(Arc::clone(segment));
         }
         let name = range.name.as_str();
@@ -520,8 +527,10 @@ impl ContainerSegments {
                 problem,
             }
         })?;
-        let path = placed_path(index, key);
-        self.store.remove(&path);
+        // A path of its own for every view made: an evicted view still in
+        // use keeps its file until its last reader is done.
+        let path = placed_path(index, placed.made);
+        placed.made = placed.made.wrapping_add(1);
         self.store
             .register_view(
                 &path,
@@ -533,14 +542,17 @@ impl ContainerSegments {
             .map_err(|e| store_error(name, e))?;
         self.store
             .expect_lz4_prefixes(&path, validated.lz4_blocks.iter().copied());
-        let segment = Arc::new(Segment::new(
-            name,
-            validated,
-            range.len,
-            |table| self.source(index, &path, table),
-            self.opener(&path),
-        ));
-        placed.insert((index, key), Arc::clone(&segment));
+        let segment = Arc::new(
+            Segment::new(
+                name,
+                validated,
+                range.len,
+                |table| self.source(index, &path, table),
+                self.opener(&path),
+            )
+            .registered(Arc::clone(&self.store), path),
+        );
+        placed.keep((index, key), Arc::clone(&segment), arrays.len());
         tracing::debug!(
             segment = name,
             key,
@@ -562,16 +574,19 @@ impl ContainerSegments {
         key: u64,
         range: &SegmentRange,
     ) -> Result<u64, SegmentError> {
-        if self.placed(index, key).is_none() {
+        let Some(view) = self.placed(index, key) else {
             return Ok(0);
-        }
+        };
+        let Some(path) = view.view_path() else {
+            return Ok(0);
+        };
         self.store
-            .prefetch_data(&placed_path(index, key), crate::READ_AHEAD_MAX)
+            .prefetch_data(path, crate::READ_AHEAD_MAX)
             .await
             .map_err(|e| store_error(&range.name, e))
     }
 
-    fn placed_map(&self) -> std::sync::MutexGuard<'_, HashMap<(usize, u64), Arc<Segment>>> {
+    fn placed_map(&self) -> std::sync::MutexGuard<'_, PlacedViews> {
         self.placed.lock().unwrap_or_else(|e| e.into_inner())
     }
 
@@ -1055,6 +1070,41 @@ fn placed_footer(
 
 /// The virtual path of the view [`ContainerSegments::open_placed`] makes for
 /// `key` of segment `index`.
-fn placed_path(index: usize, key: u64) -> Path {
-    Path::from(format!("seg/{index}/placed/{key}"))
+fn placed_path(index: usize, made: u64) -> Path {
+    Path::from(format!("seg/{index}/placed/{made}"))
+}
+
+/// Views made from places kept at most, counted in the arrays they hold:
+/// a sweep or a run of lone reads holds a few views' worth of metadata
+/// (about a kilobyte an array), not a whole segment's. An evicted view is
+/// made again when asked for.
+pub const PLACED_ARRAYS_KEPT: usize = 2048;
+
+/// The views [`ContainerSegments::open_placed`] made and keeps: (segment
+/// index, caller's key) to the view, oldest evicted first.
+#[derive(Default)]
+pub(crate) struct PlacedViews {
+    views: HashMap<(usize, u64), Arc<Segment>>,
+    /// Keys in the order they were made, with the arrays each view holds.
+    order: VecDeque<((usize, u64), usize)>,
+    arrays: usize,
+    /// Views made so far, naming each one's virtual file.
+    made: u64,
+}
+
+impl PlacedViews {
+    /// Keeps `view` under `key`, then lets the oldest views go until at
+    /// most [`PLACED_ARRAYS_KEPT`] arrays are held (the newest always stays).
+    fn keep(&mut self, key: (usize, u64), view: Arc<Segment>, arrays: usize) {
+        self.views.insert(key, view);
+        self.order.push_back((key, arrays));
+        self.arrays = self.arrays.saturating_add(arrays);
+        while self.arrays > PLACED_ARRAYS_KEPT && self.order.len() > 1 {
+            let Some((old, n)) = self.order.pop_front() else {
+                break;
+            };
+            self.views.remove(&old);
+            self.arrays = self.arrays.saturating_sub(n);
+        }
+    }
 }

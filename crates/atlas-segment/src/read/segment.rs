@@ -28,6 +28,7 @@ use crate::footer::attributes;
 use crate::footer::schema::ArchivedArrayMeta;
 use crate::footer::validate::{ArrayProblem, ValidatedFooter};
 use crate::read::blocks::{BlockSource, ChunkTable};
+use crate::read::segment_store::SegmentStore;
 use crate::types::any_array::ArrayData;
 use crate::types::attr::Attr;
 use crate::types::element::{Element, sealed::Sealed};
@@ -52,6 +53,21 @@ pub struct Segment {
     /// needs it (strings, bool and list elements, unknown codecs).
     file: OnceCell<ArrayFile>,
     opener: FileOpener,
+    /// For a view made from places: its virtual file, removed from the
+    /// store when the view is dropped (after the last read through it).
+    registration: Option<Registration>,
+}
+
+/// A view's virtual file in the segment store, unregistered on drop.
+struct Registration {
+    store: Arc<SegmentStore>,
+    path: Path,
+}
+
+impl Drop for Registration {
+    fn drop(&mut self) {
+        self.store.remove(&self.path);
+    }
 }
 
 impl std::fmt::Debug for Segment {
@@ -136,7 +152,20 @@ impl Segment {
             source: source(validated.chunks),
             file: OnceCell::new(),
             opener,
+            registration: None,
         }
+    }
+
+    /// This segment as the view registered at `path` in `store`: the
+    /// registration goes when the segment does.
+    pub(crate) fn registered(mut self, store: Arc<SegmentStore>, path: Path) -> Self {
+        self.registration = Some(Registration { store, path });
+        self
+    }
+
+    /// The virtual file of a view made from places.
+    pub(crate) fn view_path(&self) -> Option<&Path> {
+        self.registration.as_ref().map(|r| &r.path)
     }
 
     fn metas(&self) -> &[ArchivedArrayMeta] {

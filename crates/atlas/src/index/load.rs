@@ -568,27 +568,45 @@ impl LoadedIndex {
         member: &Member,
         variable: &IndexedVariable,
         groups: &[usize],
-        only: Option<u32>,
+        ordinals: Option<Range<u32>>,
     ) -> Result<Option<Vec<Vec<ArrayDigest>>>, IndexProblem> {
         let Some(places) = &variable.places else {
             return Ok(None);
         };
-        let names = [
-            shape_column(&variable.name),
-            chunk_shape_column(&variable.name),
-            chunks_column(&variable.name),
-        ];
-        let columns = self.columns(member, &names, groups).await?;
+        let columns = self
+            .columns(member, &place_columns(variable), groups)
+            .await?;
         let mut out = Vec::with_capacity(groups.len());
         for (&group, arrays) in groups.iter().zip(&columns) {
-            out.push(self.placed_group(member, variable, places, group, arrays, only)?);
+            out.push(self.placed_group(
+                member,
+                variable,
+                places,
+                group,
+                arrays,
+                ordinals.clone(),
+            )?);
         }
         Ok(Some(out))
     }
 
+    /// Fetches and keeps the chunk-place columns of `variable` for row
+    /// groups `groups` (one batch of reads), so the views made from them
+    /// later cost no request.
+    pub(crate) async fn fetch_places(
+        &self,
+        member: &Member,
+        variable: &IndexedVariable,
+        groups: &[usize],
+    ) -> Result<(), IndexProblem> {
+        self.columns(member, &place_columns(variable), groups)
+            .await
+            .map(|_| ())
+    }
+
     /// [`LoadedIndex::placed_arrays`] of one row group, from its decoded
-    /// chunk columns: every dataset declaring the variable, or with `only`
-    /// that one dataset (when the group holds it).
+    /// chunk columns: every dataset declaring the variable, or with
+    /// `ordinals` those of them in that range.
     fn placed_group(
         &self,
         member: &Member,
@@ -596,7 +614,7 @@ impl LoadedIndex {
         places: &Places,
         group: usize,
         columns: &[ArrayRef],
-        only: Option<u32>,
+        ordinals: Option<Range<u32>>,
     ) -> Result<Vec<ArrayDigest>, IndexProblem> {
         let [shapes, chunk_shapes, chunks] = columns else {
             return Err(IndexProblem::Decode("missing chunk columns".into()));
@@ -608,12 +626,12 @@ impl LoadedIndex {
             return Err(wrong_type());
         }
         let first = self.first_of(group)?;
-        let rows = match only {
+        let rows = match ordinals {
             None => 0..shapes.len(),
-            Some(ordinal) => match ordinal.checked_sub(first).map(|r| r as usize) {
-                Some(row) if row < shapes.len() => row..row.saturating_add(1),
-                _ => 0..0,
-            },
+            Some(wanted) => {
+                let row = |o: u32| (o.saturating_sub(first) as usize).min(shapes.len());
+                row(wanted.start)..row(wanted.end)
+            }
         };
         let footer = member.footer();
         let dims: Arc<[String]> = places.dimension_names.as_slice().into();
@@ -711,6 +729,15 @@ impl LoadedIndex {
             .and_then(|g| u32::try_from(g.first).ok())
             .ok_or_else(|| IndexProblem::Inconsistent(format!("no row group {group}")))
     }
+}
+
+/// The columns of `variable` that say where its arrays' chunks lie.
+fn place_columns(variable: &IndexedVariable) -> [String; 3] {
+    [
+        shape_column(&variable.name),
+        chunk_shape_column(&variable.name),
+        chunks_column(&variable.name),
+    ]
 }
 
 /// A list column's rows as slices of its one values buffer: no allocation

@@ -2,6 +2,8 @@
 //! key: which container it describes, which columns answer for which
 //! variable or attribute, and the bounds of every row group.
 
+use std::ops::Range;
+
 use atlas_format::{AttributeSummary, DType, Value, VariableSummary};
 use serde::{Deserialize, Serialize};
 
@@ -192,6 +194,19 @@ impl IndexMeta {
             return Err(MetaError::Version(meta.version));
         }
         Ok(meta)
+    }
+
+    /// The row group holding dataset `ordinal`, and the stretch of at most
+    /// `rows` datasets around it (ordinals, aligned to the group's first)
+    /// that one view made from chunk places covers.
+    pub(crate) fn stretch_of(&self, ordinal: u32, rows: u32) -> Option<(usize, Range<u32>)> {
+        let group = *self.groups_holding(std::iter::once(ordinal)).first()?;
+        let bounds = self.row_groups.get(group)?;
+        let first = u32::try_from(bounds.first).ok()?;
+        let end = u32::try_from(bounds.first.saturating_add(bounds.rows)).unwrap_or(u32::MAX);
+        let rows = rows.max(1);
+        let start = first.saturating_add(ordinal.checked_sub(first)? / rows * rows);
+        Some((group, start..start.saturating_add(rows).min(end)))
     }
 
     /// The row groups holding any of `ordinals` (ascending), in file order.

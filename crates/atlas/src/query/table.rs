@@ -11,7 +11,7 @@
 //! into batches as they arrive. At most one batch is held besides the reads in
 //! flight.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
@@ -266,17 +266,26 @@ pub(crate) async fn table_with(
         dtypes.push(dtype);
     }
 
-    // Every segment footer involved, concurrently, before any layout is asked.
-    let mut needed: Vec<(Member, &str)> = Vec::new();
-    let mut seen: HashSet<(usize, &str)> = HashSet::new();
+    // Every segment involved made ready for a sweep, concurrently, before
+    // any layout is asked: the index's chunk places where it has them (the
+    // layouts then come from there), the segment footer otherwise.
+    let mut sweeps: HashMap<(usize, &str), (Member, usize)> = HashMap::new();
     for ds in &rows {
         for array in &arrays {
-            if ds.schema().array(array).is_some() && seen.insert((ds.member().key(), array)) {
-                needed.push((ds.member().clone(), array.as_str()));
+            if ds.schema().array(array).is_some() {
+                let (_, n) = sweeps
+                    .entry((ds.member().key(), array.as_str()))
+                    .or_insert_with(|| (ds.member().clone(), 0));
+                *n = n.saturating_add(1);
             }
         }
     }
-    futures::future::try_join_all(needed.iter().map(|(atlas, array)| atlas.segment(array))).await?;
+    futures::future::try_join_all(
+        sweeps
+            .iter()
+            .map(|((_, array), (member, n))| member.prepare_sweep(array, *n)),
+    )
+    .await?;
 
     // Each dataset's layout: shared dimensions, its row count.
     let mut index_names: Vec<String> = Vec::new();

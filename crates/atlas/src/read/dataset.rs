@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use atlas_format::{ArrayMeta, DATASETS_SEGMENT, DType, DatasetSchema, SchemaView};
-use atlas_segment::{AnyArray, ArrayRef, ArrayStats, Attr, Element, Segment, Value};
+use atlas_segment::{AnyArray, ArrayDigest, ArrayRef, ArrayStats, Attr, Element, Segment, Value};
 use smol_str::SmolStr;
 
 use super::member::{Member, Need};
@@ -159,6 +159,12 @@ impl Dataset {
     pub async fn array_layout(&self, array: &str) -> Result<ArrayLayout> {
         self.ensure_live()?;
         let meta = self.declared(array)?;
+        if let Some(digest) = self.member.placed_digest(array, self.ordinal).await
+            && digest.name == self.name.as_str()
+        {
+            check_dtype(meta.name(), meta.dtype(), &digest.dtype, &self.name)?;
+            return layout_of_digest(&digest);
+        }
         let segment = self.segment_for(array, Need::Layout).await?;
         let info = self.info(&meta, &segment)?;
         layout_of(meta.dtype(), &info)
@@ -384,6 +390,25 @@ pub(crate) fn layout_of(dtype: &DType, info: &ArrayRef<'_>) -> Result<ArrayLayou
         chunk_shape: info.chunk_shape().iter().map(|&c| u64::from(c)).collect(),
         dimension_names: info.dimension_names(),
         fill_value: info.fill(),
+        element_count,
+    })
+}
+
+/// [`layout_of`] from what the dataset index records of an array.
+fn layout_of_digest(digest: &ArrayDigest) -> Result<ArrayLayout> {
+    let element_count = digest
+        .shape
+        .iter()
+        .try_fold(1u64, |acc, &d| acc.checked_mul(d))
+        .ok_or_else(|| {
+            AtlasError::corrupt(format!("array {:?}: element count overflows", digest.name))
+        })?;
+    Ok(ArrayLayout {
+        dtype: digest.dtype.clone(),
+        shape: digest.shape.clone(),
+        chunk_shape: digest.chunk_shape.iter().map(|&c| u64::from(c)).collect(),
+        dimension_names: digest.dimension_names.to_vec(),
+        fill_value: digest.fill.clone(),
         element_count,
     })
 }

@@ -3,6 +3,7 @@
 //! the container's tail and the mask; every catalogue question afterwards is
 //! answered from memory.
 
+use std::ops::Range;
 use std::path::PathBuf;
 use std::sync::{Arc, RwLockReadGuard, RwLockWriteGuard};
 
@@ -15,7 +16,8 @@ use atlas_io::{MultipartUploads, ReadParallelism, object_path};
 use opendal::Operator;
 
 use atlas_segment::{
-    Attr, BlockPlace, ContainerSegments, Segment, SegmentDigest, SegmentOptions, SegmentRange,
+    ArrayDigest, Attr, BlockPlace, ContainerSegments, Segment, SegmentDigest, SegmentOptions,
+    SegmentRange,
 };
 
 use super::dataset::Dataset;
@@ -105,9 +107,15 @@ impl OpenOptions {
     }
 }
 
-/// Keys of the views of one array (dataset ordinal added); a row group's
-/// view has the group's number as its key.
+/// Keys of the views of one array (dataset ordinal added); a view of a
+/// stretch of datasets has the stretch's first ordinal as its key.
 const SINGLE_VIEW: u64 = 1 << 40;
+
+/// Datasets one view made from chunk places covers at most: a loop over the
+/// datasets makes a view per stretch of this many as it reaches it, and the
+/// views kept are bounded ([`atlas_segment::PLACED_ARRAYS_KEPT`]), so what a
+/// loop holds does not grow with the collection.
+const VIEW_ROWS: u32 = 512;
 
 /// What a caller wants of one dataset's array; it decides how the array's
 /// segment is found ([`Member::segment_holding`]).
@@ -582,6 +590,14 @@ impl Member {
         self.inner.segments.blocks_decoded()
     }
 
+    /// Arrays held in the views this handle keeps of segments, made from
+    /// the dataset index's chunk places: bounded by
+    /// [`PLACED_ARRAYS_KEPT`](crate::PLACED_ARRAYS_KEPT) (and the newest
+    /// view), however many datasets a loop has read.
+    pub fn arrays_in_views(&self) -> usize {
+        self.inner.segments.arrays_in_views()
+    }
+
     /// The segment of variable `name`, opened on first use; `None` if the container has none.
     pub(crate) async fn segment(&self, name: &str) -> Result<Option<Arc<Segment>>> {
         let Some((index, range)) = self.directory().segment_range(name) else {
@@ -603,8 +619,10 @@ impl Member {
         if range.arrays_hint > 0
             && most(expected)
             && self.inner.segments.footer_needed(index, &range)
+            && let live = self.live()
+            && let Some(first) = live.ordinals().next()
             && self
-                .prepare_placed_sweep(name, index, &range, &self.live())
+                .prepare_placed_sweep(name, index, &range, &live, first)
                 .await
         {
             return Ok(());
@@ -696,11 +714,11 @@ impl Member {
     }
 
     /// A view of segment `index` (variable `name`) holding dataset
-    /// `ordinal`'s array, alone or with the rest of its index row group,
-    /// made from the chunk places the dataset index records: reading
-    /// through it needs no segment footer. `None` (and the caller reads the
-    /// footer) when there is no usable index or it records no places for
-    /// `name`; see [`Member::open_placed`].
+    /// `ordinal`'s array, alone or with its stretch of [`VIEW_ROWS`]
+    /// datasets, made from the chunk places the dataset index records:
+    /// reading through it needs no segment footer. `None` (and the caller
+    /// reads the footer) when there is no usable index or it records no
+    /// places for `name`; see [`Member::open_placed`].
     async fn placed_segment(
         &self,
         name: &str,
@@ -709,12 +727,10 @@ impl Member {
         range: &SegmentRange,
     ) -> Option<Arc<Segment>> {
         let loaded = self.index().await?;
-        let group = *loaded
-            .meta
-            .groups_holding(std::iter::once(ordinal))
-            .first()?;
+        let (_, stretch) = loaded.meta.stretch_of(ordinal, VIEW_ROWS)?;
         let segments = &self.inner.segments;
-        if let Some(segment) = segments.placed(index, group as u64) {
+        let key = u64::from(stretch.start);
+        if let Some(segment) = segments.placed(index, key) {
             return Some(segment);
         }
         let single = SINGLE_VIEW.saturating_add(u64::from(ordinal));
@@ -723,62 +739,97 @@ impl Member {
         }
         // A read gets a view of its one array (cheap to make). A read of
         // the dataset after one read that way is taken for a loop over the
-        // datasets: the views of every row group are made at once (their
-        // chunk columns in one batch) and the front of the data region sent
-        // for beside them, as a sweep does.
-        let previous = u64::from(ordinal).checked_sub(1);
-        let continues = previous.is_some_and(|p| {
+        // datasets: the chunk columns of every row group are fetched at
+        // once and the front of the data region sent for beside them, as a
+        // sweep does; a loop that goes on makes each stretch's view when it
+        // gets there.
+        let previous = ordinal.checked_sub(1);
+        let after_single = previous.is_some_and(|p| {
             segments
-                .placed(index, SINGLE_VIEW.saturating_add(p))
+                .placed(index, SINGLE_VIEW.saturating_add(u64::from(p)))
                 .is_some()
         });
-        if continues {
-            if !self
-                .prepare_placed_sweep(name, index, range, &self.live())
+        if after_single {
+            return self
+                .prepare_placed_sweep(name, index, range, &self.live(), ordinal)
                 .await
-            {
-                return None;
-            }
-            return segments.placed(index, group as u64);
+                .then(|| segments.placed(index, key))
+                .flatten();
         }
-        self.open_placed(name, index, range, &[group], Some(ordinal))
-            .await?;
-        segments.placed(index, single)
+        let after_stretch = previous.is_some_and(|p| {
+            loaded
+                .meta
+                .stretch_of(p, VIEW_ROWS)
+                .is_some_and(|(_, s)| segments.placed(index, u64::from(s.start)).is_some())
+        });
+        let (ordinals, key) = if after_stretch {
+            (stretch, key)
+        } else {
+            (ordinal..ordinal.saturating_add(1), single)
+        };
+        self.open_placed(name, index, range, ordinals, key).await?;
+        segments.placed(index, key)
+    }
+
+    /// Dataset `ordinal`'s array `name` as the dataset index's chunk places
+    /// record it (shape, chunking, axis names, fill), read from the index's
+    /// columns without making a view. `None` when the segment's footer is
+    /// in hand already or the index cannot say.
+    pub(crate) async fn placed_digest(&self, name: &str, ordinal: u32) -> Option<ArrayDigest> {
+        let (index, range) = self.directory().segment_range(name)?;
+        if !self.inner.segments.footer_needed(index, &range) {
+            return None;
+        }
+        let loaded = self.index().await?;
+        let variable = loaded.meta.variable(name)?;
+        let (group, _) = loaded.meta.stretch_of(ordinal, 1)?;
+        let arrays = loaded
+            .placed_arrays(
+                self,
+                variable,
+                &[group],
+                Some(ordinal..ordinal.saturating_add(1)),
+            )
+            .await
+            .ok()??;
+        arrays.into_iter().next()?.into_iter().next()
     }
 
     /// Opens, from the dataset index's chunk places, a view of segment
-    /// `index` (variable `name`) for each row group of `groups` that has
-    /// none yet, their chunk columns read in one batch; the view of group
-    /// `g` is kept under key `g`. `None` when there is no usable index, it
-    /// records no places for `name`, or they do not validate (a failure is
-    /// logged, not returned: the caller reads the footer instead).
+    /// `index` (variable `name`) holding the arrays of the datasets
+    /// `ordinals` (one row group's) that declare it, kept under `key`.
+    /// `None` when there is no usable index, it records no places for
+    /// `name`, or they do not validate (a failure is logged, not returned:
+    /// the caller reads the footer instead).
     async fn open_placed(
         &self,
         name: &str,
         index: usize,
         range: &SegmentRange,
-        groups: &[usize],
-        only: Option<u32>,
+        ordinals: Range<u32>,
+        key: u64,
     ) -> Option<()> {
+        let segments = &self.inner.segments;
+        if segments.placed(index, key).is_some() {
+            return Some(());
+        }
         let loaded = self.index().await?;
         let variable = loaded.meta.variable(name)?;
         let places = variable.places.as_ref()?;
-        let segments = &self.inner.segments;
-        let missing: Vec<usize> = groups
-            .iter()
-            .copied()
-            .filter(|&g| only.is_some() || segments.placed(index, g as u64).is_none())
-            .collect();
-        if missing.is_empty() {
-            return Some(());
-        }
-        let arrays = match loaded.placed_arrays(self, variable, &missing, only).await {
-            Ok(arrays) => arrays?,
+        let (group, _) = loaded.meta.stretch_of(ordinals.start, VIEW_ROWS)?;
+        let arrays = match loaded
+            .placed_arrays(self, variable, &[group], Some(ordinals))
+            .await
+        {
+            Ok(arrays) => arrays?.into_iter().next()?,
             Err(e) => {
                 tracing::warn!(container = %self.inner.prefix, variable = name, "dataset index chunk places not used, reading the footer: {e}");
                 return None;
             }
         };
+        if arrays.is_empty() {
+            return None;
+        }
         let blocks: Vec<BlockPlace> = places
             .blocks
             .iter()
@@ -789,60 +840,51 @@ impl Member {
                 codec: codec.clone(),
             })
             .collect();
-        let alone = only.and_then(|o| {
-            let (dataset, _) = self.footer().datasets.get_index(o as usize)?;
-            Some((o, dataset.as_str()))
-        });
-        for (group, arrays) in missing.iter().zip(&arrays) {
-            let (key, arrays) = match alone {
-                None => (*group as u64, arrays.as_slice()),
-                Some((ordinal, dataset)) => {
-                    let at = arrays.iter().position(|a| a.name == dataset)?;
-                    (
-                        SINGLE_VIEW.saturating_add(u64::from(ordinal)),
-                        arrays.get(at..=at)?,
-                    )
-                }
-            };
-            if let Err(e) =
-                segments.open_placed(index, range, key, places.data_end, &blocks, arrays)
-            {
-                tracing::warn!(container = %self.inner.prefix, variable = name, "dataset index chunk places do not validate, reading the footer: {e}");
-                return None;
-            }
+        if let Err(e) = segments.open_placed(index, range, key, places.data_end, &blocks, &arrays) {
+            tracing::warn!(container = %self.inner.prefix, variable = name, "dataset index chunk places do not validate, reading the footer: {e}");
+            return None;
         }
         Some(())
     }
 
-    /// [`Member::prepare_sweep`] through the dataset index: views of every
-    /// row group holding a dataset of `live`, then the front of the data
-    /// region sent for. `false` when the index cannot serve (the caller
-    /// opens the footer instead).
+    /// [`Member::prepare_sweep`] through the dataset index, from dataset
+    /// `from` on: the chunk columns of every row group holding a dataset
+    /// of `live` fetched in one batch, the view of `from`'s stretch made,
+    /// then the front of the data region sent for. `false` when the index
+    /// cannot serve (the caller opens the footer instead).
     async fn prepare_placed_sweep(
         &self,
         name: &str,
         index: usize,
         range: &SegmentRange,
         live: &Live,
+        from: u32,
     ) -> bool {
         let Some(loaded) = self.index().await else {
             return false;
         };
-        let groups = loaded.groups_of(live);
+        let Some(variable) = loaded.meta.variable(name) else {
+            return false;
+        };
+        if let Err(e) = loaded
+            .fetch_places(self, variable, &loaded.groups_of(live))
+            .await
+        {
+            tracing::warn!(container = %self.inner.prefix, variable = name, "dataset index chunk places not used, reading the footer: {e}");
+            return false;
+        }
+        let Some((_, stretch)) = loaded.meta.stretch_of(from, VIEW_ROWS) else {
+            return false;
+        };
+        let key = u64::from(stretch.start);
         if self
-            .open_placed(name, index, range, &groups, None)
+            .open_placed(name, index, range, stretch, key)
             .await
             .is_none()
         {
             return false;
         }
-        if let Some(&first) = groups.first()
-            && let Err(e) = self
-                .inner
-                .segments
-                .prefetch_placed(index, first as u64, range)
-                .await
-        {
+        if let Err(e) = self.inner.segments.prefetch_placed(index, key, range).await {
             tracing::debug!(variable = name, %e, "the data front failed");
         }
         true

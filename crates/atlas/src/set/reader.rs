@@ -224,6 +224,12 @@ impl Atlas {
         self.opened().map(Member::blocks_decoded).sum()
     }
 
+    /// Arrays held in views made from the dataset index's chunk places,
+    /// over every open member (see [`Member::arrays_in_views`]).
+    pub fn arrays_in_views(&self) -> usize {
+        self.opened().map(Member::arrays_in_views).sum()
+    }
+
     /// The container of a lone collection (open from the start, no
     /// request); `None` for a set, whose members [`member`](Self::member)
     /// opens.
@@ -697,9 +703,10 @@ impl Atlas {
     /// A predicate skips members as [`select`](Self::select) does; when it
     /// rules out every member the table is empty: `dataset`, the arrays typed
     /// as the manifest summarises them and the attributes typed null, no
-    /// index column. Cost: one segment-footer read per array and member (and
-    /// `_datasets` for attributes and the predicate) before this returns,
-    /// then the blocks of the chosen datasets as the stream is polled, as
+    /// index column. Cost before this returns, per array and member: one
+    /// batch of the dataset index's chunk columns (without an index, the
+    /// segment footer), and what the predicate and attributes need; then the
+    /// blocks of the chosen datasets as the stream is polled, as
     /// [`read_many`](Self::read_many) reads them.
     ///
     /// # Errors
