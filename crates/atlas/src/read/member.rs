@@ -848,10 +848,10 @@ impl Member {
     }
 
     /// [`Member::prepare_sweep`] through the dataset index, from dataset
-    /// `from` on: the chunk columns of every row group holding a dataset
-    /// of `live` fetched in one batch, the view of `from`'s stretch made,
-    /// then the front of the data region sent for. `false` when the index
-    /// cannot serve (the caller opens the footer instead).
+    /// `from` on: the view of `from`'s stretch made, the front of the data
+    /// region sent for, and the chunk columns of every row group holding a
+    /// dataset of `live` fetched in one batch beside it. `false` when the
+    /// index cannot serve (the caller opens the footer instead).
     async fn prepare_placed_sweep(
         &self,
         name: &str,
@@ -866,16 +866,12 @@ impl Member {
         let Some(variable) = loaded.meta.variable(name) else {
             return false;
         };
-        if let Err(e) = loaded
-            .fetch_places(self, variable, &loaded.groups_of(live))
-            .await
-        {
-            tracing::warn!(container = %self.inner.prefix, variable = name, "dataset index chunk places not used, reading the footer: {e}");
-            return false;
-        }
         let Some((_, stretch)) = loaded.meta.stretch_of(from, VIEW_ROWS) else {
             return false;
         };
+        // The first view needs its own row group's columns only (after a
+        // lone read they are in hand), so the data front goes out before
+        // the other groups' columns, not after them.
         let key = u64::from(stretch.start);
         if self
             .open_placed(name, index, range, stretch, key)
@@ -886,6 +882,13 @@ impl Member {
         }
         if let Err(e) = self.inner.segments.prefetch_placed(index, key, range).await {
             tracing::debug!(variable = name, %e, "the data front failed");
+        }
+        if let Err(e) = loaded
+            .fetch_places(self, variable, &loaded.groups_of(live))
+            .await
+        {
+            // Each later stretch asks for its own group's columns again.
+            tracing::debug!(variable = name, %e, "the chunk columns of the sweep failed");
         }
         true
     }
