@@ -110,16 +110,7 @@ impl<H: Clone> ReadAhead<H> {
             self.pieces.pop_front();
         }
         let mut pieces = Vec::new();
-        let mut at = wanted.start;
-        for (r, h) in &self.pieces {
-            if at >= wanted.end {
-                break;
-            }
-            if r.start <= at && at < r.end {
-                pieces.push((r.clone(), h.clone()));
-                at = r.end;
-            }
-        }
+        let mut at = self.covering(wanted.clone(), wanted.start, &mut pieces);
         let sequential = self.last_end == Some(wanted.start)
             || at > wanted.start
             || (self.from_start && self.last_end.is_none() && wanted.start == 0);
@@ -132,12 +123,14 @@ impl<H: Clone> ReadAhead<H> {
                     self.window.max(READ_AHEAD_START)
                 };
                 let end = at.saturating_add(window).min(limit).max(wanted.end);
-                let sent = self.send_window(at..end, wanted.end, policy, &mut send);
-                pieces.extend(sent.into_iter().take_while(|(r, _)| r.start < wanted.end));
+                self.send_window(at..end, wanted.end, policy, &mut send);
+                at = self.covering(wanted.clone(), at, &mut pieces);
             } else {
-                direct = Some(at..wanted.end);
                 self.window = 0;
                 self.last_window = 0..0;
+            }
+            if at < wanted.end {
+                direct = Some(at..wanted.end);
             }
         }
         // A walk into the second half of the last window sends the next one.
@@ -154,6 +147,21 @@ impl<H: Clone> ReadAhead<H> {
         Plan { pieces, direct }
     }
 
+    /// Adds to `pieces` the kept pieces that hold `wanted` on from `at`,
+    /// one after another without a gap; returns where they stop.
+    fn covering(&self, wanted: Range<u64>, mut at: u64, pieces: &mut Vec<(Range<u64>, H)>) -> u64 {
+        for (r, h) in &self.pieces {
+            if at >= wanted.end {
+                break;
+            }
+            if r.start <= at && at < r.end {
+                pieces.push((r.clone(), h.clone()));
+                at = r.end;
+            }
+        }
+        at
+    }
+
     /// Sends `range` as pieces (its front up to `first_end` as pieces of its
     /// own when reads are split), keeps them and returns them in order.
     fn send_window(
@@ -163,6 +171,32 @@ impl<H: Clone> ReadAhead<H> {
         policy: &ReadParallelism,
         send: &mut impl FnMut(Range<u64>) -> H,
     ) -> Vec<(Range<u64>, H)> {
+        // The window leaves out what kept pieces already hold (it starts
+        // past any piece holding its start and stops where the next one
+        // begins), so the pieces stay in order and apart: no read is
+        // served a byte twice.
+        let mut start = range.start;
+        for (r, _) in &self.pieces {
+            if r.start <= start && start < r.end {
+                start = r.end;
+            }
+        }
+        let end = self
+            .pieces
+            .iter()
+            .map(|(r, _)| r.start)
+            .find(|&s| s >= start)
+            .map_or(range.end, |s| s.min(range.end))
+            .max(start);
+        let window = range.end.saturating_sub(range.start);
+        self.window = window
+            .saturating_mul(2)
+            .clamp(READ_AHEAD_START, READ_AHEAD_MAX);
+        self.last_window = range;
+        let range = start..end;
+        if range.is_empty() {
+            return Vec::new();
+        }
         let cuts: Vec<Range<u64>> = if policy.requests(&range) > 1 {
             let split = first_end.clamp(range.start, range.end);
             let mut cuts = policy.parts(range.start..split);
@@ -171,13 +205,15 @@ impl<H: Clone> ReadAhead<H> {
         } else {
             policy.parts(range.clone())
         };
-        let window = range.end.saturating_sub(range.start);
-        self.window = window
-            .saturating_mul(2)
-            .clamp(READ_AHEAD_START, READ_AHEAD_MAX);
-        self.last_window = range;
         let sent: Vec<(Range<u64>, H)> = cuts.into_iter().map(|r| (r.clone(), send(r))).collect();
-        self.pieces.extend(sent.iter().cloned());
+        let at = self
+            .pieces
+            .iter()
+            .position(|(r, _)| r.start >= range.end)
+            .unwrap_or(self.pieces.len());
+        for (i, piece) in sent.iter().cloned().enumerate() {
+            self.pieces.insert(at.saturating_add(i), piece);
+        }
         sent
     }
 
@@ -264,6 +300,10 @@ mod tests {
         for (r, h) in &plan.pieces {
             assert_eq!(r, h);
             assert!(r.start <= at && at < r.end, "{r:?} holds byte {at}");
+            assert!(
+                r.start == at || at == wanted.start,
+                "{r:?} overlaps the piece before it"
+            );
             at = r.end;
         }
         match &plan.direct {
@@ -495,5 +535,53 @@ mod tests {
                 .iter()
                 .all(|(r, _)| r.end > at - MIB - KEEP_BEHIND)
         );
+    }
+
+    /// Whether the pieces kept are in order and do not overlap.
+    fn pieces_in_order(ahead: &ReadAhead<Range<u64>>) -> bool {
+        ahead
+            .pieces
+            .iter()
+            .zip(ahead.pieces.iter().skip(1))
+            .all(|((a, _), (b, _))| a.end <= b.start)
+    }
+
+    #[test]
+    fn reads_out_of_order_never_leave_overlapping_pieces() {
+        // read_many's reads arrive a little out of order, some skip ahead,
+        // some start anew; whatever they do, the pieces kept stay in order
+        // and apart, so no read is served a byte twice.
+        for policy in [ReadParallelism::default(), whole()] {
+            let mut state: u64 = 0x2545_f491_4f6c_dd1d;
+            let mut next = |n: u64| {
+                state = state
+                    .wrapping_mul(6_364_136_223_846_793_005)
+                    .wrapping_add(1_442_695_040_888_963_407);
+                (state >> 33) % n.max(1)
+            };
+            let mut ahead = ReadAhead::default();
+            let mut at = 0u64;
+            for step in 0..5000 {
+                let len = 1 + next(300_000);
+                let start = match next(10) {
+                    0..=5 => at,
+                    6 => at.saturating_sub(next(2 * MIB)),
+                    7 => at + next(6 * MIB),
+                    8 => next(200 * MIB),
+                    _ => at.saturating_sub(next(50_000)),
+                };
+                read(&mut ahead, start..start + len, 300 * MIB, &policy);
+                assert!(
+                    pieces_in_order(&ahead),
+                    "step {step}: {:?}",
+                    ahead
+                        .pieces
+                        .iter()
+                        .map(|(r, _)| r.clone())
+                        .collect::<Vec<_>>()
+                );
+                at = start + len;
+            }
+        }
     }
 }

@@ -616,13 +616,20 @@ impl SegmentStore {
             &mut send,
         );
         let mut parts = Vec::with_capacity(plan.pieces.len().saturating_add(1));
+        // Each piece gives the bytes from where the last one stopped, so
+        // the read is exactly `rel` even if pieces overlapped or left a gap
+        // (then the rest is fetched directly).
+        let mut at = rel.start;
         for (range, piece) in plan.pieces {
             let Some(bytes) = piece.await else {
                 // A piece failed: forget them all and read this range alone.
                 seg.ahead.lock().unwrap_or_else(|e| e.into_inner()).reset();
                 return self.fetch(path, seg, rel).await;
             };
-            let from = rel.start.max(range.start).saturating_sub(range.start);
+            if range.start > at || range.end <= at {
+                break;
+            }
+            let from = at.saturating_sub(range.start);
             let to = rel.end.min(range.end).saturating_sub(range.start);
             let part = usize::try_from(from)
                 .ok()
@@ -630,12 +637,21 @@ impl SegmentStore {
                 .filter(|(a, b)| a <= b && *b <= bytes.len())
                 .map(|(a, b)| bytes.slice(a..b));
             match part {
-                Some(part) => parts.push(part),
+                Some(part) => {
+                    at = at.saturating_add(part.len() as u64);
+                    parts.push(part);
+                }
                 None => return self.fetch(path, seg, rel).await,
             }
         }
-        if let Some(direct) = plan.direct {
-            parts.push(self.fetch(path, seg, direct).await?);
+        if at < rel.end {
+            // The plan's direct range when the pieces stopped where it
+            // expected, else whatever the pieces left.
+            let rest = match plan.direct {
+                Some(direct) if direct.start == at && direct.end == rel.end => direct,
+                _ => at..rel.end,
+            };
+            parts.push(self.fetch(path, seg, rest).await?);
         }
         Ok(concat(parts))
     }
