@@ -84,6 +84,23 @@ pub(crate) struct Places {
     pub blocks: Vec<(u64, u64, u64, Option<String>)>,
 }
 
+impl Places {
+    /// The segment's block table, as a view made from places takes it.
+    pub(crate) fn block_places(&self) -> Vec<atlas_segment::BlockPlace> {
+        self.blocks
+            .iter()
+            .map(
+                |(offset, stored, decoded, codec)| atlas_segment::BlockPlace {
+                    offset: *offset,
+                    stored: *stored,
+                    decoded: *decoded,
+                    codec: codec.clone(),
+                },
+            )
+            .collect()
+    }
+}
+
 /// The kind of a statistic's value, which fixes its column type.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) enum StatKind {

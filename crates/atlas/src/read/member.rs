@@ -16,8 +16,7 @@ use atlas_io::{MultipartUploads, ReadParallelism, object_path};
 use opendal::Operator;
 
 use atlas_segment::{
-    ArrayDigest, Attr, BlockPlace, ContainerSegments, Segment, SegmentDigest, SegmentOptions,
-    SegmentRange,
+    ArrayDigest, Attr, ContainerSegments, Segment, SegmentDigest, SegmentOptions, SegmentRange,
 };
 
 use super::dataset::Dataset;
@@ -110,6 +109,10 @@ impl OpenOptions {
 /// Keys of the views of one array (dataset ordinal added); a view of a
 /// stretch of datasets has the stretch's first ordinal as its key.
 const SINGLE_VIEW: u64 = 1 << 40;
+
+/// The key of a view of no array, made from the block table alone to send
+/// for the front of a segment's data region before any chunk column is in.
+const FRONT_VIEW: u64 = u64::MAX;
 
 /// Datasets one view made from chunk places covers at most: a loop over the
 /// datasets makes a view per stretch of this many as it reaches it, and the
@@ -830,16 +833,7 @@ impl Member {
         if arrays.is_empty() {
             return None;
         }
-        let blocks: Vec<BlockPlace> = places
-            .blocks
-            .iter()
-            .map(|(offset, stored, decoded, codec)| BlockPlace {
-                offset: *offset,
-                stored: *stored,
-                decoded: *decoded,
-                codec: codec.clone(),
-            })
-            .collect();
+        let blocks = places.block_places();
         if let Err(e) = segments.open_placed(index, range, key, places.data_end, &blocks, &arrays) {
             tracing::warn!(container = %self.inner.prefix, variable = name, "dataset index chunk places do not validate, reading the footer: {e}");
             return None;
@@ -848,9 +842,10 @@ impl Member {
     }
 
     /// [`Member::prepare_sweep`] through the dataset index, from dataset
-    /// `from` on: the view of `from`'s stretch made, the front of the data
-    /// region sent for, and the chunk columns of every row group holding a
-    /// dataset of `live` fetched in one batch beside it. `false` when the
+    /// `from` on: the front of the data region sent for (through a view of
+    /// no array: the block table is all it needs), the chunk columns of
+    /// every row group holding a dataset of `live` fetched in one batch
+    /// beside it, and the view of `from`'s stretch made. `false` when the
     /// index cannot serve (the caller opens the footer instead).
     async fn prepare_placed_sweep(
         &self,
@@ -866,31 +861,43 @@ impl Member {
         let Some(variable) = loaded.meta.variable(name) else {
             return false;
         };
+        let Some(places) = variable.places.as_ref() else {
+            return false;
+        };
         let Some((_, stretch)) = loaded.meta.stretch_of(from, VIEW_ROWS) else {
             return false;
         };
-        // The first view needs its own row group's columns only (after a
-        // lone read they are in hand), so the data front goes out before
-        // the other groups' columns, not after them.
-        let key = u64::from(stretch.start);
-        if self
-            .open_placed(name, index, range, stretch, key)
-            .await
-            .is_none()
-        {
-            return false;
-        }
-        if let Err(e) = self.inner.segments.prefetch_placed(index, key, range).await {
+        let segments = &self.inner.segments;
+        let front = segments
+            .open_placed(
+                index,
+                range,
+                FRONT_VIEW,
+                places.data_end,
+                &places.block_places(),
+                &[],
+            )
+            .map_err(|e| e.to_string());
+        if let Err(e) = match front {
+            Ok(_) => segments
+                .prefetch_placed(index, FRONT_VIEW, range)
+                .await
+                .map_err(|e| e.to_string()),
+            Err(e) => Err(e),
+        } {
             tracing::debug!(variable = name, %e, "the data front failed");
         }
         if let Err(e) = loaded
             .fetch_places(self, variable, &loaded.groups_of(live))
             .await
         {
-            // Each later stretch asks for its own group's columns again.
+            // Each stretch asks for its own group's columns again.
             tracing::debug!(variable = name, %e, "the chunk columns of the sweep failed");
         }
-        true
+        let key = u64::from(stretch.start);
+        self.open_placed(name, index, range, stretch, key)
+            .await
+            .is_some()
     }
 
     /// Whether the container has a segment for `name`.
