@@ -3,7 +3,7 @@
 //! ```text
 //! atlas-bench sets [--profiles 1000000] [--member-size 100000]
 //!                  [--steps 100000,300000,1000000] [--latency 20ms]
-//!                  [--bandwidth 100MB/s] [--work DIR] [--quick] [--sorted]
+//!                  [--bandwidth 100MB/s] [--work DIR] [--quick] [--sorted [--sort-by KEY]...]
 //! ```
 //!
 //! 1. **Writes.** For each step total T, a child process writes T profiles
@@ -70,6 +70,10 @@ pub struct SetsOptions {
     pub quick: bool,
     /// Run the sorted-compaction bench instead (`sorted.rs`).
     pub sorted: bool,
+    /// The sort keys it compacts with, one row each (`--sort-by`, repeated;
+    /// the time, and Hilbert curves over position and over position and time,
+    /// when none is given).
+    pub sort_keys: Vec<String>,
 }
 
 /// Parses the arguments after `sets`.
@@ -86,6 +90,7 @@ pub fn parse_options(args: &[String]) -> Result<SetsOptions> {
         append_members: APPEND_MEMBERS,
         quick: false,
         sorted: false,
+        sort_keys: Vec::new(),
     };
     let (mut profiles, mut member_size, mut steps) = (None, None, None);
     let mut it = args.iter();
@@ -106,6 +111,7 @@ pub fn parse_options(args: &[String]) -> Result<SetsOptions> {
         match a.as_str() {
             "--quick" => o.quick = true,
             "--sorted" => o.sorted = true,
+            "--sort-by" => o.sort_keys.push(value()?),
             "--profiles" => profiles = Some(number(&value()?)?),
             "--member-size" => member_size = Some(number(&value()?)?),
             "--steps" => {

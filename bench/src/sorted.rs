@@ -225,11 +225,16 @@ pub fn run(o: &SetsOptions) -> Result {
         None,
         rt.block_on(ask(&base, o, &query))?,
     )];
-    for key in [
-        "JULD",
-        "hilbert:LATITUDE:LONGITUDE",
-        "hilbert:LATITUDE:LONGITUDE:JULD",
-    ] {
+    let keys: Vec<&str> = if o.sort_keys.is_empty() {
+        vec![
+            "JULD",
+            "hilbert:LATITUDE:LONGITUDE",
+            "hilbert:LATITUDE:LONGITUDE:JULD",
+        ]
+    } else {
+        o.sort_keys.iter().map(String::as_str).collect()
+    };
+    for key in keys {
         let dir = work.join("sorted");
         copy_dir(&base, &dir)?;
         eprintln!("compact --sort-by {key}");
@@ -254,6 +259,16 @@ pub fn run(o: &SetsOptions) -> Result {
         }
         eprintln!("  {secs:.1} s");
         let asked = rt.block_on(ask(&dir, o, &query))?;
+        // Each row as it lands too: a later failure leaves the earlier ones.
+        eprintln!(
+            "  {} members, {} kept, {} opened, {} requests, {}, {}",
+            asked.members,
+            asked.candidates,
+            asked.opened,
+            asked.cost.io.reads + asked.cost.io.stats,
+            bytes(asked.cost.io.bytes_read),
+            ms(asked.cost.wall)
+        );
         rows.push((format!("--sort-by {key}"), Some(secs), asked));
         std::fs::remove_dir_all(&dir)?;
     }
