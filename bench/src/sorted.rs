@@ -159,6 +159,10 @@ async fn ask(dir: &Path, o: &SetsOptions, query: &Query) -> Result<Asked> {
     .await?;
     let (mut names, mut cost) =
         measure(&meter, async { Ok(set.select(&predicate).await?) }).await?;
+    let timeline = meter.timeline();
+    if !timeline.is_empty() {
+        eprintln!("trace select: requests (ms) {timeline}");
+    }
     names.sort();
     if names != query.expected {
         return Err(BenchError::Mismatch(format!(
