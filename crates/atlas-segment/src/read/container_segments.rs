@@ -1068,8 +1068,8 @@ fn placed_footer(
     Ok(out)
 }
 
-/// The virtual path of the view [`ContainerSegments::open_placed`] makes for
-/// `key` of segment `index`.
+/// The virtual path of the `made`-th view [`ContainerSegments::open_placed`]
+/// makes, of segment `index`.
 fn placed_path(index: usize, made: u64) -> Path {
     Path::from(format!("seg/{index}/placed/{made}"))
 }

@@ -868,23 +868,16 @@ impl Member {
             return false;
         };
         let segments = &self.inner.segments;
-        let front = segments
-            .open_placed(
-                index,
-                range,
-                FRONT_VIEW,
-                places.data_end,
-                &places.block_places(),
-                &[],
-            )
-            .map_err(|e| e.to_string());
-        if let Err(e) = match front {
-            Ok(_) => segments
-                .prefetch_placed(index, FRONT_VIEW, range)
-                .await
-                .map_err(|e| e.to_string()),
-            Err(e) => Err(e),
-        } {
+        let blocks = places.block_places();
+        let sent =
+            match segments.open_placed(index, range, FRONT_VIEW, places.data_end, &blocks, &[]) {
+                Ok(_) => segments
+                    .prefetch_placed(index, FRONT_VIEW, range)
+                    .await
+                    .map(drop),
+                Err(e) => Err(e),
+            };
+        if let Err(e) = sent {
             tracing::debug!(variable = name, %e, "the data front failed");
         }
         if let Err(e) = loaded
