@@ -619,34 +619,16 @@ pub async fn apply_sync(
     }))
     .buffered(options.ingest.jobs.max(1));
 
-    let parallel = options.ingest.jobs.max(1);
-    let mut finishing: JoinSet<Finished> = JoinSet::new();
-    let mut done = 0;
-    let mut input_bytes = 0;
-    let mut failure = None;
-    // Settles one finished dataset: applied, skipped, or the failure that
-    // ends the sync.
-    let settle = |joined: Result<Finished, tokio::task::JoinError>,
-                  applied: &mut SyncPlan,
-                  skipped: &mut Vec<SkippedName>,
-                  input_bytes: &mut u64|
-     -> Result<(), SyncError> {
-        let (job, bytes, written) = joined.map_err(|e| SyncError::Task {
-            reason: e.to_string(),
-        })?;
-        match written {
-            Ok(()) => {
-                *input_bytes += bytes;
-                match job.replaces {
-                    Some(r) => applied.replaced.push(r),
-                    None => applied.added.push(job.file),
-                }
-                Ok(())
-            }
-            Err(e) => skip_or_fail(options, root, &job, FileError::Write(e), skipped),
-        }
+    let mut finishing = Finishing {
+        tasks: JoinSet::new(),
+        parallel: options.ingest.jobs.max(1),
+        done: 0,
+        total,
+        input_bytes: 0,
+        progress: &mut progress,
     };
-    'files: while let Some(joined) = mapped.next().await {
+    let mut failure = None;
+    while let Some(joined) = mapped.next().await {
         let (job, result, bytes) = match joined {
             Ok(j) => j,
             Err(e) => {
@@ -659,8 +641,7 @@ pub async fn apply_sync(
         let mapped_file = match result {
             Ok(m) => m,
             Err(e) => {
-                done += 1;
-                progress(done, total);
+                finishing.count_one();
                 if let Err(e) = skip_or_fail(options, root, &job, e, &mut skipped) {
                     failure = Some(e);
                     break;
@@ -671,13 +652,12 @@ pub async fn apply_sync(
         if in_member == per_member {
             // This member is full: its datasets settle, the next dataset
             // starts another.
-            while let Some(joined) = finishing.join_next().await {
-                done += 1;
-                progress(done, total);
-                if let Err(e) = settle(joined, &mut applied, &mut skipped, &mut input_bytes) {
-                    failure = Some(e);
-                    break 'files;
-                }
+            if let Err(e) = finishing
+                .settle(0, options, root, &mut applied, &mut skipped)
+                .await
+            {
+                failure = Some(e);
+                break;
             }
             let next = member_id(ids.len());
             let rolled = async {
@@ -699,44 +679,38 @@ pub async fn apply_sync(
         match start_one(member.writer(), &job.file, &mapped_file.dataset) {
             Ok(dataset) => {
                 in_member += 1;
-                finishing.spawn(async move {
+                finishing.tasks.spawn(async move {
                     let written = dataset.finish().await;
                     (job, bytes, written)
                 });
             }
             Err(e) => {
-                done += 1;
-                progress(done, total);
+                finishing.count_one();
                 if let Err(e) = skip_or_fail(options, root, &job, e, &mut skipped) {
                     failure = Some(e);
                     break;
                 }
             }
         }
-        while finishing.len() >= parallel {
-            let Some(joined) = finishing.join_next().await else {
-                break;
-            };
-            done += 1;
-            progress(done, total);
-            if let Err(e) = settle(joined, &mut applied, &mut skipped, &mut input_bytes) {
-                failure = Some(e);
-                break 'files;
-            }
+        let keep = finishing.parallel.saturating_sub(1);
+        if let Err(e) = finishing
+            .settle(keep, options, root, &mut applied, &mut skipped)
+            .await
+        {
+            failure = Some(e);
+            break;
         }
     }
-    if failure.is_none() {
-        while let Some(joined) = finishing.join_next().await {
-            done += 1;
-            progress(done, total);
-            if let Err(e) = settle(joined, &mut applied, &mut skipped, &mut input_bytes) {
-                failure = Some(e);
-                break;
-            }
-        }
+    if failure.is_none()
+        && let Err(e) = finishing
+            .settle(0, options, root, &mut applied, &mut skipped)
+            .await
+    {
+        failure = Some(e);
     }
-    finishing.abort_all();
-    while finishing.join_next().await.is_some() {}
+    finishing.tasks.abort_all();
+    while finishing.tasks.join_next().await.is_some() {}
+    let input_bytes = finishing.input_bytes;
     // Datasets settle in the order they finish; reports list them by name.
     applied.added.sort_by(|a, b| a.name.cmp(&b.name));
     applied.replaced.sort_by(|a, b| a.new.name.cmp(&b.new.name));
@@ -821,6 +795,59 @@ fn skip_or_fail(
 /// What a finishing dataset task hands back: its job, the file's size and
 /// the outcome of the dataset's `finish`.
 type Finished = (Job, u64, Result<(), AtlasError>);
+
+/// The datasets of a sync being finished (compressed and pushed) on tasks
+/// of their own, at most `parallel` at once, and what the settled ones
+/// counted.
+struct Finishing<'p> {
+    tasks: JoinSet<Finished>,
+    parallel: usize,
+    done: usize,
+    total: usize,
+    input_bytes: u64,
+    progress: &'p mut dyn FnMut(usize, usize),
+}
+
+impl Finishing<'_> {
+    /// One more file done (written, skipped or failed), reported.
+    fn count_one(&mut self) {
+        self.done += 1;
+        (self.progress)(self.done, self.total);
+    }
+
+    /// Settles finished datasets until at most `keep` are still finishing:
+    /// each is applied, or skipped (with `skip_errors`), or is the failure
+    /// that ends the sync.
+    async fn settle(
+        &mut self,
+        keep: usize,
+        options: &SyncOptions,
+        root: &SourceRoot,
+        applied: &mut SyncPlan,
+        skipped: &mut Vec<SkippedName>,
+    ) -> Result<(), SyncError> {
+        while self.tasks.len() > keep {
+            let Some(joined) = self.tasks.join_next().await else {
+                break;
+            };
+            self.count_one();
+            let (job, bytes, written) = joined.map_err(|e| SyncError::Task {
+                reason: e.to_string(),
+            })?;
+            match written {
+                Ok(()) => {
+                    self.input_bytes += bytes;
+                    match job.replaces {
+                        Some(r) => applied.replaced.push(r),
+                        None => applied.added.push(job.file),
+                    }
+                }
+                Err(e) => skip_or_fail(options, root, &job, FileError::Write(e), skipped)?,
+            }
+        }
+        Ok(())
+    }
+}
 
 /// Adds one mapped file as dataset `file.name` with the sync's two
 /// attributes; the caller finishes it.
