@@ -213,11 +213,18 @@ impl IndexMeta {
         Ok(meta)
     }
 
+    /// The row group holding dataset `ordinal`.
+    pub(crate) fn group_of(&self, ordinal: u32) -> Option<usize> {
+        self.groups_holding(std::iter::once(ordinal))
+            .first()
+            .copied()
+    }
+
     /// The row group holding dataset `ordinal`, and the stretch of at most
     /// `rows` datasets around it (ordinals, aligned to the group's first)
     /// that one view made from chunk places covers.
     pub(crate) fn stretch_of(&self, ordinal: u32, rows: u32) -> Option<(usize, Range<u32>)> {
-        let group = *self.groups_holding(std::iter::once(ordinal)).first()?;
+        let group = self.group_of(ordinal)?;
         let bounds = self.row_groups.get(group)?;
         let first = u32::try_from(bounds.first).ok()?;
         let end = u32::try_from(bounds.first.saturating_add(bounds.rows)).unwrap_or(u32::MAX);

@@ -377,38 +377,47 @@ pub(crate) fn check_dtype(
 
 /// The layout the segment records, with the footer's dtype (already checked equal).
 pub(crate) fn layout_of(dtype: &DType, info: &ArrayRef<'_>) -> Result<ArrayLayout> {
-    let shape: Vec<u64> = info.shape().iter().map(|&d| u64::from(d)).collect();
-    let element_count = shape
-        .iter()
-        .try_fold(1u64, |acc, &d| acc.checked_mul(d))
-        .ok_or_else(|| {
-            AtlasError::corrupt(format!("array {:?}: element count overflows", info.name()))
-        })?;
-    Ok(ArrayLayout {
-        dtype: dtype.clone(),
-        shape,
-        chunk_shape: info.chunk_shape().iter().map(|&c| u64::from(c)).collect(),
-        dimension_names: info.dimension_names(),
-        fill_value: info.fill(),
-        element_count,
-    })
+    layout(
+        info.name(),
+        dtype,
+        info.shape().iter().map(|&d| u64::from(d)).collect(),
+        &info.chunk_shape(),
+        info.dimension_names(),
+        info.fill(),
+    )
 }
 
 /// [`layout_of`] from what the dataset index records of an array.
 fn layout_of_digest(digest: &ArrayDigest) -> Result<ArrayLayout> {
-    let element_count = digest
-        .shape
+    layout(
+        &digest.name,
+        &digest.dtype,
+        digest.shape.clone(),
+        &digest.chunk_shape,
+        digest.dimension_names.to_vec(),
+        digest.fill.clone(),
+    )
+}
+
+/// The layout of array `name`, its element count checked for overflow.
+fn layout(
+    name: &str,
+    dtype: &DType,
+    shape: Vec<u64>,
+    chunk_shape: &[u32],
+    dimension_names: Vec<String>,
+    fill_value: Option<Value>,
+) -> Result<ArrayLayout> {
+    let element_count = shape
         .iter()
         .try_fold(1u64, |acc, &d| acc.checked_mul(d))
-        .ok_or_else(|| {
-            AtlasError::corrupt(format!("array {:?}: element count overflows", digest.name))
-        })?;
+        .ok_or_else(|| AtlasError::corrupt(format!("array {name:?}: element count overflows")))?;
     Ok(ArrayLayout {
-        dtype: digest.dtype.clone(),
-        shape: digest.shape.clone(),
-        chunk_shape: digest.chunk_shape.iter().map(|&c| u64::from(c)).collect(),
-        dimension_names: digest.dimension_names.to_vec(),
-        fill_value: digest.fill.clone(),
+        dtype: dtype.clone(),
+        shape,
+        chunk_shape: chunk_shape.iter().map(|&c| u64::from(c)).collect(),
+        dimension_names,
+        fill_value,
         element_count,
     })
 }

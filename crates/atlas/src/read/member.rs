@@ -785,7 +785,7 @@ impl Member {
         }
         let loaded = self.index().await?;
         let variable = loaded.meta.variable(name)?;
-        let (group, _) = loaded.meta.stretch_of(ordinal, 1)?;
+        let group = loaded.meta.group_of(ordinal)?;
         let arrays = loaded
             .placed_arrays(
                 self,
@@ -819,7 +819,7 @@ impl Member {
         let loaded = self.index().await?;
         let variable = loaded.meta.variable(name)?;
         let places = variable.places.as_ref()?;
-        let (group, _) = loaded.meta.stretch_of(ordinals.start, VIEW_ROWS)?;
+        let group = loaded.meta.group_of(ordinals.start)?;
         let arrays = match loaded
             .placed_arrays(self, variable, &[group], Some(ordinals))
             .await
