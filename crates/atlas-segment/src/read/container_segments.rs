@@ -498,7 +498,7 @@ impl ContainerSegments {
         key: u64,
         data_end: u64,
         blocks: &[BlockPlace],
-        arrays: &[ArrayDigest],
+        arrays: Vec<ArrayDigest>,
     ) -> Result<Arc<Segment>, SegmentError> {
         segment_entry(&self.cells, range, index)?;
         // Held until the view is kept: two callers making the same view at
@@ -518,9 +518,9 @@ impl ContainerSegments {
                 ),
             ));
         }
+        let held = arrays.len();
         let footer = placed_footer(name, blocks, arrays)?;
         let virtual_len = data_end.saturating_add(footer.len() as u64);
-        let footer = Bytes::from(footer);
         let validated = validate::validate_footer(&footer, virtual_len).map_err(|problem| {
             SegmentError::Footer {
                 segment: name.to_owned(),
@@ -552,11 +552,11 @@ impl ContainerSegments {
             )
             .registered(Arc::clone(&self.store), path),
         );
-        placed.keep((index, key), Arc::clone(&segment), arrays.len());
+        placed.keep((index, key), Arc::clone(&segment), held);
         tracing::debug!(
             segment = name,
             key,
-            arrays = arrays.len(),
+            arrays = held,
             "opened a view from places"
         );
         Ok(segment)
@@ -1004,13 +1004,16 @@ pub async fn open_bytes(name: &str, bytes: Bytes) -> Result<Arc<Segment>, Segmen
 }
 
 /// A footer (trailer included) holding `arrays` without attributes or
-/// statistics, over the block table `blocks`.
+/// statistics, over the block table `blocks`. The digests are taken apart,
+/// not copied: a view is made for every stretch a sweep reaches.
 fn placed_footer(
     segment: &str,
     blocks: &[BlockPlace],
-    arrays: &[ArrayDigest],
-) -> Result<Vec<u8>, SegmentError> {
-    use crate::footer::schema::{ArrayMeta, FOOTER_VERSION, Footer};
+    arrays: Vec<ArrayDigest>,
+) -> Result<Bytes, SegmentError> {
+    use crate::footer::schema::{ARCHIVE_ALIGN, ArrayMeta, FOOTER_VERSION, Footer};
+    use array_format::address::{BlockId, ChunkAddress};
+    use array_format::layout::ChunkEntry;
     let refuse = |what: String| SegmentError::corrupt(segment, None, what);
     let mut metas = Vec::with_capacity(arrays.len());
     for a in arrays {
@@ -1029,24 +1032,25 @@ fn placed_footer(
                     .ok_or_else(|| refuse(format!("{:?} has a fill no segment holds", a.name)))?,
             ),
         };
+        let chunks = a
+            .chunks
+            .into_iter()
+            .map(|c| ChunkEntry {
+                coord: c.coord.into_vec(),
+                address: ChunkAddress {
+                    block_id: BlockId(c.block),
+                    offset: c.offset,
+                    size: c.size,
+                },
+            })
+            .collect();
         metas.push(ArrayMeta {
-            name: a.name.clone(),
+            name: a.name,
             dtype,
             shape,
             dimension_names: a.dimension_names.to_vec(),
-            chunk_shape: a.chunk_shape.clone(),
-            chunks: a
-                .chunks
-                .iter()
-                .map(|c| array_format::layout::ChunkEntry {
-                    coord: c.coord.to_vec(),
-                    address: array_format::address::ChunkAddress {
-                        block_id: array_format::address::BlockId(c.block),
-                        offset: c.offset,
-                        size: c.size,
-                    },
-                })
-                .collect(),
+            chunk_shape: a.chunk_shape,
+            chunks,
             fill_value,
             attributes: Vec::new(),
             stats: None,
@@ -1059,13 +1063,36 @@ fn placed_footer(
         values: Vec::new(),
         arrays: metas,
     };
-    let archive = rkyv::to_bytes::<rkyv::rancor::Error>(&footer)
+    // Archived into memory sized for it up front (growing it would copy
+    // the archive again and again), the trailer appended in place, and
+    // handed over aligned, so validation reads it where it lies.
+    let mut out = rkyv::util::AlignedVec::<ARCHIVE_ALIGN>::with_capacity(placed_footer_size(
+        blocks.len(),
+        &footer.arrays,
+    ));
+    out = rkyv::api::high::to_bytes_in::<_, rkyv::rancor::Error>(&footer, out)
         .map_err(|e| refuse(format!("the places do not archive: {e}")))?;
-    let mut out = Vec::with_capacity(archive.len().saturating_add(ARRF_TRAILER_LEN as usize));
-    out.extend_from_slice(&archive);
-    out.extend_from_slice(&(archive.len() as u64).to_le_bytes());
+    let archive_len = out.len() as u64;
+    out.extend_from_slice(&archive_len.to_le_bytes());
     out.extend_from_slice(&crate::footer::tail::ARRF_MAGIC);
-    Ok(out)
+    Ok(Bytes::from_owner(out))
+}
+
+/// A generous guess at the archived size of a footer of `blocks` blocks and
+/// `arrays`, trailer included: what every field takes, plus padding.
+fn placed_footer_size(blocks: usize, arrays: &[crate::footer::schema::ArrayMeta]) -> usize {
+    const PER_BLOCK: usize = 48;
+    const PER_ARRAY: usize = 160;
+    const PER_CHUNK: usize = 40;
+    let arrays: usize = arrays
+        .iter()
+        .map(|a| {
+            let rank = a.shape.len();
+            let names: usize = a.dimension_names.iter().map(|n| n.len() + 16).sum();
+            PER_ARRAY + a.name.len() + names + 12 * rank + a.chunks.len() * (PER_CHUNK + 4 * rank)
+        })
+        .sum();
+    64 + blocks * PER_BLOCK + arrays + ARRF_TRAILER_LEN as usize
 }
 
 /// The virtual path of the `made`-th view [`ContainerSegments::open_placed`]

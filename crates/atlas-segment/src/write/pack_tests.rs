@@ -523,7 +523,7 @@ proptest! {
                 })
                 .collect();
             let view = segments
-                .open_placed(0, &range, 7, digest.data_end(), digest.blocks(), &placed)
+                .open_placed(0, &range, 7, digest.data_end(), digest.blocks(), placed.clone())
                 .unwrap();
             let whole = segments.get(0, &range).await.unwrap();
             for a in digest.arrays() {
@@ -538,7 +538,7 @@ proptest! {
             let mut blocks = digest.blocks().to_vec();
             if let Some(b) = blocks.first_mut() {
                 b.offset = digest.data_end();
-                let refused = segments.open_placed(0, &range, 8, digest.data_end(), &blocks, &placed);
+                let refused = segments.open_placed(0, &range, 8, digest.data_end(), &blocks, placed);
                 assert!(
                     matches!(refused, Err(crate::SegmentError::Footer { .. })),
                     "{refused:?}"

@@ -834,7 +834,7 @@ impl Member {
             return None;
         }
         let blocks = places.block_places();
-        if let Err(e) = segments.open_placed(index, range, key, places.data_end, &blocks, &arrays) {
+        if let Err(e) = segments.open_placed(index, range, key, places.data_end, &blocks, arrays) {
             tracing::warn!(container = %self.inner.prefix, variable = name, "dataset index chunk places do not validate, reading the footer: {e}");
             return None;
         }
@@ -869,14 +869,20 @@ impl Member {
         };
         let segments = &self.inner.segments;
         let blocks = places.block_places();
-        let sent =
-            match segments.open_placed(index, range, FRONT_VIEW, places.data_end, &blocks, &[]) {
-                Ok(_) => segments
-                    .prefetch_placed(index, FRONT_VIEW, range)
-                    .await
-                    .map(drop),
-                Err(e) => Err(e),
-            };
+        let sent = match segments.open_placed(
+            index,
+            range,
+            FRONT_VIEW,
+            places.data_end,
+            &blocks,
+            Vec::new(),
+        ) {
+            Ok(_) => segments
+                .prefetch_placed(index, FRONT_VIEW, range)
+                .await
+                .map(drop),
+            Err(e) => Err(e),
+        };
         if let Err(e) = sent {
             tracing::debug!(variable = name, %e, "the data front failed");
         }
