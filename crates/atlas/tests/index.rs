@@ -755,6 +755,41 @@ async fn read_many_over_every_dataset_takes_the_places_from_the_index_instead_of
 }
 
 #[tokio::test]
+async fn a_table_through_the_index_reads_no_byte_of_the_container_twice() {
+    use futures::TryStreamExt;
+    let (op, stats, _) = counted_memory();
+    placed(&op, "c", 3000).await;
+    let container = join("c", "data.atlas");
+    let atlas = open(&op, "c", true).await;
+    stats.reset();
+    let batches: Vec<atlas::RecordBatch> = atlas
+        .table(&atlas::TableOptions::new(["X"]))
+        .await
+        .unwrap()
+        .try_collect()
+        .await
+        .unwrap();
+    let rows: usize = batches.iter().map(atlas::RecordBatch::num_rows).sum();
+    assert_eq!(rows, 3 * 3000);
+    // The table prepares its sweep and so does the read under it: the
+    // front of the data region is still fetched once.
+    let mut ranges: Vec<(u64, u64)> = stats
+        .read_log()
+        .iter()
+        .filter(|r| r.path == container)
+        .map(|r| {
+            let start = r.range.offset();
+            (start, start + r.range.size().unwrap())
+        })
+        .collect();
+    assert!(!ranges.is_empty());
+    ranges.sort_unstable();
+    for pair in ranges.windows(2) {
+        assert!(pair[0].1 <= pair[1].0, "read twice: {ranges:?}");
+    }
+}
+
+#[tokio::test]
 async fn damaged_chunk_places_fall_back_to_the_footer_and_verify_names_them() {
     let op = memory();
     placed(&op, "a", 3000).await;

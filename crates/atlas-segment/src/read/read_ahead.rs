@@ -220,16 +220,19 @@ impl<H: Clone> ReadAhead<H> {
     /// Sends the front of the data region, `0..end`, as pieces, as if a
     /// read of nothing at offset 0 had just happened: the reads that follow
     /// wait for the pieces they cover, and a walk into the second half
-    /// sends the next window.
+    /// sends the next window. Bytes that pieces already hold are not sent
+    /// again; returns the bytes sent.
     pub(crate) fn prefetch(
         &mut self,
         end: u64,
         policy: &ReadParallelism,
         mut send: impl FnMut(Range<u64>) -> H,
-    ) {
-        self.pieces.clear();
-        self.send_window(0..end, 0, policy, &mut send);
+    ) -> u64 {
+        let sent = self.send_window(0..end, 0, policy, &mut send);
         self.last_end = Some(0);
+        sent.iter()
+            .map(|(r, _)| r.end.saturating_sub(r.start))
+            .sum()
     }
 
     /// Starts a walk from the start of the data region before any read
@@ -512,6 +515,29 @@ mod tests {
         // Past the middle (4 MiB): the next window, 16 MiB in 16 parts of 1 MiB.
         let (next, _) = read(&mut ahead, 4 * MIB..5 * MIB, FAR, &policy);
         assert_eq!(next, mibs(8, 24));
+    }
+
+    #[test]
+    fn a_second_front_prefetch_sends_only_what_the_first_did_not() {
+        let policy = ReadParallelism::default();
+        let mut ahead = ReadAhead::default();
+        let mut sent = Vec::new();
+        let mut send = |r: Range<u64>| {
+            sent.push(r.clone());
+            r
+        };
+        assert_eq!(ahead.prefetch(4 * MIB, &policy, &mut send), 4 * MIB);
+        // Asked again, the same front costs nothing; a longer one only its tail.
+        assert_eq!(ahead.prefetch(4 * MIB, &policy, &mut send), 0);
+        assert_eq!(ahead.prefetch(6 * MIB, &policy, &mut send), 2 * MIB);
+        let mut covered: Vec<Range<u64>> = ahead.pieces.iter().map(|(r, _)| r.clone()).collect();
+        covered.dedup();
+        assert_eq!(covered.len(), ahead.pieces.len());
+        assert!(covered.windows(2).all(|w| w[0].end == w[1].start));
+        assert_eq!(covered.last().map(|r| r.end), Some(6 * MIB));
+        assert_eq!(sent.iter().map(|r| r.end - r.start).sum::<u64>(), 6 * MIB);
+        // Reads of the front are served by the pieces, nothing fetched.
+        assert_eq!(read(&mut ahead, 0..6 * MIB, FAR, &whole()).1, None);
     }
 
     #[test]
