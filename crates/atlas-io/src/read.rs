@@ -165,6 +165,29 @@ pub async fn read_range(op: &Operator, path: &str, range: Range<u64>) -> Result<
     read_range_pieces(op, path, range).await.map(concat)
 }
 
+/// Buffers at least this large on average are kept as the backend returned
+/// them by [`read_range_buffers`].
+const KEPT_BUFFER_MIN: usize = 1 << 20;
+
+/// [`read_range`], answered as consecutive buffers that together hold the
+/// range: the backend's own when they are few and large (local disk returns
+/// a long range in buffers of megabytes; joining them would hold the range
+/// twice while it copies), else joined into one (a network response comes
+/// in many small frames, each of which would keep a larger buffer alive).
+pub async fn read_range_buffers(
+    op: &Operator,
+    path: &str,
+    range: Range<u64>,
+) -> Result<Vec<Bytes>, IoError> {
+    let parts = read_range_pieces(op, path, range).await?;
+    let total: usize = parts.iter().map(Bytes::len).sum();
+    if parts.len() <= 1 || total / parts.len() >= KEPT_BUFFER_MIN {
+        Ok(parts)
+    } else {
+        Ok(vec![concat(parts)])
+    }
+}
+
 /// [`read_range`], answered with the buffers the backend returned, in order
 /// and not joined: for a caller that copies them somewhere anyway.
 async fn read_range_pieces(

@@ -55,7 +55,7 @@ use object_store::{
 };
 use opendal::Operator;
 
-use atlas_io::read::{ReadParallelism, concat, read_range, read_split};
+use atlas_io::read::{ReadParallelism, concat, read_range_buffers, read_split};
 use atlas_io::{IoError, IoErrorKind};
 
 use crate::footer::tail::{ARRF_TRAILER_LEN, TailDecoder, TailError, TailStep, check_trailer};
@@ -180,9 +180,10 @@ struct Segment {
     ahead: Arc<Mutex<ReadAhead<Piece>>>,
 }
 
-/// A piece of the data region fetched ahead: its bytes once they land, `None`
-/// if the fetch failed (the read that needs it then fetches directly).
-type Piece = Shared<BoxFuture<'static, Option<Bytes>>>;
+/// A piece of the data region fetched ahead: its bytes once they land (as
+/// the transport's buffers, in order: see `read_range_buffers`), `None` if
+/// the fetch failed (the read that needs it then fetches directly).
+type Piece = Shared<BoxFuture<'static, Option<Arc<[Bytes]>>>>;
 
 impl Segment {
     fn tail_start(&self) -> u64 {
@@ -443,7 +444,8 @@ impl SegmentStore {
     /// once; the reads that follow wait for the pieces they cover, and a walk
     /// into the second half sends the next window. For a caller about to
     /// read most of a segment's arrays; nothing happens before the footer is
-    /// known. Returns the bytes sent for.
+    /// known. What pieces already sent hold is not sent again (two callers
+    /// preparing one sweep fetch the front once). Returns the bytes sent for.
     pub async fn prefetch_data(&self, path: &Path, max: u64) -> Result<u64, StoreError> {
         let p = path.as_ref();
         let seg = self.lookup(p)?;
@@ -455,11 +457,11 @@ impl SegmentStore {
             return Ok(0);
         }
         let mut send = self.sender(p, &seg)?;
-        seg.ahead
+        Ok(seg
+            .ahead
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .prefetch(end, &self.parallelism, &mut send);
-        Ok(end)
+            .prefetch(end, &self.parallelism, &mut send))
     }
 
     /// Sends the window a walk from the start of `path`'s data region
@@ -484,7 +486,9 @@ impl SegmentStore {
     pub(crate) fn prefetched_front(&self, path: &Path, front: Bytes) {
         if let Some(seg) = self.read_map().get(path.as_ref()) {
             let end = front.len() as u64;
-            let piece: Piece = futures::future::ready(Some(front)).boxed().shared();
+            let piece: Piece = futures::future::ready(Some(Arc::from([front])))
+                .boxed()
+                .shared();
             seg.ahead
                 .lock()
                 .unwrap_or_else(|e| e.into_inner())
@@ -526,8 +530,9 @@ impl SegmentStore {
             let abs = offset.saturating_add(rel.start)..offset.saturating_add(rel.end);
             let (op, container) = (op.clone(), container.clone());
             let read = async move {
-                read_range(&op, &container, abs)
+                read_range_buffers(&op, &container, abs)
                     .await
+                    .map(Arc::from)
                     .map_err(|e| tracing::debug!(%e, "a read-ahead piece failed"))
                     .ok()
             };
@@ -621,7 +626,7 @@ impl SegmentStore {
         // (then the rest is fetched directly).
         let mut at = rel.start;
         for (range, piece) in plan.pieces {
-            let Some(bytes) = piece.await else {
+            let Some(buffers) = piece.await else {
                 // A piece failed: forget them all and read this range alone.
                 seg.ahead.lock().unwrap_or_else(|e| e.into_inner()).reset();
                 return self.fetch(path, seg, rel).await;
@@ -631,16 +636,12 @@ impl SegmentStore {
             }
             let from = at.saturating_sub(range.start);
             let to = rel.end.min(range.end).saturating_sub(range.start);
-            let part = usize::try_from(from)
+            let taken = usize::try_from(from)
                 .ok()
                 .zip(usize::try_from(to).ok())
-                .filter(|(a, b)| a <= b && *b <= bytes.len())
-                .map(|(a, b)| bytes.slice(a..b));
-            match part {
-                Some(part) => {
-                    at = at.saturating_add(part.len() as u64);
-                    parts.push(part);
-                }
+                .and_then(|(a, b)| slice_buffers(&buffers, a..b, &mut parts));
+            match taken {
+                Some(n) => at = at.saturating_add(n as u64),
                 None => return self.fetch(path, seg, rel).await,
             }
         }
@@ -842,4 +843,27 @@ impl ObjectStore for SegmentStore {
     }
 
     refuse_delete_list_copy!();
+}
+
+/// Appends bytes `range` of the consecutive `buffers` to `out`, as slices
+/// of them (no copy); the bytes taken, or `None` when the range is not
+/// inside the buffers.
+pub(crate) fn slice_buffers(
+    buffers: &[Bytes],
+    range: Range<usize>,
+    out: &mut Vec<Bytes>,
+) -> Option<usize> {
+    if range.start > range.end {
+        return None;
+    }
+    let mut start = 0usize;
+    for b in buffers {
+        let end = start.checked_add(b.len())?;
+        let (from, to) = (range.start.max(start), range.end.min(end));
+        if from < to {
+            out.push(b.slice(from.saturating_sub(start)..to.saturating_sub(start)));
+        }
+        start = end;
+    }
+    (range.end <= start).then(|| range.end.saturating_sub(range.start))
 }

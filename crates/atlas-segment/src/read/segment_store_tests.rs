@@ -558,3 +558,37 @@ async fn a_read_whose_piece_and_direct_fetch_both_fail_fails_with_the_cause() {
         "{err}"
     );
 }
+
+#[test]
+fn a_range_across_several_buffers_of_a_piece_is_sliced_without_a_gap_or_a_copy() {
+    use crate::read::segment_store::slice_buffers;
+    let whole: Vec<u8> = (0..=255u8).cycle().take(10_000).collect();
+    let buffers: Vec<Bytes> = [0..3000, 3000..3001, 3001..7000, 7000..10_000]
+        .into_iter()
+        .map(|r| Bytes::copy_from_slice(&whole[r]))
+        .collect();
+    for (from, to) in [
+        (0, 10_000),
+        (2999, 3002),
+        (3000, 3001),
+        (5, 5),
+        (6999, 9000),
+    ] {
+        let mut out = Vec::new();
+        assert_eq!(slice_buffers(&buffers, from..to, &mut out), Some(to - from));
+        let joined: Vec<u8> = out.iter().flat_map(|b| b.iter().copied()).collect();
+        assert_eq!(joined, whole[from..to], "{from}..{to}");
+        // Slices share the buffers' memory.
+        for part in &out {
+            assert!(buffers.iter().any(|b| {
+                let (b0, p0) = (b.as_ptr() as usize, part.as_ptr() as usize);
+                p0 >= b0 && p0 + part.len() <= b0 + b.len()
+            }));
+        }
+    }
+    let mut out = Vec::new();
+    assert_eq!(slice_buffers(&buffers, 9000..10_001, &mut out), None);
+    #[allow(clippy::reversed_empty_ranges)]
+    let inverted = 10..5;
+    assert_eq!(slice_buffers(&buffers, inverted, &mut Vec::new()), None);
+}
