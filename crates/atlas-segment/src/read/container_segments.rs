@@ -1079,20 +1079,33 @@ fn placed_footer(
 }
 
 /// A generous guess at the archived size of a footer of `blocks` blocks and
-/// `arrays`, trailer included: what every field takes, plus padding.
+/// `arrays`, trailer included: what every field takes, plus padding (at
+/// most 64 MiB, so that no count can make it an absurd allocation).
 fn placed_footer_size(blocks: usize, arrays: &[crate::footer::schema::ArrayMeta]) -> usize {
     const PER_BLOCK: usize = 48;
     const PER_ARRAY: usize = 160;
     const PER_CHUNK: usize = 40;
-    let arrays: usize = arrays
+    let array = |a: &crate::footer::schema::ArrayMeta| {
+        let rank = a.shape.len();
+        let names = a
+            .dimension_names
+            .iter()
+            .fold(0usize, |n, d| n.saturating_add(d.len()).saturating_add(16));
+        let per_chunk = PER_CHUNK.saturating_add(rank.saturating_mul(4));
+        PER_ARRAY
+            .saturating_add(a.name.len())
+            .saturating_add(names)
+            .saturating_add(rank.saturating_mul(12))
+            .saturating_add(a.chunks.len().saturating_mul(per_chunk))
+    };
+    arrays
         .iter()
-        .map(|a| {
-            let rank = a.shape.len();
-            let names: usize = a.dimension_names.iter().map(|n| n.len() + 16).sum();
-            PER_ARRAY + a.name.len() + names + 12 * rank + a.chunks.len() * (PER_CHUNK + 4 * rank)
+        .fold(blocks.saturating_mul(PER_BLOCK), |n, a| {
+            n.saturating_add(array(a))
         })
-        .sum();
-    64 + blocks * PER_BLOCK + arrays + ARRF_TRAILER_LEN as usize
+        .saturating_add(64 + ARRF_TRAILER_LEN as usize)
+        // Only a guess: past this the buffer grows as it fills.
+        .min(64 << 20)
 }
 
 /// The virtual path of the `made`-th view [`ContainerSegments::open_placed`]
