@@ -97,23 +97,31 @@ pub(crate) struct NameIndex {
 impl NameIndex {
     /// The index of `arrays`; `DuplicateArray` naming the first name held twice.
     pub(crate) fn new(arrays: &[ArchivedArrayMeta]) -> Result<Self, FooterProblem> {
-        let mut entries = Vec::with_capacity(arrays.len());
-        for (position, array) in arrays.iter().enumerate() {
-            let Ok(position) = u32::try_from(position) else {
+        Self::of_names(arrays.len(), |p| name_at(arrays, p))
+    }
+
+    /// The index of `len` arrays whose names `name_at` gives by position.
+    pub(crate) fn of_names<'a>(
+        len: usize,
+        name_at: impl Fn(usize) -> Option<&'a str>,
+    ) -> Result<Self, FooterProblem> {
+        let mut entries = Vec::with_capacity(len);
+        for position in 0..len {
+            let Ok(at) = u32::try_from(position) else {
                 break;
             };
-            entries.push((hash(array.name.as_str()), position));
+            entries.push((hash(name_at(position).unwrap_or_default()), at));
         }
         entries.sort_unstable();
         // Names of equal hash are compared with each other; runs longer
         // than one are rare.
         for run in entries.chunk_by(|a, b| a.0 == b.0) {
             for (i, (_, p)) in run.iter().enumerate() {
-                let name = name_at(arrays, *p);
+                let name = name_at(*p as usize);
                 if run
                     .iter()
                     .skip(i + 1)
-                    .any(|(_, q)| name_at(arrays, *q) == name)
+                    .any(|(_, q)| name_at(*q as usize) == name)
                 {
                     return Err(FooterProblem::DuplicateArray {
                         name: name.unwrap_or_default().to_owned(),
@@ -124,9 +132,13 @@ impl NameIndex {
         Ok(Self { entries })
     }
 
-    /// Footer position of the array called `name` in `arrays` (the footer
-    /// this index was built from).
-    pub(crate) fn find(&self, arrays: &[ArchivedArrayMeta], name: &str) -> Option<usize> {
+    /// Position of the array called `name`, whose names `name_at` gives
+    /// by position (as when this index was built).
+    pub(crate) fn find<'a>(
+        &self,
+        name: &str,
+        name_at: impl Fn(usize) -> Option<&'a str>,
+    ) -> Option<usize> {
         let h = hash(name);
         let first = self.entries.partition_point(|e| e.0 < h);
         self.entries
@@ -134,7 +146,7 @@ impl NameIndex {
             .iter()
             .take_while(|e| e.0 == h)
             .map(|e| e.1 as usize)
-            .find(|&p| arrays.get(p).is_some_and(|a| a.name.as_str() == name))
+            .find(|&p| name_at(p) == Some(name))
     }
 }
 
@@ -142,6 +154,6 @@ fn hash(name: &str) -> u64 {
     FixedState::default().hash_one(name)
 }
 
-fn name_at(arrays: &[ArchivedArrayMeta], position: u32) -> Option<&str> {
-    arrays.get(position as usize).map(|a| a.name.as_str())
+fn name_at(arrays: &[ArchivedArrayMeta], position: usize) -> Option<&str> {
+    arrays.get(position).map(|a| a.name.as_str())
 }

@@ -152,10 +152,10 @@ impl SegmentDigest {
             arrays: segment
                 .arrays()
                 .zip(first_blocks.chain(std::iter::repeat(None)))
-                .map(|(a, first_block)| digest_of(a.meta(), first_block))
+                .map(|(a, first_block)| a.digest(first_block))
                 .collect(),
             problems: segment.problems().clone(),
-            blocks: block_places(segment.footer_blocks()),
+            blocks: segment.block_places(),
             data_end: segment.data_end(),
         }
     }

@@ -27,11 +27,14 @@ use array_format::block::ArchivedCodecId;
 use array_format::dtype::ArchivedDType;
 use bytes::Bytes;
 use rkyv::Archived;
+use smallvec::SmallVec;
 
 use crate::footer::archive::{FooterArchive, NameIndex};
+use crate::footer::digest::{ArrayDigest, BlockPlace};
 use crate::footer::schema::{ArchivedArrayMeta, ArchivedFooter};
 use crate::footer::tail::ARRF_TRAILER_LEN;
 use crate::read::blocks::{BlockCodec, BlockLoc, ChunkTable};
+use crate::types::value::dtype_to_stored;
 
 /// [`ARRF_TRAILER_LEN`] as a slice length.
 const TRAILER_BYTES: usize = ARRF_TRAILER_LEN as usize;
@@ -353,6 +356,85 @@ fn validate_archive<T>(
     ))
 }
 
+/// Chunk places from elsewhere than a footer (a dataset index), checked as
+/// a footer's are: what a view of the segment reads its arrays through
+/// without any footer.
+#[derive(Debug)]
+pub(crate) struct ValidatedPlaces {
+    /// Its arrays by name (positions in the arrays given).
+    pub names: NameIndex,
+    /// Array name to why it cannot be used.
+    pub problems: HashMap<String, ArrayProblem>,
+    /// `(offset, declared size)` of every LZ4 block (see [`ValidatedFooter`]).
+    pub lz4_blocks: Vec<(u64, u64)>,
+    /// The block table and every unflagged array's chunk entries.
+    pub chunks: ChunkTable,
+    /// Per array: the lowest data block id its chunks name.
+    pub first_blocks: Vec<Option<u32>>,
+}
+
+/// Checks `arrays` (each with its shape as a footer records it, in
+/// `shapes`) and the block table `blocks` against a data region ending at
+/// `data_end`, with the checks a footer gets: a block that fails refuses
+/// them all, an array that fails is flagged.
+pub(crate) fn validate_places(
+    blocks: &[BlockPlace],
+    arrays: &[ArrayDigest],
+    shapes: &[SmallVec<[u32; 4]>],
+    data_end: u64,
+) -> Result<ValidatedPlaces, FooterProblem> {
+    let blocks = blocks
+        .iter()
+        .enumerate()
+        .map(|(index, b)| {
+            check_block(
+                index,
+                b.offset,
+                b.stored,
+                b.decoded,
+                b.codec.as_deref(),
+                data_end,
+            )
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let names = NameIndex::of_names(arrays.len(), |p| arrays.get(p).map(|a| a.name.as_str()))?;
+    let lz4_blocks = blocks
+        .iter()
+        .filter_map(|b| b.lz4_at.map(|at| (at, b.decoded_len)))
+        .collect();
+    let mut problems = HashMap::new();
+    let mut chunks = ChunkTable::new(blocks.iter().map(|b| b.loc).collect(), arrays.len());
+    let mut first_blocks = Vec::with_capacity(arrays.len());
+    for (array, shape) in arrays.iter().zip(shapes) {
+        first_blocks.push(array.first_block);
+        chunks.begin_array();
+        let facts = ArrayFacts {
+            shape: shape.as_slice(),
+            chunk_shape: array.chunk_shape.as_slice(),
+            dimension_names: array.dimension_names.len(),
+            element_size: dtype_to_stored(&array.dtype)
+                .and_then(|d| d.element_size())
+                .map(|n| n as u64),
+            stats: array.stats.as_ref().map(|s| (s.row_count, s.null_count)),
+        };
+        let places = array
+            .chunks
+            .iter()
+            .map(|c| (c.coord.as_slice(), c.block, c.offset, c.size));
+        if let Err(problem) = check_array(facts, places, |v: u32| v, &blocks, &mut chunks) {
+            chunks.reject_array();
+            problems.insert(array.name.clone(), problem);
+        }
+    }
+    Ok(ValidatedPlaces {
+        names,
+        problems,
+        lz4_blocks,
+        chunks,
+        first_blocks,
+    })
+}
+
 /// The lowest block id the written chunks of `array` name.
 fn first_block(array: &ArchivedArrayMeta) -> Option<u32> {
     array
@@ -404,77 +486,95 @@ fn validate_blocks(
         if usize::try_from(id).ok() != Some(index) {
             return Err(FooterProblem::BlockId { index, id });
         }
-        let offset = block.file_offset.to_native();
-        let compressed = block.compressed_size.to_native();
-        let uncompressed = block.uncompressed_size.to_native();
-        let end = offset
-            .checked_add(compressed)
-            .ok_or(FooterProblem::BlockOverflows { index })?;
-        if end > data_end {
-            return Err(FooterProblem::BlockPastData {
-                index,
-                end,
-                data_end,
-            });
-        }
-        let expansion = |codec, ceiling: u64| {
-            if uncompressed > ceiling {
-                Err(FooterProblem::BlockExpansion {
-                    index,
-                    codec,
-                    uncompressed,
-                    compressed,
-                })
-            } else {
-                Ok(uncompressed)
-            }
-        };
-        // Both codecs allocate the decoded size up front (zstd from the
-        // footer, LZ4 from the block's own prefix, which the segment store
-        // holds to the footer's figure): bound it by what the compressed
-        // bytes can possibly expand to.
         let codec = match &block.codec {
-            ArchivedCodecId::None => BlockCodec::None,
-            ArchivedCodecId::Named(name) if name.as_str() == "zstd" => BlockCodec::Zstd,
-            ArchivedCodecId::Named(name) if name.as_str() == "lz4" => BlockCodec::Lz4,
-            ArchivedCodecId::Named(_) => BlockCodec::Other,
+            ArchivedCodecId::None => None,
+            ArchivedCodecId::Named(name) => Some(name.as_str()),
         };
-        let (decoded_len, lz4_at) = match &block.codec {
-            ArchivedCodecId::None => (compressed, None),
-            ArchivedCodecId::Named(name) if name.as_str() == "zstd" => (
-                expansion(
-                    "zstd",
-                    compressed
-                        .saturating_mul(ZSTD_MAX_EXPANSION)
-                        .saturating_add(ZSTD_SLACK),
-                )?,
-                None,
-            ),
-            ArchivedCodecId::Named(name) if name.as_str() == "lz4" => (
-                expansion(
-                    "lz4",
-                    compressed
-                        .saturating_mul(LZ4_MAX_EXPANSION)
-                        .saturating_add(LZ4_SLACK)
-                        .min(u64::from(u32::MAX)),
-                )?,
-                Some(offset),
-            ),
-            // Unknown codecs fail at read time, before any allocation.
-            ArchivedCodecId::Named(_) => (uncompressed, None),
-        };
-        out.push(BlockBound {
-            decoded_len,
-            loc: BlockLoc {
-                offset,
-                compressed,
-                decoded: decoded_len,
-                codec,
-            },
-            lz4_at,
-        });
+        out.push(check_block(
+            index,
+            block.file_offset.to_native(),
+            block.compressed_size.to_native(),
+            block.uncompressed_size.to_native(),
+            codec,
+            data_end,
+        )?);
     }
     Ok(out)
+}
+
+/// Checks block `index` (at `offset`, `compressed` bytes stored, said to
+/// decode to `uncompressed` with `codec`, `None` for none) against a data
+/// region ending at `data_end`.
+fn check_block(
+    index: usize,
+    offset: u64,
+    compressed: u64,
+    uncompressed: u64,
+    codec: Option<&str>,
+    data_end: u64,
+) -> Result<BlockBound, FooterProblem> {
+    let end = offset
+        .checked_add(compressed)
+        .ok_or(FooterProblem::BlockOverflows { index })?;
+    if end > data_end {
+        return Err(FooterProblem::BlockPastData {
+            index,
+            end,
+            data_end,
+        });
+    }
+    let expansion = |codec, ceiling: u64| {
+        if uncompressed > ceiling {
+            Err(FooterProblem::BlockExpansion {
+                index,
+                codec,
+                uncompressed,
+                compressed,
+            })
+        } else {
+            Ok(uncompressed)
+        }
+    };
+    // Both codecs allocate the decoded size up front (zstd from the
+    // footer, LZ4 from the block's own prefix, which the segment store
+    // holds to the footer's figure): bound it by what the compressed
+    // bytes can possibly expand to.
+    let (codec, decoded_len, lz4_at) = match codec {
+        None => (BlockCodec::None, compressed, None),
+        Some("zstd") => (
+            BlockCodec::Zstd,
+            expansion(
+                "zstd",
+                compressed
+                    .saturating_mul(ZSTD_MAX_EXPANSION)
+                    .saturating_add(ZSTD_SLACK),
+            )?,
+            None,
+        ),
+        Some("lz4") => (
+            BlockCodec::Lz4,
+            expansion(
+                "lz4",
+                compressed
+                    .saturating_mul(LZ4_MAX_EXPANSION)
+                    .saturating_add(LZ4_SLACK)
+                    .min(u64::from(u32::MAX)),
+            )?,
+            Some(offset),
+        ),
+        // Unknown codecs fail at read time, before any allocation.
+        Some(_) => (BlockCodec::Other, uncompressed, None),
+    };
+    Ok(BlockBound {
+        decoded_len,
+        loc: BlockLoc {
+            offset,
+            compressed,
+            decoded: decoded_len,
+            codec,
+        },
+        lz4_at,
+    })
 }
 
 /// The most attribute values read off a footer of `footer_len` bytes may
@@ -510,14 +610,19 @@ fn validate_attribute_memory(
     Ok(())
 }
 
-/// An archived list of `u32`s, widened.
-fn widened(values: &[Archived<u32>]) -> Vec<u64> {
-    values.iter().map(|v| u64::from(v.to_native())).collect()
+/// A list of `u32`s (read by `get`), widened.
+fn widened<N: Copy>(values: &[N], get: impl Fn(N) -> u32) -> Vec<u64> {
+    values.iter().map(|&v| u64::from(get(v))).collect()
 }
 
-/// An archived list of `u32`s, as native integers.
-fn native(values: &[Archived<u32>]) -> Vec<u32> {
-    values.iter().map(|v| v.to_native()).collect()
+/// A list of `u32`s (read by `get`), as native integers.
+fn native<N: Copy>(values: &[N], get: impl Fn(N) -> u32) -> Vec<u32> {
+    values.iter().map(|&v| get(v)).collect()
+}
+
+/// An archived `u32`, native.
+fn archived(v: Archived<u32>) -> u32 {
+    v.to_native()
 }
 
 /// The bytes one element of an archived type takes, if fixed (array-format's
@@ -538,16 +643,61 @@ fn element_size(dtype: &ArchivedDType) -> Option<u64> {
     }
 }
 
-/// Checks one array's shape, statistics and chunk entries in place (no
-/// copy of what is fine: a segment holds tens of thousands of arrays), and
-/// adds its chunks to `table`.
+/// What the checks of one array read, wherever it is recorded (an archived
+/// footer, or chunk places from elsewhere).
+struct ArrayFacts<'a, N> {
+    shape: &'a [N],
+    chunk_shape: &'a [N],
+    dimension_names: usize,
+    /// Bytes of one element, if fixed.
+    element_size: Option<u64>,
+    /// `(rows, nulls)` of the recorded statistics.
+    stats: Option<(u64, u64)>,
+}
+
+/// One chunk entry as the checks read it: coordinate, block, offset and size.
+type ChunkFacts<'a, N> = (&'a [N], u32, u32, u32);
+
+/// Checks one archived array's shape, statistics and chunk entries in
+/// place (no copy of what is fine: a segment holds tens of thousands of
+/// arrays), and adds its chunks to `table`.
 fn validate_array(
     array: &ArchivedArrayMeta,
     blocks: &[BlockBound],
     table: &mut ChunkTable,
 ) -> Result<(), ArrayProblem> {
-    let shape = array.shape.as_slice();
-    let chunk = array.chunk_shape.as_slice();
+    let facts = ArrayFacts {
+        shape: array.shape.as_slice(),
+        chunk_shape: array.chunk_shape.as_slice(),
+        dimension_names: array.dimension_names.len(),
+        element_size: element_size(&array.dtype),
+        stats: array
+            .stats
+            .as_ref()
+            .map(|s| (s.row_count.to_native(), s.null_count.to_native())),
+    };
+    let chunks = array.chunks.iter().map(|entry| {
+        let address = &entry.address;
+        (
+            entry.coord.as_slice(),
+            address.block_id.0.to_native(),
+            address.offset.to_native(),
+            address.size.to_native(),
+        )
+    });
+    check_array(facts, chunks, archived, blocks, table)
+}
+
+/// The checks of one array (see the module docs), adding its chunks to
+/// `table`; its `u32`s are read by `get` (archived or native).
+fn check_array<'a, N: Copy + 'a>(
+    facts: ArrayFacts<'a, N>,
+    chunks: impl Iterator<Item = ChunkFacts<'a, N>>,
+    get: impl Fn(N) -> u32 + Copy,
+    blocks: &[BlockBound],
+    table: &mut ChunkTable,
+) -> Result<(), ArrayProblem> {
+    let (shape, chunk) = (facts.shape, facts.chunk_shape);
     let rank = shape.len();
     if chunk.len() != rank {
         return Err(ArrayProblem::ChunkRank {
@@ -555,23 +705,21 @@ fn validate_array(
             rank,
         });
     }
-    let names = array.dimension_names.len();
+    let names = facts.dimension_names;
     if names != 0 && names != rank {
         return Err(ArrayProblem::DimensionNames { names, rank });
     }
-    if let Some(axis) = chunk.iter().position(|c| c.to_native() == 0) {
+    if let Some(axis) = chunk.iter().position(|c| get(*c) == 0) {
         return Err(ArrayProblem::ZeroChunk { axis });
     }
     let elements = shape
         .iter()
-        .try_fold(1u64, |acc, d| acc.checked_mul(u64::from(d.to_native())))
+        .try_fold(1u64, |acc, d| acc.checked_mul(u64::from(get(*d))))
         .ok_or(ArrayProblem::ElementCountOverflows)?;
-    if let Some(stats) = array.stats.as_ref() {
-        let rows = stats.row_count.to_native();
-        let nulls = stats.null_count.to_native();
+    if let Some((rows, nulls)) = facts.stats {
         if rows != elements {
             return Err(ArrayProblem::RowCount {
-                shape: widened(shape),
+                shape: widened(shape, get),
                 elements,
                 rows,
             });
@@ -580,10 +728,8 @@ fn validate_array(
             return Err(ArrayProblem::NullCount { nulls, rows });
         }
     }
-    let element_size = element_size(&array.dtype);
-    let mut previous: Option<&[Archived<u32>]> = None;
-    for entry in array.chunks.iter() {
-        let coord = entry.coord.as_slice();
+    let mut previous: Option<&[N]> = None;
+    for (coord, block_id, offset, size) in chunks {
         if coord.len() != rank {
             return Err(ArrayProblem::CoordRank {
                 axes: coord.len(),
@@ -592,57 +738,46 @@ fn validate_array(
         }
         let mut chunk_elements: u64 = 1;
         for ((c, extent), len) in coord.iter().zip(chunk).zip(shape) {
-            let (extent, len) = (u64::from(extent.to_native()), u64::from(len.to_native()));
-            let start = u64::from(c.to_native()).saturating_mul(extent);
+            let (extent, len) = (u64::from(get(*extent)), u64::from(get(*len)));
+            let start = u64::from(get(*c)).saturating_mul(extent);
             if start >= len {
                 return Err(ArrayProblem::ChunkOutside {
-                    coord: native(coord),
-                    shape: widened(shape),
+                    coord: native(coord, get),
+                    shape: widened(shape, get),
                 });
             }
             chunk_elements = chunk_elements.saturating_mul(extent.min(len.saturating_sub(start)));
         }
-        let ascending = previous.is_none_or(|p| {
-            p.iter()
-                .map(|c| c.to_native())
-                .lt(coord.iter().map(|c| c.to_native()))
-        });
+        let ascending =
+            previous.is_none_or(|p| p.iter().map(|&c| get(c)).lt(coord.iter().map(|&c| get(c))));
         if !ascending {
             return Err(ArrayProblem::Unsorted);
         }
         previous = Some(coord);
-        let address = &entry.address;
-        let block_id = address.block_id.0.to_native();
         let block = usize::try_from(block_id)
             .ok()
             .and_then(|b| blocks.get(b))
             .ok_or(ArrayProblem::MissingBlock { block: block_id })?;
-        let offset = u64::from(address.offset.to_native());
-        let size = u64::from(address.size.to_native());
-        if offset.saturating_add(size) > block.decoded_len {
+        let (start, len) = (u64::from(offset), u64::from(size));
+        if start.saturating_add(len) > block.decoded_len {
             return Err(ArrayProblem::ChunkPastBlock {
-                start: offset,
-                end: offset.saturating_add(size),
+                start,
+                end: start.saturating_add(len),
                 block: block_id,
                 block_len: block.decoded_len,
             });
         }
-        if let Some(element_size) = element_size {
+        if let Some(element_size) = facts.element_size {
             let expected = chunk_elements.saturating_mul(element_size);
-            if size != expected {
+            if len != expected {
                 return Err(ArrayProblem::ChunkSize {
                     elements: chunk_elements,
-                    size,
+                    size: len,
                     expected,
                 });
             }
         }
-        table.push_chunk(
-            coord.iter().map(|c| c.to_native()),
-            block_id,
-            address.offset.to_native(),
-            address.size.to_native(),
-        );
+        table.push_chunk(coord.iter().map(|&c| get(c)), block_id, offset, size);
     }
     Ok(())
 }

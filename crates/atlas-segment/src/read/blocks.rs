@@ -242,12 +242,11 @@ impl BlockSource {
             return None;
         }
         let chunks = self.table.chunks_of(array.position())?;
-        let meta = array.meta();
-        let full: Vec<usize> = meta.shape.iter().map(|d| d.to_native() as usize).collect();
-        let chunk_shape: Vec<usize> = meta
-            .chunk_shape
-            .iter()
-            .map(|d| d.to_native() as usize)
+        let full: Vec<usize> = array.shape().into_iter().map(|d| d as usize).collect();
+        let chunk_shape: Vec<usize> = array
+            .chunk_shape()
+            .into_iter()
+            .map(|d| d as usize)
             .collect();
         let rank = full.len();
         if chunk_shape.len() != rank {

@@ -28,6 +28,7 @@ use bytes::Bytes;
 use object_store::ObjectStore;
 use object_store::path::Path;
 use opendal::Operator;
+use smallvec::SmallVec;
 use tokio::sync::OnceCell;
 
 use crate::compat::error_kinds::KindTrackingStore;
@@ -42,7 +43,7 @@ use crate::footer::tail::{
 };
 use crate::footer::validate;
 use crate::read::blocks::{BlockSlots, BlockSource, ChunkTable};
-use crate::read::segment::{FileOpener, Segment};
+use crate::read::segment::{FileOpener, Placed, Segment};
 use crate::read::segment_store::{SegmentStore, StoreError, segment_path};
 use crate::types::attr::Attr;
 use crate::types::value::{dtype_to_stored, fill_to_stored};
@@ -488,9 +489,10 @@ impl ContainerSegments {
     /// chunks and the segment's `blocks` lie (known without its footer, e.g.
     /// from a dataset index; the data region ends at `data_end`), and kept
     /// under `key`: reads through it cost the blocks they need and no footer
-    /// read. The places are not trusted: they are archived as a footer of
-    /// their own and validated as any footer is, so a wrong place is an
-    /// error, never a read outside the segment's data.
+    /// read. The places are not trusted: they get every check a footer
+    /// gets (and where array-format must read the arrays, they are archived
+    /// as a footer of their own), so a wrong place is an error, never a
+    /// read outside the segment's data.
     pub fn open_placed(
         &self,
         index: usize,
@@ -519,6 +521,91 @@ impl ContainerSegments {
             ));
         }
         let held = arrays.len();
+        // A path of its own for every view made: an evicted view still in
+        // use keeps its file until its last reader is done.
+        let path = placed_path(index, placed.made);
+        let segment = if reads_only_blocks(blocks, &arrays) {
+            self.view_of_places(index, range, path, data_end, blocks, arrays)?
+        } else {
+            self.view_with_footer(index, range, path, data_end, blocks, arrays)?
+        };
+        placed.made = placed.made.wrapping_add(1);
+        let segment = Arc::new(segment);
+        placed.keep((index, key), Arc::clone(&segment), held);
+        tracing::debug!(
+            segment = name,
+            key,
+            arrays = held,
+            "opened a view from places"
+        );
+        Ok(segment)
+    }
+
+    /// A view of `arrays` (all fixed-width, in blocks of codecs read here)
+    /// that reads blocks straight from their places: no footer is made,
+    /// the places get a footer's checks.
+    fn view_of_places(
+        &self,
+        index: usize,
+        range: &SegmentRange,
+        path: Path,
+        data_end: u64,
+        blocks: &[BlockPlace],
+        arrays: Vec<ArrayDigest>,
+    ) -> Result<Segment, SegmentError> {
+        let name = range.name.as_str();
+        let refuse = |what: String| SegmentError::corrupt(name, None, what);
+        let mut shapes = Vec::with_capacity(arrays.len());
+        for a in &arrays {
+            let shape = a
+                .shape
+                .iter()
+                .map(|&n| u32::try_from(n))
+                .collect::<Result<SmallVec<[u32; 4]>, _>>()
+                .map_err(|_| refuse(format!("{:?} has an axis longer than 2^32", a.name)))?;
+            if a.fill.as_ref().is_some_and(|f| fill_to_stored(f).is_none()) {
+                return Err(refuse(format!("{:?} has a fill no segment holds", a.name)));
+            }
+            shapes.push(shape);
+        }
+        let validated =
+            validate::validate_places(blocks, &arrays, &shapes, data_end).map_err(|problem| {
+                SegmentError::Footer {
+                    segment: name.to_owned(),
+                    problem,
+                }
+            })?;
+        self.store
+            .register_data_view(&path, &segment_path(index as u64), range.offset, data_end)
+            .map_err(|e| store_error(name, e))?;
+        self.store
+            .expect_lz4_prefixes(&path, validated.lz4_blocks.iter().copied());
+        let placed = Placed {
+            arrays,
+            shapes,
+            blocks: blocks.to_vec(),
+            data_end,
+        };
+        Ok(
+            Segment::placed(name, placed, validated, range.len, |table| {
+                self.source(index, &path, table)
+            })
+            .registered(Arc::clone(&self.store), path),
+        )
+    }
+
+    /// A view of `arrays` through a footer made from their places (for
+    /// arrays array-format must read): archived and validated as any footer.
+    fn view_with_footer(
+        &self,
+        index: usize,
+        range: &SegmentRange,
+        path: Path,
+        data_end: u64,
+        blocks: &[BlockPlace],
+        arrays: Vec<ArrayDigest>,
+    ) -> Result<Segment, SegmentError> {
+        let name = range.name.as_str();
         let footer = placed_footer(name, blocks, arrays)?;
         let virtual_len = data_end.saturating_add(footer.len() as u64);
         let validated = validate::validate_footer(&footer, virtual_len).map_err(|problem| {
@@ -527,10 +614,6 @@ impl ContainerSegments {
                 problem,
             }
         })?;
-        // A path of its own for every view made: an evicted view still in
-        // use keeps its file until its last reader is done.
-        let path = placed_path(index, placed.made);
-        placed.made = placed.made.wrapping_add(1);
         self.store
             .register_view(
                 &path,
@@ -542,24 +625,14 @@ impl ContainerSegments {
             .map_err(|e| store_error(name, e))?;
         self.store
             .expect_lz4_prefixes(&path, validated.lz4_blocks.iter().copied());
-        let segment = Arc::new(
-            Segment::new(
-                name,
-                validated,
-                range.len,
-                |table| self.source(index, &path, table),
-                self.opener(&path),
-            )
-            .registered(Arc::clone(&self.store), path),
-        );
-        placed.keep((index, key), Arc::clone(&segment), held);
-        tracing::debug!(
-            segment = name,
-            key,
-            arrays = held,
-            "opened a view from places"
-        );
-        Ok(segment)
+        Ok(Segment::new(
+            name,
+            validated,
+            range.len,
+            |table| self.source(index, &path, table),
+            self.opener(&path),
+        )
+        .registered(Arc::clone(&self.store), path))
     }
 
     /// Sends for the front of segment `index`'s data region (up to
@@ -1001,6 +1074,15 @@ pub async fn open_bytes(name: &str, bytes: Bytes) -> Result<Arc<Segment>, Segmen
             },
         )
         .await
+}
+
+/// Whether every one of `arrays` can be read from `blocks` without
+/// array-format: fixed-width elements, in blocks of codecs decoded here.
+fn reads_only_blocks(blocks: &[BlockPlace], arrays: &[ArrayDigest]) -> bool {
+    let known = |b: &BlockPlace| matches!(b.codec.as_deref(), None | Some("zstd" | "lz4"));
+    let fixed =
+        |a: &ArrayDigest| dtype_to_stored(&a.dtype).is_some_and(|d| d.element_size().is_some());
+    blocks.iter().all(known) && arrays.iter().all(fixed)
 }
 
 /// A footer (trailer included) holding `arrays` without attributes or

@@ -5,7 +5,10 @@
 //! then kept and read in place (`archive`), so layouts, statistics and
 //! attributes cost no decode of the whole footer and reads of fixed-width
 //! arrays fetch only data blocks (`blocks`). array-format opens the segment
-//! only when a read needs its own path (arrays that are not fixed-width). Every
+//! only when a read needs its own path (arrays that are not fixed-width).
+//! A view of some fixed-width arrays made from chunk places known elsewhere
+//! (a dataset index) has no footer at all: its records are the places,
+//! checked as a footer's would be, and it reads through blocks only. Every
 //! array-format call runs with its panics caught (`compat::panics`), and I/O
 //! failures array-format flattens into strings are recovered
 //! (`compat::error_kinds`), so an error still says not-found versus transient.
@@ -23,24 +26,27 @@ use tokio::sync::OnceCell;
 use crate::compat::error_kinds::track_io;
 use crate::compat::panics::guarded;
 use crate::error::SegmentError;
+use smallvec::SmallVec;
+
 use crate::footer::archive::{FooterArchive, NameIndex};
 use crate::footer::attributes;
+use crate::footer::digest::{ArrayDigest, BlockPlace, block_places, digest_of};
 use crate::footer::schema::ArchivedArrayMeta;
-use crate::footer::validate::{ArrayProblem, ValidatedFooter};
+use crate::footer::validate::{ArrayProblem, ValidatedFooter, ValidatedPlaces};
 use crate::read::blocks::{BlockSource, ChunkTable};
 use crate::read::segment_store::SegmentStore;
 use crate::types::any_array::ArrayData;
 use crate::types::attr::Attr;
 use crate::types::element::{Element, sealed::Sealed};
 use crate::types::value::{
-    ArrayStats, Value, dtype_from_archived, fill_from_stored, stats_from_archived,
+    ArrayStats, Value, dtype_from_archived, fill_from_stored, fill_to_stored, stats_from_archived,
 };
 
 /// One opened segment: its footer validated and read in place (layouts,
 /// statistics and attributes without a decoded copy), its data on demand.
 pub struct Segment {
     name: String,
-    archive: FooterArchive,
+    records: Records,
     names: NameIndex,
     /// Array (dataset) name to why that array cannot be used.
     problems: HashMap<String, ArrayProblem>,
@@ -52,10 +58,32 @@ pub struct Segment {
     /// array-format's open of the segment, made the first time a read
     /// needs it (strings, bool and list elements, unknown codecs).
     file: OnceCell<ArrayFile>,
-    opener: FileOpener,
+    /// `None` for a view with no footer (array-format cannot open it).
+    opener: Option<FileOpener>,
     /// For a view made from places: its virtual file, removed from the
     /// store when the view is dropped (after the last read through it).
     registration: Option<Registration>,
+}
+
+/// Where an open segment's array records come from.
+enum Records {
+    /// Its footer, validated and read in place.
+    Footer(FooterArchive),
+    /// Chunk places known without the footer (a view of some arrays): no
+    /// attributes, and array-format never opens it.
+    Placed(Placed),
+}
+
+/// The records of a view made from chunk places.
+pub(crate) struct Placed {
+    /// The arrays, in view order.
+    pub arrays: Vec<ArrayDigest>,
+    /// Each array's shape as a footer records it (every axis fits `u32`).
+    pub shapes: Vec<SmallVec<[u32; 4]>>,
+    /// The segment's block table.
+    pub blocks: Vec<BlockPlace>,
+    /// Where the segment's data region ends.
+    pub data_end: u64,
 }
 
 /// A view's virtual file in the segment store, unregistered on drop.
@@ -144,14 +172,39 @@ impl Segment {
     ) -> Self {
         Self {
             name: name.to_owned(),
-            archive: validated.archive,
+            records: Records::Footer(validated.archive),
             names: validated.names,
             problems: validated.problems,
             first_blocks: validated.first_blocks,
             len,
             source: source(validated.chunks),
             file: OnceCell::new(),
-            opener,
+            opener: Some(opener),
+            registration: None,
+        }
+    }
+
+    /// A view of the fixed-width arrays of `placed` (a segment of `len`
+    /// bytes), whose places passed the checks with the findings
+    /// `validated`, reading its blocks through what `source` makes of the
+    /// chunk table.
+    pub(crate) fn placed(
+        name: &str,
+        placed: Placed,
+        validated: ValidatedPlaces,
+        len: u64,
+        source: impl FnOnce(ChunkTable) -> BlockSource,
+    ) -> Self {
+        Self {
+            name: name.to_owned(),
+            records: Records::Placed(placed),
+            names: validated.names,
+            problems: validated.problems,
+            first_blocks: validated.first_blocks,
+            len,
+            source: source(validated.chunks),
+            file: OnceCell::new(),
+            opener: None,
             registration: None,
         }
     }
@@ -168,8 +221,32 @@ impl Segment {
         self.registration.as_ref().map(|r| &r.path)
     }
 
-    fn metas(&self) -> &[ArchivedArrayMeta] {
-        self.archive.footer().arrays.as_slice()
+    /// The record of the array at `position`.
+    fn record(&self, position: usize) -> Option<Record<'_>> {
+        match &self.records {
+            Records::Footer(archive) => archive.footer().arrays.get(position).map(Record::Archived),
+            Records::Placed(placed) => Some(Record::Placed(
+                placed.arrays.get(position)?,
+                placed.shapes.get(position)?,
+            )),
+        }
+    }
+
+    fn name_at(&self, position: usize) -> Option<&str> {
+        self.record(position).map(|r| r.name())
+    }
+
+    /// Position of the array called `array`.
+    fn position(&self, array: &str) -> Option<usize> {
+        self.names.find(array, |p| self.name_at(p))
+    }
+
+    /// The footer, if the segment was opened from one.
+    fn archive(&self) -> Option<&FooterArchive> {
+        match &self.records {
+            Records::Footer(archive) => Some(archive),
+            Records::Placed(_) => None,
+        }
     }
 
     /// The segment's (variable's) name.
@@ -189,7 +266,10 @@ impl Segment {
 
     /// Arrays in the segment.
     pub fn array_count(&self) -> usize {
-        self.metas().len()
+        match &self.records {
+            Records::Footer(archive) => archive.footer().arrays.len(),
+            Records::Placed(placed) => placed.arrays.len(),
+        }
     }
 
     /// Whether array-format has opened the segment (a read needed it).
@@ -199,20 +279,21 @@ impl Segment {
 
     /// Every array in segment order (damaged ones included: see [`Segment::problem`]).
     pub fn arrays(&self) -> impl Iterator<Item = ArrayRef<'_>> {
-        self.metas()
-            .iter()
-            .enumerate()
-            .map(|(position, meta)| ArrayRef { meta, position })
+        (0..self.array_count()).filter_map(|position| {
+            self.record(position)
+                .map(|record| ArrayRef { record, position })
+        })
     }
 
     /// The array called `array`, validated: `Array` if validation found it
     /// damaged, `Corrupt` if the segment holds none.
     pub fn array(&self, array: &str) -> Result<ArrayRef<'_>, SegmentError> {
         self.check(array)?;
-        let metas = self.metas();
-        self.names
-            .find(metas, array)
-            .and_then(|position| metas.get(position).map(|meta| ArrayRef { meta, position }))
+        self.position(array)
+            .and_then(|position| {
+                self.record(position)
+                    .map(|record| ArrayRef { record, position })
+            })
             .ok_or_else(|| {
                 SegmentError::corrupt(
                     &self.name,
@@ -227,11 +308,11 @@ impl Segment {
     /// written in ordinal order), one name comparison replaces a lookup in
     /// the name index; a wrong or out-of-range guess costs that comparison.
     pub fn array_near(&self, array: &str, hint: usize) -> Result<ArrayRef<'_>, SegmentError> {
-        match self.metas().get(hint) {
-            Some(meta) if meta.name.as_str() == array => {
+        match self.record(hint) {
+            Some(record) if record.name() == array => {
                 self.check(array)?;
                 Ok(ArrayRef {
-                    meta,
+                    record,
                     position: hint,
                 })
             }
@@ -250,16 +331,23 @@ impl Segment {
         &self.first_blocks
     }
 
-    /// The footer's block table.
-    pub(crate) fn footer_blocks(&self) -> &[crate::footer::schema::ArchivedBlockMeta] {
-        self.archive.footer().blocks.as_slice()
+    /// The segment's block table.
+    pub(crate) fn block_places(&self) -> Vec<BlockPlace> {
+        match &self.records {
+            Records::Footer(archive) => block_places(archive.footer().blocks.as_slice()),
+            Records::Placed(placed) => placed.blocks.clone(),
+        }
     }
 
     /// Where the data region ends: the segment less its footer and trailer.
     pub(crate) fn data_end(&self) -> u64 {
-        self.len
-            .saturating_sub(self.archive.len())
-            .saturating_sub(crate::footer::tail::ARRF_TRAILER_LEN)
+        match &self.records {
+            Records::Footer(archive) => self
+                .len
+                .saturating_sub(archive.len())
+                .saturating_sub(crate::footer::tail::ARRF_TRAILER_LEN),
+            Records::Placed(placed) => placed.data_end,
+        }
     }
 
     /// Every array validation flagged, with why.
@@ -282,31 +370,43 @@ impl Segment {
     /// Attribute `key` of array `array`, if stored (`None` too if the
     /// segment has no such array).
     pub fn attribute(&self, array: &str, key: &str) -> Result<Option<Attr>, SegmentError> {
-        let Some(position) = self.names.find(self.metas(), array) else {
+        let (Some(archive), Some(position)) = (self.archive(), self.position(array)) else {
             return Ok(None);
         };
-        attributes::attribute_of(&self.archive, position, key).map_err(|p| self.footer_error(p))
+        attributes::attribute_of(archive, position, key).map_err(|p| self.footer_error(p))
     }
 
     /// Every attribute of array `array` as `(key, value)`, in the order the
     /// array stores them; empty if the array does not exist.
     pub fn attributes(&self, array: &str) -> Result<Vec<(String, Attr)>, SegmentError> {
-        let Some(position) = self.names.find(self.metas(), array) else {
+        let (Some(archive), Some(position)) = (self.archive(), self.position(array)) else {
             return Ok(Vec::new());
         };
-        attributes::attributes_of(&self.archive, position).map_err(|p| self.footer_error(p))
+        attributes::attributes_of(archive, position).map_err(|p| self.footer_error(p))
     }
 
     /// Attribute `key` of every array, in segment order (`None` for an array
     /// without it); `None` if no array stores it.
     pub fn attribute_cells(&self, key: &str) -> Result<Option<Vec<Option<Attr>>>, SegmentError> {
-        attributes::attribute_cells(&self.archive, key).map_err(|p| self.footer_error(p))
+        let Some(archive) = self.archive() else {
+            return Ok(None);
+        };
+        attributes::attribute_cells(archive, key).map_err(|p| self.footer_error(p))
     }
 
-    /// array-format's open of this segment, made on first use.
-    async fn file(&self) -> Result<&ArrayFile, SegmentError> {
+    /// array-format's open of this segment, made on first use; `array` is
+    /// what the read that needs it asks for (named if the segment is a view
+    /// array-format cannot open).
+    async fn file(&self, array: &str) -> Result<&ArrayFile, SegmentError> {
+        let Some(opener) = &self.opener else {
+            return Err(SegmentError::corrupt(
+                &self.name,
+                Some(array),
+                "a view made from chunk places reads only whole fixed-width chunks",
+            ));
+        };
         self.file
-            .get_or_try_init(|| self.opener.open(&self.name, self.array_count()))
+            .get_or_try_init(|| opener.open(&self.name, self.array_count()))
             .await
     }
 
@@ -352,7 +452,7 @@ impl Segment {
         {
             return read.map(T::from_stored);
         }
-        let file = self.file().await?;
+        let file = self.file(array).await?;
         // Boxed: array-format's read future is large, and moving it through
         // the panic catch, the error-kind scope and every caller cost a copy per read.
         let (outcome, failure) = track_io(guarded(Box::pin(
@@ -424,11 +524,28 @@ impl Segment {
 }
 
 /// One array of a segment as its footer records it (no data), read in
-/// place from the footer archive.
+/// place from the footer archive or from the chunk places of a view.
 #[derive(Clone, Copy)]
 pub struct ArrayRef<'a> {
-    meta: &'a ArchivedArrayMeta,
+    record: Record<'a>,
     position: usize,
+}
+
+/// Where an [`ArrayRef`]'s record lies.
+#[derive(Clone, Copy)]
+enum Record<'a> {
+    Archived(&'a ArchivedArrayMeta),
+    /// A view's array, with its shape as a footer records it.
+    Placed(&'a ArrayDigest, &'a [u32]),
+}
+
+impl<'a> Record<'a> {
+    fn name(self) -> &'a str {
+        match self {
+            Record::Archived(meta) => meta.name.as_str(),
+            Record::Placed(digest, _) => digest.name.as_str(),
+        }
+    }
 }
 
 impl std::fmt::Debug for ArrayRef<'_> {
@@ -443,7 +560,7 @@ impl std::fmt::Debug for ArrayRef<'_> {
 impl<'a> ArrayRef<'a> {
     /// The array's (dataset's) name.
     pub fn name(&self) -> &'a str {
-        self.meta.name.as_str()
+        self.record.name()
     }
 
     /// Its position in the segment (footer order).
@@ -453,63 +570,89 @@ impl<'a> ArrayRef<'a> {
 
     /// The stored element type.
     pub fn dtype(&self) -> DType {
-        dtype_from_archived(&self.meta.dtype)
+        match self.record {
+            Record::Archived(meta) => dtype_from_archived(&meta.dtype),
+            Record::Placed(digest, _) => digest.dtype.clone(),
+        }
     }
 
     /// Length of each axis.
     pub fn shape(&self) -> Vec<u32> {
-        self.meta.shape.iter().map(|d| d.to_native()).collect()
+        match self.record {
+            Record::Archived(meta) => meta.shape.iter().map(|d| d.to_native()).collect(),
+            Record::Placed(_, shape) => shape.to_vec(),
+        }
     }
 
     /// Extent of one chunk along each axis.
     pub fn chunk_shape(&self) -> Vec<u32> {
-        self.meta
-            .chunk_shape
-            .iter()
-            .map(|d| d.to_native())
-            .collect()
+        match self.record {
+            Record::Archived(meta) => meta.chunk_shape.iter().map(|d| d.to_native()).collect(),
+            Record::Placed(digest, _) => digest.chunk_shape.clone(),
+        }
     }
 
     /// Name of each axis.
     pub fn dimension_names(&self) -> Vec<String> {
-        self.meta
-            .dimension_names
-            .iter()
-            .map(|n| n.as_str().to_owned())
-            .collect()
+        match self.record {
+            Record::Archived(meta) => meta
+                .dimension_names
+                .iter()
+                .map(|n| n.as_str().to_owned())
+                .collect(),
+            Record::Placed(digest, _) => digest.dimension_names.to_vec(),
+        }
     }
 
     /// What unwritten elements read as; `None` means zero (or empty).
     pub fn fill(&self) -> Option<Value> {
-        self.stored_fill().as_ref().map(fill_from_stored)
+        match self.record {
+            Record::Archived(_) => self.stored_fill().as_ref().map(fill_from_stored),
+            Record::Placed(digest, _) => digest.fill.clone(),
+        }
     }
 
     /// The fill value as array-format's type.
     pub(crate) fn stored_fill(&self) -> Option<array_format::FillValue> {
-        rkyv::deserialize::<Option<array_format::FillValue>, rkyv::rancor::Error>(
-            &self.meta.fill_value,
-        )
-        .ok()
-        .flatten()
+        match self.record {
+            Record::Archived(meta) => rkyv::deserialize::<
+                Option<array_format::FillValue>,
+                rkyv::rancor::Error,
+            >(&meta.fill_value)
+            .ok()
+            .flatten(),
+            Record::Placed(digest, _) => digest.fill.as_ref().and_then(fill_to_stored),
+        }
     }
 
     /// The statistics the writer recorded, if any.
     pub fn stats(&self) -> Option<ArrayStats> {
-        self.meta.stats.as_ref().map(stats_from_archived)
+        match self.record {
+            Record::Archived(meta) => meta.stats.as_ref().map(stats_from_archived),
+            Record::Placed(digest, _) => digest.stats.clone(),
+        }
     }
 
     /// Coordinates (in chunks) of every written chunk, sorted; unwritten
     /// chunks read as the fill value.
     pub fn written_chunks(&self) -> impl Iterator<Item = Vec<u32>> + 'a {
-        self.meta
-            .chunks
-            .iter()
-            .map(|c| c.coord.iter().map(|x| x.to_native()).collect())
+        let coords: Vec<Vec<u32>> = match self.record {
+            Record::Archived(meta) => meta
+                .chunks
+                .iter()
+                .map(|c| c.coord.iter().map(|x| x.to_native()).collect())
+                .collect(),
+            Record::Placed(digest, _) => digest.chunks.iter().map(|c| c.coord.to_vec()).collect(),
+        };
+        coords.into_iter()
     }
 
-    /// The archived record.
-    pub(crate) fn meta(&self) -> &'a ArchivedArrayMeta {
-        self.meta
+    /// The array's digest, its written chunks starting in block `first_block`.
+    pub(crate) fn digest(&self, first_block: Option<u32>) -> ArrayDigest {
+        match self.record {
+            Record::Archived(meta) => digest_of(meta, first_block),
+            Record::Placed(digest, _) => digest.clone(),
+        }
     }
 }
 

@@ -283,7 +283,7 @@ impl SegmentStore {
     ///
     /// The trailer is then validated on the read that fetches it.
     pub fn register(&self, path: &Path, offset: u64, len: u64) -> Result<(), StoreError> {
-        self.insert(path.as_ref(), offset, len, Bytes::new(), None)
+        self.insert(path.as_ref(), offset, len, Bytes::new(), None, None)
     }
 
     /// Registers a segment with its last `tail.len()` bytes already in hand; no request.
@@ -315,6 +315,27 @@ impl SegmentStore {
         self.insert_with_tail(path.as_ref(), offset, len, tail, Some(segment.as_ref()))
     }
 
+    /// Registers `path` as the data region of the segment at `segment`
+    /// (`data_end` bytes from container offset `offset`), without any footer:
+    /// a view whose arrays are known from elsewhere reads only blocks, and
+    /// walks the data region with the segment (one read-ahead for both).
+    pub fn register_data_view(
+        &self,
+        path: &Path,
+        segment: &Path,
+        offset: u64,
+        data_end: u64,
+    ) -> Result<(), StoreError> {
+        self.insert(
+            path.as_ref(),
+            offset,
+            data_end,
+            Bytes::new(),
+            Some(data_end),
+            Some(segment.as_ref()),
+        )
+    }
+
     /// [`SegmentStore::insert`] of a segment whose `tail` is in hand, its
     /// trailer validated first.
     fn insert_with_tail(
@@ -332,8 +353,12 @@ impl SegmentStore {
                 segment_len: len,
             });
         }
-        validate_trailer(path, &tail, len)?;
-        self.insert(path, offset, len, tail, share)
+        let data_end = if tail.is_empty() {
+            None
+        } else {
+            Some(len.saturating_sub(validate_trailer(path, &tail, len)?))
+        };
+        self.insert(path, offset, len, tail, data_end, share)
     }
 
     /// Registers a segment and prefetches its tail: see [`SegmentStore::prefetch_tail`].
@@ -352,14 +377,17 @@ impl SegmentStore {
         Ok(())
     }
 
-    /// Registers `path`; its read-ahead is that of `share` (a path, whether
-    /// registered yet or not) when given, else its own.
+    /// Registers `path` (its trailer, if `tail` holds it, already
+    /// validated; its data region ending at `data_end` when known); its
+    /// read-ahead is that of `share` (a path, whether registered yet or
+    /// not) when given, else its own.
     fn insert(
         &self,
         path: &str,
         offset: u64,
         len: u64,
         tail: Bytes,
+        data_end: Option<u64>,
         share: Option<&str>,
     ) -> Result<(), StoreError> {
         if offset.checked_add(len).is_none() {
@@ -375,11 +403,6 @@ impl SegmentStore {
                 path: path.to_string(),
             });
         }
-        let data_end = if tail.is_empty() {
-            None
-        } else {
-            Some(len.saturating_sub(validate_trailer(path, &tail, len)?))
-        };
         map.insert(
             path.to_string(),
             Segment {

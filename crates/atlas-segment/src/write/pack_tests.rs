@@ -547,3 +547,73 @@ proptest! {
         });
     }
 }
+
+/// Two float arrays `a` and `b` in one segment, with its bytes and digest.
+fn two_float_arrays() -> (bytes::Bytes, crate::SegmentDigest) {
+    let mut w = SegmentWriter::new("seg", &options(1024)).unwrap();
+    for name in ["a", "b"] {
+        w.define_array::<f32>(name, vec!["n".into()], &[3], None, None)
+            .unwrap();
+        let data = ndarray::Array::from_vec(vec![1.0f32, 2.0, 3.0]).into_dyn();
+        w.write_array(name, &[0], data.view()).unwrap();
+    }
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let bytes = w.finish_to_bytes().await.unwrap();
+        let digest = crate::SegmentDigest::of_segment(
+            &crate::open_bytes("seg", bytes.clone()).await.unwrap(),
+        );
+        (bytes, digest)
+    })
+}
+
+#[test]
+fn a_chunk_place_past_its_block_flags_that_array_and_the_others_still_read() {
+    let (bytes, digest) = two_float_arrays();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let op = opendal::Operator::new(opendal::services::Memory::default()).unwrap();
+        op.write("c", bytes.clone()).await.unwrap();
+        let range = crate::SegmentRange {
+            name: "seg".into(),
+            offset: 0,
+            len: bytes.len() as u64,
+            arrays_hint: 0,
+        };
+        let segments = crate::ContainerSegments::new(
+            op,
+            "c",
+            1,
+            crate::SegmentOptions::default(),
+            bytes::Bytes::new(),
+            0,
+        );
+        let mut placed = digest.arrays().to_vec();
+        let block_len = digest.blocks()[placed[0].chunks[0].block as usize].decoded;
+        placed[0].chunks[0].offset = u32::try_from(block_len).unwrap();
+        let view = segments
+            .open_placed(0, &range, 1, digest.data_end(), digest.blocks(), placed)
+            .unwrap();
+        let err = view.read_any("a", &[], &[]).await.unwrap_err();
+        assert!(
+            matches!(
+                err,
+                SegmentError::Array {
+                    problem: crate::ArrayProblem::ChunkPastBlock { .. },
+                    ..
+                }
+            ),
+            "{err:?}"
+        );
+        let b = view.read::<f32>("b", &[], &[]).await.unwrap();
+        assert_eq!(b.as_slice().unwrap(), &[1.0, 2.0, 3.0]);
+        // Fixed-width arrays are read from their places alone: the view
+        // carries no footer, so it has no attributes and array-format never opens it.
+        assert_eq!(view.attribute_cells("units").unwrap(), None);
+        assert!(!view.array_format_opened());
+    });
+}
