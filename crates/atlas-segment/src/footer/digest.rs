@@ -15,6 +15,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use smallvec::SmallVec;
+use smol_str::SmolStr;
 
 use crate::error::SegmentError;
 use array_format::address::BlockId;
@@ -27,12 +28,14 @@ use crate::types::value::{
     ArrayStats, Value, dtype_from_archived, fill_from_stored, stats_from_archived,
 };
 
-/// One array of a segment as the statistics calls see it.
+/// One array of a segment as the statistics calls see it. Its lists are
+/// inline for the usual few axes and one chunk: a segment's digest or a
+/// view holds tens of thousands of these, and each costs no allocation.
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
 pub struct ArrayDigest {
     /// The array's (its dataset's) name.
-    pub name: String,
+    pub name: SmolStr,
     /// Its element type.
     pub dtype: atlas_format::DType,
     /// The statistics its writer recorded, if any.
@@ -43,16 +46,16 @@ pub struct ArrayDigest {
     pub first_block: Option<u32>,
     /// Its shape, as the segment records it (what a collection-wide view
     /// needs to lay datasets end to end without opening the segment).
-    pub shape: Vec<u64>,
+    pub shape: SmallVec<[u64; 4]>,
     /// Its chunk shape.
-    pub chunk_shape: Vec<u32>,
+    pub chunk_shape: SmallVec<[u32; 4]>,
     /// The names of its axes (may be empty); shared between arrays that
     /// name them alike, as a segment's arrays mostly do.
     pub dimension_names: Arc<[String]>,
     /// Its fill value as stored (an integer for a timestamp array).
     pub fill: Option<Value>,
     /// Where each written chunk lies, in the segment's order.
-    pub chunks: Vec<ChunkPlace>,
+    pub chunks: SmallVec<[ChunkPlace; 1]>,
 }
 
 /// Where one written chunk of an array lies: its coordinate in the array's
@@ -89,13 +92,13 @@ impl ArrayDigest {
     /// dataset index), for [`ContainerSegments::open_placed`](crate::ContainerSegments::open_placed):
     /// no statistics.
     pub fn placed(
-        name: String,
+        name: SmolStr,
         dtype: atlas_format::DType,
-        shape: Vec<u64>,
-        chunk_shape: Vec<u32>,
+        shape: SmallVec<[u64; 4]>,
+        chunk_shape: SmallVec<[u32; 4]>,
         dimension_names: Arc<[String]>,
         fill: Option<Value>,
-        chunks: Vec<ChunkPlace>,
+        chunks: SmallVec<[ChunkPlace; 1]>,
     ) -> Self {
         let first_block = chunks.iter().map(|c| c.block).min();
         ArrayDigest {
@@ -183,7 +186,7 @@ impl SegmentDigest {
 /// chunks start in block `first_block`.
 pub(crate) fn digest_of(array: &ArchivedArrayMeta, first_block: Option<u32>) -> ArrayDigest {
     ArrayDigest {
-        name: array.name.as_str().to_owned(),
+        name: SmolStr::new(array.name.as_str()),
         dtype: dtype_from_archived(&array.dtype),
         stats: array.stats.as_ref().map(stats_from_archived),
         first_block,

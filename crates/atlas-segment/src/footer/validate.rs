@@ -423,7 +423,7 @@ pub(crate) fn validate_places(
             .map(|c| (c.coord.as_slice(), c.block, c.offset, c.size));
         if let Err(problem) = check_array(facts, places, |v: u32| v, &blocks, &mut chunks) {
             chunks.reject_array();
-            problems.insert(array.name.clone(), problem);
+            problems.insert(array.name.to_string(), problem);
         }
     }
     Ok(ValidatedPlaces {

@@ -1127,11 +1127,11 @@ fn placed_footer(
             })
             .collect();
         metas.push(ArrayMeta {
-            name: a.name,
+            name: a.name.to_string(),
             dtype,
             shape,
             dimension_names: a.dimension_names.to_vec(),
-            chunk_shape: a.chunk_shape,
+            chunk_shape: a.chunk_shape.to_vec(),
             chunks,
             fill_value,
             attributes: Vec::new(),

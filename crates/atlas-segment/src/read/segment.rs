@@ -588,7 +588,7 @@ impl<'a> ArrayRef<'a> {
     pub fn chunk_shape(&self) -> Vec<u32> {
         match self.record {
             Record::Archived(meta) => meta.chunk_shape.iter().map(|d| d.to_native()).collect(),
-            Record::Placed(digest, _) => digest.chunk_shape.clone(),
+            Record::Placed(digest, _) => digest.chunk_shape.to_vec(),
         }
     }
 

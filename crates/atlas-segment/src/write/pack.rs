@@ -32,6 +32,7 @@ use ndarray::ArrayViewD;
 use object_store::ObjectStore;
 use object_store::buffered::BufWriter;
 use rkyv::util::AlignedVec;
+use smol_str::SmolStr;
 use tokio::io::AsyncWriteExt;
 
 use atlas_io::IoErrorKind;
@@ -545,12 +546,12 @@ impl Pack {
                 row_count: rows,
             };
             digests.push(ArrayDigest {
-                name: name.clone(),
+                name: SmolStr::new(&name),
                 dtype: dtype_from_stored(&array.dtype),
                 stats: Some(stats_from_stored(&stats)),
                 first_block: array.chunks.iter().map(|c| c.address.block_id.0).min(),
                 shape: array.shape.iter().map(|&n| u64::from(n)).collect(),
-                chunk_shape: array.chunk_shape.clone(),
+                chunk_shape: array.chunk_shape.as_slice().into(),
                 dimension_names: match &last_dims {
                     Some(dims) if **dims == *array.dimension_names => Arc::clone(dims),
                     _ => {

@@ -4,6 +4,7 @@
 //! column chunks of chosen row groups, fetched together and decoded by the
 //! `parquet` crate's push decoder, which does no I/O of its own.
 
+use smol_str::SmolStr;
 use std::collections::HashMap;
 use std::ops::Range;
 use std::panic::AssertUnwindSafe;
@@ -675,10 +676,10 @@ impl LoadedIndex {
                 })
                 .collect();
             out.push(ArrayDigest::placed(
-                name.to_string(),
+                SmolStr::new(name),
                 places.dtype.clone(),
-                shape.to_vec(),
-                chunk_shape.to_vec(),
+                shape.into(),
+                chunk_shape.into(),
                 Arc::clone(&dims),
                 places.fill.clone(),
                 placed,

@@ -23,6 +23,7 @@ mod meta;
 use std::sync::Arc;
 
 use bytes::Bytes;
+use smallvec::SmallVec;
 
 pub(crate) use build::WrittenAttributes;
 pub use build::{IndexOptions, IndexReport};
@@ -270,7 +271,7 @@ pub(crate) async fn check(member: &Member) -> Option<std::result::Result<Vec<Str
                     .collect();
                 let footers: Vec<(u32, Layout)> = footers
                     .iter()
-                    .map(|(o, d)| (*o, (d.shape.clone(), d.first_block)))
+                    .map(|(o, d)| (*o, (d.shape.to_vec(), d.first_block)))
                     .collect();
                 if let Some(what) = first_difference(&indexed, &footers) {
                     disagreements.push(format!("shape or block of {:?}: {what}", variable.name));
@@ -329,9 +330,9 @@ type Placed = (
     DType,
     Vec<String>,
     Option<std::result::Result<Value, u64>>,
-    Vec<u64>,
-    Vec<u32>,
-    Vec<ChunkPlace>,
+    SmallVec<[u64; 4]>,
+    SmallVec<[u32; 4]>,
+    SmallVec<[ChunkPlace; 1]>,
 );
 
 fn placed_of(a: &ArrayDigest) -> Placed {

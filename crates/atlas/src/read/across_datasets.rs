@@ -249,7 +249,7 @@ impl Member {
         }
         self.digest_rows(live, array, |_, info, ordinal, _| {
             Ok(Some(DatasetBlock {
-                dataset: info.name.clone(),
+                dataset: info.name.to_string(),
                 ordinal,
                 first_block: info.first_block,
             }))
@@ -290,10 +290,10 @@ impl Member {
         self.digest_rows(live, array, |_, info, ordinal, declared| {
             check_dtype(array, declared, &info.dtype, &info.name)?;
             Ok(Some(DatasetShape {
-                dataset: info.name.clone(),
+                dataset: info.name.to_string(),
                 ordinal,
                 dtype: info.dtype.clone(),
-                shape: info.shape.clone(),
+                shape: info.shape.to_vec(),
             }))
         })
         .await
@@ -456,7 +456,7 @@ impl Member {
                 ))
             })?;
             check_attr_type(&attr, dtype, segment_name, &info.name, key)?;
-            rows.push((ordinal, info.name.clone(), attr));
+            rows.push((ordinal, info.name.to_string(), attr));
         }
         if rows.len() != wanted.len() {
             return Err(AtlasError::corrupt(format!(

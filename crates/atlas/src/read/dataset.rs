@@ -392,7 +392,7 @@ fn layout_of_digest(digest: &ArrayDigest) -> Result<ArrayLayout> {
     layout(
         &digest.name,
         &digest.dtype,
-        digest.shape.clone(),
+        digest.shape.to_vec(),
         &digest.chunk_shape,
         digest.dimension_names.to_vec(),
         digest.fill.clone(),
