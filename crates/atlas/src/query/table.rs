@@ -174,6 +174,9 @@ impl Stream for TableStream {
     }
 }
 
+/// Parts held in one run of [`Filler::parts`].
+const PARTS_PER_RUN: usize = 1024;
+
 /// What one dataset contributes.
 struct Part {
     dataset: Dataset,
@@ -343,7 +346,9 @@ pub(crate) async fn table_with(
         });
     }
 
-    let mut parts: Vec<Part> = Vec::with_capacity(sized.len());
+    // In runs, each let go once the filler is past it: what is still to
+    // add is held, not a slot for every dataset until the table is done.
+    let mut parts: Vec<Vec<Part>> = Vec::new();
     let mut total_rows: u64 = 0;
     let mut wide = false;
     let mut everyone_has = vec![true; index_names.len()];
@@ -381,14 +386,19 @@ pub(crate) async fn table_with(
                     .and_then(|by_name| by_name.remove(dataset.name()))
             })
             .collect();
-        parts.push(Part {
-            dataset,
-            has,
-            shape,
-            axes,
-            rows,
-            attrs,
-        });
+        if parts.last().is_none_or(|run| run.len() >= PARTS_PER_RUN) {
+            parts.push(Vec::with_capacity(PARTS_PER_RUN));
+        }
+        if let Some(run) = parts.last_mut() {
+            run.push(Part {
+                dataset,
+                has,
+                shape,
+                axes,
+                rows,
+                attrs,
+            });
+        }
     }
 
     // The schema, and the attribute columns' declared types.
@@ -422,6 +432,7 @@ pub(crate) async fn table_with(
             distinct(
                 parts
                     .iter()
+                    .flatten()
                     .map(|p| p.dataset.schema().attribute_dtype(key)),
             )
             .into_iter()
@@ -441,13 +452,14 @@ pub(crate) async fn table_with(
     }
     let schema = Arc::new(Schema::new(fields));
 
-    let datasets = parts.len();
+    let datasets = parts.iter().map(Vec::len).sum();
     let reads: Vec<BoxStream<'static, (String, crate::Result<AnyArray>)>> = arrays
         .iter()
         .enumerate()
         .map(|(i, array)| {
             let mine: Vec<Dataset> = parts
                 .iter()
+                .flatten()
                 .filter(|p| p.has.get(i).copied().unwrap_or(false))
                 .map(|p| p.dataset.clone())
                 .collect();
@@ -469,7 +481,7 @@ pub(crate) async fn table_with(
         attr_dtypes,
     )?;
     let filler = Filler {
-        parts: parts.into_iter(),
+        parts: parts.into_iter().flatten(),
         reads,
         builder,
         done: false,
@@ -557,7 +569,7 @@ fn axis_names(recorded: &[String], rank: usize) -> Vec<String> {
 
 /// The datasets still to add, the value streams, and the batch being filled.
 struct Filler {
-    parts: std::vec::IntoIter<Part>,
+    parts: std::iter::Flatten<std::vec::IntoIter<Vec<Part>>>,
     /// One [`read_many`] stream per array, over the parts declaring it, in order.
     reads: Vec<BoxStream<'static, (String, crate::Result<AnyArray>)>>,
     builder: BatchBuilder,
