@@ -15,6 +15,7 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use array_format::{ArrayFile, BlockCache, ReadConfig};
 use atlas_format::DType;
@@ -63,6 +64,8 @@ pub struct Segment {
     /// For a view made from places: its virtual file, removed from the
     /// store when the view is dropped (after the last read through it).
     registration: Option<Registration>,
+    /// How far before its hint [`Segment::array_near`] last found an array.
+    hint_shift: AtomicUsize,
 }
 
 /// Where an open segment's array records come from.
@@ -181,6 +184,7 @@ impl Segment {
             file: OnceCell::new(),
             opener: Some(opener),
             registration: None,
+            hint_shift: AtomicUsize::new(0),
         }
     }
 
@@ -206,6 +210,7 @@ impl Segment {
             file: OnceCell::new(),
             opener: None,
             registration: None,
+            hint_shift: AtomicUsize::new(0),
         }
     }
 
@@ -303,20 +308,28 @@ impl Segment {
             })
     }
 
-    /// [`Segment::array`], looking first at footer position `hint`: where
-    /// the caller can guess the position (a dataset's ordinal, in a segment
-    /// written in ordinal order), one name comparison replaces a lookup in
-    /// the name index; a wrong or out-of-range guess costs that comparison.
+    /// [`Segment::array`], looking first near `hint`: where the caller can
+    /// guess the position (a dataset's ordinal, in a segment written in
+    /// ordinal order), one name comparison replaces a lookup in the name
+    /// index; a wrong or out-of-range guess costs that comparison. A view
+    /// holding a stretch of the datasets has its arrays a fixed distance
+    /// before their ordinals: the distance a lookup found is tried next.
     pub fn array_near(&self, array: &str, hint: usize) -> Result<ArrayRef<'_>, SegmentError> {
-        match self.record(hint) {
+        let guess = hint.wrapping_sub(self.hint_shift.load(Ordering::Relaxed));
+        match self.record(guess) {
             Some(record) if record.name() == array => {
                 self.check(array)?;
                 Ok(ArrayRef {
                     record,
-                    position: hint,
+                    position: guess,
                 })
             }
-            _ => self.array(array),
+            _ => {
+                let found = self.array(array)?;
+                self.hint_shift
+                    .store(hint.wrapping_sub(found.position), Ordering::Relaxed);
+                Ok(found)
+            }
         }
     }
 

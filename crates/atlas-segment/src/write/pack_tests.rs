@@ -617,3 +617,40 @@ fn a_chunk_place_past_its_block_flags_that_array_and_the_others_still_read() {
         assert!(!view.array_format_opened());
     });
 }
+
+#[test]
+fn array_near_finds_the_array_whatever_the_hint_and_learns_a_views_shift() {
+    let (bytes, digest) = two_float_arrays();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let op = opendal::Operator::new(opendal::services::Memory::default()).unwrap();
+        op.write("c", bytes.clone()).await.unwrap();
+        let range = crate::SegmentRange {
+            name: "seg".into(),
+            offset: 0,
+            len: bytes.len() as u64,
+            arrays_hint: 0,
+        };
+        let segments = crate::ContainerSegments::new(
+            op,
+            "c",
+            1,
+            crate::SegmentOptions::default(),
+            bytes::Bytes::new(),
+            0,
+        );
+        // A view of the second dataset alone: its one array sits one before its ordinal.
+        let placed = vec![digest.arrays()[1].clone()];
+        let view = segments
+            .open_placed(0, &range, 1, digest.data_end(), digest.blocks(), placed)
+            .unwrap();
+        for hint in [1, 1, 0, 7, usize::MAX, 1] {
+            let found = view.array_near("b", hint).unwrap();
+            assert_eq!((found.name(), found.position()), ("b", 0), "hint {hint}");
+        }
+        let err = view.array_near("a", 0).unwrap_err();
+        assert!(matches!(err, SegmentError::Corrupt { .. }), "{err:?}");
+    });
+}

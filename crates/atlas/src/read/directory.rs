@@ -6,6 +6,9 @@
 //! handle reach them through this one value.
 
 use std::collections::HashMap;
+
+/// Variable name to position in the footer.
+type VariableIndex = HashMap<String, usize, foldhash::fast::FixedState>;
 use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use atlas_format::{CollectionFooter, DATASETS_SEGMENT, DeletionMask, OpenedContainer, SchemaView};
@@ -26,7 +29,8 @@ pub(crate) struct Directory {
     opened: OpenedContainer,
     mask: RwLock<MaskState>,
     /// Variable name to its position in the footer's variables.
-    variable_index: HashMap<String, usize>,
+    /// Variable name to its position (a fast fixed-seed hash: it is asked on every read).
+    variable_index: VariableIndex,
     /// Per variable, how many arrays its segment should hold (sizes the first read).
     expected_arrays: Vec<u64>,
 }
@@ -43,7 +47,7 @@ impl Directory {
                 )));
             }
         }
-        let variable_index: HashMap<String, usize> = footer
+        let variable_index: VariableIndex = footer
             .variables
             .iter()
             .enumerate()
@@ -137,7 +141,7 @@ impl Directory {
 
 /// For each variable, the number of datasets whose schema puts an array in its
 /// segment (for `_datasets`: those declaring a dataset-level attribute).
-fn expected_arrays(footer: &CollectionFooter, index: &HashMap<String, usize>) -> Vec<u64> {
+fn expected_arrays(footer: &CollectionFooter, index: &VariableIndex) -> Vec<u64> {
     let mut per_schema = vec![0u64; footer.schema_pool.len()];
     for &schema in footer.datasets.values() {
         if let Some(n) = per_schema.get_mut(schema as usize) {
