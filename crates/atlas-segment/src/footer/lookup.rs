@@ -446,7 +446,7 @@ mod tests {
                 data_end + mini.len() as u64,
             )
             .unwrap();
-            assert!(validated.problems.is_empty());
+            assert!(validated.checked.problems.is_empty());
         }
     }
 

@@ -134,7 +134,11 @@ mod tests {
         let validated =
             crate::footer::validate::validate_footer(&bytes, bytes.len() as u64).unwrap();
         assert_eq!(validated.archive.footer().arrays.len(), 2);
-        assert!(validated.problems.is_empty(), "{:?}", validated.problems);
+        assert!(
+            validated.checked.problems.is_empty(),
+            "{:?}",
+            validated.checked.problems
+        );
 
         let size_at = bytes.len() - ARRF_TRAILER_LEN as usize;
         let size = u64::from_le_bytes(bytes[size_at..size_at + 8].try_into().unwrap());

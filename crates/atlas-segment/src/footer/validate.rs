@@ -263,12 +263,21 @@ pub enum ArrayProblem {
     },
 }
 
-/// What validation found acceptable, and what it found wrong with single arrays.
+/// A footer that passed validation, and what its checks found.
 #[derive(Debug)]
 pub(crate) struct ValidatedFooter {
     /// The footer, validated, read in place from here on.
     pub archive: FooterArchive,
-    /// Its arrays by name.
+    /// What the checks of its blocks and arrays found.
+    pub checked: Checked,
+}
+
+/// What the checks of a segment's blocks and arrays found acceptable, and
+/// what they found wrong with single arrays: from a footer, or from chunk
+/// places known without one (a view made from a dataset index).
+#[derive(Debug)]
+pub(crate) struct Checked {
+    /// The arrays by name.
     pub names: NameIndex,
     /// Array name to why it cannot be used.
     pub problems: HashMap<String, ArrayProblem>,
@@ -278,9 +287,9 @@ pub(crate) struct ValidatedFooter {
     /// The block table and every unflagged array's chunk entries, for
     /// reading fixed-width arrays without array-format (see `blocks`).
     pub chunks: ChunkTable,
-    /// Per array, in footer order: the lowest data block id any of its
-    /// written chunks names (None: nothing written). What groups datasets
-    /// into the blocks they share without reading a block.
+    /// Per array, in order: the lowest data block id any of its written
+    /// chunks names (None: nothing written). What groups datasets into the
+    /// blocks they share without reading a block.
     pub first_blocks: Vec<Option<u32>>,
 }
 
@@ -346,31 +355,16 @@ fn validate_archive<T>(
     Ok((
         ValidatedFooter {
             archive,
-            names,
-            problems,
-            lz4_blocks,
-            chunks,
-            first_blocks,
+            checked: Checked {
+                names,
+                problems,
+                lz4_blocks,
+                chunks,
+                first_blocks,
+            },
         },
         collected,
     ))
-}
-
-/// Chunk places from elsewhere than a footer (a dataset index), checked as
-/// a footer's are: what a view of the segment reads its arrays through
-/// without any footer.
-#[derive(Debug)]
-pub(crate) struct ValidatedPlaces {
-    /// Its arrays by name (positions in the arrays given).
-    pub names: NameIndex,
-    /// Array name to why it cannot be used.
-    pub problems: HashMap<String, ArrayProblem>,
-    /// `(offset, declared size)` of every LZ4 block (see [`ValidatedFooter`]).
-    pub lz4_blocks: Vec<(u64, u64)>,
-    /// The block table and every unflagged array's chunk entries.
-    pub chunks: ChunkTable,
-    /// Per array: the lowest data block id its chunks name.
-    pub first_blocks: Vec<Option<u32>>,
 }
 
 /// Checks `arrays` (each with its shape as a footer records it, in
@@ -382,7 +376,7 @@ pub(crate) fn validate_places(
     arrays: &[ArrayDigest],
     shapes: &[SmallVec<[u32; 4]>],
     data_end: u64,
-) -> Result<ValidatedPlaces, FooterProblem> {
+) -> Result<Checked, FooterProblem> {
     let blocks = blocks
         .iter()
         .enumerate()
@@ -426,7 +420,7 @@ pub(crate) fn validate_places(
             problems.insert(array.name.to_string(), problem);
         }
     }
-    Ok(ValidatedPlaces {
+    Ok(Checked {
         names,
         problems,
         lz4_blocks,
@@ -901,7 +895,7 @@ mod tests {
         let f = footer(vec![block(64, 20, "zstd"), second], vec![]);
         let bytes = segment(&f, &data);
         let validated = validate_footer(&bytes, bytes.len() as u64).unwrap();
-        assert_eq!(validated.lz4_blocks, vec![(20, 300)]);
+        assert_eq!(validated.checked.lz4_blocks, vec![(20, 300)]);
     }
 
     /// End to end: without validation, this read would ask zstd for a 2^56-byte
@@ -994,7 +988,7 @@ mod tests {
         );
         let bytes = segment(&f, &data);
         let validated = validate_footer(&bytes, bytes.len() as u64).unwrap();
-        let problem = |name: &str| validated.problems.get(name).cloned();
+        let problem = |name: &str| validated.checked.problems.get(name).cloned();
         assert_eq!(problem("good"), None);
         assert!(matches!(
             problem("outside"),
@@ -1014,7 +1008,7 @@ mod tests {
         ));
         assert_eq!(problem("unsorted"), Some(ArrayProblem::Unsorted));
         assert_eq!(problem("zero"), Some(ArrayProblem::ZeroChunk { axis: 0 }));
-        assert_eq!(validated.problems.len(), 6);
+        assert_eq!(validated.checked.problems.len(), 6);
         assert_eq!(validated.archive.footer().arrays.len(), 7);
     }
 

@@ -50,6 +50,7 @@ async fn segment(n: usize, lz4: bool) -> (Bytes, usize) {
     let bytes = store.get(&path).await.unwrap().bytes().await.unwrap();
     let blocks = crate::footer::validate::validate_footer(&bytes, bytes.len() as u64)
         .unwrap()
+        .checked
         .chunks
         .block_count();
     (bytes, blocks)

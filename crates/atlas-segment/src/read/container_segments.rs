@@ -289,7 +289,7 @@ impl ContainerSegments {
             let digest = SegmentDigest::new(
                 &range.name,
                 arrays,
-                validated.problems.clone(),
+                validated.checked.problems.clone(),
                 blocks,
                 data_end,
             );
@@ -568,30 +568,23 @@ impl ContainerSegments {
             }
             shapes.push(shape);
         }
-        let validated =
-            validate::validate_places(blocks, &arrays, &shapes, data_end).map_err(|problem| {
-                SegmentError::Footer {
-                    segment: name.to_owned(),
-                    problem,
-                }
-            })?;
+        let checked = validate::validate_places(blocks, &arrays, &shapes, data_end)
+            .map_err(|problem| footer_error(name, problem))?;
         self.store
             .register_data_view(&path, &segment_path(index as u64), range.offset, data_end)
             .map_err(|e| store_error(name, e))?;
         self.store
-            .expect_lz4_prefixes(&path, validated.lz4_blocks.iter().copied());
+            .expect_lz4_prefixes(&path, checked.lz4_blocks.iter().copied());
         let placed = Placed {
             arrays,
             shapes,
             blocks: blocks.to_vec(),
             data_end,
         };
-        Ok(
-            Segment::placed(name, placed, validated, range.len, |table| {
-                self.source(index, &path, table)
-            })
-            .registered(Arc::clone(&self.store), path),
-        )
+        Ok(Segment::placed(name, placed, checked, range.len, |table| {
+            self.source(index, &path, table)
+        })
+        .registered(Arc::clone(&self.store), path))
     }
 
     /// A view of `arrays` through a footer made from their places (for
@@ -608,12 +601,8 @@ impl ContainerSegments {
         let name = range.name.as_str();
         let footer = placed_footer(name, blocks, arrays)?;
         let virtual_len = data_end.saturating_add(footer.len() as u64);
-        let validated = validate::validate_footer(&footer, virtual_len).map_err(|problem| {
-            SegmentError::Footer {
-                segment: name.to_owned(),
-                problem,
-            }
-        })?;
+        let validated = validate::validate_footer(&footer, virtual_len)
+            .map_err(|problem| footer_error(name, problem))?;
         self.store
             .register_view(
                 &path,
@@ -624,7 +613,7 @@ impl ContainerSegments {
             )
             .map_err(|e| store_error(name, e))?;
         self.store
-            .expect_lz4_prefixes(&path, validated.lz4_blocks.iter().copied());
+            .expect_lz4_prefixes(&path, validated.checked.lz4_blocks.iter().copied());
         Ok(Segment::new(
             name,
             validated,
@@ -947,7 +936,7 @@ impl ContainerSegments {
         self.register(name, &path, range.offset, len, tail, &validated)?;
         // Opened whole: a read of its first block is probably a walk's first.
         self.store.ramp_from_start(&path);
-        if walk && let Some(first_end) = validated.chunks.first_block_end() {
+        if walk && let Some(first_end) = validated.checked.chunks.first_block_end() {
             self.store.start_walk(&path, first_end);
         }
         tracing::debug!(segment = name, len, "opened segment");
@@ -976,7 +965,7 @@ impl ContainerSegments {
             .register_with_tail(path, offset, len, tail)
             .map_err(|e| store_error(name, e))?;
         self.store
-            .expect_lz4_prefixes(path, validated.lz4_blocks.iter().copied());
+            .expect_lz4_prefixes(path, validated.checked.lz4_blocks.iter().copied());
         Ok(())
     }
 
@@ -1074,6 +1063,15 @@ pub async fn open_bytes(name: &str, bytes: Bytes) -> Result<Arc<Segment>, Segmen
             },
         )
         .await
+}
+
+/// The error of a footer (or chunk places) of segment `segment` that
+/// validation refused as a whole.
+fn footer_error(segment: &str, problem: validate::FooterProblem) -> SegmentError {
+    SegmentError::Footer {
+        segment: segment.to_owned(),
+        problem,
+    }
 }
 
 /// Whether every one of `arrays` can be read from `blocks` without

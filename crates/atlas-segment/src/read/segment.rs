@@ -33,7 +33,7 @@ use crate::footer::archive::{FooterArchive, NameIndex};
 use crate::footer::attributes;
 use crate::footer::digest::{ArrayDigest, BlockPlace, block_places, digest_of};
 use crate::footer::schema::ArchivedArrayMeta;
-use crate::footer::validate::{ArrayProblem, ValidatedFooter, ValidatedPlaces};
+use crate::footer::validate::{ArrayProblem, Checked, ValidatedFooter};
 use crate::read::blocks::{BlockSource, ChunkTable};
 use crate::read::segment_store::SegmentStore;
 use crate::types::any_array::ArrayData;
@@ -173,42 +173,42 @@ impl Segment {
         source: impl FnOnce(ChunkTable) -> BlockSource,
         opener: FileOpener,
     ) -> Self {
-        Self {
-            name: name.to_owned(),
-            records: Records::Footer(validated.archive),
-            names: validated.names,
-            problems: validated.problems,
-            first_blocks: validated.first_blocks,
-            len,
-            source: source(validated.chunks),
-            file: OnceCell::new(),
-            opener: Some(opener),
-            registration: None,
-            hint_shift: AtomicUsize::new(0),
-        }
+        let records = Records::Footer(validated.archive);
+        Self::of_records(name, records, validated.checked, len, source, Some(opener))
     }
 
     /// A view of the fixed-width arrays of `placed` (a segment of `len`
     /// bytes), whose places passed the checks with the findings
-    /// `validated`, reading its blocks through what `source` makes of the
+    /// `checked`, reading its blocks through what `source` makes of the
     /// chunk table.
     pub(crate) fn placed(
         name: &str,
         placed: Placed,
-        validated: ValidatedPlaces,
+        checked: Checked,
         len: u64,
         source: impl FnOnce(ChunkTable) -> BlockSource,
     ) -> Self {
+        Self::of_records(name, Records::Placed(placed), checked, len, source, None)
+    }
+
+    fn of_records(
+        name: &str,
+        records: Records,
+        checked: Checked,
+        len: u64,
+        source: impl FnOnce(ChunkTable) -> BlockSource,
+        opener: Option<FileOpener>,
+    ) -> Self {
         Self {
             name: name.to_owned(),
-            records: Records::Placed(placed),
-            names: validated.names,
-            problems: validated.problems,
-            first_blocks: validated.first_blocks,
+            records,
+            names: checked.names,
+            problems: checked.problems,
+            first_blocks: checked.first_blocks,
             len,
-            source: source(validated.chunks),
+            source: source(checked.chunks),
             file: OnceCell::new(),
-            opener: None,
+            opener,
             registration: None,
             hint_shift: AtomicUsize::new(0),
         }

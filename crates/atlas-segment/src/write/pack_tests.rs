@@ -490,23 +490,7 @@ proptest! {
         let (bytes, digest) = finished(&specs, block, false);
         let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
         rt.block_on(async {
-            let len = bytes.len() as u64;
-            let op = opendal::Operator::new(opendal::services::Memory::default()).unwrap();
-            op.write("c", bytes.clone()).await.unwrap();
-            let range = crate::SegmentRange {
-                name: "seg".into(),
-                offset: 0,
-                len,
-                arrays_hint: 0,
-            };
-            let segments = crate::ContainerSegments::new(
-                op,
-                "c",
-                1,
-                crate::SegmentOptions::default(),
-                bytes::Bytes::new(),
-                0,
-            );
+            let (segments, range) = one_segment(&bytes).await;
             let placed: Vec<crate::ArrayDigest> = digest
                 .arrays()
                 .iter()
@@ -548,6 +532,28 @@ proptest! {
     }
 }
 
+/// `bytes` as the one segment of an in-memory container, the container's
+/// segments, and that segment's range.
+async fn one_segment(bytes: &bytes::Bytes) -> (crate::ContainerSegments, crate::SegmentRange) {
+    let op = opendal::Operator::new(opendal::services::Memory::default()).unwrap();
+    op.write("c", bytes.clone()).await.unwrap();
+    let range = crate::SegmentRange {
+        name: "seg".into(),
+        offset: 0,
+        len: bytes.len() as u64,
+        arrays_hint: 0,
+    };
+    let segments = crate::ContainerSegments::new(
+        op,
+        "c",
+        1,
+        crate::SegmentOptions::default(),
+        bytes::Bytes::new(),
+        0,
+    );
+    (segments, range)
+}
+
 /// Two float arrays `a` and `b` in one segment, with its bytes and digest.
 fn two_float_arrays() -> (bytes::Bytes, crate::SegmentDigest) {
     let mut w = SegmentWriter::new("seg", &options(1024)).unwrap();
@@ -576,22 +582,7 @@ fn a_chunk_place_past_its_block_flags_that_array_and_the_others_still_read() {
         .build()
         .unwrap();
     rt.block_on(async {
-        let op = opendal::Operator::new(opendal::services::Memory::default()).unwrap();
-        op.write("c", bytes.clone()).await.unwrap();
-        let range = crate::SegmentRange {
-            name: "seg".into(),
-            offset: 0,
-            len: bytes.len() as u64,
-            arrays_hint: 0,
-        };
-        let segments = crate::ContainerSegments::new(
-            op,
-            "c",
-            1,
-            crate::SegmentOptions::default(),
-            bytes::Bytes::new(),
-            0,
-        );
+        let (segments, range) = one_segment(&bytes).await;
         let mut placed = digest.arrays().to_vec();
         let block_len = digest.blocks()[placed[0].chunks[0].block as usize].decoded;
         placed[0].chunks[0].offset = u32::try_from(block_len).unwrap();
@@ -625,22 +616,7 @@ fn array_near_finds_the_array_whatever_the_hint_and_learns_a_views_shift() {
         .build()
         .unwrap();
     rt.block_on(async {
-        let op = opendal::Operator::new(opendal::services::Memory::default()).unwrap();
-        op.write("c", bytes.clone()).await.unwrap();
-        let range = crate::SegmentRange {
-            name: "seg".into(),
-            offset: 0,
-            len: bytes.len() as u64,
-            arrays_hint: 0,
-        };
-        let segments = crate::ContainerSegments::new(
-            op,
-            "c",
-            1,
-            crate::SegmentOptions::default(),
-            bytes::Bytes::new(),
-            0,
-        );
+        let (segments, range) = one_segment(&bytes).await;
         // A view of the second dataset alone: its one array sits one before its ordinal.
         let placed = vec![digest.arrays()[1].clone()];
         let view = segments
