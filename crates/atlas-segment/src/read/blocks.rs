@@ -242,12 +242,7 @@ impl BlockSource {
             return None;
         }
         let chunks = self.table.chunks_of(array.position())?;
-        let full: Vec<usize> = array.shape().into_iter().map(|d| d as usize).collect();
-        let chunk_shape: Vec<usize> = array
-            .chunk_shape()
-            .into_iter()
-            .map(|d| d as usize)
-            .collect();
+        let (full, chunk_shape) = array.grid();
         let rank = full.len();
         if chunk_shape.len() != rank {
             return None;

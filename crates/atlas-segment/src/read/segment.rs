@@ -660,6 +660,25 @@ impl<'a> ArrayRef<'a> {
         coords.into_iter()
     }
 
+    /// Its shape and chunk shape as `usize`s (what a read of its blocks
+    /// indexes with), read straight off its record.
+    pub(crate) fn grid(&self) -> (Vec<usize>, Vec<usize>) {
+        let wide = |d: u32| d as usize;
+        match self.record {
+            Record::Archived(meta) => (
+                meta.shape.iter().map(|d| wide(d.to_native())).collect(),
+                meta.chunk_shape
+                    .iter()
+                    .map(|d| wide(d.to_native()))
+                    .collect(),
+            ),
+            Record::Placed(digest, shape) => (
+                shape.iter().copied().map(wide).collect(),
+                digest.chunk_shape.iter().copied().map(wide).collect(),
+            ),
+        }
+    }
+
     /// The array's digest, its written chunks starting in block `first_block`.
     pub(crate) fn digest(&self, first_block: Option<u32>) -> ArrayDigest {
         match self.record {

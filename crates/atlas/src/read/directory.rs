@@ -6,9 +6,6 @@
 //! handle reach them through this one value.
 
 use std::collections::HashMap;
-
-/// Variable name to position in the footer.
-type VariableIndex = HashMap<String, usize, foldhash::fast::FixedState>;
 use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use atlas_format::{CollectionFooter, DATASETS_SEGMENT, DeletionMask, OpenedContainer, SchemaView};
@@ -29,7 +26,6 @@ pub(crate) struct Directory {
     opened: OpenedContainer,
     mask: RwLock<MaskState>,
     /// Variable name to its position in the footer's variables.
-    /// Variable name to its position (a fast fixed-seed hash: it is asked on every read).
     variable_index: VariableIndex,
     /// Per variable, how many arrays its segment should hold (sizes the first read).
     expected_arrays: Vec<u64>,
@@ -138,6 +134,10 @@ impl Directory {
             .count() as u64
     }
 }
+
+/// Variable name to position in the footer: a fast fixed-seed hash, as it
+/// is asked on every read.
+type VariableIndex = HashMap<String, usize, foldhash::fast::FixedState>;
 
 /// For each variable, the number of datasets whose schema puts an array in its
 /// segment (for `_datasets`: those declaring a dataset-level attribute).
