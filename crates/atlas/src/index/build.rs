@@ -3,17 +3,19 @@
 
 use std::sync::Arc;
 
-use arrow_array::builder::{ListBuilder, UInt32Builder};
+use arrow_array::builder::{NullBufferBuilder, OffsetBufferBuilder};
 use arrow_array::types::{UInt32Type, UInt64Type};
 use arrow_array::{
-    ArrayRef, BinaryArray, Float64Array, Int64Array, ListArray, RecordBatch, StringArray,
-    TimestampNanosecondArray, UInt32Array, UInt64Array,
+    ArrayRef, ArrowPrimitiveType, BinaryArray, Float64Array, Int64Array, ListArray, PrimitiveArray,
+    RecordBatch, StringArray, TimestampNanosecondArray, UInt32Array, UInt64Array,
 };
 use arrow_schema::{Field as ArrowField, Schema};
 use atlas_format::{AttributeSummary, DType, VariableSummary};
 use indexmap::IndexMap;
 use parquet::arrow::ArrowWriter;
+use parquet::arrow::arrow_writer::{ArrowColumnChunk, ArrowRowGroupWriterFactory, compute_leaves};
 use parquet::basic::{Compression, Encoding, ZstdLevel};
+use parquet::errors::ParquetError;
 use parquet::file::metadata::KeyValue;
 use parquet::file::properties::{EnabledStatistics, WriterProperties};
 use parquet::schema::types::ColumnPath;
@@ -107,9 +109,52 @@ struct AttributeRows {
     rows: Vec<Option<Attr>>,
 }
 
-/// The dataset attributes a writer set, by dataset name: what the index
-/// records of them, known without reading the container back.
-pub(crate) type WrittenAttributes = std::collections::HashMap<SmolStr, IndexMap<SmolStr, Attr>>;
+/// One dataset's attributes as its writer set them, in order.
+pub(crate) type DatasetAttributes = Vec<(SmolStr, Attr)>;
+
+/// The dataset attributes a writer set, gathered by key as its datasets
+/// finish, so that the index reads no footer for them. Values are filed by
+/// the dataset's writer slot until the commit numbers the datasets.
+#[derive(Default)]
+pub(crate) struct WrittenAttributes {
+    by_key: IndexMap<SmolStr, Vec<(u32, Attr)>, foldhash::fast::FixedState>,
+}
+
+impl WrittenAttributes {
+    /// Files the attributes of the dataset in writer slot `slot`.
+    pub(crate) fn record(&mut self, slot: usize, attributes: DatasetAttributes) {
+        let slot = u32::try_from(slot).unwrap_or(u32::MAX);
+        for (key, value) in attributes {
+            self.by_key.entry(key).or_default().push((slot, value));
+        }
+    }
+
+    /// The same values filed by ordinal: `ordinal_of(slot)` is the ordinal
+    /// the commit gave the dataset of that slot (`None`: not committed).
+    pub(crate) fn by_ordinal(mut self, ordinal_of: impl Fn(u32) -> Option<u32>) -> Self {
+        for cells in self.by_key.values_mut() {
+            cells.retain_mut(|(at, _)| match ordinal_of(*at) {
+                Some(ordinal) => {
+                    *at = ordinal;
+                    true
+                }
+                None => false,
+            });
+        }
+        self
+    }
+
+    /// Key `key`'s values, one row per ordinal below `total` (taken out).
+    fn take_rows(&mut self, key: &str, total: usize) -> Vec<Option<Attr>> {
+        let mut rows = vec![None; total];
+        for (ordinal, value) in self.by_key.swap_remove(key).unwrap_or_default() {
+            if let Some(slot) = rows.get_mut(ordinal as usize) {
+                *slot = Some(value);
+            }
+        }
+        rows
+    }
+}
 
 /// The index of `member` as Parquet bytes, and what it holds. Dataset
 /// attributes come from `written` when the caller wrote them, else from
@@ -117,7 +162,7 @@ pub(crate) type WrittenAttributes = std::collections::HashMap<SmolStr, IndexMap<
 pub(crate) async fn build(
     member: &Member,
     options: &IndexOptions,
-    written: Option<&WrittenAttributes>,
+    mut written: Option<WrittenAttributes>,
 ) -> Result<(Vec<u8>, IndexReport)> {
     let total = member.dataset_count_total();
     let all = Live::all(total);
@@ -152,13 +197,8 @@ pub(crate) async fn build(
         .collect();
     let mut attributes = Vec::with_capacity(attribute_keys.len());
     for (key, dtypes) in attribute_keys {
-        let rows = match written {
-            Some(written) => member
-                .footer()
-                .datasets
-                .keys()
-                .map(|name| written.get(name)?.get(key.as_str()).cloned())
-                .collect(),
+        let rows = match written.as_mut() {
+            Some(written) => written.take_rows(&key, total),
             None => {
                 let mut rows = vec![None; total];
                 for (name, attr) in member
@@ -252,7 +292,7 @@ fn encode(
             report.variables_left_out.push(v.name.clone());
             continue;
         };
-        for (name, column) in variable_columns(v, &indexed) {
+        for (name, column) in variable_columns(v, &indexed)? {
             fields.push(ArrowField::new(&name, column.data_type().clone(), true));
             taken.insert(name);
             columns.push(column);
@@ -388,7 +428,7 @@ fn places(v: &VariableRows) -> Option<Places> {
 }
 
 /// The count, nulls, bound, shape and block columns of one variable, by name.
-fn variable_columns(v: &VariableRows, layout: &IndexedVariable) -> Vec<(String, ArrayRef)> {
+fn variable_columns(v: &VariableRows, layout: &IndexedVariable) -> Result<Vec<(String, ArrayRef)>> {
     let stats: Vec<Option<&ArrayStats>> = v
         .rows
         .iter()
@@ -417,40 +457,86 @@ fn variable_columns(v: &VariableRows, layout: &IndexedVariable) -> Vec<(String, 
     for (name, values) in names.into_iter().zip(bounds) {
         out.push((name, value_column(layout.kind, &values)));
     }
-    let shapes = ListArray::from_iter_primitive::<UInt64Type, _, _>(
-        v.rows
-            .iter()
-            .map(|r| r.as_ref().map(|c| c.digest.shape.iter().map(|&d| Some(d)))),
-    );
-    out.push((shape_column(&v.name), Arc::new(shapes)));
+    // Where the chunks are, when every array of the variable can be read
+    // from its places (see [`places`]).
+    let placed = layout.places.is_some();
+    let mut shapes = Lists::<UInt64Type>::with_rows(v.rows.len());
+    let mut chunk_shapes = Lists::<UInt32Type>::with_rows(v.rows.len());
+    let mut chunks = Lists::<UInt32Type>::with_rows(v.rows.len());
+    for row in &v.rows {
+        let digest = row.as_ref().map(|c| c.digest);
+        shapes.push(digest.map(|d| d.shape.iter().copied()));
+        if !placed {
+            continue;
+        }
+        chunk_shapes.push(digest.map(|d| d.chunk_shape.iter().copied()));
+        chunks.push(digest.map(|d| {
+            d.chunks
+                .iter()
+                .flat_map(|p| p.coord.iter().copied().chain([p.block, p.offset, p.size]))
+        }));
+    }
+    out.push((shape_column(&v.name), shapes.finish()?));
     let blocks = UInt32Array::from_iter(
         v.rows
             .iter()
             .map(|r| r.as_ref().and_then(|c| c.digest.first_block)),
     );
     out.push((block_column(&v.name), Arc::new(blocks)));
-    if layout.places.is_some() {
-        let chunk_shapes =
-            ListArray::from_iter_primitive::<UInt32Type, _, _>(v.rows.iter().map(|r| {
-                r.as_ref()
-                    .map(|c| c.digest.chunk_shape.iter().map(|&d| Some(d)))
-            }));
-        out.push((chunk_shape_column(&v.name), Arc::new(chunk_shapes)));
-        let mut chunks = ListBuilder::new(UInt32Builder::new());
-        for row in &v.rows {
-            if let Some(c) = row {
-                for p in &c.digest.chunks {
-                    let values = chunks.values();
-                    values.append_slice(&p.coord);
-                    values.append_slice(&[p.block, p.offset, p.size]);
-                }
-            }
-            chunks.append(row.is_some());
-        }
-        let chunks = chunks.finish();
-        out.push((chunks_column(&v.name), Arc::new(chunks)));
+    if placed {
+        out.push((chunk_shape_column(&v.name), chunk_shapes.finish()?));
+        out.push((chunks_column(&v.name), chunks.finish()?));
     }
-    out
+    Ok(out)
+}
+
+/// A list column built a row at a time from slices into three plain
+/// buffers (arrow's list builder appends, and checks, value by value).
+struct Lists<T: ArrowPrimitiveType> {
+    values: Vec<T::Native>,
+    offsets: OffsetBufferBuilder<i32>,
+    valid: NullBufferBuilder,
+    /// Set once the values outgrow 32-bit offsets.
+    overflow: bool,
+}
+
+impl<T: ArrowPrimitiveType> Lists<T> {
+    fn with_rows(rows: usize) -> Self {
+        Lists {
+            values: Vec::with_capacity(rows),
+            offsets: OffsetBufferBuilder::new(rows),
+            valid: NullBufferBuilder::new(rows),
+            overflow: false,
+        }
+    }
+
+    /// Appends one row: the list of `values`, or null.
+    fn push(&mut self, values: Option<impl IntoIterator<Item = T::Native>>) {
+        let before = self.values.len();
+        self.valid.append(values.is_some());
+        if let Some(values) = values {
+            self.values.extend(values);
+        }
+        self.overflow |= self
+            .offsets
+            .try_push_length(self.values.len().saturating_sub(before))
+            .is_err();
+    }
+
+    fn finish(mut self) -> Result<ArrayRef> {
+        let fail = |e: &dyn std::fmt::Display| AtlasError::InvalidUse {
+            what: format!("an index column cannot be built: {e}"),
+        };
+        if self.overflow {
+            return Err(fail(&"its lists hold more than 2^31 values"));
+        }
+        let offsets = self.offsets.try_finish().map_err(|e| fail(&e))?;
+        let values = Arc::new(PrimitiveArray::<T>::new(self.values.into(), None));
+        let field = Arc::new(ArrowField::new_list_field(T::DATA_TYPE, true));
+        let lists = ListArray::try_new(field, offsets, values, self.valid.finish())
+            .map_err(|e| fail(&e))?;
+        Ok(Arc::new(lists))
+    }
 }
 
 /// A column of statistics of one kind (values of another kind, which
@@ -546,7 +632,6 @@ fn write_parquet(batch: &RecordBatch, meta: &IndexMeta, rows_per_group: usize) -
     let level = ZstdLevel::try_new(atlas_format::DEFAULT_ZSTD_LEVEL).map_err(|e| fail(&e))?;
     let mut props = WriterProperties::builder()
         .set_compression(Compression::ZSTD(level))
-        .set_max_row_group_row_count(Some(rows_per_group))
         .set_statistics_enabled(EnabledStatistics::Page);
     // Floats (coordinates, bounds) rarely repeat: a dictionary only costs,
     // and their bytes split by significance compress about a third better.
@@ -561,6 +646,24 @@ fn write_parquet(batch: &RecordBatch, meta: &IndexMeta, rows_per_group: usize) -
                 .set_column_encoding(path, Encoding::BYTE_STREAM_SPLIT);
         }
     }
+    // Names never repeat, nor do the chunks' places within their blocks: a
+    // dictionary for them is built only to be dropped. Ordinals count up by
+    // one, which delta encoding stores in a few bytes a page.
+    props = props
+        .set_column_dictionary_enabled(ColumnPath::from(NAME_COLUMN), false)
+        .set_column_dictionary_enabled(ColumnPath::from(ORDINAL_COLUMN), false)
+        .set_column_encoding(
+            ColumnPath::from(ORDINAL_COLUMN),
+            Encoding::DELTA_BINARY_PACKED,
+        );
+    for v in meta.variables.iter().filter(|v| v.places.is_some()) {
+        let path = ColumnPath::new(vec![
+            chunks_column(&v.name),
+            "list".to_owned(),
+            "item".to_owned(),
+        ]);
+        props = props.set_column_dictionary_enabled(path, false);
+    }
     let props = props
         .set_key_value_metadata(Some(vec![
             KeyValue::new(META_KEY.to_owned(), meta.encode().map_err(|e| fail(&e))?),
@@ -572,13 +675,27 @@ fn write_parquet(batch: &RecordBatch, meta: &IndexMeta, rows_per_group: usize) -
         ]))
         .build();
     let mut out = Vec::new();
-    let mut writer =
+    let writer =
         ArrowWriter::try_new(&mut out, batch.schema(), Some(props)).map_err(|e| fail(&e))?;
-    writer.write(batch).map_err(|e| fail(&e))?;
+    let (mut writer, factory) = writer.into_serialized_writer().map_err(|e| fail(&e))?;
+    let rows = rows_per_group.max(1);
+    let groups: Vec<RecordBatch> = (0..batch.num_rows())
+        .step_by(rows)
+        .map(|first| batch.slice(first, rows.min(batch.num_rows().saturating_sub(first))))
+        .collect();
+    let mut encoded = encode_chunks(&factory, &groups).map_err(|e| fail(&e))?;
+    for group in &mut encoded {
+        let mut row_group = writer.next_row_group().map_err(|e| fail(&e))?;
+        for chunk in group.drain(..) {
+            chunk
+                .append_to_row_group(&mut row_group)
+                .map_err(|e| fail(&e))?;
+        }
+        row_group.close().map_err(|e| fail(&e))?;
+    }
     // Every row group is in the file now, so the chunks' checksums can go
     // into the footer written at the close.
     writer.flush().map_err(|e| fail(&e))?;
-    writer.sync().map_err(|e| fail(&e))?;
     let chunks = writer
         .flushed_row_groups()
         .iter()
@@ -593,6 +710,59 @@ fn write_parquet(batch: &RecordBatch, meta: &IndexMeta, rows_per_group: usize) -
     writer.close().map_err(|e| fail(&e))?;
     checksum::seal(&mut out).ok_or_else(|| fail(&"its footer has no checksum entry"))?;
     Ok(out)
+}
+
+/// The most threads an index's columns are encoded on.
+const ENCODE_THREADS: usize = 4;
+
+/// Each row group's column chunks, encoded and compressed on as many
+/// threads as the machine has cores (at most [`ENCODE_THREADS`]), each
+/// taking whole row groups; in file order, so the bytes do not depend on
+/// the thread count.
+fn encode_chunks(
+    factory: &ArrowRowGroupWriterFactory,
+    groups: &[RecordBatch],
+) -> parquet::errors::Result<Vec<Vec<ArrowColumnChunk>>> {
+    let encode_group = |(index, group): (usize, &RecordBatch)| {
+        let mut writers = factory.create_column_writers(index)?.into_iter();
+        let mut chunks = Vec::with_capacity(writers.len());
+        for (field, column) in group.schema().fields().iter().zip(group.columns()) {
+            for leaf in compute_leaves(field, column)? {
+                let mut writer = writers.next().ok_or_else(|| {
+                    ParquetError::General("a row group has more leaves than columns".into())
+                })?;
+                writer.write(&leaf)?;
+                chunks.push(writer.close()?);
+            }
+        }
+        Ok(chunks)
+    };
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .clamp(1, ENCODE_THREADS);
+    let per_thread = groups.len().div_ceil(threads).max(1);
+    std::thread::scope(|scope| {
+        let mut shares = groups.chunks(per_thread).enumerate().map(|(i, share)| {
+            let first = i.saturating_mul(per_thread);
+            move || {
+                share
+                    .iter()
+                    .enumerate()
+                    .map(|(j, group)| encode_group((first.saturating_add(j), group)))
+                    .collect::<parquet::errors::Result<Vec<_>>>()
+            }
+        });
+        let here = shares.next();
+        let others: Vec<_> = shares.map(|share| scope.spawn(share)).collect();
+        let mut encoded = here.map_or(Ok(Vec::new()), |share| share())?;
+        for other in others {
+            let more = other
+                .join()
+                .map_err(|_| ParquetError::General("an encoding thread panicked".into()))??;
+            encoded.extend(more);
+        }
+        Ok(encoded)
+    })
 }
 
 impl Member {

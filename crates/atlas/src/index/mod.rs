@@ -25,7 +25,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 use smallvec::SmallVec;
 
-pub(crate) use build::WrittenAttributes;
+pub(crate) use build::{DatasetAttributes, WrittenAttributes};
 pub use build::{IndexOptions, IndexReport};
 pub(crate) use load::{IndexProbe, LoadedIndex};
 
@@ -60,7 +60,7 @@ impl Member {
     pub(crate) async fn write_index_with(
         &self,
         options: &IndexOptions,
-        written: Option<&build::WrittenAttributes>,
+        written: Option<build::WrittenAttributes>,
     ) -> Result<IndexReport> {
         let (bytes, report) = build::build(self, options, written).await?;
         let path = atlas_io::object_path(&self.inner().prefix, atlas_format::INDEX_FILE);

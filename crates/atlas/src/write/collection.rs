@@ -123,7 +123,7 @@ impl AtlasWriter {
                     names: HashSet::new(),
                     slots: Vec::new(),
                     schemas: IndexSet::new(),
-                    attributes: WrittenAttributes::new(),
+                    attributes: WrittenAttributes::default(),
                 }),
                 variables: Variables::default(),
             }),
@@ -225,7 +225,7 @@ async fn write_index(shared: &Shared, written: ForIndex) -> Option<IndexReport> 
             member.prime_digest(&name, digest)?;
         }
         member
-            .write_index_with(&IndexOptions::default(), Some(&written.attributes))
+            .write_index_with(&IndexOptions::default(), Some(written.attributes))
             .await
     }
     .await;
@@ -283,7 +283,21 @@ fn take_plan(shared: &Shared) -> Result<Plan> {
         })
         .collect();
     let schemas = std::mem::take(&mut st.schemas).into_iter().collect();
-    let attributes = std::mem::take(&mut st.attributes);
+    // Committed datasets take ordinals in slot order.
+    let mut next = 0u32;
+    let ordinal_of_slot: Vec<Option<u32>> = st
+        .slots
+        .iter()
+        .map(|(_, s)| {
+            matches!(s, SlotStatus::Done(_)).then(|| {
+                let ordinal = next;
+                next = next.saturating_add(1);
+                ordinal
+            })
+        })
+        .collect();
+    let attributes = std::mem::take(&mut st.attributes)
+        .by_ordinal(|slot| ordinal_of_slot.get(slot as usize).copied().flatten());
     st.slots = Vec::new();
     Ok(Plan {
         datasets,

@@ -12,6 +12,7 @@ use super::buffer::{ArrayBuffer, Geometry, TypedBuffer};
 use super::state::{SchemaKey, Shared};
 use super::variables::{PushJob, Variable, push_blocking, push_ready};
 use crate::error::{AtlasError, Result};
+use crate::index::DatasetAttributes;
 
 /// One dataset under construction. Owned and `Send`: build many at once on
 /// different tasks. Nothing reaches the collection until [`finish`](Self::finish);
@@ -349,7 +350,7 @@ struct Push {
     slot: usize,
     key: Option<SchemaKey>,
     /// The dataset attributes, kept for the dataset index if one is written.
-    attributes: Option<IndexMap<SmolStr, Attr>>,
+    attributes: Option<DatasetAttributes>,
     jobs: Vec<(Arc<Variable>, DatasetJob)>,
 }
 
@@ -377,7 +378,8 @@ impl Push {
                 .collect(),
             attrs: attrs.iter().map(|(k, v)| (k.clone(), v.dtype())).collect(),
         };
-        let attributes = (shared.config.dataset_index && !attrs.is_empty()).then(|| attrs.clone());
+        let attributes = (shared.config.dataset_index && !attrs.is_empty())
+            .then(|| attrs.iter().map(|(k, v)| (k.clone(), v.clone())).collect());
         let mut jobs: Vec<DatasetJob> = arrays
             .into_iter()
             .map(|(name, entry)| DatasetJob {

@@ -7,15 +7,14 @@ use std::collections::HashSet;
 use std::sync::{Mutex, MutexGuard};
 
 use atlas_format::{ArrayDecl, DType, DatasetSchema};
-use indexmap::{IndexMap, IndexSet};
+use indexmap::IndexSet;
 use opendal::Operator;
 use smol_str::SmolStr;
 
 use super::config::WriterConfig;
 use super::variables::Variables;
-use crate::Attr;
 use crate::error::{AtlasError, Result};
-use crate::index::WrittenAttributes;
+use crate::index::{DatasetAttributes, WrittenAttributes};
 
 /// Keys and value types of attributes, in set order.
 pub(crate) type AttrKeys = Vec<(SmolStr, DType)>;
@@ -124,14 +123,13 @@ impl Shared {
     pub(crate) fn end_finish(
         &self,
         slot: usize,
-        outcome: std::result::Result<(SchemaKey, Option<IndexMap<SmolStr, Attr>>), String>,
+        outcome: std::result::Result<(SchemaKey, Option<DatasetAttributes>), String>,
     ) {
         let mut st = self.state();
         let status = match outcome {
             Ok((key, attributes)) => {
-                if let (Some(attributes), Some((name, _))) = (attributes, st.slots.get(slot)) {
-                    let name = name.clone();
-                    st.attributes.insert(name, attributes);
+                if let Some(attributes) = attributes {
+                    st.attributes.record(slot, attributes);
                 }
                 let (id, _) = st.schemas.insert_full(key);
                 SlotStatus::Done(u32::try_from(id).unwrap_or(u32::MAX))
