@@ -461,8 +461,9 @@ fn variable_columns(v: &VariableRows, layout: &IndexedVariable) -> Result<Vec<(S
     // from its places (see [`places`]).
     let placed = layout.places.is_some();
     let mut shapes = Lists::<UInt64Type>::with_rows(v.rows.len());
-    let mut chunk_shapes = Lists::<UInt32Type>::with_rows(v.rows.len());
-    let mut chunks = Lists::<UInt32Type>::with_rows(v.rows.len());
+    let placed_rows = if placed { v.rows.len() } else { 0 };
+    let mut chunk_shapes = Lists::<UInt32Type>::with_rows(placed_rows);
+    let mut chunks = Lists::<UInt32Type>::with_rows(placed_rows);
     for row in &v.rows {
         let digest = row.as_ref().map(|c| c.digest);
         shapes.push(digest.map(|d| d.shape.iter().copied()));
@@ -490,8 +491,9 @@ fn variable_columns(v: &VariableRows, layout: &IndexedVariable) -> Result<Vec<(S
     Ok(out)
 }
 
-/// A list column built a row at a time from slices into three plain
-/// buffers (arrow's list builder appends, and checks, value by value).
+/// A list column built a row at a time into three plain buffers: values,
+/// offsets and validity (arrow's list builder appends, and checks, value by
+/// value).
 struct Lists<T: ArrowPrimitiveType> {
     values: Vec<T::Native>,
     offsets: OffsetBufferBuilder<i32>,
