@@ -274,28 +274,20 @@ fn take_plan(shared: &Shared) -> Result<Plan> {
         )));
     }
     st.phase = Phase::Committing;
-    let datasets = st
-        .slots
-        .iter()
-        .filter_map(|(name, s)| match s {
-            SlotStatus::Done(id) => Some((name.clone(), *id)),
+    // Finished datasets take ordinals in slot order.
+    let mut datasets = Vec::new();
+    let mut ordinal_of_slot: Vec<Option<u32>> = Vec::with_capacity(st.slots.len());
+    for (name, s) in &st.slots {
+        let ordinal = match s {
+            SlotStatus::Done(id) => {
+                datasets.push((name.clone(), *id));
+                u32::try_from(datasets.len().saturating_sub(1)).ok()
+            }
             _ => None,
-        })
-        .collect();
+        };
+        ordinal_of_slot.push(ordinal);
+    }
     let schemas = std::mem::take(&mut st.schemas).into_iter().collect();
-    // Committed datasets take ordinals in slot order.
-    let mut next = 0u32;
-    let ordinal_of_slot: Vec<Option<u32>> = st
-        .slots
-        .iter()
-        .map(|(_, s)| {
-            matches!(s, SlotStatus::Done(_)).then(|| {
-                let ordinal = next;
-                next = next.saturating_add(1);
-                ordinal
-            })
-        })
-        .collect();
     let attributes = std::mem::take(&mut st.attributes)
         .by_ordinal(|slot| ordinal_of_slot.get(slot as usize).copied().flatten());
     st.slots = Vec::new();
