@@ -554,8 +554,12 @@ async fn one_segment(bytes: &bytes::Bytes) -> (crate::ContainerSegments, crate::
     (segments, range)
 }
 
-/// Two float arrays `a` and `b` in one segment, with its bytes and digest.
-fn two_float_arrays() -> (bytes::Bytes, crate::SegmentDigest) {
+/// Runs `test` on two float arrays `a` and `b` written to one segment of
+/// an in-memory container: the segment's digest, the container's segments
+/// and the segment's range.
+fn on_two_float_arrays(
+    test: impl AsyncFnOnce(crate::SegmentDigest, crate::ContainerSegments, crate::SegmentRange),
+) {
     let mut w = SegmentWriter::new("seg", &options(1024)).unwrap();
     for name in ["a", "b"] {
         w.define_array::<f32>(name, vec!["n".into()], &[3], None, None)
@@ -571,18 +575,14 @@ fn two_float_arrays() -> (bytes::Bytes, crate::SegmentDigest) {
         let digest = crate::SegmentDigest::of_segment(
             &crate::open_bytes("seg", bytes.clone()).await.unwrap(),
         );
-        (bytes, digest)
-    })
+        let (segments, range) = one_segment(&bytes).await;
+        test(digest, segments, range).await;
+    });
 }
 
 #[test]
 fn a_chunk_place_past_its_block_flags_that_array_and_the_others_still_read() {
-    let (bytes, digest) = two_float_arrays();
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .build()
-        .unwrap();
-    rt.block_on(async {
-        let (segments, range) = one_segment(&bytes).await;
+    on_two_float_arrays(async |digest, segments, range| {
         let mut placed = digest.arrays().to_vec();
         let block_len = digest.blocks()[placed[0].chunks[0].block as usize].decoded;
         placed[0].chunks[0].offset = u32::try_from(block_len).unwrap();
@@ -611,12 +611,7 @@ fn a_chunk_place_past_its_block_flags_that_array_and_the_others_still_read() {
 
 #[test]
 fn array_near_finds_the_array_whatever_the_hint_and_learns_a_views_shift() {
-    let (bytes, digest) = two_float_arrays();
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .build()
-        .unwrap();
-    rt.block_on(async {
-        let (segments, range) = one_segment(&bytes).await;
+    on_two_float_arrays(async |digest, segments, range| {
         // A view of the second dataset alone: its one array sits one before its ordinal.
         let placed = vec![digest.arrays()[1].clone()];
         let view = segments
