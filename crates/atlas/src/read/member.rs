@@ -207,6 +207,18 @@ impl Live {
     }
 }
 
+/// A container's footer in hand, with what was read beside it: what a
+/// [`Member`] is assembled from.
+struct Opened {
+    container: atlas_format::OpenedContainer,
+    mask: MaskState,
+    /// CRC32C of the footer and trailer.
+    footer_crc32c: u32,
+    /// Container bytes read in front of the footer (segment bytes).
+    probe: bytes::Bytes,
+    index_probe: Option<crate::index::IndexProbe>,
+}
+
 /// What every clone of one [`Member`] shares.
 pub(crate) struct Inner {
     pub(crate) op: Operator,
@@ -259,25 +271,25 @@ impl Member {
     /// or [`AtlasError::CorruptMask`] for bytes that are not a readable v8
     /// collection.
     pub(crate) async fn open_location(location: Location, options: &OpenOptions) -> Result<Member> {
-        let (op, prefix, fs_root, uploads) = location.into_parts();
-        let prefix = prefix.as_str();
+        let prefix = location.prefix();
         atlas_io::install_http_transport();
         let container_path = object_path(prefix, CONTAINER_FILE);
         let mask_path = object_path(prefix, MASK_FILE);
+        let op = location.operator();
         let parallelism = options
             .read_parallelism
-            .unwrap_or_else(|| ReadParallelism::for_operator(&op));
+            .unwrap_or_else(|| ReadParallelism::for_operator(op));
         let (opened, index_probe) = futures::join!(
             open_collection_with(
-                &op,
+                op,
                 &container_path,
                 &mask_path,
                 options.limits,
-                &parallelism,
+                &parallelism
             ),
             async {
                 if options.dataset_index {
-                    Some(crate::index::IndexProbe::read(&op, prefix).await)
+                    Some(crate::index::IndexProbe::read(op, prefix).await)
                 } else {
                     None
                 }
@@ -304,7 +316,7 @@ impl Member {
         );
         let total = u32::try_from(container.footer.datasets.len())
             .map_err(|_| AtlasError::corrupt("more than u32::MAX datasets"))?;
-        let state = match opened.mask {
+        let mask = match opened.mask {
             None => MaskState::default(),
             Some(bytes) => {
                 let (mask, warnings) = DeletionMask::decode(&bytes, total)?;
@@ -322,6 +334,54 @@ impl Member {
             .saturating_sub(opened.tail.tail.len() as u64);
         let keep = usize::try_from(segment_bytes_end.saturating_sub(probe_start)).unwrap_or(0);
         let probe = opened.tail.tail.slice(..keep.min(opened.tail.tail.len()));
+        Member::assemble(
+            location,
+            Opened {
+                container,
+                mask,
+                footer_crc32c,
+                probe,
+                index_probe,
+            },
+            options,
+        )
+    }
+
+    /// The container a writer has just committed at `location`, from the
+    /// footer it wrote (no read, and no mask: nothing of it is deleted yet);
+    /// `footer_crc32c` covers the footer and trailer as written.
+    ///
+    /// # Errors
+    /// [`AtlasError::CorruptCollection`] when a dataset names a schema the
+    /// footer's pool does not hold.
+    pub(crate) fn from_commit(
+        location: Location,
+        container: atlas_format::OpenedContainer,
+        footer_crc32c: u32,
+        options: &OpenOptions,
+    ) -> Result<Member> {
+        Member::assemble(
+            location,
+            Opened {
+                container,
+                mask: MaskState::default(),
+                footer_crc32c,
+                probe: bytes::Bytes::new(),
+                index_probe: None,
+            },
+            options,
+        )
+    }
+
+    /// The handle over a container whose footer is in hand.
+    fn assemble(location: Location, opened: Opened, options: &OpenOptions) -> Result<Member> {
+        let (op, prefix, fs_root, uploads) = location.into_parts();
+        let container_path = object_path(&prefix, CONTAINER_FILE);
+        let mask_path = object_path(&prefix, MASK_FILE);
+        let parallelism = options
+            .read_parallelism
+            .unwrap_or_else(|| ReadParallelism::for_operator(&op));
+        let container = opened.container;
         let segments = ContainerSegments::new(
             op.clone(),
             container_path.clone(),
@@ -330,13 +390,13 @@ impl Member {
                 .block_cache_bytes(options.block_cache_bytes)
                 .prefetch_bytes(options.segment_prefetch_bytes)
                 .read_parallelism(parallelism),
-            probe,
-            segment_bytes_end,
+            opened.probe,
+            container.footer_offset(),
         );
         tracing::debug!(
             container = %container_path,
             bytes = container.container_len,
-            datasets = total,
+            datasets = container.footer.datasets.len(),
             "opened collection"
         );
         Ok(Member {
@@ -347,13 +407,13 @@ impl Member {
                 fs_root,
                 container_path,
                 mask_path,
-                directory: Directory::new(container, state)?,
+                directory: Directory::new(container, opened.mask)?,
                 delete_lock: tokio::sync::Mutex::new(()),
                 segments,
-                footer_crc32c,
+                footer_crc32c: opened.footer_crc32c,
                 use_index: options.dataset_index,
                 index: tokio::sync::OnceCell::new(),
-                index_probe: std::sync::Mutex::new(index_probe),
+                index_probe: std::sync::Mutex::new(opened.index_probe),
             }),
         })
     }

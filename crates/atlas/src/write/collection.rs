@@ -4,8 +4,8 @@ use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 
 use atlas_format::{
-    CONTAINER_FILE, DATASETS_SEGMENT, FooterBuilder, MASK_FILE, Trailer, encode_header,
-    validate_name,
+    CONTAINER_FILE, CollectionFooter, DATASETS_SEGMENT, FooterBuilder, MASK_FILE, OpenedContainer,
+    Trailer, encode_header, validate_name,
 };
 use atlas_io::{IoError, object_path};
 use atlas_segment::{ContainerSink, SegmentDigest, WrittenSegment};
@@ -215,12 +215,17 @@ impl Drop for AtlasWriter {
 }
 
 /// Writes the index of the container just committed from what its commit
-/// wrote (the container's own footer is read back, no segment footer);
+/// wrote (nothing is read back: neither its footer nor a segment footer);
 /// `None` (with a warning) when that fails.
 async fn write_index(shared: &Shared, written: ForIndex) -> Option<IndexReport> {
     let options = OpenOptions::default().dataset_index(false);
     let outcome = async {
-        let member = Member::open_location(shared.location.clone(), &options).await?;
+        let member = Member::from_commit(
+            shared.location.clone(),
+            written.container,
+            written.footer_crc32c,
+            &options,
+        )?;
         for (name, digest) in written.digests {
             member.prime_digest(&name, digest)?;
         }
@@ -316,6 +321,9 @@ impl Drop for AbortOnDrop {
 /// What a commit wrote that the dataset index needs, so that it reads no
 /// segment footer back: each segment's digest and the dataset attributes.
 struct ForIndex {
+    /// The container as committed: its footer, lengths and footer checksum.
+    container: OpenedContainer,
+    footer_crc32c: u32,
     digests: Vec<(String, SegmentDigest)>,
     attributes: WrittenAttributes,
 }
@@ -373,21 +381,27 @@ async fn commit(shared: &Shared) -> Result<Committed> {
     let mut guard = AbortOnDrop(Some(sink.clone()));
 
     let result = match stream(shared, &sink, builder, &order).await {
-        Ok((summary, tail, digests)) => match sink.close().await.map_err(AtlasError::from) {
-            Ok(_) => Ok((summary, digests)),
+        Ok(streamed) => match sink.close().await.map_err(AtlasError::from) {
+            Ok(_) => Ok(streamed),
             // A retried upload met an object where there was none: its
             // earlier attempt completed and the answer was lost, if what is
             // stored ends with our footer at our length.
             Err(AtlasError::Io(io))
                 if io.kind() == atlas_io::IoErrorKind::ConditionNotMet
                     && cap.write_with_if_not_exists
-                    && stored_is(&shared.op, path, summary.container_bytes, &tail).await =>
+                    && stored_is(
+                        &shared.op,
+                        path,
+                        streamed.summary.container_bytes,
+                        &streamed.tail,
+                    )
+                    .await =>
             {
                 tracing::debug!(
                     path,
                     "a retried container write found its own earlier write"
                 );
-                Ok((summary, digests))
+                Ok(streamed)
             }
             Err(e) => Err(e),
         },
@@ -395,10 +409,18 @@ async fn commit(shared: &Shared) -> Result<Committed> {
     };
     guard.0 = None;
     match result {
-        Ok((mut summary, digests)) => {
+        Ok(streamed) => {
+            let mut summary = streamed.summary;
             summary.datasets = plan.datasets.len();
             let written = ForIndex {
-                digests,
+                footer_crc32c: atlas_format::crc32c(&streamed.tail),
+                container: OpenedContainer {
+                    footer: streamed.footer,
+                    container_len: summary.container_bytes,
+                    footer_len: streamed.footer_len,
+                    header_checked: true,
+                },
+                digests: streamed.digests,
                 attributes: plan.attributes,
             };
             Ok((summary, written))
@@ -485,15 +507,26 @@ fn place(
     Ok(())
 }
 
-/// Streams the container into `sink`: its summary, the bytes it ends with
-/// (footer and trailer), by which a retried upload knows its own object,
-/// and the digest of each segment.
+/// What [`stream`] put in the container.
+struct Streamed {
+    summary: WriteSummary,
+    /// The footer as written, and its stored (compressed) length.
+    footer: CollectionFooter,
+    footer_len: u64,
+    /// The bytes the container ends with (footer and trailer), by which a
+    /// retried upload knows its own object.
+    tail: Vec<u8>,
+    /// Each segment's digest.
+    digests: Vec<(String, SegmentDigest)>,
+}
+
+/// Streams the container into `sink`.
 async fn stream(
     shared: &Shared,
     sink: &ContainerSink,
     mut builder: FooterBuilder,
     order: &IndexSet<SmolStr>,
-) -> Result<(WriteSummary, Vec<u8>, Vec<(String, SegmentDigest)>)> {
+) -> Result<Streamed> {
     sink.write_raw(Bytes::copy_from_slice(&encode_header()))
         .await?;
     let mut writers = Vec::with_capacity(order.len());
@@ -543,9 +576,10 @@ async fn stream(
         }
     }
     let footer_start = builder.next_offset();
-    let footer = builder.finish().encode()?;
-    let footer_len = footer.len() as u64;
-    let footer_bytes = Bytes::from(footer);
+    let footer = builder.finish();
+    let encoded = footer.encode()?;
+    let footer_len = encoded.len() as u64;
+    let footer_bytes = Bytes::from(encoded);
     let at = sink.write_raw(footer_bytes.clone()).await?;
     if at != footer_start {
         return Err(AtlasError::corrupt(format!(
@@ -559,14 +593,16 @@ async fn stream(
     let end = sink.write_raw(Bytes::copy_from_slice(&trailer)).await? + trailer.len() as u64;
     let mut tail = footer_bytes.to_vec();
     tail.extend_from_slice(&trailer);
-    Ok((
-        WriteSummary {
+    Ok(Streamed {
+        summary: WriteSummary {
             datasets: 0,
             container_bytes: end,
             segments,
             index: None,
         },
+        footer,
+        footer_len,
         tail,
         digests,
-    ))
+    })
 }
