@@ -23,6 +23,11 @@ pub const DEFAULT_MIN_PART_SIZE: u64 = 1024 * 1024;
 pub const DEFAULT_MAX_PART_SIZE: u64 = 16 * 1024 * 1024;
 /// Parts in flight at once under [`ReadParallelism::default`].
 pub const DEFAULT_MAX_CONCURRENCY: usize = 16;
+/// Largest read-ahead window under [`ReadParallelism::default`]: 32 MiB.
+pub const DEFAULT_MAX_READ_AHEAD: u64 = 32 * 1024 * 1024;
+/// Largest read-ahead window on local disk ([`ReadParallelism::for_scheme`]
+/// of `fs`): 1 MiB.
+pub const LOCAL_MAX_READ_AHEAD: u64 = 1024 * 1024;
 
 /// How a big read is split into ranged GETs fetched concurrently.
 ///
@@ -57,6 +62,12 @@ pub struct ReadParallelism {
     pub max_part_size: u64,
     /// Parts of one read spread over and in flight at once (a zero is taken as 1).
     pub max_concurrency: usize,
+    /// Most bytes a walk over a segment's data region fetches ahead of
+    /// itself in one window, and a sweep before its first read (a zero is
+    /// taken as 1). Ahead bytes are held until the walk passes them: a
+    /// large window saves round trips to an object store; on local disk,
+    /// where a read costs no round trip, it only holds memory.
+    pub max_read_ahead: u64,
 }
 
 impl Default for ReadParallelism {
@@ -66,6 +77,7 @@ impl Default for ReadParallelism {
             min_part_size: DEFAULT_MIN_PART_SIZE,
             max_part_size: DEFAULT_MAX_PART_SIZE,
             max_concurrency: DEFAULT_MAX_CONCURRENCY,
+            max_read_ahead: DEFAULT_MAX_READ_AHEAD,
         }
     }
 }
@@ -78,12 +90,13 @@ impl ReadParallelism {
             .max_part_size(u64::MAX)
     }
 
-    /// The policy for a backend: [`single`](Self::single) for the local file
-    /// system (`fs`), where one read of a big range is as fast as parts of it
-    /// (see `docs/performance.md`), the [`Default`] for everything else.
+    /// The policy for a backend: for the local file system (`fs`),
+    /// [`single`](Self::single), where one read of a big range is as fast
+    /// as parts of it (see `docs/performance.md`), reading ahead at most
+    /// [`LOCAL_MAX_READ_AHEAD`]; the [`Default`] for everything else.
     pub fn for_scheme(scheme: &str) -> Self {
         match scheme {
-            "fs" => Self::single(),
+            "fs" => Self::single().max_read_ahead(LOCAL_MAX_READ_AHEAD),
             _ => Self::default(),
         }
     }
@@ -108,6 +121,12 @@ impl ReadParallelism {
     /// Sets [`max_concurrency`](Self::max_concurrency).
     pub fn max_concurrency(mut self, parts: usize) -> Self {
         self.max_concurrency = parts;
+        self
+    }
+
+    /// Sets [`max_read_ahead`](Self::max_read_ahead).
+    pub fn max_read_ahead(mut self, bytes: u64) -> Self {
+        self.max_read_ahead = bytes;
         self
     }
 
@@ -475,8 +494,11 @@ mod tests {
     }
 
     #[test]
-    fn local_disk_reads_whole_and_every_other_service_splits() {
-        assert_eq!(ReadParallelism::for_scheme("fs"), ReadParallelism::single());
+    fn local_disk_reads_whole_and_ahead_little_and_every_other_service_splits() {
+        let local = ReadParallelism::for_scheme("fs");
+        assert_eq!(local.requests(&(0..1 << 30)), 1);
+        assert_eq!(local.max_read_ahead, LOCAL_MAX_READ_AHEAD);
+        assert!(LOCAL_MAX_READ_AHEAD < ReadParallelism::default().max_read_ahead);
         for scheme in ["s3", "gcs", "azblob", "http", "memory"] {
             assert_eq!(
                 ReadParallelism::for_scheme(scheme),

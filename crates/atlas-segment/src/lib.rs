@@ -55,7 +55,7 @@ pub use read::container_segments::{
     ContainerSegments, DEFAULT_BLOCK_CACHE_BYTES, PLACED_ARRAYS_KEPT, SegmentOptions, SegmentRange,
     open_bytes,
 };
-pub use read::read_ahead::{READ_AHEAD_MAX, READ_AHEAD_START};
+pub use read::read_ahead::READ_AHEAD_START;
 pub use read::segment::{ArrayRef, Segment};
 pub use types::any_array::{AnyArray, ArrayData};
 pub use types::attr::Attr;

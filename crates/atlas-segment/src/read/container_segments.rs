@@ -624,8 +624,8 @@ impl ContainerSegments {
         .registered(Arc::clone(&self.store), path))
     }
 
-    /// Sends for the front of segment `index`'s data region (up to
-    /// [`READ_AHEAD_MAX`](crate::READ_AHEAD_MAX) bytes) through the view
+    /// Sends for the front of segment `index`'s data region (up to the read
+    /// policy's [`max_read_ahead`](ReadParallelism::max_read_ahead)) through the view
     /// made for `key` by [`ContainerSegments::open_placed`], without waiting:
     /// for a caller about to read most of the segment's arrays through its
     /// views, which share the segment's read-ahead. Returns the bytes sent
@@ -643,7 +643,7 @@ impl ContainerSegments {
             return Ok(0);
         };
         self.store
-            .prefetch_data(path, crate::READ_AHEAD_MAX)
+            .prefetch_data(path)
             .await
             .map_err(|e| store_error(&range.name, e))
     }
@@ -738,8 +738,8 @@ impl ContainerSegments {
         ))))
     }
 
-    /// Sends for the front of segment `index`'s data region (up to
-    /// [`READ_AHEAD_MAX`](crate::READ_AHEAD_MAX) bytes) as concurrent
+    /// Sends for the front of segment `index`'s data region (up to the read
+    /// policy's [`max_read_ahead`](ReadParallelism::max_read_ahead)) as concurrent
     /// pieces, without waiting for them, for a caller about to read most of
     /// its arrays; the segment must be open ([`ContainerSegments::get`]), else
     /// nothing is read. Returns the bytes sent for.
@@ -749,14 +749,14 @@ impl ContainerSegments {
         range: &SegmentRange,
     ) -> Result<u64, SegmentError> {
         self.store
-            .prefetch_data(&segment_path(index as u64), crate::READ_AHEAD_MAX)
+            .prefetch_data(&segment_path(index as u64))
             .await
             .map_err(|e| store_error(&range.name, e))
     }
 
     /// Opens segment `index` for a caller about to read most of its arrays
-    /// and gets the front of its data region (up to
-    /// [`READ_AHEAD_MAX`](crate::READ_AHEAD_MAX) bytes) under way. When the
+    /// and gets the front of its data region (up to the read policy's
+    /// [`max_read_ahead`](ReadParallelism::max_read_ahead)) under way. When the
     /// footer must still be read, the data front is read together with the
     /// footer's rest as soon as the first tail read tells where the data
     /// ends: one round trip less than opening, then prefetching. Returns
@@ -784,7 +784,7 @@ impl ContainerSegments {
                         .len
                         .saturating_sub(footer)
                         .min(range.len.saturating_sub(tail.len() as u64))
-                        .min(crate::READ_AHEAD_MAX)
+                        .min(self.parallelism.max_read_ahead)
                 });
                 let footer = async {
                     match first {

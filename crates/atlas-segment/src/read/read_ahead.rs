@@ -4,8 +4,8 @@
 //! get at a time. When a caller walks the blocks in order, one request per
 //! block costs a round trip each; so when a read starts exactly where the
 //! previous one ended, [`ReadAhead`] fetches a window ahead of it
-//! ([`READ_AHEAD_START`] at first, doubling on each window up to
-//! [`READ_AHEAD_MAX`]) and keeps the bytes for the reads that follow. A read
+//! ([`READ_AHEAD_START`] at first, doubling on each window up to the read
+//! policy's [`max_read_ahead`](ReadParallelism::max_read_ahead)) and keeps the bytes for the reads that follow. A read
 //! anywhere else fetches exactly its range and the next sequential run ramps
 //! up anew. No fetch reaches past the limit its caller gives (the start of
 //! the footer, or of the tail already in memory).
@@ -35,16 +35,30 @@ use std::ops::Range;
 
 use atlas_io::read::ReadParallelism;
 
-/// First read-ahead window, fetched when a read continues the previous one.
+/// First read-ahead window, fetched when a read continues the previous one
+/// (at most the policy's [`max_read_ahead`](ReadParallelism::max_read_ahead),
+/// which bounds every window; each window doubles the last one).
 pub const READ_AHEAD_START: u64 = 4 * 1024 * 1024;
-/// Largest read-ahead window; each window doubles the last one.
-pub const READ_AHEAD_MAX: u64 = 32 * 1024 * 1024;
 /// The window a read at the first byte of the data region fetches when the
 /// segment reads ahead from its start ([`ReadAhead::ramp_from_start`]).
 pub const READ_AHEAD_FROM_START: u64 = 2 * READ_AHEAD_START;
-/// Pieces that end this far before a read are dropped (they stay a little
-/// for reads that arrive slightly out of order, as `read_many`'s do).
-const KEEP_BEHIND: u64 = READ_AHEAD_START;
+
+/// The windows a policy allows: `(first, largest)`.
+fn windows(policy: &ReadParallelism) -> (u64, u64) {
+    let max = policy.max_read_ahead.max(1);
+    (READ_AHEAD_START.min(max), max)
+}
+
+/// The window after one of `last` bytes: twice as long, within the policy's.
+fn next_window(last: u64, policy: &ReadParallelism) -> u64 {
+    let (first, max) = windows(policy);
+    last.saturating_mul(2).clamp(first, max)
+}
+
+/// The window a walk from the start of the data region begins with.
+fn from_start(policy: &ReadParallelism) -> u64 {
+    READ_AHEAD_FROM_START.min(windows(policy).1)
+}
 
 /// What one segment remembers between reads of its data region; `H` is a
 /// handle on a piece's bytes (landed or still arriving).
@@ -105,7 +119,11 @@ impl<H: Clone> ReadAhead<H> {
         policy: &ReadParallelism,
         mut send: impl FnMut(Range<u64>) -> H,
     ) -> Plan<H> {
-        let keep_from = wanted.start.saturating_sub(KEEP_BEHIND);
+        let (first, _) = windows(policy);
+        // Pieces that end a first window before the read are dropped (they
+        // stay a little for reads that arrive slightly out of order, as
+        // `read_many`'s do).
+        let keep_from = wanted.start.saturating_sub(first);
         while self.pieces.front().is_some_and(|(r, _)| r.end <= keep_from) {
             self.pieces.pop_front();
         }
@@ -118,9 +136,9 @@ impl<H: Clone> ReadAhead<H> {
         if at < wanted.end {
             if sequential {
                 let window = if self.last_end.is_none() && wanted.start == 0 && self.from_start {
-                    READ_AHEAD_FROM_START
+                    from_start(policy)
                 } else {
-                    self.window.max(READ_AHEAD_START)
+                    self.window.max(first)
                 };
                 let end = at.saturating_add(window).min(limit).max(wanted.end);
                 self.send_window(at..end, wanted.end, policy, &mut send);
@@ -188,10 +206,7 @@ impl<H: Clone> ReadAhead<H> {
             .find(|&s| s >= start)
             .map_or(range.end, |s| s.min(range.end))
             .max(start);
-        let window = range.end.saturating_sub(range.start);
-        self.window = window
-            .saturating_mul(2)
-            .clamp(READ_AHEAD_START, READ_AHEAD_MAX);
+        self.window = next_window(range.end.saturating_sub(range.start), policy);
         self.last_window = range;
         let range = start..end;
         if range.is_empty() {
@@ -247,7 +262,7 @@ impl<H: Clone> ReadAhead<H> {
         policy: &ReadParallelism,
         mut send: impl FnMut(Range<u64>) -> H,
     ) {
-        let end = READ_AHEAD_FROM_START.min(limit);
+        let end = from_start(policy).min(limit);
         if self.last_end.is_some() || !self.pieces.is_empty() || end == 0 {
             return;
         }
@@ -257,12 +272,10 @@ impl<H: Clone> ReadAhead<H> {
 
     /// Keeps `handle`, the front of the data region `0..end` already read,
     /// as [`prefetch`](Self::prefetch) would have sent it: one piece.
-    pub(crate) fn prefetched(&mut self, end: u64, handle: H) {
+    pub(crate) fn prefetched(&mut self, end: u64, handle: H, policy: &ReadParallelism) {
         self.pieces.clear();
         self.pieces.push_back((0..end, handle));
-        self.window = end
-            .saturating_mul(2)
-            .clamp(READ_AHEAD_START, READ_AHEAD_MAX);
+        self.window = next_window(end, policy);
         self.last_window = 0..end;
         self.last_end = Some(0);
     }
@@ -283,6 +296,8 @@ mod tests {
     use super::*;
 
     const MIB: u64 = 1024 * 1024;
+    /// The largest window of the default policy.
+    const MAX: u64 = atlas_io::read::DEFAULT_MAX_READ_AHEAD;
     /// A data region far larger than any window.
     const FAR: u64 = 1 << 40;
 
@@ -422,12 +437,30 @@ mod tests {
                 READ_AHEAD_START,
                 2 * READ_AHEAD_START,
                 4 * READ_AHEAD_START,
-                READ_AHEAD_MAX,
-                READ_AHEAD_MAX,
-                READ_AHEAD_MAX
+                MAX,
+                MAX,
+                MAX
             ]
         );
-        assert!(sizes.iter().all(|&s| s <= READ_AHEAD_MAX));
+        assert!(sizes.iter().all(|&s| s <= MAX));
+    }
+
+    #[test]
+    fn no_window_exceeds_the_policys_read_ahead_not_even_the_first() {
+        let policy = whole().max_read_ahead(MIB);
+        let mut ahead = ReadAhead::default();
+        ahead.ramp_from_start();
+        let mut at = 0;
+        let mut sizes = Vec::new();
+        while at < 20 * MIB {
+            let (sent, _) = read(&mut ahead, at..at + 100_000, FAR, &policy);
+            sizes.extend(sent.iter().map(|r| r.end - r.start));
+            at += 100_000;
+        }
+        assert!(sizes.len() > 15, "{sizes:?}");
+        assert!(sizes.iter().all(|&s| s <= MIB), "{sizes:?}");
+        let held: u64 = ahead.pieces.iter().map(|(r, _)| r.end - r.start).sum();
+        assert!(held <= 3 * MIB, "{held} bytes held");
     }
 
     #[test]
@@ -551,15 +584,12 @@ mod tests {
             at += MIB;
         }
         let held: u64 = ahead.pieces.iter().map(|(r, _)| r.end - r.start).sum();
-        assert!(
-            held <= KEEP_BEHIND + 2 * READ_AHEAD_MAX,
-            "{held} bytes held"
-        );
+        assert!(held <= READ_AHEAD_START + 2 * MAX, "{held} bytes held");
         assert!(
             ahead
                 .pieces
                 .iter()
-                .all(|(r, _)| r.end > at - MIB - KEEP_BEHIND)
+                .all(|(r, _)| r.end > at - MIB - READ_AHEAD_START)
         );
     }
 

@@ -15,8 +15,8 @@
 //!   trailer + footer lookup costs nothing after [`SegmentStore::prefetch_tail`];
 //! - a read of the data region that starts where the previous one ended is
 //!   read ahead: a window
-//!   ([`READ_AHEAD_START`](crate::READ_AHEAD_START), doubling up to
-//!   [`READ_AHEAD_MAX`](crate::READ_AHEAD_MAX), never past the footer) is
+//!   ([`READ_AHEAD_START`](crate::READ_AHEAD_START), doubling up to the
+//!   policy's `max_read_ahead`, never past the footer) is
 //!   sent as concurrent pieces, each read waits for the pieces it covers,
 //!   and the next window is sent while the walk is in the second half of
 //!   the last, so walking a segment's blocks in order costs a few requests,
@@ -462,20 +462,21 @@ impl SegmentStore {
         Ok(())
     }
 
-    /// Sends the front of `path`'s data region, up to `max` bytes, as
+    /// Sends the front of `path`'s data region, up to the policy's
+    /// [`max_read_ahead`](ReadParallelism::max_read_ahead), as
     /// concurrent pieces (split as the store's policy says) and returns at
     /// once; the reads that follow wait for the pieces they cover, and a walk
     /// into the second half sends the next window. For a caller about to
     /// read most of a segment's arrays; nothing happens before the footer is
     /// known. What pieces already sent hold is not sent again (two callers
     /// preparing one sweep fetch the front once). Returns the bytes sent for.
-    pub async fn prefetch_data(&self, path: &Path, max: u64) -> Result<u64, StoreError> {
+    pub async fn prefetch_data(&self, path: &Path) -> Result<u64, StoreError> {
         let p = path.as_ref();
         let seg = self.lookup(p)?;
         let Some(limit) = seg.ahead_limit() else {
             return Ok(0);
         };
-        let end = limit.min(max);
+        let end = limit.min(self.parallelism.max_read_ahead.max(1));
         if end == 0 {
             return Ok(0);
         }
@@ -515,7 +516,7 @@ impl SegmentStore {
             seg.ahead
                 .lock()
                 .unwrap_or_else(|e| e.into_inner())
-                .prefetched(end, piece);
+                .prefetched(end, piece, &self.parallelism);
         }
     }
 
