@@ -314,6 +314,12 @@ fn vm_rss_kib() -> u64 {
     proc_status_kib("VmRSS:")
 }
 
+/// Anonymous resident memory of this process now (`RssAnon`: heap and
+/// stacks, not the pages of its code and libraries read in from disk), in KiB.
+fn rss_anon_kib() -> u64 {
+    proc_status_kib("RssAnon:")
+}
+
 /// A `kB` figure of `/proc/self/status` (0 where the file is missing).
 fn proc_status_kib(field: &str) -> u64 {
     std::fs::read_to_string("/proc/self/status")

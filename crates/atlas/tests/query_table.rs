@@ -366,6 +366,34 @@ async fn batches_hold_at_most_rows_per_batch_and_only_the_last_is_short() {
 }
 
 #[tokio::test]
+async fn value_and_index_columns_hold_no_room_beyond_their_rows() {
+    // The 9 rows of this set, in batches far larger than the table and in
+    // batches of 4: no buffer is sized for rows that never come, and none
+    // grew by doubling past its rows.
+    let (op, _) = two_member_set().await;
+    let set = open_set(&op).await;
+    for options in [all_four(), all_four().rows_per_batch(4)] {
+        for batch in batches(&set, &options).await {
+            for (field, column) in batch.schema().fields().iter().zip(batch.columns()) {
+                let Some(width) = column.data_type().primitive_width() else {
+                    continue;
+                };
+                let data = column.to_data();
+                let values = &data.buffers()[0];
+                let needed = (batch.num_rows() * width).next_multiple_of(64);
+                assert!(
+                    values.capacity() <= needed,
+                    "{}: {} bytes held for {} rows",
+                    field.name(),
+                    values.capacity(),
+                    batch.num_rows()
+                );
+            }
+        }
+    }
+}
+
+#[tokio::test]
 async fn arrays_that_do_not_share_dimensions_are_a_typed_error_naming_the_dataset() {
     let (op, _) = cas();
     let writer = AtlasWriter::create((op.clone(), "c"), &WriterConfig::default())

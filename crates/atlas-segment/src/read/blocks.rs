@@ -48,7 +48,7 @@ use crate::types::value::dtype_from_stored;
 
 /// Decoded blocks kept per segment: enough for the reads a bounded
 /// `read_many` has in flight, which walk the blocks in order.
-pub const BLOCKS_KEPT_PER_SEGMENT: usize = 4;
+pub const BLOCKS_KEPT_PER_SEGMENT: usize = 2;
 
 /// Decoded blocks larger than this are decoded on a blocking thread rather
 /// than on the async worker.

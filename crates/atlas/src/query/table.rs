@@ -475,6 +475,7 @@ pub(crate) async fn table_with(
     let builder = BatchBuilder::new(
         schema.clone(),
         options.rows_per_batch,
+        total_rows,
         wide,
         index_names.len(),
         &dtypes,
@@ -662,46 +663,68 @@ struct BatchBuilder {
     /// Attribute values of the datasets in this batch, and their row counts.
     attr_runs: Vec<(Arc<[Option<Attr>]>, usize)>,
     attr_dtypes: Vec<Vec<DType>>,
+    /// What the builders are made from for each batch.
+    wide: bool,
+    dtypes: Vec<DType>,
+    /// Rows of the table not yet in a finished batch.
+    remaining: u64,
 }
 
 impl BatchBuilder {
+    /// A builder of batches of `capacity` rows for a table of `rows` rows.
     fn new(
         schema: SchemaRef,
         capacity: usize,
+        rows: u64,
         wide: bool,
         index_columns: usize,
         dtypes: &[DType],
         attr_dtypes: Vec<Vec<DType>>,
     ) -> Result<Self, QueryError> {
-        let columns = dtypes
-            .iter()
-            .map(|d| {
-                ColumnBuilder::new(d).ok_or_else(|| QueryError::UnsupportedArrayType {
-                    array: String::new(),
-                    dtype: d.clone(),
-                })
-            })
-            .collect::<Result<Vec<_>, _>>()?;
-        let index = (0..index_columns)
-            .map(|_| {
-                if wide {
-                    IndexBuilder::Wide(PrimitiveBuilder::new())
-                } else {
-                    IndexBuilder::Narrow(PrimitiveBuilder::new())
-                }
-            })
-            .collect();
-        Ok(Self {
+        let mut builder = Self {
             schema,
             capacity,
             len: 0,
             names: Vec::new(),
             keys: PrimitiveBuilder::new(),
-            index,
-            columns,
+            index: (0..index_columns)
+                .map(|_| IndexBuilder::with_capacity(wide, 0))
+                .collect(),
+            columns: Vec::new(),
             attr_runs: Vec::new(),
             attr_dtypes,
-        })
+            wide,
+            dtypes: dtypes.to_vec(),
+            remaining: rows,
+        };
+        builder.size_next_batch()?;
+        Ok(builder)
+    }
+
+    /// Fresh builders with room for exactly the rows the next batch will
+    /// hold (a whole batch, or what is left of the table): no column grows
+    /// by copying itself, and none keeps room for rows that never come.
+    fn size_next_batch(&mut self) -> Result<(), QueryError> {
+        let rows = usize::try_from(self.remaining)
+            .unwrap_or(usize::MAX)
+            .min(self.capacity);
+        self.keys = PrimitiveBuilder::with_capacity(rows);
+        for column in &mut self.index {
+            *column = IndexBuilder::with_capacity(self.wide, rows);
+        }
+        self.columns = self
+            .dtypes
+            .iter()
+            .map(|d| {
+                ColumnBuilder::with_capacity(d, rows).ok_or_else(|| {
+                    QueryError::UnsupportedArrayType {
+                        array: String::new(),
+                        dtype: d.clone(),
+                    }
+                })
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(())
     }
 
     /// Appends `part`'s rows (`values`: per array, `None` where it lacks it)
@@ -743,6 +766,7 @@ impl BatchBuilder {
             }
             self.attr_runs.push((part.attrs.clone(), n));
             self.len = self.len.saturating_add(n);
+            self.remaining = self.remaining.saturating_sub(n as u64);
             offset = end;
             if self.len >= self.capacity {
                 done.push(self.finish()?);
@@ -776,6 +800,7 @@ impl BatchBuilder {
             columns.push(attribute_column(&refs, &values));
         }
         self.len = 0;
+        self.size_next_batch()?;
         Ok(RecordBatch::try_new(self.schema.clone(), columns)?)
     }
 }
@@ -787,6 +812,14 @@ enum IndexBuilder {
 }
 
 impl IndexBuilder {
+    fn with_capacity(wide: bool, rows: usize) -> Self {
+        if wide {
+            IndexBuilder::Wide(PrimitiveBuilder::with_capacity(rows))
+        } else {
+            IndexBuilder::Narrow(PrimitiveBuilder::with_capacity(rows))
+        }
+    }
+
     fn append_nulls(&mut self, n: usize) {
         match self {
             IndexBuilder::Narrow(b) => b.append_nulls(n),
@@ -852,23 +885,25 @@ fn window<T>(a: &ArrayD<T>, start: usize, end: usize) -> Option<&[T]> {
 }
 
 impl ColumnBuilder {
-    fn new(dtype: &DType) -> Option<Self> {
+    /// A builder of `dtype` elements with room for `rows` of them; `None`
+    /// for a type a table does not take.
+    fn with_capacity(dtype: &DType, rows: usize) -> Option<Self> {
         Some(match dtype {
-            DType::Int8 => Self::Int8(PrimitiveBuilder::new()),
-            DType::Int16 => Self::Int16(PrimitiveBuilder::new()),
-            DType::Int32 => Self::Int32(PrimitiveBuilder::new()),
-            DType::Int64 => Self::Int64(PrimitiveBuilder::new()),
-            DType::UInt8 => Self::UInt8(PrimitiveBuilder::new()),
-            DType::UInt16 => Self::UInt16(PrimitiveBuilder::new()),
-            DType::UInt32 => Self::UInt32(PrimitiveBuilder::new()),
-            DType::UInt64 => Self::UInt64(PrimitiveBuilder::new()),
-            DType::Float32 => Self::Float32(PrimitiveBuilder::new()),
-            DType::Float64 => Self::Float64(PrimitiveBuilder::new()),
-            DType::TimestampNs => {
-                Self::Timestamp(PrimitiveBuilder::new().with_data_type(column_type(dtype)?))
-            }
-            DType::String => Self::String(StringBuilder::new()),
-            DType::Binary => Self::Binary(BinaryBuilder::new()),
+            DType::Int8 => Self::Int8(PrimitiveBuilder::with_capacity(rows)),
+            DType::Int16 => Self::Int16(PrimitiveBuilder::with_capacity(rows)),
+            DType::Int32 => Self::Int32(PrimitiveBuilder::with_capacity(rows)),
+            DType::Int64 => Self::Int64(PrimitiveBuilder::with_capacity(rows)),
+            DType::UInt8 => Self::UInt8(PrimitiveBuilder::with_capacity(rows)),
+            DType::UInt16 => Self::UInt16(PrimitiveBuilder::with_capacity(rows)),
+            DType::UInt32 => Self::UInt32(PrimitiveBuilder::with_capacity(rows)),
+            DType::UInt64 => Self::UInt64(PrimitiveBuilder::with_capacity(rows)),
+            DType::Float32 => Self::Float32(PrimitiveBuilder::with_capacity(rows)),
+            DType::Float64 => Self::Float64(PrimitiveBuilder::with_capacity(rows)),
+            DType::TimestampNs => Self::Timestamp(
+                PrimitiveBuilder::with_capacity(rows).with_data_type(column_type(dtype)?),
+            ),
+            DType::String => Self::String(StringBuilder::with_capacity(rows, 0)),
+            DType::Binary => Self::Binary(BinaryBuilder::with_capacity(rows, 0)),
             _ => return None,
         })
     }
