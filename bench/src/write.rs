@@ -4,8 +4,13 @@
 //! ```text
 //! atlas-bench write [--quick] [--cases argo,grid,tiny] [--writers 1,2,4]
 //!                   [--impls ours,peer] [--profiles N] [--grids N] [--tiny N]
-//!                   [--codec zstd|lz4|none] [--work DIR]
+//!                   [--codec zstd|lz4|none] [--rounds N] [--work DIR]
 //! ```
+//!
+//! Each write runs `--rounds` times (3 unless given), the configurations of
+//! one case and writer count taking turns, and the table shows each
+//! configuration's median run by wall time, so that the index's share (the
+//! difference of two writes) is not one run's noise.
 //!
 //! The cases: `argo`, the bench's Argo-like profiles (`workload::profile`);
 //! `grid`, datasets of one 512 × 512 `f32` field chunked 256 × 256
@@ -146,6 +151,8 @@ pub struct WriteOptions {
     tiny: usize,
     codec: Compression,
     quick: bool,
+    /// Runs of each write; the table shows the median one.
+    rounds: usize,
     work: std::path::PathBuf,
 }
 
@@ -164,6 +171,7 @@ pub fn parse_options(args: &[String]) -> Result<WriteOptions> {
         tiny: 100_000,
         codec: Compression::Zstd,
         quick: false,
+        rounds: 3,
         work: std::path::PathBuf::from("target/bench-work"),
     };
     let mut sizes = [None; 3];
@@ -187,6 +195,7 @@ pub fn parse_options(args: &[String]) -> Result<WriteOptions> {
             "--grids" => sizes[1] = Some(number(&value()?)?),
             "--tiny" => sizes[2] = Some(number(&value()?)?),
             "--codec" => o.codec = Compression::parse(&value()?)?,
+            "--rounds" => o.rounds = number(&value()?)?.max(1),
             "--work" => o.work = value()?.into(),
             other => return Err(BenchError::Usage(format!("unknown argument {other:?}"))),
         }
@@ -248,29 +257,44 @@ pub fn run(o: &WriteOptions) -> Result {
         };
         for &writers in &o.writers {
             // This Atlas once more without its dataset index: what the index costs.
-            let runs = o.impls.iter().flat_map(|&imp| match imp {
-                Impl::Ours => vec![(imp, true), (imp, false)],
-                _ => vec![(imp, false)],
-            });
-            for (imp, index) in runs {
-                let dir = work.join(format!("{}-{}-{writers}", imp.arg(), case.arg()));
-                let job = Job {
-                    codec: o.codec,
-                    index,
-                    ..Job::new(case, n, writers)
+            let configs: Vec<(Impl, bool)> = o
+                .impls
+                .iter()
+                .flat_map(|&imp| match imp {
+                    Impl::Ours => vec![(imp, true), (imp, false)],
+                    _ => vec![(imp, false)],
+                })
+                .collect();
+            let mut runs: Vec<Vec<(crate::ChildRun, u64)>> = vec![Vec::new(); configs.len()];
+            for _ in 0..o.rounds {
+                for (&(imp, index), done) in configs.iter().zip(&mut runs) {
+                    let dir = work.join(format!("{}-{}-{writers}", imp.arg(), case.arg()));
+                    let job = Job {
+                        codec: o.codec,
+                        index,
+                        ..Job::new(case, n, writers)
+                    };
+                    let run = run_child(imp, &job, &dir)?;
+                    eprintln!(
+                        "  {} {}{} ×{writers}: {:.2} s",
+                        case.arg(),
+                        imp.label(),
+                        if imp == Impl::Ours && !index {
+                            " (no index)"
+                        } else {
+                            ""
+                        },
+                        run.secs
+                    );
+                    done.push((run, dir_bytes(&dir)));
+                    remove(&dir)?;
+                }
+            }
+            for (&(imp, index), mut done) in configs.iter().zip(runs) {
+                done.sort_by(|a, b| a.0.secs.total_cmp(&b.0.secs));
+                let Some((run, container)) = done.get(done.len() / 2).cloned() else {
+                    continue;
                 };
-                let run = run_child(imp, &job, &dir)?;
-                eprintln!(
-                    "  {} {}{} ×{writers}: {:.2} s",
-                    case.arg(),
-                    imp.label(),
-                    if imp == Impl::Ours && !index {
-                        " (no index)"
-                    } else {
-                        ""
-                    },
-                    run.secs
-                );
                 rows.push(Row {
                     case,
                     imp,
@@ -278,10 +302,9 @@ pub fn run(o: &WriteOptions) -> Result {
                     writers,
                     datasets: n,
                     raw: case.raw_bytes(n),
-                    container: dir_bytes(&dir),
+                    container,
                     run,
                 });
-                remove(&dir)?;
             }
         }
     }
@@ -360,8 +383,8 @@ fn print_table(rows: &[Row]) {
         "\nwall: from creating the writer to the end of its finish, generating the data included \
          (the same for both); commit: the finish alone; CPU: user + system time of the child; \
          MB/s: array values (10^6 bytes) per second of wall time; index: how much longer \
-         this Atlas's write took than the same write without its dataset index (noisy on a \
-         shared machine: a difference of two runs)."
+         this Atlas's write took than the same write without its dataset index; every figure \
+         is the median run of each write."
     );
 }
 
