@@ -7,10 +7,12 @@
 //!                   [--codec zstd|lz4|none] [--rounds N] [--work DIR]
 //! ```
 //!
-//! Each write runs `--rounds` times (3 unless given), the configurations of
+//! Each write runs `--rounds` times (5 unless given), the configurations of
 //! one case and writer count taking turns, and the table shows each
-//! configuration's median run by wall time, so that the index's share (the
-//! difference of two writes) is not one run's noise.
+//! configuration's median run by wall time. The index's share is the median
+//! over the rounds of the difference between the write with the index and
+//! the one without, run back to back in the same round: the difference of
+//! two writes, not one run's noise.
 //!
 //! The cases: `argo`, the bench's Argo-like profiles (`workload::profile`);
 //! `grid`, datasets of one 512 × 512 `f32` field chunked 256 × 256
@@ -171,7 +173,7 @@ pub fn parse_options(args: &[String]) -> Result<WriteOptions> {
         tiny: 100_000,
         codec: Compression::Zstd,
         quick: false,
-        rounds: 3,
+        rounds: 5,
         work: std::path::PathBuf::from("target/bench-work"),
     };
     let mut sizes = [None; 3];
@@ -233,6 +235,9 @@ struct Row {
     raw: u64,
     container: u64,
     run: crate::ChildRun,
+    /// For this Atlas with its index: the median over the rounds of what
+    /// the index added to the wall time, and to the commit, in seconds.
+    index_cost: Option<(f64, f64)>,
 }
 
 /// Runs every case, writer count and implementation; prints one table.
@@ -290,6 +295,7 @@ pub fn run(o: &WriteOptions) -> Result {
                     remove(&dir)?;
                 }
             }
+            let index_cost = index_cost(&configs, &runs);
             for (&(imp, index), mut done) in configs.iter().zip(runs) {
                 done.sort_by(|a, b| a.0.secs.total_cmp(&b.0.secs));
                 let Some((run, container)) = done.get(done.len() / 2).cloned() else {
@@ -304,12 +310,42 @@ pub fn run(o: &WriteOptions) -> Result {
                     raw: case.raw_bytes(n),
                     container,
                     run,
+                    index_cost: index_cost.filter(|_| imp == Impl::Ours && index),
                 });
             }
         }
     }
     print_table(&rows);
     Ok(())
+}
+
+/// The median over the rounds of what this Atlas's index added to the wall
+/// time and to the commit: each round's write with the index against the
+/// one without, run one after the other. `None` without both.
+fn index_cost(
+    configs: &[(Impl, bool)],
+    runs: &[Vec<(crate::ChildRun, u64)>],
+) -> Option<(f64, f64)> {
+    let of = |index: bool| {
+        configs
+            .iter()
+            .position(|&c| c == (Impl::Ours, index))
+            .and_then(|i| runs.get(i))
+    };
+    let (with, without) = (of(true)?, of(false)?);
+    let median = |mut v: Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        v.get(v.len() / 2).copied()
+    };
+    let pairs = || with.iter().zip(without);
+    Some((
+        median(pairs().map(|((w, _), (o, _))| w.secs - o.secs).collect())?,
+        median(
+            pairs()
+                .map(|((w, _), (o, _))| secs(w.commit) - secs(o.commit))
+                .collect(),
+        )?,
+    ))
 }
 
 fn remove(dir: &Path) -> Result {
@@ -336,11 +372,12 @@ fn print_table(rows: &[Row]) {
         let without = rows.iter().find(|p| {
             p.imp == Impl::Ours && !p.index && p.case == r.case && p.writers == r.writers
         });
-        let share = match (r.imp, r.index, without) {
-            (Impl::Ours, true, Some(w)) if r.run.secs > 0.0 => format!(
-                "{:.1} % (+{:.2} s commit, +{:.1} MB on disk)",
-                100.0 * (r.run.secs - w.run.secs) / r.run.secs,
-                secs(r.run.commit) - secs(w.run.commit),
+        let share = match (r.index_cost, without) {
+            (Some((wall, commit)), Some(w)) if r.run.secs > 0.0 => format!(
+                "{:.1} % (+{:.2} s wall, +{:.2} s commit, +{:.1} MB on disk)",
+                100.0 * wall / r.run.secs,
+                wall,
+                commit,
                 (r.container as f64 - w.container as f64) / 1e6
             ),
             _ => String::new(),
@@ -383,8 +420,9 @@ fn print_table(rows: &[Row]) {
         "\nwall: from creating the writer to the end of its finish, generating the data included \
          (the same for both); commit: the finish alone; CPU: user + system time of the child; \
          MB/s: array values (10^6 bytes) per second of wall time; index: how much longer \
-         this Atlas's write took than the same write without its dataset index; every figure \
-         is the median run of each write."
+         this Atlas's write took than the same write without its dataset index, the median \
+         over the rounds of the two run back to back; every other figure is the median run of \
+         each write."
     );
 }
 
@@ -394,6 +432,38 @@ mod tests {
 
     fn args(a: &[&str]) -> Vec<String> {
         a.iter().map(|s| s.to_string()).collect()
+    }
+
+    fn runs(walls: &[f64]) -> Vec<(crate::ChildRun, u64)> {
+        walls
+            .iter()
+            .map(|&secs| {
+                let run = crate::ChildRun {
+                    secs,
+                    rss_kib: 0,
+                    cpu_secs: secs,
+                    commit: Duration::from_secs_f64(secs / 2.0),
+                };
+                (run, 0)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn the_index_cost_is_the_median_of_each_rounds_difference_not_of_two_medians() {
+        let configs = [(Impl::Ours, true), (Impl::Ours, false), (Impl::Peer, false)];
+        // A slow round (everything +0.5 s) and a fast one: paired, the index
+        // adds 0.1 s in two rounds of three; medians taken apart say 0.6 s.
+        let with = runs(&[1.1, 1.6, 1.6]);
+        let without = runs(&[1.0, 1.5, 1.0]);
+        let (wall, commit) =
+            index_cost(&configs, &[with, without, runs(&[2.0, 2.0, 2.0])]).unwrap();
+        assert!((wall - 0.1).abs() < 1e-9, "{wall}");
+        assert!((commit - 0.05).abs() < 1e-9, "{commit}");
+        assert_eq!(
+            index_cost(&configs[1..], &[runs(&[1.0]), runs(&[2.0])]),
+            None
+        );
     }
 
     #[test]
