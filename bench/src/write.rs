@@ -8,11 +8,11 @@
 //! ```
 //!
 //! Each write runs `--rounds` times (5 unless given), the configurations of
-//! one case and writer count taking turns, and the table shows each
-//! configuration's median run by wall time. The index's share is the median
-//! over the rounds of the difference between the write with the index and
-//! the one without, run back to back in the same round: the difference of
-//! two writes, not one run's noise.
+//! one case and writer count taking turns (in reverse every other round),
+//! and the table shows each configuration's median run by wall time. The
+//! index's share is the median over the rounds of the difference between
+//! the write with the index and the one without, run back to back in the
+//! same round: the difference of two writes, not one run's noise.
 //!
 //! The cases: `argo`, the bench's Argo-like profiles (`workload::profile`);
 //! `grid`, datasets of one 512 × 512 `f32` field chunked 256 × 256
@@ -271,8 +271,16 @@ pub fn run(o: &WriteOptions) -> Result {
                 })
                 .collect();
             let mut runs: Vec<Vec<(crate::ChildRun, u64)>> = vec![Vec::new(); configs.len()];
-            for _ in 0..o.rounds {
-                for (&(imp, index), done) in configs.iter().zip(&mut runs) {
+            for round in 0..o.rounds {
+                // Every other round runs the configurations in reverse, so
+                // that none always follows the same one (a write after
+                // atlas-rust's meets its dirty pages being written back).
+                let mut order: Vec<(&(Impl, bool), &mut Vec<_>)> =
+                    configs.iter().zip(&mut runs).collect();
+                if round % 2 == 1 {
+                    order.reverse();
+                }
+                for (&(imp, index), done) in order {
                     let dir = work.join(format!("{}-{}-{writers}", imp.arg(), case.arg()));
                     let job = Job {
                         codec: o.codec,
