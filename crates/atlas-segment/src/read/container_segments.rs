@@ -784,7 +784,7 @@ impl ContainerSegments {
                         .len
                         .saturating_sub(footer)
                         .min(range.len.saturating_sub(tail.len() as u64))
-                        .min(self.parallelism.max_read_ahead)
+                        .min(self.parallelism.max_read_ahead.max(1))
                 });
                 let footer = async {
                     match first {

@@ -318,8 +318,9 @@ impl Drop for AbortOnDrop {
     }
 }
 
-/// What a commit wrote that the dataset index needs, so that it reads no
-/// segment footer back: each segment's digest and the dataset attributes.
+/// What a commit wrote that the dataset index needs, so that it reads
+/// nothing back: the container as committed, each segment's digest and the
+/// dataset attributes.
 struct ForIndex {
     /// The container as committed: its footer, lengths and footer checksum.
     container: OpenedContainer,
