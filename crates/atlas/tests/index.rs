@@ -715,6 +715,52 @@ async fn every_dataset_reads_the_same_through_the_index_places_as_through_the_fo
     }
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_loop_over_the_datasets_finds_the_next_stretchs_view_made_before_it_gets_there() {
+    let (op, stats, _) = counted_memory();
+    placed(&op, "c", 3000).await;
+    let atlas = open(&op, "c", true).await;
+    let datasets = atlas.datasets().await.unwrap();
+    // The second read shows a loop: the first stretch's view is made from
+    // the chunk columns fetched then, and the next one starts being made.
+    for d in &datasets[..2] {
+        d.read_array::<f32>("X", atlas::Region::all())
+            .await
+            .unwrap();
+    }
+    let held_by_the_loop = atlas.arrays_in_views();
+    let reads = stats.read_log().len();
+    let mut held = held_by_the_loop;
+    for _ in 0..500 {
+        held = atlas.arrays_in_views();
+        if held > held_by_the_loop {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    assert!(
+        held > held_by_the_loop,
+        "no view beyond the loop's own {held_by_the_loop} arrays was made ahead"
+    );
+    assert_eq!(
+        stats.read_log().len(),
+        reads,
+        "a view made ahead costs no request"
+    );
+    // Reading on through it gives every value, each stretch's view made
+    // once: no more index reads, and no more views than the loop needs.
+    let index_reads = reads_of(&stats, &join("c", INDEX_FILE));
+    for (i, d) in datasets.iter().enumerate().skip(2) {
+        let x = d
+            .read_array::<f32>("X", atlas::Region::all())
+            .await
+            .unwrap();
+        assert_eq!(x.as_slice().unwrap(), &[i as f32, 0.5, -1.0]);
+    }
+    assert_eq!(reads_of(&stats, &join("c", INDEX_FILE)), index_reads);
+    assert!(atlas.arrays_in_views() <= atlas::PLACED_ARRAYS_KEPT);
+}
+
 #[tokio::test]
 async fn read_many_over_every_dataset_takes_the_places_from_the_index_instead_of_the_footer() {
     use futures::StreamExt;

@@ -488,11 +488,8 @@ impl ContainerSegments {
     /// A view of segment `index` holding `arrays`, made from where their
     /// chunks and the segment's `blocks` lie (known without its footer, e.g.
     /// from a dataset index; the data region ends at `data_end`), and kept
-    /// under `key`: reads through it cost the blocks they need and no footer
-    /// read. The places are not trusted: they get every check a footer
-    /// gets (and where array-format must read the arrays, they are archived
-    /// as a footer of their own), so a wrong place is an error, never a
-    /// read outside the segment's data.
+    /// under `key`: [`ContainerSegments::make_placed`], then
+    /// [`ContainerSegments::keep_placed`].
     pub fn open_placed(
         &self,
         index: usize,
@@ -502,13 +499,30 @@ impl ContainerSegments {
         blocks: &[BlockPlace],
         arrays: Vec<ArrayDigest>,
     ) -> Result<Arc<Segment>, SegmentError> {
-        segment_entry(&self.cells, range, index)?;
-        // Held until the view is kept: two callers making the same view at
-        // once would otherwise both make it.
-        let mut placed = self.placed_map();
-        if let Some(segment) = placed.views.get(&(index, key)) {
-            return Ok(Arc::clone(segment));
+        if let Some(segment) = self.placed(index, key) {
+            return Ok(segment);
         }
+        let segment = self.make_placed(index, range, data_end, blocks, arrays)?;
+        Ok(self.keep_placed(index, key, segment))
+    }
+
+    /// A view of segment `index` holding `arrays`, made from where their
+    /// chunks and the segment's `blocks` lie, not kept yet: reads through
+    /// it cost the blocks they need and no footer read. The places are not
+    /// trusted: they get every check a footer gets (and where array-format
+    /// must read the arrays, they are archived as a footer of their own),
+    /// so a wrong place is an error, never a read outside the segment's
+    /// data. Made without holding the kept views, so reads through them go
+    /// on meanwhile (from another thread, say, ahead of a loop).
+    pub fn make_placed(
+        &self,
+        index: usize,
+        range: &SegmentRange,
+        data_end: u64,
+        blocks: &[BlockPlace],
+        arrays: Vec<ArrayDigest>,
+    ) -> Result<Arc<Segment>, SegmentError> {
+        segment_entry(&self.cells, range, index)?;
         let name = range.name.as_str();
         if data_end > range.len.saturating_sub(ARRF_TRAILER_LEN) {
             return Err(SegmentError::corrupt(
@@ -523,22 +537,33 @@ impl ContainerSegments {
         let held = arrays.len();
         // A path of its own for every view made: an evicted view still in
         // use keeps its file until its last reader is done.
-        let path = placed_path(index, placed.made);
+        let path = {
+            let mut placed = self.placed_map();
+            let path = placed_path(index, placed.made);
+            placed.made = placed.made.wrapping_add(1);
+            path
+        };
         let segment = if reads_only_blocks(blocks, &arrays) {
             self.view_of_places(index, range, path, data_end, blocks, arrays)?
         } else {
             self.view_with_footer(index, range, path, data_end, blocks, arrays)?
         };
-        placed.made = placed.made.wrapping_add(1);
-        let segment = Arc::new(segment);
-        placed.keep((index, key), Arc::clone(&segment), held);
-        tracing::debug!(
-            segment = name,
-            key,
-            arrays = held,
-            "opened a view from places"
-        );
-        Ok(segment)
+        tracing::debug!(segment = name, arrays = held, "made a view from places");
+        Ok(Arc::new(segment))
+    }
+
+    /// Keeps `view` (of segment `index`, from
+    /// [`ContainerSegments::make_placed`]) under `key`, the oldest views
+    /// let go beyond [`PLACED_ARRAYS_KEPT`] arrays; returns the view kept
+    /// there, an earlier one if another was kept first.
+    pub fn keep_placed(&self, index: usize, key: u64, view: Arc<Segment>) -> Arc<Segment> {
+        let mut placed = self.placed_map();
+        if let Some(kept) = placed.views.get(&(index, key)) {
+            return Arc::clone(kept);
+        }
+        let held = view.array_count();
+        placed.keep((index, key), Arc::clone(&view), held);
+        view
     }
 
     /// A view of `arrays` (all fixed-width, in blocks of codecs read here)

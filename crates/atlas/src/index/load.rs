@@ -60,16 +60,24 @@ pub(crate) enum IndexProblem {
 }
 
 /// An index found beside a container and matching it, with the column
-/// chunks decoded so far.
+/// chunks fetched so far.
 pub(crate) struct LoadedIndex {
     pub meta: IndexMeta,
     parquet: Arc<ParquetMetaData>,
     path: String,
-    /// Decoded column chunks by (leaf column, row group).
-    chunks: Mutex<HashMap<(usize, usize), ArrayRef>>,
+    /// Column chunks fetched, by (leaf column, row group).
+    chunks: Mutex<HashMap<(usize, usize), Chunk>>,
     /// The CRC32C of every column chunk, row group by row group (`None`
     /// for an index of the first layout, which carries none).
     chunk_crc32c: Option<Vec<u32>>,
+}
+
+/// One column chunk of an index as fetched (its range in the file and its
+/// checked bytes), and once its row group is first asked for, decoded: a
+/// batch of reads fetches many row groups, each decoded when it is used.
+enum Chunk {
+    Fetched(Range<u64>, Bytes),
+    Decoded(ArrayRef),
 }
 
 impl std::fmt::Debug for LoadedIndex {
@@ -277,7 +285,7 @@ impl LoadedIndex {
     }
 
     /// Columns `names` of row groups `groups`: per group, one array per
-    /// name. Chunks not decoded before are fetched in one batch of
+    /// name. Chunks not fetched before are fetched in one batch of
     /// concurrent reads and kept.
     async fn columns(
         &self,
@@ -285,38 +293,82 @@ impl LoadedIndex {
         names: &[String],
         groups: &[usize],
     ) -> Result<Vec<Vec<ArrayRef>>, IndexProblem> {
-        let leaves = names
-            .iter()
-            .map(|n| self.leaf(n))
-            .collect::<Result<Vec<_>, _>>()?;
+        let leaves = self.leaves(names)?;
+        self.fetch_missing(member, &leaves, groups).await?;
+        self.kept(&leaves, groups)?
+            .ok_or_else(|| IndexProblem::Decode("a row group was not fetched".to_owned()))
+    }
+
+    /// Fetches columns `leaves` of those of row groups `groups` not
+    /// fetched before, in one batch of concurrent reads.
+    async fn fetch_missing(
+        &self,
+        member: &Member,
+        leaves: &[usize],
+        groups: &[usize],
+    ) -> Result<(), IndexProblem> {
         let missing: Vec<usize> = {
-            let kept = self.chunks.lock().unwrap_or_else(|e| e.into_inner());
+            let chunks = self.chunks.lock().unwrap_or_else(|e| e.into_inner());
             groups
                 .iter()
                 .copied()
-                .filter(|&g| leaves.iter().any(|&l| !kept.contains_key(&(l, g))))
+                .filter(|&g| leaves.iter().any(|&l| !chunks.contains_key(&(l, g))))
                 .collect()
         };
-        if !missing.is_empty() {
-            self.fetch(member, &leaves, &missing).await?;
+        if missing.is_empty() {
+            return Ok(());
         }
-        let kept = self.chunks.lock().unwrap_or_else(|e| e.into_inner());
-        groups
-            .iter()
-            .map(|&g| {
-                leaves
-                    .iter()
-                    .map(|&l| {
-                        kept.get(&(l, g)).cloned().ok_or_else(|| {
-                            IndexProblem::Decode(format!("row group {g} was not decoded"))
-                        })
-                    })
-                    .collect()
-            })
-            .collect()
+        self.fetch(member, leaves, &missing).await
     }
 
-    /// Reads and decodes columns `leaves` of row groups `groups`.
+    /// The leaf columns of top-level columns `names`.
+    fn leaves(&self, names: &[String]) -> Result<Vec<usize>, IndexProblem> {
+        names.iter().map(|n| self.leaf(n)).collect()
+    }
+
+    /// Columns `leaves` of row groups `groups` from the chunks fetched
+    /// before, decoded now if they were not: per group one array per leaf.
+    /// `None` unless every one of them was fetched; no I/O.
+    fn kept(
+        &self,
+        leaves: &[usize],
+        groups: &[usize],
+    ) -> Result<Option<Vec<Vec<ArrayRef>>>, IndexProblem> {
+        let mut chunks = self.chunks.lock().unwrap_or_else(|e| e.into_inner());
+        let mut out = Vec::with_capacity(groups.len());
+        for &g in groups {
+            let fetched: Vec<(usize, (Range<u64>, Bytes))> = leaves
+                .iter()
+                .filter_map(|&l| match chunks.get(&(l, g)) {
+                    Some(Chunk::Fetched(range, bytes)) => Some((l, (range.clone(), bytes.clone()))),
+                    _ => None,
+                })
+                .collect();
+            if !fetched.is_empty() {
+                let (to_decode, held): (Vec<usize>, Vec<(Range<u64>, Bytes)>) =
+                    fetched.into_iter().unzip();
+                let decoded = guarded(|| self.decode(&to_decode, &[g], &held))?;
+                for (l, array) in to_decode.iter().zip(decoded.into_iter().flatten()) {
+                    chunks.insert((*l, g), Chunk::Decoded(array));
+                }
+            }
+            let row: Option<Vec<ArrayRef>> = leaves
+                .iter()
+                .map(|&l| match chunks.get(&(l, g)) {
+                    Some(Chunk::Decoded(array)) => Some(Arc::clone(array)),
+                    _ => None,
+                })
+                .collect();
+            match row {
+                Some(row) => out.push(row),
+                None => return Ok(None),
+            }
+        }
+        Ok(Some(out))
+    }
+
+    /// Reads columns `leaves` of row groups `groups` and keeps them,
+    /// checked against their checksums, to be decoded when first used.
     async fn fetch(
         &self,
         member: &Member,
@@ -362,12 +414,16 @@ impl LoadedIndex {
                 checksum::check_chunk(&slice_of(&held, range)?, *expected, g, l)?;
             }
         }
-        let decoded = guarded(|| self.decode(leaves, groups, &held))?;
+        let cells = groups
+            .iter()
+            .flat_map(|&g| leaves.iter().map(move |&l| (l, g)));
+        let fetched = cells
+            .zip(chunks)
+            .map(|(cell, range)| Ok((cell, slice_of(&held, &range)?, range)))
+            .collect::<Result<Vec<_>, IndexProblem>>()?;
         let mut kept = self.chunks.lock().unwrap_or_else(|e| e.into_inner());
-        for (g, arrays) in groups.iter().zip(decoded) {
-            for (l, array) in leaves.iter().zip(arrays) {
-                kept.insert((*l, *g), array);
-            }
+        for (cell, bytes, range) in fetched {
+            kept.entry(cell).or_insert(Chunk::Fetched(range, bytes));
         }
         Ok(())
     }
@@ -593,16 +649,38 @@ impl LoadedIndex {
 
     /// Fetches and keeps the chunk-place columns of `variable` for row
     /// groups `groups` (one batch of reads), so the views made from them
-    /// later cost no request.
+    /// later cost no request; each group is decoded when a view first
+    /// needs it.
     pub(crate) async fn fetch_places(
         &self,
         member: &Member,
         variable: &IndexedVariable,
         groups: &[usize],
     ) -> Result<(), IndexProblem> {
-        self.columns(member, &place_columns(variable), groups)
-            .await
-            .map(|_| ())
+        let leaves = self.leaves(&place_columns(variable))?;
+        self.fetch_missing(member, &leaves, groups).await
+    }
+
+    /// [`LoadedIndex::placed_arrays`] of one row group (the datasets of
+    /// `ordinals` in it), from chunk columns fetched before and without I/O:
+    /// `Ok(None)` when they are not in hand or the index records no places
+    /// for the variable.
+    pub(crate) fn placed_kept(
+        &self,
+        member: &Member,
+        variable: &IndexedVariable,
+        group: usize,
+        ordinals: Range<u32>,
+    ) -> Result<Option<Vec<ArrayDigest>>, IndexProblem> {
+        let Some(places) = &variable.places else {
+            return Ok(None);
+        };
+        let leaves = self.leaves(&place_columns(variable))?;
+        let Some(columns) = self.kept(&leaves, &[group])?.and_then(|mut c| c.pop()) else {
+            return Ok(None);
+        };
+        self.placed_group(member, variable, places, group, &columns, Some(ordinals))
+            .map(Some)
     }
 
     /// [`LoadedIndex::placed_arrays`] of one row group, from its decoded

@@ -213,11 +213,17 @@ impl IndexMeta {
         Ok(meta)
     }
 
-    /// The row group holding dataset `ordinal`.
+    /// The row group holding dataset `ordinal` (a binary search: the
+    /// groups of a loaded index run contiguously from ordinal 0).
     pub(crate) fn group_of(&self, ordinal: u32) -> Option<usize> {
-        self.groups_holding(std::iter::once(ordinal))
-            .first()
-            .copied()
+        let o = u64::from(ordinal);
+        let group = self
+            .row_groups
+            .partition_point(|g| g.first.saturating_add(g.rows) <= o);
+        self.row_groups
+            .get(group)
+            .is_some_and(|g| g.first <= o)
+            .then_some(group)
     }
 
     /// The row group holding dataset `ordinal`, and the stretch of at most

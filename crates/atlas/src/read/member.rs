@@ -3,6 +3,7 @@
 //! the container's tail and the mask; every catalogue question afterwards is
 //! answered from memory.
 
+use std::collections::HashMap;
 use std::ops::Range;
 use std::path::PathBuf;
 use std::sync::{Arc, RwLockReadGuard, RwLockWriteGuard};
@@ -243,7 +244,29 @@ pub(crate) struct Inner {
     pub(crate) index: tokio::sync::OnceCell<Option<Arc<crate::index::LoadedIndex>>>,
     /// The index's tail as read beside the open, until its first use takes it.
     pub(crate) index_probe: std::sync::Mutex<Option<crate::index::IndexProbe>>,
+    /// Views from chunk places being made for a reader, by segment and view
+    /// key: whoever asks for one meanwhile waits for it instead of making
+    /// it again ([`Member::open_placed`]).
+    pub(crate) views_in_making: std::sync::Mutex<HashMap<(usize, u64), ViewInMaking>>,
+    /// Per segment, the view of a loop's next stretch made ahead of it, by
+    /// view key; it joins the kept views when the loop gets there
+    /// ([`Member::make_next_view_ahead`]).
+    pub(crate) views_ahead: std::sync::Mutex<HashMap<usize, ViewAhead>>,
 }
+
+/// A view of a loop's next stretch being made (or made) ahead of it.
+pub(crate) struct ViewAhead {
+    /// Its key among the segment's views.
+    key: u64,
+    /// Resolves when it is made.
+    making: ViewInMaking,
+    /// The view once made, for counting what is held before anyone waits.
+    made: Arc<std::sync::OnceLock<Arc<Segment>>>,
+}
+
+/// A view being made: the view, or `None` when it could not be made.
+pub(crate) type ViewInMaking =
+    futures::future::Shared<futures::future::BoxFuture<'static, Option<Arc<Segment>>>>;
 
 impl std::fmt::Debug for Member {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -414,6 +437,8 @@ impl Member {
                 use_index: options.dataset_index,
                 index: tokio::sync::OnceCell::new(),
                 index_probe: std::sync::Mutex::new(opened.index_probe),
+                views_in_making: std::sync::Mutex::default(),
+                views_ahead: std::sync::Mutex::default(),
             }),
         })
     }
@@ -656,9 +681,19 @@ impl Member {
     /// Arrays held in the views this handle keeps of segments, made from
     /// the dataset index's chunk places: bounded by
     /// [`PLACED_ARRAYS_KEPT`](crate::PLACED_ARRAYS_KEPT) (and the newest
-    /// view), however many datasets a loop has read.
+    /// view), however many datasets a loop has read, plus the one view per
+    /// segment made ahead of a loop.
     pub fn arrays_in_views(&self) -> usize {
-        self.inner.segments.arrays_in_views()
+        let ahead: usize = self
+            .inner
+            .views_ahead
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .values()
+            .filter_map(|ahead| ahead.made.get())
+            .map(|view| view.array_count())
+            .sum();
+        self.inner.segments.arrays_in_views().saturating_add(ahead)
     }
 
     /// The segment of variable `name`, opened on first use; `None` if the container has none.
@@ -794,6 +829,9 @@ impl Member {
         let segments = &self.inner.segments;
         let key = u64::from(stretch.start);
         if let Some(segment) = segments.placed(index, key) {
+            if ordinal == stretch.start {
+                self.make_next_view_ahead(&loaded, name, index, range, &stretch);
+            }
             return Some(segment);
         }
         let single = SINGLE_VIEW.saturating_add(u64::from(ordinal));
@@ -813,11 +851,13 @@ impl Member {
                 .is_some()
         });
         if after_single {
-            return self
+            let view = self
                 .prepare_placed_sweep(name, index, range, &self.live(), ordinal)
                 .await
                 .then(|| segments.placed(index, key))
-                .flatten();
+                .flatten()?;
+            self.make_next_view_ahead(&loaded, name, index, range, &stretch);
+            return Some(view);
         }
         let after_stretch = previous.is_some_and(|p| {
             loaded
@@ -825,13 +865,189 @@ impl Member {
                 .stretch_of(p, VIEW_ROWS)
                 .is_some_and(|(_, s)| segments.placed(index, u64::from(s.start)).is_some())
         });
-        let (ordinals, key) = if after_stretch {
-            (stretch, key)
-        } else {
-            (ordinal..ordinal.saturating_add(1), single)
+        // A read in a stretch whose view is on its way (ahead of the loop,
+        // or for another of many concurrent readers) waits for it.
+        if after_stretch || self.is_view_in_making(index, key) {
+            let view = self
+                .open_placed(name, index, range, stretch.clone(), key)
+                .await?;
+            self.make_next_view_ahead(&loaded, name, index, range, &stretch);
+            return Some(view);
+        }
+        let ordinals = ordinal..ordinal.saturating_add(1);
+        self.open_placed(name, index, range, ordinals, single).await
+    }
+
+    /// Whether the view under `key` of segment `index` is being made, or
+    /// was made ahead of a loop and waits for it.
+    fn is_view_in_making(&self, index: usize, key: u64) -> bool {
+        let ahead = self
+            .inner
+            .views_ahead
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .get(&index)
+            .is_some_and(|a| a.key == key);
+        ahead
+            || self
+                .inner
+                .views_in_making
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .contains_key(&(index, key))
+    }
+
+    /// Starts making, on a blocking thread, the view of the stretch after
+    /// `stretch` (variable `name`, segment `index`) when its chunk columns
+    /// are in hand: a loop over the datasets then finds it made when it
+    /// gets there, the work done beside its reads instead of between them.
+    /// It is held apart from the kept views (one per segment, the newest)
+    /// until the loop gets there, so it never pushes out a view in use.
+    /// Nothing happens outside a tokio runtime or when the view is made or
+    /// being made; when the columns are not fetched yet, the loop makes the
+    /// view itself.
+    fn make_next_view_ahead(
+        &self,
+        loaded: &Arc<crate::index::LoadedIndex>,
+        name: &str,
+        index: usize,
+        range: &SegmentRange,
+        stretch: &Range<u32>,
+    ) {
+        use futures::FutureExt;
+        let Some((_, next)) = loaded.meta.stretch_of(stretch.end, VIEW_ROWS) else {
+            return;
         };
-        self.open_placed(name, index, range, ordinals, key).await?;
-        segments.placed(index, key)
+        let key = u64::from(next.start);
+        if self.inner.segments.placed(index, key).is_some() {
+            return;
+        }
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let mut ahead = self
+            .inner
+            .views_ahead
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if ahead.get(&index).is_some_and(|a| a.key == key) {
+            return;
+        }
+        let (member, loaded, name, range) = (
+            self.clone(),
+            Arc::clone(loaded),
+            name.to_owned(),
+            range.clone(),
+        );
+        let made = Arc::new(std::sync::OnceLock::new());
+        let slot = Arc::clone(&made);
+        let task = runtime.spawn_blocking(move || {
+            let view = member.make_placed(&loaded, &name, index, &range, next)?;
+            Some(Arc::clone(slot.get_or_init(|| view)))
+        });
+        let making = task.map(Result::ok).map(Option::flatten).boxed().shared();
+        ahead.insert(index, ViewAhead { key, making, made });
+    }
+
+    /// Opens, from the dataset index's chunk places, a view of segment
+    /// `index` (variable `name`) holding the arrays of the datasets
+    /// `ordinals` (one row group's) that declare it, kept under `key`, and
+    /// returns it. A view made ahead of a loop, or being made for another
+    /// reader, is waited for, not made twice. `None` when there is no usable index, it
+    /// records no places for `name`, or they do not validate (a failure is
+    /// logged, not returned: the caller reads the footer instead).
+    async fn open_placed(
+        &self,
+        name: &str,
+        index: usize,
+        range: &SegmentRange,
+        ordinals: Range<u32>,
+        key: u64,
+    ) -> Option<Arc<Segment>> {
+        use futures::FutureExt;
+        let segments = &self.inner.segments;
+        if let Some(view) = segments.placed(index, key) {
+            return Some(view);
+        }
+        let ahead = {
+            let views_ahead = self
+                .inner
+                .views_ahead
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            views_ahead
+                .get(&index)
+                .filter(|a| a.key == key)
+                .map(|a| a.making.clone())
+        };
+        let made_ahead = match ahead {
+            Some(view) => view.await,
+            None => None,
+        };
+        let view = match made_ahead {
+            Some(view) => view,
+            None => {
+                let making = {
+                    let mut in_making = self
+                        .inner
+                        .views_in_making
+                        .lock()
+                        .unwrap_or_else(std::sync::PoisonError::into_inner);
+                    in_making
+                        .entry((index, key))
+                        .or_insert_with(|| {
+                            let (member, name, range) =
+                                (self.clone(), name.to_owned(), range.clone());
+                            async move {
+                                let view = member
+                                    .fetch_and_make_placed(&name, index, &range, ordinals)
+                                    .await;
+                                member
+                                    .inner
+                                    .views_in_making
+                                    .lock()
+                                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                                    .remove(&(index, key));
+                                view
+                            }
+                            .boxed()
+                            .shared()
+                        })
+                        .clone()
+                };
+                making.await?
+            }
+        };
+        let view = segments.keep_placed(index, key, view);
+        let mut views_ahead = self
+            .inner
+            .views_ahead
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if views_ahead.get(&index).is_some_and(|a| a.key == key) {
+            views_ahead.remove(&index);
+        }
+        Some(view)
+    }
+
+    /// Fetches the chunk columns of the row group of `ordinals` if need be,
+    /// then [`Member::make_placed`].
+    async fn fetch_and_make_placed(
+        &self,
+        name: &str,
+        index: usize,
+        range: &SegmentRange,
+        ordinals: Range<u32>,
+    ) -> Option<Arc<Segment>> {
+        let loaded = self.index().await?;
+        let variable = loaded.meta.variable(name)?;
+        variable.places.as_ref()?;
+        let group = loaded.meta.group_of(ordinals.start)?;
+        if let Err(e) = loaded.fetch_places(self, variable, &[group]).await {
+            tracing::warn!(container = %self.inner.prefix, variable = name, "dataset index chunk places not used, reading the footer: {e}");
+            return None;
+        }
+        self.make_placed(&loaded, name, index, range, ordinals)
     }
 
     /// Dataset `ordinal`'s array `name` as the dataset index's chunk places
@@ -858,33 +1074,22 @@ impl Member {
         arrays.into_iter().next()?.into_iter().next()
     }
 
-    /// Opens, from the dataset index's chunk places, a view of segment
-    /// `index` (variable `name`) holding the arrays of the datasets
-    /// `ordinals` (one row group's) that declare it, kept under `key`.
-    /// `None` when there is no usable index, it records no places for
-    /// `name`, or they do not validate (a failure is logged, not returned:
-    /// the caller reads the footer instead).
-    async fn open_placed(
+    /// A view of the arrays of `ordinals` from chunk columns in hand, not
+    /// kept yet, without I/O: `None` when the columns are not in hand, the
+    /// index records no places for `name`, or they do not validate (logged).
+    fn make_placed(
         &self,
+        loaded: &crate::index::LoadedIndex,
         name: &str,
         index: usize,
         range: &SegmentRange,
         ordinals: Range<u32>,
-        key: u64,
-    ) -> Option<()> {
-        let segments = &self.inner.segments;
-        if segments.placed(index, key).is_some() {
-            return Some(());
-        }
-        let loaded = self.index().await?;
+    ) -> Option<Arc<Segment>> {
         let variable = loaded.meta.variable(name)?;
         let places = variable.places.as_ref()?;
         let group = loaded.meta.group_of(ordinals.start)?;
-        let arrays = match loaded
-            .placed_arrays(self, variable, &[group], Some(ordinals))
-            .await
-        {
-            Ok(arrays) => arrays?.into_iter().next()?,
+        let arrays = match loaded.placed_kept(self, variable, group, ordinals) {
+            Ok(arrays) => arrays?,
             Err(e) => {
                 tracing::warn!(container = %self.inner.prefix, variable = name, "dataset index chunk places not used, reading the footer: {e}");
                 return None;
@@ -894,11 +1099,17 @@ impl Member {
             return None;
         }
         let blocks = places.block_places();
-        if let Err(e) = segments.open_placed(index, range, key, places.data_end, &blocks, arrays) {
-            tracing::warn!(container = %self.inner.prefix, variable = name, "dataset index chunk places do not validate, reading the footer: {e}");
-            return None;
+        match self
+            .inner
+            .segments
+            .make_placed(index, range, places.data_end, &blocks, arrays)
+        {
+            Ok(view) => Some(view),
+            Err(e) => {
+                tracing::warn!(container = %self.inner.prefix, variable = name, "dataset index chunk places do not validate, reading the footer: {e}");
+                None
+            }
         }
-        Some(())
     }
 
     /// [`Member::prepare_sweep`] through the dataset index, from dataset
