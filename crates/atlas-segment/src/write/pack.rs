@@ -377,11 +377,15 @@ pub(crate) struct Pack {
     blocks: Blocks,
     arrays: Arrays,
     seen: Seen,
+    /// Whether [`Pack::finish`] returns the digest of every array.
+    digests: bool,
 }
 
 impl Pack {
-    /// An empty file whose blocks `codec` compresses once they reach `target` bytes.
-    pub(crate) fn new(codec: Arc<dyn CompressionCodec>, target: usize) -> Self {
+    /// An empty file whose blocks `codec` compresses once they reach
+    /// `target` bytes; with `digests`, finishing it returns the digest of
+    /// every array too.
+    pub(crate) fn new(codec: Arc<dyn CompressionCodec>, target: usize, digests: bool) -> Self {
         Self {
             blocks: Blocks {
                 codec,
@@ -394,6 +398,7 @@ impl Pack {
             },
             arrays: Arrays::default(),
             seen: Seen::default(),
+            digests,
         }
     }
 
@@ -530,7 +535,7 @@ impl Pack {
         let (mut key_ids, mut value_ids) = (Renumber::new(keys.len()), Renumber::new(values.len()));
         let mut value_order = Vec::with_capacity(values.len());
         let mut metas = Vec::with_capacity(arrays.len());
-        let mut digests = Vec::with_capacity(arrays.len());
+        let mut digests = Vec::with_capacity(if self.digests { arrays.len() } else { 0 });
         let mut last_dims: Option<Arc<[String]>> = None;
         for mut array in arrays {
             let name = array.name;
@@ -545,33 +550,35 @@ impl Pack {
                 null_count: rows.saturating_sub(array.non_null),
                 row_count: rows,
             };
-            digests.push(ArrayDigest {
-                name: SmolStr::new(&name),
-                dtype: dtype_from_stored(&array.dtype),
-                stats: Some(stats_from_stored(&stats)),
-                first_block: array.chunks.iter().map(|c| c.address.block_id.0).min(),
-                shape: array.shape.iter().map(|&n| u64::from(n)).collect(),
-                chunk_shape: array.chunk_shape.as_slice().into(),
-                dimension_names: match &last_dims {
-                    Some(dims) if **dims == *array.dimension_names => Arc::clone(dims),
-                    _ => {
-                        let dims: Arc<[String]> = array.dimension_names.as_slice().into();
-                        last_dims = Some(Arc::clone(&dims));
-                        dims
-                    }
-                },
-                fill: array.fill.as_ref().map(fill_from_stored),
-                chunks: array
-                    .chunks
-                    .iter()
-                    .map(|c| ChunkPlace {
-                        coord: c.coord.as_slice().into(),
-                        block: c.address.block_id.0,
-                        offset: c.address.offset,
-                        size: c.address.size,
-                    })
-                    .collect(),
-            });
+            if self.digests {
+                digests.push(ArrayDigest {
+                    name: SmolStr::new(&name),
+                    dtype: dtype_from_stored(&array.dtype),
+                    stats: Some(stats_from_stored(&stats)),
+                    first_block: array.chunks.iter().map(|c| c.address.block_id.0).min(),
+                    shape: array.shape.iter().map(|&n| u64::from(n)).collect(),
+                    chunk_shape: array.chunk_shape.as_slice().into(),
+                    dimension_names: match &last_dims {
+                        Some(dims) if **dims == *array.dimension_names => Arc::clone(dims),
+                        _ => {
+                            let dims: Arc<[String]> = array.dimension_names.as_slice().into();
+                            last_dims = Some(Arc::clone(&dims));
+                            dims
+                        }
+                    },
+                    fill: array.fill.as_ref().map(fill_from_stored),
+                    chunks: array
+                        .chunks
+                        .iter()
+                        .map(|c| ChunkPlace {
+                            coord: c.coord.as_slice().into(),
+                            block: c.address.block_id.0,
+                            offset: c.address.offset,
+                            size: c.address.size,
+                        })
+                        .collect(),
+                });
+            }
             let key_of = |k: u32| keys.get_index(k as usize).map(String::as_str);
             array
                 .attributes

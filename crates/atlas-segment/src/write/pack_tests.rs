@@ -436,9 +436,15 @@ fn a_fill_value_of_nan_counts_nans_as_nulls() {
 }
 
 /// The bytes and the digest `finish` returns of `specs`, finished straight
-/// into a container sink or spooled first.
-fn finished(specs: &[Spec], block: usize, spooled: bool) -> (bytes::Bytes, crate::SegmentDigest) {
-    let mut ours = SegmentWriter::new("seg", &options(block)).unwrap();
+/// into a container sink or spooled first, by a writer keeping its arrays'
+/// digests or not.
+fn finished(
+    specs: &[Spec],
+    block: usize,
+    spooled: bool,
+    digests: bool,
+) -> (bytes::Bytes, crate::SegmentDigest) {
+    let mut ours = SegmentWriter::new("seg", &options(block).digests(digests)).unwrap();
     let mut theirs = ArrayWriter::new(WriterConfig {
         codec: NoCompression,
         block_target_size: block,
@@ -472,7 +478,13 @@ proptest! {
         block in prop::sample::select(vec![1usize, 16, 1 << 20]),
         spooled in any::<bool>(),
     ) {
-        let (bytes, digest) = finished(&specs, block, spooled);
+        let (bytes, digest) = finished(&specs, block, spooled, true);
+        // A writer keeping no digests writes the same bytes and returns
+        // the blocks alone.
+        let (same, blocks_only) = finished(&specs, block, spooled, false);
+        prop_assert_eq!(&bytes, &same);
+        prop_assert!(blocks_only.arrays().is_empty());
+        prop_assert_eq!(blocks_only.blocks(), digest.blocks());
         let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
         let segment = rt.block_on(crate::open_bytes("seg", bytes)).unwrap();
         let read_back = crate::SegmentDigest::of_segment(&segment);
@@ -487,7 +499,7 @@ proptest! {
         specs in prop::collection::vec(spec(), 1..6),
         block in prop::sample::select(vec![1usize, 16, 1 << 20]),
     ) {
-        let (bytes, digest) = finished(&specs, block, false);
+        let (bytes, digest) = finished(&specs, block, false, true);
         let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
         rt.block_on(async {
             let (segments, range) = one_segment(&bytes).await;

@@ -37,6 +37,10 @@ pub struct WriteOptions {
     pub block_target_size: usize,
     /// Compress large zstd blocks on several threads (same frames; default true).
     pub parallel_zstd: bool,
+    /// Return the digest of every array when the segment is finished, what
+    /// a dataset index is built from (default true); without, the digest
+    /// returned holds the blocks and no array, and the commit does less.
+    pub digests: bool,
 }
 
 impl Default for WriteOptions {
@@ -47,11 +51,18 @@ impl Default for WriteOptions {
             zstd_level: DEFAULT_ZSTD_LEVEL,
             block_target_size: DEFAULT_BLOCK_TARGET_SIZE,
             parallel_zstd: true,
+            digests: true,
         }
     }
 }
 
 impl WriteOptions {
+    /// Sets whether the finished segment's digest holds its arrays.
+    pub fn digests(mut self, keep: bool) -> Self {
+        self.digests = keep;
+        self
+    }
+
     /// Sets the block codec.
     pub fn codec(mut self, codec: Codec) -> Self {
         self.codec = codec;
@@ -163,7 +174,11 @@ impl SegmentWriter {
     pub fn new(name: &str, options: &WriteOptions) -> Result<Self, SegmentError> {
         Ok(Self {
             name: name.to_owned(),
-            inner: Pack::new(block_codec(options), options.block_target_size),
+            inner: Pack::new(
+                block_codec(options),
+                options.block_target_size,
+                options.digests,
+            ),
         })
     }
 

@@ -136,9 +136,11 @@ impl WriterConfig {
         }
     }
 
-    /// How a segment writer with blocks of `block_target_size` compresses them.
+    /// How a segment writer with blocks of `block_target_size` compresses
+    /// them; it keeps its arrays' digests only for the dataset index.
     pub(crate) fn segment_options(&self, block_target_size: usize) -> WriteOptions {
         WriteOptions::default()
+            .digests(self.dataset_index)
             .codec(self.codec)
             .zstd_level(self.zstd_level)
             .block_target_size(block_target_size)
