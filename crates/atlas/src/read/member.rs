@@ -685,10 +685,7 @@ impl Member {
     /// segment made ahead of a loop.
     pub fn arrays_in_views(&self) -> usize {
         let ahead: usize = self
-            .inner
-            .views_ahead
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .views_ahead()
             .values()
             .filter_map(|ahead| ahead.made.get())
             .map(|view| view.array_count())
@@ -878,23 +875,27 @@ impl Member {
         self.open_placed(name, index, range, ordinals, single).await
     }
 
-    /// Whether the view under `key` of segment `index` is being made, or
-    /// was made ahead of a loop and waits for it.
-    fn is_view_in_making(&self, index: usize, key: u64) -> bool {
-        let ahead = self
-            .inner
+    /// The views made ahead of loops, per segment.
+    fn views_ahead(&self) -> std::sync::MutexGuard<'_, HashMap<usize, ViewAhead>> {
+        self.inner
             .views_ahead
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .get(&index)
-            .is_some_and(|a| a.key == key);
-        ahead
-            || self
-                .inner
-                .views_in_making
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner)
-                .contains_key(&(index, key))
+    }
+
+    /// The views being made for readers, by segment and key.
+    fn views_in_making(&self) -> std::sync::MutexGuard<'_, HashMap<(usize, u64), ViewInMaking>> {
+        self.inner
+            .views_in_making
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Whether the view under `key` of segment `index` is being made, or
+    /// was made ahead of a loop and waits for it.
+    fn is_view_in_making(&self, index: usize, key: u64) -> bool {
+        let ahead = self.views_ahead().get(&index).is_some_and(|a| a.key == key);
+        ahead || self.views_in_making().contains_key(&(index, key))
     }
 
     /// Starts making, on a blocking thread, the view of the stretch after
@@ -925,11 +926,7 @@ impl Member {
         let Ok(runtime) = tokio::runtime::Handle::try_current() else {
             return;
         };
-        let mut ahead = self
-            .inner
-            .views_ahead
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut ahead = self.views_ahead();
         if ahead.get(&index).is_some_and(|a| a.key == key) {
             return;
         }
@@ -953,9 +950,10 @@ impl Member {
     /// `index` (variable `name`) holding the arrays of the datasets
     /// `ordinals` (one row group's) that declare it, kept under `key`, and
     /// returns it. A view made ahead of a loop, or being made for another
-    /// reader, is waited for, not made twice. `None` when there is no usable index, it
-    /// records no places for `name`, or they do not validate (a failure is
-    /// logged, not returned: the caller reads the footer instead).
+    /// reader, is waited for, not made twice. `None` when there is no
+    /// usable index, it records no places for `name`, or they do not
+    /// validate (a failure is logged, not returned: the caller reads the
+    /// footer instead).
     async fn open_placed(
         &self,
         name: &str,
@@ -970,11 +968,7 @@ impl Member {
             return Some(view);
         }
         let ahead = {
-            let views_ahead = self
-                .inner
-                .views_ahead
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            let views_ahead = self.views_ahead();
             views_ahead
                 .get(&index)
                 .filter(|a| a.key == key)
@@ -988,11 +982,7 @@ impl Member {
             Some(view) => view,
             None => {
                 let making = {
-                    let mut in_making = self
-                        .inner
-                        .views_in_making
-                        .lock()
-                        .unwrap_or_else(std::sync::PoisonError::into_inner);
+                    let mut in_making = self.views_in_making();
                     in_making
                         .entry((index, key))
                         .or_insert_with(|| {
@@ -1002,12 +992,7 @@ impl Member {
                                 let view = member
                                     .fetch_and_make_placed(&name, index, &range, ordinals)
                                     .await;
-                                member
-                                    .inner
-                                    .views_in_making
-                                    .lock()
-                                    .unwrap_or_else(std::sync::PoisonError::into_inner)
-                                    .remove(&(index, key));
+                                member.views_in_making().remove(&(index, key));
                                 view
                             }
                             .boxed()
@@ -1019,11 +1004,7 @@ impl Member {
             }
         };
         let view = segments.keep_placed(index, key, view);
-        let mut views_ahead = self
-            .inner
-            .views_ahead
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut views_ahead = self.views_ahead();
         if views_ahead.get(&index).is_some_and(|a| a.key == key) {
             views_ahead.remove(&index);
         }
