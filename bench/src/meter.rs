@@ -88,9 +88,10 @@ struct State {
     reading: Reading,
     in_flight: u64,
     /// With `ATLAS_BENCH_TRACE` set: when the counts were last reset, and
-    /// each request's start and end since then (end `None` while in flight).
+    /// each request's start, end (`None` while in flight) and bytes
+    /// received since then.
     since: Option<Instant>,
-    timeline: Vec<(Duration, Option<Duration>)>,
+    timeline: Vec<(Duration, Option<Duration>, u64)>,
 }
 
 /// Whether meters keep a timeline of their requests (`ATLAS_BENCH_TRACE`
@@ -134,15 +135,16 @@ impl Meter {
     }
 
     /// With `ATLAS_BENCH_TRACE` set, each request since the last reset as
-    /// "start–end" in ms from the reset, in start order; else empty.
+    /// "start–end:kB" (ms from the reset, kB received), in start order;
+    /// else empty.
     pub fn timeline(&self) -> String {
         let ms = |d: Duration| d.as_secs_f64() * 1e3;
         self.lock()
             .timeline
             .iter()
-            .map(|(a, b)| match b {
-                Some(b) => format!("{:.1}–{:.1}", ms(*a), ms(*b)),
-                None => format!("{:.1}–", ms(*a)),
+            .map(|(a, b, bytes)| match b {
+                Some(b) => format!("{:.1}–{:.1}:{}k", ms(*a), ms(*b), bytes / 1000),
+                None => format!("{:.1}–:{}k", ms(*a), bytes / 1000),
             })
             .collect::<Vec<_>>()
             .join(", ")
@@ -163,7 +165,7 @@ impl Meter {
         s.in_flight += 1;
         s.reading.max_in_flight = s.reading.max_in_flight.max(s.in_flight);
         let traced = s.since.map(|since| {
-            s.timeline.push((since.elapsed(), None));
+            s.timeline.push((since.elapsed(), None, 0));
             (since, s.timeline.len() - 1)
         });
         InFlight {
@@ -178,8 +180,17 @@ impl Meter {
         }
     }
 
-    async fn received(&self, bytes: u64) {
-        self.lock().reading.bytes_read += bytes;
+    async fn received(&self, bytes: u64, flight: Option<&InFlight>) {
+        {
+            let mut s = self.lock();
+            s.reading.bytes_read += bytes;
+            if let Some((since, at)) = flight.and_then(|f| f.traced)
+                && s.since == Some(since)
+                && let Some(entry) = s.timeline.get_mut(at)
+            {
+                entry.2 += bytes;
+            }
+        }
         let wait = self.sim.transfer(bytes);
         if !wait.is_zero() {
             tokio::time::sleep(wait).await;
@@ -384,10 +395,10 @@ impl oio::Read for MeterReader {
     }
 
     async fn read(&self, range: BytesRange) -> opendal::Result<(RpRead, Buffer)> {
-        let _flight = self.meter.begin(false);
+        let flight = self.meter.begin(false);
         self.meter.first_byte().await;
         let (rp, buf) = oio::Read::read(&self.inner, range).await?;
-        self.meter.received(buf.len() as u64).await;
+        self.meter.received(buf.len() as u64, Some(&flight)).await;
         Ok((rp, buf))
     }
 }
@@ -405,7 +416,8 @@ impl oio::ReadStream for MeterStream {
         if buf.is_empty() {
             self.flight = None;
         } else {
-            self.meter.received(buf.len() as u64).await;
+            let bytes = buf.len() as u64;
+            self.meter.received(bytes, self.flight.as_ref()).await;
         }
         Ok(buf)
     }
@@ -493,7 +505,7 @@ impl ObjectStore for MeteredStore {
         options: GetOptions,
     ) -> object_store::Result<GetResult> {
         let head = options.head;
-        let _flight = self.meter.begin(head);
+        let flight = self.meter.begin(head);
         self.meter.first_byte().await;
         let result = self.inner.get_opts(location, options).await?;
         if head {
@@ -506,7 +518,7 @@ impl ObjectStore for MeteredStore {
             result.attributes.clone(),
         );
         let body = result.bytes().await?;
-        self.meter.received(body.len() as u64).await;
+        self.meter.received(body.len() as u64, Some(&flight)).await;
         let body: object_store::Result<Bytes> = Ok(body);
         Ok(GetResult {
             payload: GetResultPayload::Stream(Box::pin(stream::once(async move { body }))),
