@@ -154,7 +154,7 @@ async fn a_write_failure_on_an_object_store_like_backend_leaves_no_object() {
 }
 
 #[tokio::test]
-async fn a_finish_cancelled_while_closing_leaves_nothing_that_opens() {
+async fn a_finish_cancelled_while_closing_leaves_nothing_that_opens_and_no_index() {
     let dir = tempfile::tempdir().unwrap();
     let (w, faults, _) = faulty_fs(dir.path()).await;
     add(&w, "a", "x", 100).await.finish().await.unwrap();
@@ -163,6 +163,10 @@ async fn a_finish_cancelled_while_closing_leaves_nothing_that_opens() {
     assert!(cancelled.is_err(), "finish should still be closing");
     tokio::time::sleep(Duration::from_millis(20)).await;
     assert!(nothing_opens(dir.path()));
+    // The index, built while the container was closing, is not stored
+    // for a container that was not.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert!(!dir.path().join(atlas_format::INDEX_FILE).exists());
 }
 
 #[tokio::test]

@@ -62,11 +62,30 @@ impl Member {
         options: &IndexOptions,
         written: Option<build::WrittenAttributes>,
     ) -> Result<IndexReport> {
-        let (bytes, report) = build::build(self, options, written).await?;
+        let (bytes, report) = self.build_index_with(options, written).await?;
+        self.put_index(bytes).await?;
+        Ok(report)
+    }
+
+    /// The index of this container as Parquet bytes, and what it holds,
+    /// built without storing it: the first half of
+    /// [`Member::write_index_with`], for a writer that builds it while the
+    /// container's upload completes.
+    pub(crate) async fn build_index_with(
+        &self,
+        options: &IndexOptions,
+        written: Option<build::WrittenAttributes>,
+    ) -> Result<(Vec<u8>, IndexReport)> {
+        build::build(self, options, written).await
+    }
+
+    /// Stores `bytes`, an index [`Member::build_index_with`] made of this container,
+    /// beside it (replacing any index there).
+    pub(crate) async fn put_index(&self, bytes: Vec<u8>) -> Result<()> {
         let path = atlas_io::object_path(&self.inner().prefix, atlas_format::INDEX_FILE);
         let op = self.sidecar_operator()?;
         atlas_io::put_atomic(&op, &path, Bytes::from(bytes)).await?;
-        Ok(report)
+        Ok(())
     }
 
     /// Whether a usable index was found beside the container (reads its

@@ -179,9 +179,9 @@ impl AtlasWriter {
     /// container, so there is no state in which part of it is visible.
     pub async fn finish(self) -> Result<WriteSummary> {
         let result = match commit(&self.shared).await {
-            Ok((mut summary, written)) => {
-                if self.shared.config.dataset_index {
-                    summary.index = write_index(&self.shared, written).await;
+            Ok((mut summary, index)) => {
+                if let Some(index) = index {
+                    summary.index = index.store(&self.shared).await;
                 }
                 Ok(summary)
             }
@@ -214,12 +214,21 @@ impl Drop for AtlasWriter {
     }
 }
 
-/// Writes the index of the container just committed from what its commit
-/// wrote (nothing is read back: neither its footer nor a segment footer);
-/// `None` (with a warning) when that fails.
-async fn write_index(shared: &Shared, written: ForIndex) -> Option<IndexReport> {
-    let options = OpenOptions::default().dataset_index(false);
-    let outcome = async {
+/// The dataset index of a container being committed, built from what its
+/// commit wrote (nothing is read back: neither its footer nor a segment
+/// footer) on a blocking thread while the container's upload completes,
+/// and stored once the container is. Dropped unstored (the commit failed
+/// or was cancelled), nothing is stored: the build is cancelled if it has
+/// not begun, its result dropped if it has.
+struct IndexBuild {
+    member: Member,
+    building: tokio::task::JoinHandle<Result<(Vec<u8>, IndexReport)>>,
+}
+
+impl IndexBuild {
+    /// Starts building the index of the container `written` describes.
+    fn start(shared: &Shared, written: ForIndex) -> Result<IndexBuild> {
+        let options = OpenOptions::default().dataset_index(false);
         let member = Member::from_commit(
             shared.location.clone(),
             written.container,
@@ -229,20 +238,41 @@ async fn write_index(shared: &Shared, written: ForIndex) -> Option<IndexReport> 
         for (name, digest) in written.digests {
             member.prime_digest(&name, digest)?;
         }
-        member
-            .write_index_with(&IndexOptions::default(), Some(written.attributes))
-            .await
+        let (handle, builder) = (tokio::runtime::Handle::current(), member.clone());
+        let attributes = written.attributes;
+        let building = tokio::task::spawn_blocking(move || {
+            handle.block_on(builder.build_index_with(&IndexOptions::default(), Some(attributes)))
+        });
+        Ok(IndexBuild { member, building })
     }
-    .await;
-    match outcome {
-        Ok(report) => Some(report),
-        Err(e) => {
-            tracing::warn!(
-                container = %shared.container_path,
-                "the collection is written, but its dataset index is not: {e}"
-            );
-            None
+
+    /// Stores the index beside the committed container; `None` (with a
+    /// warning) when building or storing it failed.
+    async fn store(mut self, shared: &Shared) -> Option<IndexReport> {
+        let outcome = async {
+            let (bytes, report) = (&mut self.building).await.map_err(|e| {
+                AtlasError::corrupt(format!("building the dataset index stopped: {e}"))
+            })??;
+            self.member.put_index(bytes).await?;
+            Ok::<_, AtlasError>(report)
         }
+        .await;
+        match outcome {
+            Ok(report) => Some(report),
+            Err(e) => {
+                tracing::warn!(
+                    container = %shared.container_path,
+                    "the collection is written, but its dataset index is not: {e}"
+                );
+                None
+            }
+        }
+    }
+}
+
+impl Drop for IndexBuild {
+    fn drop(&mut self) {
+        self.building.abort();
     }
 }
 
@@ -329,8 +359,9 @@ struct ForIndex {
     attributes: WrittenAttributes,
 }
 
-/// The commit's summary, and what the dataset index needs of it.
-type Committed = (WriteSummary, ForIndex);
+/// The commit's summary, and the dataset index being built when the writer
+/// writes one.
+type Committed = (WriteSummary, Option<IndexBuild>);
 
 async fn commit(shared: &Shared) -> Result<Committed> {
     let plan = take_plan(shared)?;
@@ -381,56 +412,100 @@ async fn commit(shared: &Shared) -> Result<Committed> {
     let sink = ContainerSink::new(writer, path);
     let mut guard = AbortOnDrop(Some(sink.clone()));
 
+    let attributes = plan.attributes;
     let result = match stream(shared, &sink, builder, &order).await {
-        Ok(streamed) => match sink.close().await.map_err(AtlasError::from) {
-            Ok(_) => Ok(streamed),
-            // A retried upload met an object where there was none: its
-            // earlier attempt completed and the answer was lost, if what is
-            // stored ends with our footer at our length.
-            Err(AtlasError::Io(io))
-                if io.kind() == atlas_io::IoErrorKind::ConditionNotMet
-                    && cap.write_with_if_not_exists
-                    && stored_is(
-                        &shared.op,
+        // The index is built while the upload completes (a local file's
+        // sync, a multipart upload's completion): CPU beside the wait.
+        Ok(streamed) => {
+            let (closing, index) = index_beside_close(shared, streamed, attributes);
+            match sink.close().await.map_err(AtlasError::from) {
+                Ok(_) => Ok((closing.summary, index)),
+                // A retried upload met an object where there was none: its
+                // earlier attempt completed and the answer was lost, if what is
+                // stored ends with our footer at our length.
+                Err(AtlasError::Io(io))
+                    if io.kind() == atlas_io::IoErrorKind::ConditionNotMet
+                        && cap.write_with_if_not_exists
+                        && stored_is(
+                            &shared.op,
+                            path,
+                            closing.summary.container_bytes,
+                            &closing.tail,
+                        )
+                        .await =>
+                {
+                    tracing::debug!(
                         path,
-                        streamed.summary.container_bytes,
-                        &streamed.tail,
-                    )
-                    .await =>
-            {
-                tracing::debug!(
-                    path,
-                    "a retried container write found its own earlier write"
-                );
-                Ok(streamed)
+                        "a retried container write found its own earlier write"
+                    );
+                    Ok((closing.summary, index))
+                }
+                Err(e) => Err(e),
             }
-            Err(e) => Err(e),
-        },
+        }
         Err(e) => Err(e),
     };
     guard.0 = None;
     match result {
-        Ok(streamed) => {
-            let mut summary = streamed.summary;
+        Ok((mut summary, index)) => {
             summary.datasets = plan.datasets.len();
-            let written = ForIndex {
-                footer_crc32c: atlas_format::crc32c(&streamed.tail),
-                container: OpenedContainer {
-                    footer: streamed.footer,
-                    container_len: summary.container_bytes,
-                    footer_len: streamed.footer_len,
-                    header_checked: true,
-                },
-                digests: streamed.digests,
-                attributes: plan.attributes,
-            };
-            Ok((summary, written))
+            Ok((summary, index))
         }
         Err(e) => {
             discard(&shared.op, &sink, path, cap.write_with_if_not_exists).await;
             Err(e)
         }
     }
+}
+
+/// What closing the upload of a streamed container needs of it: its
+/// summary, and the bytes it ends with (by which a retried upload knows
+/// its own object).
+struct Closing {
+    summary: WriteSummary,
+    tail: Vec<u8>,
+}
+
+/// Splits `streamed` into what its close needs and, when the writer writes
+/// a dataset index, the index's build, started.
+fn index_beside_close(
+    shared: &Shared,
+    streamed: Streamed,
+    attributes: WrittenAttributes,
+) -> (Closing, Option<IndexBuild>) {
+    let Streamed {
+        summary,
+        footer,
+        footer_len,
+        tail,
+        digests,
+    } = streamed;
+    let index = if shared.config.dataset_index {
+        let written = ForIndex {
+            footer_crc32c: atlas_format::crc32c(&tail),
+            container: OpenedContainer {
+                footer,
+                container_len: summary.container_bytes,
+                footer_len,
+                header_checked: true,
+            },
+            digests,
+            attributes,
+        };
+        // The collection does not depend on its index: a build that
+        // cannot start is a warning, as one that fails later is.
+        IndexBuild::start(shared, written)
+            .inspect_err(|e| {
+                tracing::warn!(
+                    container = %shared.container_path,
+                    "the dataset index of this collection cannot be built: {e}"
+                );
+            })
+            .ok()
+    } else {
+        None
+    };
+    (Closing { summary, tail }, index)
 }
 
 /// Whether the object at `path` is `len` bytes long and ends with `tail`
