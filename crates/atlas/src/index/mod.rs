@@ -52,25 +52,16 @@ impl Member {
     /// when a footer cannot be read; [`AtlasError::Io`](crate::AtlasError::Io)
     /// when storage fails.
     pub async fn write_index(&self, options: &IndexOptions) -> Result<IndexReport> {
-        self.write_index_with(options, None).await
-    }
-
-    /// [`Member::write_index`], with the dataset attributes the container's
-    /// writer set, when it is the caller (none read back).
-    pub(crate) async fn write_index_with(
-        &self,
-        options: &IndexOptions,
-        written: Option<build::WrittenAttributes>,
-    ) -> Result<IndexReport> {
-        let (bytes, report) = self.build_index_with(options, written).await?;
+        let (bytes, report) = self.build_index_with(options, None).await?;
         self.put_index(bytes).await?;
         Ok(report)
     }
 
     /// The index of this container as Parquet bytes, and what it holds,
-    /// built without storing it: the first half of
-    /// [`Member::write_index_with`], for a writer that builds it while the
-    /// container's upload completes.
+    /// built without storing it; with the dataset attributes the
+    /// container's writer set, when it is the caller (none read back). The
+    /// first half of [`Member::write_index`], for a writer that builds it
+    /// while the container's upload completes.
     pub(crate) async fn build_index_with(
         &self,
         options: &IndexOptions,
