@@ -94,6 +94,21 @@ struct State {
     timeline: Vec<(Duration, Option<Duration>, u64)>,
 }
 
+impl State {
+    /// The timeline entry of a request traced as `traced` (the reset it
+    /// started after, its place), if the timeline is still that reset's.
+    fn traced(
+        &mut self,
+        traced: Option<(Instant, usize)>,
+    ) -> Option<&mut (Duration, Option<Duration>, u64)> {
+        let (since, at) = traced?;
+        if self.since != Some(since) {
+            return None;
+        }
+        self.timeline.get_mut(at)
+    }
+}
+
 /// Whether meters keep a timeline of their requests (`ATLAS_BENCH_TRACE`
 /// set): for finding where a step's time goes, not for the tables.
 fn tracing_requests() -> bool {
@@ -184,10 +199,7 @@ impl Meter {
         {
             let mut s = self.lock();
             s.reading.bytes_read += bytes;
-            if let Some((since, at)) = flight.and_then(|f| f.traced)
-                && s.since == Some(since)
-                && let Some(entry) = s.timeline.get_mut(at)
-            {
+            if let Some(entry) = s.traced(flight.and_then(|f| f.traced)) {
                 entry.2 += bytes;
             }
         }
@@ -217,9 +229,8 @@ impl Drop for InFlight {
     fn drop(&mut self) {
         let mut s = self.meter.lock();
         s.in_flight = s.in_flight.saturating_sub(1);
-        if let Some((since, at)) = self.traced
-            && s.since == Some(since)
-            && let Some(entry) = s.timeline.get_mut(at)
+        if let Some(since) = self.traced.map(|(since, _)| since)
+            && let Some(entry) = s.traced(self.traced)
         {
             entry.1 = Some(since.elapsed());
         }
