@@ -252,7 +252,9 @@ fn declared_names(member: &Member) -> (Vec<String>, Vec<(String, Vec<DType>)>) {
     (arrays.into_iter().collect(), keys.into_iter().collect())
 }
 
-/// The Parquet object: columns, row-group bounds and metadata.
+/// The Parquet object: columns, row-group bounds and metadata. The layout
+/// is decided once over every row; then each row group's columns and
+/// bounds are built from its own rows and encoded, row groups in parallel.
 fn encode(
     member: &Member,
     rows_per_group: usize,
@@ -260,89 +262,172 @@ fn encode(
     attributes: &[AttributeRows],
 ) -> Result<(Vec<u8>, IndexReport)> {
     let total = member.dataset_count_total();
-    let names: Vec<&str> = member
-        .footer()
-        .datasets
-        .keys()
-        .map(|n| n.as_str())
-        .collect();
-    let ordinals = (0..total).map(|o| u32::try_from(o).ok());
-    let mut fields = vec![
-        ArrowField::new(NAME_COLUMN, arrow_schema::DataType::Utf8, false),
-        ArrowField::new(ORDINAL_COLUMN, arrow_schema::DataType::UInt32, false),
-    ];
-    let mut columns: Vec<ArrayRef> = vec![
-        Arc::new(StringArray::from(names)),
-        Arc::new(UInt32Array::from_iter(ordinals)),
-    ];
-    let mut taken: std::collections::HashSet<String> =
-        [NAME_COLUMN.to_owned(), ORDINAL_COLUMN.to_owned()].into();
+    let rows_per_group = rows_per_group.max(1);
+    let plan = Plan::new(member, variables, attributes)?;
     let mut report = IndexReport {
         datasets: total as u64,
         row_groups: total.div_ceil(rows_per_group),
         bytes: 0,
-        variables: Vec::new(),
-        variables_left_out: Vec::new(),
-        attributes: Vec::new(),
-        attributes_left_out: Vec::new(),
+        variables: plan.variables.iter().map(|(v, _)| v.name.clone()).collect(),
+        variables_left_out: plan.variables_left_out.clone(),
+        attributes: plan.attributes.iter().map(|a| a.key.clone()).collect(),
+        attributes_left_out: plan.attributes_left_out.clone(),
     };
-    let mut indexed_variables = Vec::new();
-    for v in variables {
-        let Some(indexed) = variable_layout(v) else {
-            report.variables_left_out.push(v.name.clone());
-            continue;
-        };
-        for (name, column) in variable_columns(v, &indexed)? {
-            fields.push(ArrowField::new(&name, column.data_type().clone(), true));
-            taken.insert(name);
-            columns.push(column);
-        }
-        report.variables.push(v.name.clone());
-        indexed_variables.push(indexed);
-    }
-    let mut indexed_attributes = Vec::new();
-    for a in attributes {
-        let column = match a.dtypes.as_slice() {
-            [dtype] if !matches!(dtype, DType::List { .. }) => {
-                let values: Vec<Option<&Attr>> = a.rows.iter().map(Option::as_ref).collect();
-                attr_column(dtype, &values).map(|c| (dtype.clone(), c))
-            }
-            _ => None,
-        };
-        let Some((dtype, column)) = column else {
-            report.attributes_left_out.push(a.key.clone());
-            continue;
-        };
-        let name = if taken.contains(&a.key) {
-            format!("attrs.{}", a.key)
-        } else {
-            a.key.clone()
-        };
-        if !taken.insert(name.clone()) {
-            report.attributes_left_out.push(a.key.clone());
-            continue;
-        }
-        fields.push(ArrowField::new(&name, column.data_type().clone(), true));
-        columns.push(column);
-        report.attributes.push(a.key.clone());
-        indexed_attributes.push(IndexedAttribute {
-            key: a.key.clone(),
-            column: name,
-            dtype,
-        });
-    }
+    let groups: Vec<std::ops::Range<usize>> = (0..total)
+        .step_by(rows_per_group)
+        .map(|first| first..first.saturating_add(rows_per_group).min(total))
+        .collect();
     let meta = IndexMeta {
         version: INDEX_VERSION,
         container: member.identity(),
-        variables: indexed_variables,
-        attributes: indexed_attributes,
-        row_groups: row_group_bounds(total, rows_per_group, variables, attributes)?,
+        variables: plan.variables.iter().map(|(_, v)| v.clone()).collect(),
+        attributes: plan.attributes.iter().map(|a| a.indexed.clone()).collect(),
+        row_groups: Vec::new(),
     };
-    let batch = RecordBatch::try_new(Arc::new(Schema::new(fields)), columns)
-        .map_err(|e| AtlasError::corrupt(format!("the index table cannot be built: {e}")))?;
-    let bytes = write_parquet(&batch, &meta, rows_per_group)?;
+    let bytes = write_parquet(&plan, meta, &groups, |rows| {
+        Ok((
+            plan.batch(rows.clone())?,
+            group_bounds(rows.clone(), variables, attributes)?,
+        ))
+    })?;
     report.bytes = bytes.len() as u64;
     Ok((bytes, report))
+}
+
+/// What the index's columns are made of, decided over every row: the
+/// variables and attributes it holds, each with its layout, and the schema
+/// their columns make.
+struct Plan<'a> {
+    /// Dataset names, by ordinal.
+    names: Vec<&'a str>,
+    variables: Vec<(&'a VariableRows<'a>, IndexedVariable)>,
+    variables_left_out: Vec<String>,
+    attributes: Vec<PlannedAttribute<'a>>,
+    attributes_left_out: Vec<String>,
+    schema: Arc<Schema>,
+}
+
+/// An attribute the index holds: its rows, its one type and its column.
+struct PlannedAttribute<'a> {
+    key: String,
+    rows: &'a [Option<Attr>],
+    indexed: IndexedAttribute,
+}
+
+impl<'a> Plan<'a> {
+    fn new(
+        member: &'a Member,
+        variables: &'a [VariableRows<'a>],
+        attributes: &'a [AttributeRows],
+    ) -> Result<Self> {
+        let mut plan = Plan {
+            names: member
+                .footer()
+                .datasets
+                .keys()
+                .map(|n| n.as_str())
+                .collect(),
+            variables: Vec::new(),
+            variables_left_out: Vec::new(),
+            attributes: Vec::new(),
+            attributes_left_out: Vec::new(),
+            schema: Arc::new(Schema::empty()),
+        };
+        let mut taken: std::collections::HashSet<String> =
+            [NAME_COLUMN.to_owned(), ORDINAL_COLUMN.to_owned()].into();
+        for v in variables {
+            match variable_layout(v) {
+                Some(layout) => {
+                    // Its column names, from its columns over no rows.
+                    for (name, _) in variable_columns(&v.name, &[], &layout)? {
+                        taken.insert(name);
+                    }
+                    plan.variables.push((v, layout));
+                }
+                None => plan.variables_left_out.push(v.name.clone()),
+            }
+        }
+        for a in attributes {
+            let dtype = match a.dtypes.as_slice() {
+                [dtype] if !matches!(dtype, DType::List { .. }) => Some(dtype),
+                _ => None,
+            };
+            let Some(dtype) = dtype.filter(|d| attr_column(d, &[]).is_some()) else {
+                plan.attributes_left_out.push(a.key.clone());
+                continue;
+            };
+            let column = if taken.contains(&a.key) {
+                format!("attrs.{}", a.key)
+            } else {
+                a.key.clone()
+            };
+            if !taken.insert(column.clone()) {
+                plan.attributes_left_out.push(a.key.clone());
+                continue;
+            }
+            plan.attributes.push(PlannedAttribute {
+                key: a.key.clone(),
+                rows: &a.rows,
+                indexed: IndexedAttribute {
+                    key: a.key.clone(),
+                    column,
+                    dtype: dtype.clone(),
+                },
+            });
+        }
+        let empty = plan.columns(0..0)?;
+        plan.schema = Arc::new(Schema::new(
+            empty
+                .iter()
+                .map(|(name, column)| {
+                    let nullable = name != NAME_COLUMN && name != ORDINAL_COLUMN;
+                    ArrowField::new(name, column.data_type().clone(), nullable)
+                })
+                .collect::<Vec<_>>(),
+        ));
+        Ok(plan)
+    }
+
+    /// The columns of rows `rows`, by name, in schema order.
+    fn columns(&self, rows: std::ops::Range<usize>) -> Result<Vec<(String, ArrayRef)>> {
+        let names = self.names.get(rows.clone()).unwrap_or_default();
+        let ordinals = rows.clone().map(|o| u32::try_from(o).ok());
+        let mut columns: Vec<(String, ArrayRef)> = vec![
+            (
+                NAME_COLUMN.to_owned(),
+                Arc::new(StringArray::from_iter_values(names.iter())),
+            ),
+            (
+                ORDINAL_COLUMN.to_owned(),
+                Arc::new(UInt32Array::from_iter(ordinals)),
+            ),
+        ];
+        for (v, layout) in &self.variables {
+            let cells = v.rows.get(rows.clone()).unwrap_or_default();
+            columns.extend(variable_columns(&v.name, cells, layout)?);
+        }
+        for a in &self.attributes {
+            let values: Vec<Option<&Attr>> = a
+                .rows
+                .get(rows.clone())
+                .unwrap_or_default()
+                .iter()
+                .map(Option::as_ref)
+                .collect();
+            let column = attr_column(&a.indexed.dtype, &values).ok_or_else(|| {
+                AtlasError::corrupt(format!("attribute {:?} has no column type", a.key))
+            })?;
+            columns.push((a.indexed.column.clone(), column));
+        }
+        Ok(columns)
+    }
+
+    /// Rows `rows` as one batch of the plan's schema.
+    fn batch(&self, rows: std::ops::Range<usize>) -> Result<RecordBatch> {
+        let columns = self.columns(rows)?.into_iter().map(|(_, c)| c).collect();
+        RecordBatch::try_new(Arc::clone(&self.schema), columns)
+            .map_err(|e| AtlasError::corrupt(format!("the index table cannot be built: {e}")))
+    }
 }
 
 /// How a variable's statistics are stored, or `None` when they cannot be
@@ -428,17 +513,20 @@ fn places(v: &VariableRows) -> Option<Places> {
 }
 
 /// The count, nulls, bound, shape and block columns of one variable, by name.
-fn variable_columns(v: &VariableRows, layout: &IndexedVariable) -> Result<Vec<(String, ArrayRef)>> {
-    let stats: Vec<Option<&ArrayStats>> = v
-        .rows
+fn variable_columns(
+    name: &str,
+    rows: &[Option<Cell>],
+    layout: &IndexedVariable,
+) -> Result<Vec<(String, ArrayRef)>> {
+    let stats: Vec<Option<&ArrayStats>> = rows
         .iter()
         .map(|r| r.as_ref().and_then(|c| c.digest.stats.as_ref()))
         .collect();
     let count = UInt64Array::from_iter(stats.iter().map(|s| s.map(|s| s.row_count)));
     let nulls = UInt64Array::from_iter(stats.iter().map(|s| s.map(|s| s.null_count)));
     let mut out: Vec<(String, ArrayRef)> = vec![
-        (count_column(&v.name), Arc::new(count)),
-        (nulls_column(&v.name), Arc::new(nulls)),
+        (count_column(name), Arc::new(count)),
+        (nulls_column(name), Arc::new(nulls)),
     ];
     let mins: Vec<Option<&Value>> = stats
         .iter()
@@ -460,11 +548,11 @@ fn variable_columns(v: &VariableRows, layout: &IndexedVariable) -> Result<Vec<(S
     // Where the chunks are, when every array of the variable can be read
     // from its places (see [`places`]).
     let placed = layout.places.is_some();
-    let mut shapes = Lists::<UInt64Type>::with_rows(v.rows.len());
-    let placed_rows = if placed { v.rows.len() } else { 0 };
+    let mut shapes = Lists::<UInt64Type>::with_rows(rows.len());
+    let placed_rows = if placed { rows.len() } else { 0 };
     let mut chunk_shapes = Lists::<UInt32Type>::with_rows(placed_rows);
     let mut chunks = Lists::<UInt32Type>::with_rows(placed_rows);
-    for row in &v.rows {
+    for row in rows {
         let digest = row.as_ref().map(|c| c.digest);
         shapes.push(digest.map(|d| d.shape.iter().copied()));
         if !placed {
@@ -477,16 +565,15 @@ fn variable_columns(v: &VariableRows, layout: &IndexedVariable) -> Result<Vec<(S
                 .flat_map(|p| p.coord.iter().copied().chain([p.block, p.offset, p.size]))
         }));
     }
-    out.push((shape_column(&v.name), shapes.finish()?));
+    out.push((shape_column(name), shapes.finish()?));
     let blocks = UInt32Array::from_iter(
-        v.rows
-            .iter()
+        rows.iter()
             .map(|r| r.as_ref().and_then(|c| c.digest.first_block)),
     );
-    out.push((block_column(&v.name), Arc::new(blocks)));
+    out.push((block_column(name), Arc::new(blocks)));
     if placed {
-        out.push((chunk_shape_column(&v.name), chunk_shapes.finish()?));
-        out.push((chunks_column(&v.name), chunks.finish()?));
+        out.push((chunk_shape_column(name), chunk_shapes.finish()?));
+        out.push((chunks_column(name), chunks.finish()?));
     }
     Ok(out)
 }
@@ -575,59 +662,57 @@ pub(crate) fn value_column(kind: StatKind, values: &[Option<&Value>]) -> ArrayRe
     }
 }
 
-/// The bounds of each row group, as a set manifest states a member's.
-fn row_group_bounds(
-    total: usize,
-    rows_per_group: usize,
+/// The bounds of row group `rows`, as a set manifest states a member's.
+fn group_bounds(
+    rows: std::ops::Range<usize>,
     variables: &[VariableRows],
     attributes: &[AttributeRows],
-) -> Result<Vec<RowGroupBounds>> {
-    let mut groups = Vec::new();
-    let mut first = 0usize;
-    while first < total {
-        let end = first.saturating_add(rows_per_group).min(total);
-        let mut summaries: Vec<VariableSummary> = Vec::new();
-        for v in variables {
-            let rows = v.rows.get(first..end).unwrap_or_default();
-            let mut declared = Declared::default();
-            for cell in rows.iter().flatten() {
-                declared.add(&cell.dtype, 1);
-            }
-            if declared.datasets == 0 {
-                continue;
-            }
-            let stats = rows
-                .iter()
-                .flatten()
-                .filter_map(|c| c.digest.stats.as_ref());
-            summaries.push(fold_variable(&v.name, &declared, stats)?);
+) -> Result<RowGroupBounds> {
+    let mut summaries: Vec<VariableSummary> = Vec::new();
+    for v in variables {
+        let cells = v.rows.get(rows.clone()).unwrap_or_default();
+        let mut declared = Declared::default();
+        for cell in cells.iter().flatten() {
+            declared.add(&cell.dtype, 1);
         }
-        let mut attribute_summaries: Vec<AttributeSummary> = Vec::new();
-        for a in attributes {
-            let rows = a.rows.get(first..end).unwrap_or_default();
-            if let Some((min, max)) = attribute_bounds(rows.iter().flatten()) {
-                attribute_summaries.push(AttributeSummary {
-                    key: a.key.clone(),
-                    min,
-                    max,
-                });
-            }
+        if declared.datasets == 0 {
+            continue;
         }
-        groups.push(RowGroupBounds {
-            first: first as u64,
-            rows: end.saturating_sub(first) as u64,
-            variables: summaries,
-            attributes: attribute_summaries,
-        });
-        first = end;
+        let stats = cells
+            .iter()
+            .flatten()
+            .filter_map(|c| c.digest.stats.as_ref());
+        summaries.push(fold_variable(&v.name, &declared, stats)?);
     }
-    Ok(groups)
+    let mut attribute_summaries: Vec<AttributeSummary> = Vec::new();
+    for a in attributes {
+        let cells = a.rows.get(rows.clone()).unwrap_or_default();
+        if let Some((min, max)) = attribute_bounds(cells.iter().flatten()) {
+            attribute_summaries.push(AttributeSummary {
+                key: a.key.clone(),
+                min,
+                max,
+            });
+        }
+    }
+    Ok(RowGroupBounds {
+        first: rows.start as u64,
+        rows: rows.len() as u64,
+        variables: summaries,
+        attributes: attribute_summaries,
+    })
 }
 
-/// `batch` as one Parquet object in row groups of `rows_per_group`, with
-/// page statistics and the page index for other readers, zstd throughout,
-/// and `meta` in the footer.
-fn write_parquet(batch: &RecordBatch, meta: &IndexMeta, rows_per_group: usize) -> Result<Vec<u8>> {
+/// One Parquet object of the plan's schema, with page statistics and the
+/// page index for other readers, zstd throughout, and `meta` in the footer
+/// with the bounds of each row group. `group` makes a row group's batch
+/// and bounds from its rows.
+fn write_parquet(
+    plan: &Plan,
+    mut meta: IndexMeta,
+    groups: &[std::ops::Range<usize>],
+    group: impl Fn(&std::ops::Range<usize>) -> Result<(RecordBatch, RowGroupBounds)> + Sync,
+) -> Result<Vec<u8>> {
     let fail = |e: &dyn std::fmt::Display| AtlasError::InvalidUse {
         what: format!("the index cannot be written: {e}"),
     };
@@ -637,7 +722,7 @@ fn write_parquet(batch: &RecordBatch, meta: &IndexMeta, rows_per_group: usize) -
         .set_statistics_enabled(EnabledStatistics::Page);
     // Floats (coordinates, bounds) rarely repeat: a dictionary only costs,
     // and their bytes split by significance compress about a third better.
-    for field in batch.schema().fields() {
+    for field in plan.schema.fields() {
         if matches!(
             field.data_type(),
             arrow_schema::DataType::Float32 | arrow_schema::DataType::Float64
@@ -668,7 +753,6 @@ fn write_parquet(batch: &RecordBatch, meta: &IndexMeta, rows_per_group: usize) -
     }
     let props = props
         .set_key_value_metadata(Some(vec![
-            KeyValue::new(META_KEY.to_owned(), meta.encode().map_err(|e| fail(&e))?),
             KeyValue::new(VERSION_KEY.to_owned(), INDEX_VERSION.to_string()),
             KeyValue::new(
                 checksum::FOOTER_KEY.to_owned(),
@@ -677,26 +761,21 @@ fn write_parquet(batch: &RecordBatch, meta: &IndexMeta, rows_per_group: usize) -
         ]))
         .build();
     let mut out = Vec::new();
-    let writer =
-        ArrowWriter::try_new(&mut out, batch.schema(), Some(props)).map_err(|e| fail(&e))?;
+    let writer = ArrowWriter::try_new(&mut out, Arc::clone(&plan.schema), Some(props))
+        .map_err(|e| fail(&e))?;
     let (mut writer, factory) = writer.into_serialized_writer().map_err(|e| fail(&e))?;
-    let rows = rows_per_group.max(1);
-    let groups: Vec<RecordBatch> = (0..batch.num_rows())
-        .step_by(rows)
-        .map(|first| batch.slice(first, rows.min(batch.num_rows().saturating_sub(first))))
-        .collect();
-    let mut encoded = encode_chunks(&factory, &groups).map_err(|e| fail(&e))?;
-    for group in &mut encoded {
+    for (chunks, bounds) in encode_groups(&factory, groups, &group)? {
         let mut row_group = writer.next_row_group().map_err(|e| fail(&e))?;
-        for chunk in group.drain(..) {
+        for chunk in chunks {
             chunk
                 .append_to_row_group(&mut row_group)
                 .map_err(|e| fail(&e))?;
         }
         row_group.close().map_err(|e| fail(&e))?;
+        meta.row_groups.push(bounds);
     }
     // Every row group is in the file now, so the chunks' checksums can go
-    // into the footer written at the close.
+    // into the footer written at the close, beside the bounds.
     writer.flush().map_err(|e| fail(&e))?;
     let chunks = writer
         .flushed_row_groups()
@@ -708,36 +787,50 @@ fn write_parquet(batch: &RecordBatch, meta: &IndexMeta, rows_per_group: usize) -
         });
     let chunks = checksum::encode_chunks(writer.inner(), chunks)
         .ok_or_else(|| fail(&"a column chunk lies past the bytes written"))?;
+    writer.append_key_value_metadata(KeyValue::new(
+        META_KEY.to_owned(),
+        meta.encode().map_err(|e| fail(&e))?,
+    ));
     writer.append_key_value_metadata(KeyValue::new(checksum::CHUNKS_KEY.to_owned(), chunks));
     writer.close().map_err(|e| fail(&e))?;
     checksum::seal(&mut out).ok_or_else(|| fail(&"its footer has no checksum entry"))?;
     Ok(out)
 }
 
-/// The most threads an index's columns are encoded on.
+/// The most threads an index's row groups are built and encoded on.
 const ENCODE_THREADS: usize = 4;
 
-/// Each row group's column chunks, encoded and compressed on as many
-/// threads as the machine has cores (at most [`ENCODE_THREADS`]), each
-/// taking whole row groups; in file order, so the bytes do not depend on
-/// the thread count.
-fn encode_chunks(
+/// Each row group, made by `group` and its columns encoded and compressed,
+/// beside its bounds; on as many threads as the machine has cores (at
+/// most [`ENCODE_THREADS`]), each taking a run of whole row groups; in file
+/// order, so the bytes do not depend on the thread count.
+fn encode_groups(
     factory: &ArrowRowGroupWriterFactory,
-    groups: &[RecordBatch],
-) -> parquet::errors::Result<Vec<Vec<ArrowColumnChunk>>> {
-    let encode_group = |(index, group): (usize, &RecordBatch)| {
-        let mut writers = factory.create_column_writers(index)?.into_iter();
+    groups: &[std::ops::Range<usize>],
+    group: &(impl Fn(&std::ops::Range<usize>) -> Result<(RecordBatch, RowGroupBounds)> + Sync),
+) -> Result<Vec<(Vec<ArrowColumnChunk>, RowGroupBounds)>> {
+    let fail = |e: ParquetError| AtlasError::InvalidUse {
+        what: format!("the index cannot be written: {e}"),
+    };
+    let encode_group = |index: usize, rows: &std::ops::Range<usize>| {
+        let (batch, bounds) = group(rows)?;
+        let mut writers = factory
+            .create_column_writers(index)
+            .map_err(fail)?
+            .into_iter();
         let mut chunks = Vec::with_capacity(writers.len());
-        for (field, column) in group.schema().fields().iter().zip(group.columns()) {
-            for leaf in compute_leaves(field, column)? {
+        for (field, column) in batch.schema().fields().iter().zip(batch.columns()) {
+            for leaf in compute_leaves(field, column).map_err(fail)? {
                 let mut writer = writers.next().ok_or_else(|| {
-                    ParquetError::General("a row group has more leaves than columns".into())
+                    fail(ParquetError::General(
+                        "a row group has more leaves than columns".into(),
+                    ))
                 })?;
-                writer.write(&leaf)?;
-                chunks.push(writer.close()?);
+                writer.write(&leaf).map_err(fail)?;
+                chunks.push(writer.close().map_err(fail)?);
             }
         }
-        Ok(chunks)
+        Ok((chunks, bounds))
     };
     let threads = std::thread::available_parallelism()
         .map_or(1, |n| n.get())
@@ -750,17 +843,17 @@ fn encode_chunks(
                 share
                     .iter()
                     .enumerate()
-                    .map(|(j, group)| encode_group((first.saturating_add(j), group)))
-                    .collect::<parquet::errors::Result<Vec<_>>>()
+                    .map(|(j, rows)| encode_group(first.saturating_add(j), rows))
+                    .collect::<Result<Vec<_>>>()
             }
         });
         let here = shares.next();
         let others: Vec<_> = shares.map(|share| scope.spawn(share)).collect();
         let mut encoded = here.map_or(Ok(Vec::new()), |share| share())?;
         for other in others {
-            let more = other
-                .join()
-                .map_err(|_| ParquetError::General("an encoding thread panicked".into()))??;
+            let more = other.join().map_err(|_| {
+                AtlasError::corrupt("an index encoding thread panicked".to_owned())
+            })??;
             encoded.extend(more);
         }
         Ok(encoded)
