@@ -11,8 +11,8 @@ mod read_support;
 use std::collections::BTreeSet;
 
 use atlas::{
-    Atlas, AtlasWriter, CatalogueOptions, INDEX_FILE, IndexOptions, OpenOptions, Predicate,
-    WriterConfig,
+    ArrayStats, Atlas, AtlasWriter, CatalogueOptions, INDEX_FILE, IndexOptions, OpenOptions,
+    Predicate, Value, WriterConfig,
 };
 use opendal::Operator;
 use read_support::{FIXTURES, counted_memory, join, load_fixture, memory, reads_of};
@@ -260,7 +260,7 @@ async fn the_open_reads_the_index_footer_beside_the_container_and_only_with_inde
         );
         // The first question then reads column chunks, not the footer again.
         stats.reset();
-        assert!(atlas.array_stats("X").await.unwrap().is_some());
+        assert_eq!(atlas.array_stats_by_dataset("X").await.unwrap().len(), 300);
         assert_eq!(
             reads_of(&stats, &index),
             index_reads,
@@ -268,6 +268,50 @@ async fn the_open_reads_the_index_footer_beside_the_container_and_only_with_inde
             stats.read_log()
         );
     }
+}
+
+#[tokio::test]
+async fn a_variable_folded_over_whole_row_groups_comes_from_the_index_footer_without_a_request() {
+    let (op, stats, atlas) = ordered_in_groups_of_100().await;
+    let expected = |min: f64, max: f64, rows: u64| ArrayStats {
+        min: Some(Value::Float(min)),
+        max: Some(Value::Float(max)),
+        null_count: 0,
+        row_count: rows,
+    };
+    stats.reset();
+    assert_eq!(
+        atlas.array_stats("X").await.unwrap(),
+        Some(expected(0.0, 999.0, 1000))
+    );
+    assert_eq!(
+        stats.read_log(),
+        vec![],
+        "the footer read with the open holds the fold"
+    );
+    // A whole row group deleted: the other groups' totals still answer.
+    let first_group: Vec<String> = (0..100).map(|i| format!("d{i:05}")).collect();
+    let first_group: Vec<&str> = first_group.iter().map(String::as_str).collect();
+    atlas.delete_datasets(&first_group).await.unwrap();
+    let atlas = open(&op, "c", true).await;
+    stats.reset();
+    assert_eq!(
+        atlas.array_stats("X").await.unwrap(),
+        Some(expected(100.0, 999.0, 900))
+    );
+    assert_eq!(reads_of(&stats, &join("c", INDEX_FILE)), 0);
+    // One dataset of a group deleted: that group's total no longer holds,
+    // so the rows are read, and the answer is still the footers'.
+    atlas.delete_datasets(&["d00999"]).await.unwrap();
+    let atlas = open(&op, "c", true).await;
+    stats.reset();
+    let folded = atlas.array_stats("X").await.unwrap();
+    assert_eq!(folded, Some(expected(100.0, 998.0, 899)));
+    assert_eq!(reads_of(&stats, &join("c", INDEX_FILE)), 1);
+    assert_eq!(
+        folded,
+        open(&op, "c", false).await.array_stats("X").await.unwrap()
+    );
 }
 
 #[tokio::test]

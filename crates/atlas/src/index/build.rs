@@ -25,8 +25,8 @@ use super::checksum;
 use super::meta::{
     ContainerIdentity, INDEX_VERSION, IndexMeta, IndexedAttribute, IndexedVariable, META_KEY,
     NAME_COLUMN, ORDINAL_COLUMN, Places, ROWS_PER_GROUP, RowGroupBounds, StatKind, VERSION_KEY,
-    block_column, bound_columns, chunk_shape_column, chunks_column, count_column, nulls_column,
-    shape_column,
+    VariableTotals, block_column, bound_columns, chunk_shape_column, chunks_column, count_column,
+    nulls_column, shape_column,
 };
 use crate::error::{AtlasError, Result};
 use crate::query::attr_column;
@@ -285,10 +285,9 @@ fn encode(
         row_groups: Vec::new(),
     };
     let bytes = write_parquet(&plan, meta, &groups, |rows| {
-        Ok((
-            plan.batch(rows.clone())?,
-            group_bounds(rows.clone(), variables, attributes)?,
-        ))
+        let mut bounds = group_bounds(rows.clone(), variables, attributes)?;
+        bounds.totals = plan.totals(rows.clone());
+        Ok((plan.batch(rows.clone())?, bounds))
     })?;
     report.bytes = bytes.len() as u64;
     Ok((bytes, report))
@@ -422,6 +421,29 @@ impl<'a> Plan<'a> {
         Ok(columns)
     }
 
+    /// The statistics of rows `rows` folded, per variable marked for it.
+    fn totals(&self, rows: std::ops::Range<usize>) -> Vec<VariableTotals> {
+        let mut out = Vec::new();
+        for (v, layout) in self.variables.iter().filter(|(_, l)| l.totals) {
+            let cells = v.rows.get(rows.clone()).unwrap_or_default();
+            let mut folded: Option<ArrayStats> = None;
+            for stats in cells
+                .iter()
+                .flatten()
+                .filter_map(|c| c.digest.stats.as_ref())
+            {
+                match folded.as_mut() {
+                    Some(acc) => acc.merge(stats),
+                    None => folded = Some(stats.clone()),
+                }
+            }
+            if let Some(stats) = folded {
+                out.push(VariableTotals::of(&layout.name, stats));
+            }
+        }
+        out
+    }
+
     /// Rows `rows` as one batch of the plan's schema.
     fn batch(&self, rows: std::ops::Range<usize>) -> Result<RecordBatch> {
         let columns = self.columns(rows)?.into_iter().map(|(_, c)| c).collect();
@@ -476,7 +498,17 @@ fn variable_layout(v: &VariableRows) -> Option<IndexedVariable> {
         kind,
         single,
         places: places(v),
+        totals: one_declared_type(v),
     })
+}
+
+/// Whether every dataset declaring the variable declares one type: then a
+/// collection-wide question folds every dataset's statistics, and row
+/// groups can carry them folded.
+fn one_declared_type(v: &VariableRows) -> bool {
+    let mut cells = v.rows.iter().flatten();
+    let first = cells.next().map(|c| &c.dtype);
+    cells.all(|c| Some(&c.dtype) == first)
 }
 
 /// What every array of the variable shares that a read needs, or `None`
@@ -700,6 +732,7 @@ fn group_bounds(
         rows: rows.len() as u64,
         variables: summaries,
         attributes: attribute_summaries,
+        totals: Vec::new(),
     })
 }
 

@@ -510,6 +510,44 @@ impl LoadedIndex {
         self.meta.groups_holding(live.ordinals())
     }
 
+    /// The statistics of `variable` folded over the datasets of `live`, from
+    /// the row groups' totals alone (no request), when `live` holds each row
+    /// group whole or not at all and the index keeps totals of the variable.
+    /// `None`: ask the rows.
+    pub(crate) fn totals(
+        &self,
+        variable: &IndexedVariable,
+        live: &Live,
+    ) -> Option<Option<ArrayStats>> {
+        if !variable.totals {
+            return None;
+        }
+        let mut folded: Option<ArrayStats> = None;
+        let mut covered = 0usize;
+        for group in &self.meta.row_groups {
+            let first = u32::try_from(group.first).ok()?;
+            let rows = u32::try_from(group.rows).ok()?;
+            let live_rows = (first..first.checked_add(rows)?)
+                .filter(|&o| live.contains(o))
+                .count();
+            if live_rows == 0 {
+                continue;
+            }
+            if live_rows != rows as usize {
+                return None;
+            }
+            covered = covered.saturating_add(live_rows);
+            let Some(totals) = group.totals.iter().find(|t| t.name == variable.name) else {
+                continue;
+            };
+            match folded.as_mut() {
+                Some(acc) => acc.merge(&totals.stats()),
+                None => folded = Some(totals.stats()),
+            }
+        }
+        (covered == live.count()).then_some(folded)
+    }
+
     /// The statistics of `variable` of each dataset of `live` declaring it,
     /// in ordinal order, as (ordinal, declared type, statistics).
     pub(crate) async fn stats(

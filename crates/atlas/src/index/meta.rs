@@ -65,6 +65,11 @@ pub(crate) struct IndexedVariable {
     /// chunk places were recorded.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub places: Option<Places>,
+    /// `true`: every row group's [`RowGroupBounds::totals`] holds this
+    /// variable's statistics folded over its datasets (every dataset
+    /// declaring it declares one type). Absent from earlier indexes.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub totals: bool,
 }
 
 /// The segment-wide facts that, with a row's `NAME.chunk_shape` and
@@ -132,6 +137,45 @@ pub(crate) struct RowGroupBounds {
     pub rows: u64,
     pub variables: Vec<VariableSummary>,
     pub attributes: Vec<AttributeSummary>,
+    /// The statistics of the variables marked [`IndexedVariable::totals`],
+    /// folded over the row group's datasets exactly as a collection-wide
+    /// question folds them, so that one asked of whole row groups is
+    /// answered from this footer alone. A variable none of whose datasets
+    /// recorded statistics here has no entry.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub totals: Vec<VariableTotals>,
+}
+
+/// One variable's statistics folded over a row group: counts summed, the
+/// least minimum and the greatest maximum.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub(crate) struct VariableTotals {
+    pub name: String,
+    pub row_count: u64,
+    pub null_count: u64,
+    pub min: Option<Value>,
+    pub max: Option<Value>,
+}
+
+impl VariableTotals {
+    pub(crate) fn of(name: &str, stats: crate::ArrayStats) -> Self {
+        VariableTotals {
+            name: name.to_owned(),
+            row_count: stats.row_count,
+            null_count: stats.null_count,
+            min: stats.min,
+            max: stats.max,
+        }
+    }
+
+    pub(crate) fn stats(&self) -> crate::ArrayStats {
+        crate::ArrayStats {
+            min: self.min.clone(),
+            max: self.max.clone(),
+            null_count: self.null_count,
+            row_count: self.row_count,
+        }
+    }
 }
 
 /// The column of a variable's row count.

@@ -139,6 +139,18 @@ impl Member {
             .ok()
     }
 
+    /// The statistics of `array` folded over the datasets of `live`, from the
+    /// index's footer alone when it keeps them for whole row groups (no
+    /// request once the index is loaded). `None`: ask the rows.
+    pub(crate) async fn indexed_totals(
+        &self,
+        live: &Live,
+        array: &str,
+    ) -> Option<Option<ArrayStats>> {
+        let index = self.index().await?;
+        index.totals(index.meta.variable(array)?, live)
+    }
+
     /// The shape and first block of `array` for the datasets of `live`
     /// declaring it, from the index when it holds them: (ordinal, declared
     /// type, shape, first block). `None`: ask the footers.

@@ -121,6 +121,11 @@ impl Member {
     /// [`AtlasError::CorruptSegment`] when the segment's footer is damaged, [`AtlasError::Io`] when
     /// storage fails.
     pub(crate) async fn array_stats(&self, live: &Live, array: &str) -> Result<Option<ArrayStats>> {
+        let declared = declared_per_schema(self.footer(), |s| s.array(array).map(|m| m.dtype()));
+        self.known_array(array, &declared)?;
+        if let Some(folded) = self.indexed_totals(live, array).await {
+            return Ok(folded);
+        }
         let rows = self.stats_rows(live, array, Source::Any).await?;
         let Some((_, reference, _)) = rows.first() else {
             return Ok(None);
