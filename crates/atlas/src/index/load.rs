@@ -18,6 +18,7 @@ use atlas_io::{IoError, IoErrorKind, ReadParallelism, object_path, read_ranges, 
 use bytes::Bytes;
 use parquet::DecodeResult;
 use parquet::arrow::ProjectionMask;
+use parquet::arrow::arrow_reader::{ArrowReaderMetadata, ArrowReaderOptions};
 use parquet::arrow::push_decoder::ParquetPushDecoderBuilder;
 use parquet::file::metadata::{ParquetMetaData, ParquetMetaDataReader};
 
@@ -64,6 +65,9 @@ pub(crate) enum IndexProblem {
 pub(crate) struct LoadedIndex {
     pub meta: IndexMeta,
     parquet: Arc<ParquetMetaData>,
+    /// Its Arrow schema, worked out on the first decode and kept for the
+    /// next ones.
+    arrow: std::sync::OnceLock<ArrowReaderMetadata>,
     path: String,
     /// Column chunks fetched, by (leaf column, row group).
     chunks: Mutex<HashMap<(usize, usize), Chunk>>,
@@ -202,6 +206,7 @@ pub(crate) async fn load(member: &Member) -> Result<Option<LoadedIndex>, IndexPr
     Ok(Some(LoadedIndex {
         meta,
         parquet: Arc::new(parquet),
+        arrow: std::sync::OnceLock::new(),
         path,
         chunks: Mutex::default(),
         chunk_crc32c,
@@ -445,8 +450,18 @@ impl LoadedIndex {
             .unwrap_or(1)
             .max(1);
         let schema = self.parquet.file_metadata().schema_descr();
-        let mut decoder = ParquetPushDecoderBuilder::try_new_decoder(Arc::clone(&self.parquet))
-            .map_err(fail)?
+        let arrow = match self.arrow.get() {
+            Some(arrow) => arrow.clone(),
+            None => {
+                let arrow = ArrowReaderMetadata::try_new(
+                    Arc::clone(&self.parquet),
+                    ArrowReaderOptions::default(),
+                )
+                .map_err(fail)?;
+                self.arrow.get_or_init(|| arrow).clone()
+            }
+        };
+        let mut decoder = ParquetPushDecoderBuilder::new_with_metadata(arrow)
             .with_projection(ProjectionMask::leaves(schema, leaves.iter().copied()))
             .with_row_groups(groups.to_vec())
             .with_batch_size(batch_rows)
@@ -561,6 +576,7 @@ impl LoadedIndex {
         let groups = self.groups_of(live);
         let columns = self.columns(member, &names, &groups).await?;
         let footer = member.footer();
+        let mut declared = declared_array(footer, &variable.name);
         let mut out = Vec::new();
         for (&g, arrays) in groups.iter().zip(&columns) {
             let first = self.first_of(g)?;
@@ -574,7 +590,7 @@ impl LoadedIndex {
                 .as_primitive_opt::<UInt64Type>()
                 .ok_or_else(wrong_type)?;
             for (row, ordinal) in live_rows(first, count.len(), live) {
-                let Some(dtype) = declared_array(footer, ordinal, &variable.name) else {
+                let Some(dtype) = declared.of(ordinal) else {
                     continue;
                 };
                 let stats = if count.is_null(row) {
@@ -622,6 +638,7 @@ impl LoadedIndex {
         let groups = self.groups_of(live);
         let columns = self.columns(member, &names, &groups).await?;
         let footer = member.footer();
+        let mut declared = declared_array(footer, &variable.name);
         let mut out = Vec::new();
         for (&g, arrays) in groups.iter().zip(&columns) {
             let first = self.first_of(g)?;
@@ -636,7 +653,7 @@ impl LoadedIndex {
                 return Err(wrong_type());
             }
             for (row, ordinal) in live_rows(first, shapes.len(), live) {
-                let Some(dtype) = declared_array(footer, ordinal, &variable.name) else {
+                let Some(dtype) = declared.of(ordinal) else {
                     continue;
                 };
                 let Some(shape) = shapes.row(row)? else {
@@ -751,13 +768,14 @@ impl LoadedIndex {
             }
         };
         let footer = member.footer();
+        let mut declared = declared_array(footer, &variable.name);
         let dims: Arc<[String]> = places.dimension_names.as_slice().into();
         let mut out = Vec::with_capacity(rows.len());
         for row in rows {
             let Some(ordinal) = u32::try_from(row).ok().and_then(|r| first.checked_add(r)) else {
                 break;
             };
-            if declared_array(footer, ordinal, &variable.name).is_none() {
+            if declared.of(ordinal).is_none() {
                 continue;
             }
             let Some((name, _)) = footer.datasets.get_index(ordinal as usize) else {
@@ -816,15 +834,15 @@ impl LoadedIndex {
         let columns = self
             .columns(member, std::slice::from_ref(&attribute.column), &groups)
             .await?;
-        let footer = member.footer();
-        let mut out = Vec::new();
+        let mut declares = PerSchema::new(member.footer(), |s| {
+            s.attribute_dtype(&attribute.key).map(|_| ())
+        });
+        let mut out = Vec::with_capacity(live.count());
         for (&g, arrays) in groups.iter().zip(&columns) {
             let first = self.first_of(g)?;
             let column = arrays.first().ok_or_else(wrong_type)?;
             for (row, ordinal) in live_rows(first, column.len(), live) {
-                let declares = schema_of(footer, ordinal)
-                    .is_some_and(|s| s.attribute_dtype(&attribute.key).is_some());
-                if !declares {
+                if declares.of(ordinal).is_none() {
                     continue;
                 }
                 let attr = attr_at(&attribute.dtype, column, row)?.ok_or_else(|| {
@@ -907,17 +925,42 @@ fn live_rows(first: u32, rows: usize, live: &Live) -> impl Iterator<Item = (usiz
         .filter(move |&(_, ordinal)| live.contains(ordinal))
 }
 
-/// The schema of dataset `ordinal`.
-fn schema_of(footer: &CollectionFooter, ordinal: u32) -> Option<SchemaView<'_>> {
-    let (_, &schema) = footer.datasets.get_index(ordinal as usize)?;
-    footer.schema_view(schema)
+/// What each dataset's schema says of one array or attribute, looked up
+/// once per distinct schema (a container has a handful; a question walks
+/// every dataset).
+struct PerSchema<'f, T> {
+    footer: &'f CollectionFooter,
+    /// By schema index: `None` until looked up.
+    known: Vec<Option<Option<T>>>,
+    ask: Box<dyn Fn(SchemaView<'f>) -> Option<T> + 'f>,
 }
 
-/// The type dataset `ordinal` declares array `name` with, if it declares it.
-fn declared_array(footer: &CollectionFooter, ordinal: u32, name: &str) -> Option<DType> {
-    schema_of(footer, ordinal)?
-        .array(name)
-        .map(|m| m.dtype().clone())
+impl<'f, T: Clone> PerSchema<'f, T> {
+    fn new(footer: &'f CollectionFooter, ask: impl Fn(SchemaView<'f>) -> Option<T> + 'f) -> Self {
+        PerSchema {
+            footer,
+            known: vec![None; footer.schema_pool.len()],
+            ask: Box::new(ask),
+        }
+    }
+
+    /// What dataset `ordinal`'s schema says (`None`: nothing, or no such
+    /// dataset or schema).
+    fn of(&mut self, ordinal: u32) -> Option<T> {
+        let (_, &schema) = self.footer.datasets.get_index(ordinal as usize)?;
+        let slot = self.known.get_mut(schema as usize)?;
+        if let Some(known) = slot {
+            return known.clone();
+        }
+        let answer = self.footer.schema_view(schema).and_then(&self.ask);
+        *slot = Some(answer.clone());
+        answer
+    }
+}
+
+/// The type each dataset declares array `name` with, if it declares it.
+fn declared_array<'f>(footer: &'f CollectionFooter, name: &'f str) -> PerSchema<'f, DType> {
+    PerSchema::new(footer, move |s| s.array(name).map(|m| m.dtype().clone()))
 }
 
 /// Ranges sorted and joined where at most [`COALESCE_GAP`] bytes lie between

@@ -798,7 +798,11 @@ async fn rows_of_each<'a, T, F>(views: &'a [View], ask: impl Fn(&'a View) -> F) 
 where
     F: std::future::Future<Output = Result<Vec<T>>> + 'a,
 {
-    let parts = futures::future::try_join_all(views.iter().map(ask)).await?;
+    let mut parts = futures::future::try_join_all(views.iter().map(ask)).await?;
+    if parts.len() == 1 {
+        // One view (a lone collection): its rows as they are, not copied.
+        return Ok(parts.pop().unwrap_or_default());
+    }
     Ok(parts.into_iter().flatten().collect())
 }
 
