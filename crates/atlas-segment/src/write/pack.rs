@@ -612,15 +612,19 @@ impl Pack {
         };
         // The digests are read off the footer beside its archiving (on a
         // core that is otherwise idle when one large segment finishes).
+        // Should no thread start, they are made here after the archiving.
         let (archived, digests) = std::thread::scope(|scope| {
-            let digests = self
-                .digests
-                .then(|| scope.spawn(|| digests_of(&footer.arrays)));
+            let beside = self.digests.then(|| {
+                std::thread::Builder::new()
+                    .name("atlas-digests".into())
+                    .spawn_scoped(scope, || digests_of(&footer.arrays))
+            });
             let archived = rkyv::to_bytes::<rkyv::rancor::Error>(&footer);
-            let digests = match digests.map(|d| d.join()) {
-                Some(Ok(digests)) => Ok(digests),
-                Some(Err(_)) => Err(PackError::Region("digesting the footer stopped".to_owned())),
+            let digests = match beside.map(|spawned| spawned.map(|d| d.join())) {
                 None => Ok(Vec::new()),
+                Some(Ok(Ok(digests))) => Ok(digests),
+                Some(Ok(Err(_))) => Err(PackError::Region("digesting the footer stopped".into())),
+                Some(Err(_)) => Ok(digests_of(&footer.arrays)),
             };
             (archived, digests)
         });
@@ -693,9 +697,6 @@ impl Pack {
     }
 }
 
-/// Frees `footer` on a thread of its own: a footer of 30 000 arrays is
-/// hundreds of thousands of small allocations, a tenth of a profile write's
-/// time when freed in line, and nothing after this needs them gone.
 /// What a reader of `arrays`, a footer's, would digest of each.
 fn digests_of(arrays: &[schema::ArrayMeta]) -> Vec<ArrayDigest> {
     let mut last_dims: Option<Arc<[String]>> = None;
@@ -731,6 +732,9 @@ fn digests_of(arrays: &[schema::ArrayMeta]) -> Vec<ArrayDigest> {
         .collect()
 }
 
+/// Frees `footer` on a thread of its own: a footer of 30 000 arrays is
+/// hundreds of thousands of small allocations, a tenth of a profile write's
+/// time when freed in line, and nothing after this needs them gone.
 fn release(footer: schema::Footer) {
     // Should no thread start, the closure, and the footer with it, drop here.
     let _ = std::thread::Builder::new()

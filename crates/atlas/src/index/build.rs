@@ -270,7 +270,11 @@ fn encode(
         bytes: 0,
         variables: plan.variables.iter().map(|(v, _)| v.name.clone()).collect(),
         variables_left_out: plan.variables_left_out.clone(),
-        attributes: plan.attributes.iter().map(|a| a.key.clone()).collect(),
+        attributes: plan
+            .attributes
+            .iter()
+            .map(|a| a.indexed.key.clone())
+            .collect(),
         attributes_left_out: plan.attributes_left_out.clone(),
     };
     let groups: Vec<std::ops::Range<usize>> = (0..total)
@@ -306,9 +310,8 @@ struct Plan<'a> {
     schema: Arc<Schema>,
 }
 
-/// An attribute the index holds: its rows, its one type and its column.
+/// An attribute the index holds: its rows, and its key, one type and column.
 struct PlannedAttribute<'a> {
-    key: String,
     rows: &'a [Option<Attr>],
     indexed: IndexedAttribute,
 }
@@ -365,7 +368,6 @@ impl<'a> Plan<'a> {
                 continue;
             }
             plan.attributes.push(PlannedAttribute {
-                key: a.key.clone(),
                 rows: &a.rows,
                 indexed: IndexedAttribute {
                     key: a.key.clone(),
@@ -414,7 +416,7 @@ impl<'a> Plan<'a> {
                 .map(Option::as_ref)
                 .collect();
             let column = attr_column(&a.indexed.dtype, &values).ok_or_else(|| {
-                AtlasError::corrupt(format!("attribute {:?} has no column type", a.key))
+                AtlasError::corrupt(format!("attribute {:?} has no column type", a.indexed.key))
             })?;
             columns.push((a.indexed.column.clone(), column));
         }
