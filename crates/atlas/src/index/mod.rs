@@ -303,6 +303,12 @@ pub(crate) async fn check(member: &Member) -> Option<std::result::Result<Vec<Str
             (Err(e), _) => disagreements.push(format!("{:?}: {e}", variable.name)),
             (_, None) => {}
         }
+        if variable.totals
+            && let Some(footers) = &footers
+            && let Some(what) = totals_difference(&index.meta, &variable.name, footers)
+        {
+            disagreements.push(format!("totals of {:?}: {what}", variable.name));
+        }
         if let (Some(_), Some(footers)) = (&variable.places, &footers) {
             match placed_differences(member, &index, variable, footers).await {
                 Ok(Some(what)) => {
@@ -341,6 +347,41 @@ pub(crate) async fn check(member: &Member) -> Option<std::result::Result<Vec<Str
         }
     }
     Some(Ok(disagreements))
+}
+
+/// The first row group whose totals of `variable` differ from the fold of
+/// its datasets' statistics as the footers record them (`footers`: every
+/// dataset declaring it, in ordinal order).
+fn totals_difference(
+    meta: &meta::IndexMeta,
+    variable: &str,
+    footers: &[(u32, &ArrayDigest)],
+) -> Option<String> {
+    for (g, group) in meta.row_groups.iter().enumerate() {
+        let rows = group.first..group.first.saturating_add(group.rows);
+        let mut folded: Option<ArrayStats> = None;
+        for stats in footers
+            .iter()
+            .filter(|(o, _)| rows.contains(&u64::from(*o)))
+            .filter_map(|(_, d)| d.stats.as_ref())
+        {
+            match folded.as_mut() {
+                Some(acc) => acc.merge(stats),
+                None => folded = Some(stats.clone()),
+            }
+        }
+        let stated = group
+            .totals
+            .iter()
+            .find(|t| t.name == variable)
+            .map(meta::VariableTotals::stats);
+        if stated != folded {
+            return Some(format!(
+                "row group {g} states {stated:?}, its datasets' footers fold to {folded:?}"
+            ));
+        }
+    }
+    None
 }
 
 /// A dataset's shape and first block of one array.
@@ -419,4 +460,88 @@ fn first_difference<T: PartialEq + std::fmt::Debug>(
             footers.len()
         )
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::meta::{
+        ContainerIdentity, INDEX_VERSION, IndexMeta, RowGroupBounds, VariableTotals,
+    };
+    use super::*;
+
+    /// A dataset's digest of `X` with statistics `lo`..`hi` over one element.
+    fn digest(lo: f64, hi: f64) -> ArrayDigest {
+        let mut d = ArrayDigest::placed(
+            "d".into(),
+            DType::Float64,
+            SmallVec::new(),
+            SmallVec::new(),
+            Arc::from(Vec::<String>::new()),
+            None,
+            SmallVec::new(),
+        );
+        d.stats = Some(ArrayStats {
+            min: Some(Value::Float(lo)),
+            max: Some(Value::Float(hi)),
+            null_count: 0,
+            row_count: 1,
+        });
+        d
+    }
+
+    /// `X` folded over two datasets.
+    fn fold(lo: f64, hi: f64) -> VariableTotals {
+        VariableTotals {
+            name: "X".into(),
+            row_count: 2,
+            null_count: 0,
+            min: Some(Value::Float(lo)),
+            max: Some(Value::Float(hi)),
+        }
+    }
+
+    /// An index of row groups of two datasets each, with `totals`.
+    fn meta(totals: Vec<Vec<VariableTotals>>) -> IndexMeta {
+        IndexMeta {
+            version: INDEX_VERSION,
+            container: ContainerIdentity {
+                bytes: 0,
+                footer_crc32c: 0,
+                created_unix_ms: 0,
+                datasets: 2 * totals.len() as u64,
+            },
+            variables: Vec::new(),
+            attributes: Vec::new(),
+            row_groups: totals
+                .into_iter()
+                .enumerate()
+                .map(|(g, totals)| RowGroupBounds {
+                    first: 2 * g as u64,
+                    rows: 2,
+                    variables: Vec::new(),
+                    attributes: Vec::new(),
+                    totals,
+                })
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn verify_names_the_row_group_whose_totals_differ_from_its_footers() {
+        let digests: Vec<ArrayDigest> = (0..4).map(|i| digest(i as f64, i as f64 + 0.5)).collect();
+        let footers: Vec<(u32, &ArrayDigest)> = (0u32..).zip(&digests).collect();
+        let sound = meta(vec![vec![fold(0.0, 1.5)], vec![fold(2.0, 3.5)]]);
+        assert_eq!(totals_difference(&sound, "X", &footers), None);
+        for wrong in [
+            meta(vec![vec![fold(0.0, 1.5)], vec![fold(2.0, 9.0)]]),
+            meta(vec![vec![fold(0.0, 1.5)], vec![]]),
+        ] {
+            let what = totals_difference(&wrong, "X", &footers);
+            assert!(
+                what.as_deref()
+                    .is_some_and(|w| w.starts_with("row group 1 ")),
+                "{what:?}"
+            );
+        }
+    }
 }
