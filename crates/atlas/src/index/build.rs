@@ -30,6 +30,7 @@ use super::meta::{
 };
 use crate::error::{AtlasError, Result};
 use crate::query::attr_column;
+use crate::read::fold_stats;
 use crate::read::{Live, Member, Source};
 use crate::set::summary::{Declared, attribute_bounds, fold_variable};
 use crate::{ArrayStats, Attr, Value};
@@ -428,18 +429,11 @@ impl<'a> Plan<'a> {
         let mut out = Vec::new();
         for (v, layout) in self.variables.iter().filter(|(_, l)| l.totals) {
             let cells = v.rows.get(rows.clone()).unwrap_or_default();
-            let mut folded: Option<ArrayStats> = None;
-            for stats in cells
+            let stats = cells
                 .iter()
                 .flatten()
-                .filter_map(|c| c.digest.stats.as_ref())
-            {
-                match folded.as_mut() {
-                    Some(acc) => acc.merge(stats),
-                    None => folded = Some(stats.clone()),
-                }
-            }
-            if let Some(stats) = folded {
+                .filter_map(|c| c.digest.stats.as_ref());
+            if let Some(stats) = fold_stats(stats) {
                 out.push(VariableTotals::of(&layout.name, stats));
             }
         }

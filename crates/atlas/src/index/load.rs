@@ -28,6 +28,7 @@ use super::meta::{
     StatKind, block_column, bound_columns, chunk_shape_column, chunks_column, count_column,
     nulls_column, shape_column,
 };
+use crate::read::fold_stats;
 use crate::read::{Live, Member};
 use crate::{ArrayStats, Attr, Value};
 use atlas_segment::{ArrayDigest, ChunkPlace};
@@ -537,7 +538,7 @@ impl LoadedIndex {
         if !variable.totals {
             return None;
         }
-        let mut folded: Option<ArrayStats> = None;
+        let mut totals = Vec::new();
         let mut covered = 0usize;
         for group in &self.meta.row_groups {
             let first = u32::try_from(group.first).ok()?;
@@ -552,15 +553,9 @@ impl LoadedIndex {
                 return None;
             }
             covered = covered.saturating_add(live_rows);
-            let Some(totals) = group.totals.iter().find(|t| t.name == variable.name) else {
-                continue;
-            };
-            match folded.as_mut() {
-                Some(acc) => acc.merge(&totals.stats()),
-                None => folded = Some(totals.stats()),
-            }
+            totals.extend(group.totals.iter().find(|t| t.name == variable.name));
         }
-        (covered == live.count()).then_some(folded)
+        (covered == live.count()).then(|| fold_stats(totals.iter().map(|t| t.stats())))
     }
 
     /// The statistics of `variable` of each dataset of `live` declaring it,

@@ -31,6 +31,7 @@ pub(crate) use load::{IndexProbe, LoadedIndex};
 
 use crate::error::Result;
 use crate::query::Predicate;
+use crate::read::fold_stats;
 use crate::read::{Live, Member, Source};
 use crate::set::View;
 use crate::set::prune::{Summaries, may_match};
@@ -359,17 +360,12 @@ fn totals_difference(
 ) -> Option<String> {
     for (g, group) in meta.row_groups.iter().enumerate() {
         let rows = group.first..group.first.saturating_add(group.rows);
-        let mut folded: Option<ArrayStats> = None;
-        for stats in footers
-            .iter()
-            .filter(|(o, _)| rows.contains(&u64::from(*o)))
-            .filter_map(|(_, d)| d.stats.as_ref())
-        {
-            match folded.as_mut() {
-                Some(acc) => acc.merge(stats),
-                None => folded = Some(stats.clone()),
-            }
-        }
+        let folded = fold_stats(
+            footers
+                .iter()
+                .filter(|(o, _)| rows.contains(&u64::from(*o)))
+                .filter_map(|(_, d)| d.stats.as_ref()),
+        );
         let stated = group
             .totals
             .iter()

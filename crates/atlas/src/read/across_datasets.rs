@@ -11,6 +11,7 @@ use super::dataset::{check_attr_type, check_dtype};
 use super::member::{Live, Member};
 use super::stats::{DatasetBlock, DatasetShape, DatasetStats};
 use crate::error::{AtlasError, Result};
+use crate::read::fold_stats;
 
 /// Where a question across datasets may be answered from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -130,17 +131,9 @@ impl Member {
         let Some((_, reference, _)) = rows.first() else {
             return Ok(None);
         };
-        let mut folded: Option<ArrayStats> = None;
-        for (_, dtype, stats) in &rows {
-            let Some(stats) = stats.as_ref().filter(|_| dtype == reference) else {
-                continue;
-            };
-            match folded.as_mut() {
-                Some(acc) => acc.merge(stats),
-                None => folded = Some(stats.clone()),
-            }
-        }
-        Ok(folded)
+        Ok(fold_stats(rows.iter().filter_map(|(_, dtype, stats)| {
+            stats.as_ref().filter(|_| dtype == reference)
+        })))
     }
 
     /// Each live dataset's statistics of `array`, in ordinal order (datasets of

@@ -35,4 +35,5 @@ pub(crate) use many::read_many;
 pub(crate) use member::Live;
 pub use member::{Member, OpenOptions, SegmentInfo};
 pub use region::{Region, Selection};
+pub(crate) use stats::fold_stats;
 pub use stats::{DatasetBlock, DatasetShape, DatasetStats};

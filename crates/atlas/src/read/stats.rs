@@ -1,7 +1,24 @@
 //! Statistics, blocks and shapes of one array per dataset, as the across-datasets questions list them.
 
+use std::borrow::Borrow;
+
 use atlas_format::DType;
 use atlas_segment::ArrayStats;
+
+/// `stats` folded as the collection-wide questions fold them: element and
+/// null counts summed, least minimum, greatest maximum; `None` for none.
+pub(crate) fn fold_stats<S: Borrow<ArrayStats>>(
+    stats: impl IntoIterator<Item = S>,
+) -> Option<ArrayStats> {
+    let mut folded: Option<ArrayStats> = None;
+    for stats in stats {
+        match folded.as_mut() {
+            Some(acc) => acc.merge(stats.borrow()),
+            None => folded = Some(stats.borrow().clone()),
+        }
+    }
+    folded
+}
 
 /// One dataset's statistics of one array, as [`crate::Atlas::array_stats_by_dataset`] lists them.
 #[derive(Debug, Clone, PartialEq)]

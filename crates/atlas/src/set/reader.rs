@@ -29,6 +29,7 @@ use crate::query::{
     CatalogueOptions, Declared, Plan, Predicate, QueryError, TableOptions, TableStream,
     catalogue_with, ruled_out, select_with, table_with,
 };
+use crate::read::fold_stats;
 use crate::read::{
     Dataset, DatasetBlock, DatasetShape, DatasetStats, Member, OpenOptions, Order, Region,
 };
@@ -484,14 +485,7 @@ impl Atlas {
         let views = self.views_declaring(array).await?;
         let parts =
             futures::future::try_join_all(views.iter().map(|v| v.array_stats(array))).await?;
-        let mut folded: Option<ArrayStats> = None;
-        for stats in parts.into_iter().flatten() {
-            match folded.as_mut() {
-                Some(acc) => acc.merge(&stats),
-                None => folded = Some(stats),
-            }
-        }
-        Ok(folded)
+        Ok(fold_stats(parts.into_iter().flatten()))
     }
 
     /// Each live dataset's statistics of `array`, members oldest commit first,

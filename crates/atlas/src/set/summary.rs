@@ -21,6 +21,7 @@ use indexmap::IndexMap;
 
 use super::integrity::member_checksums;
 use crate::error::{AtlasError, Result};
+use crate::read::fold_stats;
 use crate::read::{Live, Member};
 use crate::{ArrayStats, Attr};
 
@@ -140,19 +141,15 @@ pub(crate) fn fold_variable<'a>(
     declared: &Declared,
     stats: impl IntoIterator<Item = &'a ArrayStats>,
 ) -> Result<VariableSummary> {
-    let mut count = 0u64;
-    let mut nulls = 0u64;
     let mut recorded = 0usize;
-    let mut folded: Option<ArrayStats> = None;
-    for stats in stats {
-        recorded = recorded.saturating_add(1);
-        count = count.saturating_add(stats.row_count);
-        nulls = nulls.saturating_add(stats.null_count);
-        match folded.as_mut() {
-            Some(acc) => acc.merge(stats),
-            None => folded = Some(stats.clone()),
-        }
-    }
+    let folded = fold_stats(
+        stats
+            .into_iter()
+            .inspect(|_| recorded = recorded.saturating_add(1)),
+    );
+    let (count, nulls) = folded
+        .as_ref()
+        .map_or((0, 0), |s| (s.row_count, s.null_count));
     if nulls > count {
         return Err(AtlasError::corrupt(format!(
             "variable {name:?}: the statistics count {nulls} nulls among {count} elements"
