@@ -30,7 +30,6 @@ use super::meta::{
 };
 use crate::error::{AtlasError, Result};
 use crate::query::attr_column;
-use crate::read::fold_stats;
 use crate::read::{Live, Member, Source};
 use crate::set::summary::{Declared, attribute_bounds, fold_variable};
 use crate::{ArrayStats, Attr, Value};
@@ -290,8 +289,9 @@ fn encode(
         row_groups: Vec::new(),
     };
     let bytes = write_parquet(&plan, meta, &groups, |rows| {
-        let mut bounds = group_bounds(rows.clone(), variables, attributes)?;
-        bounds.totals = plan.totals(rows.clone());
+        let bounds = group_bounds(rows.clone(), variables, attributes, |name| {
+            plan.keeps_totals(name)
+        })?;
         Ok((plan.batch(rows.clone())?, bounds))
     })?;
     report.bytes = bytes.len() as u64;
@@ -424,20 +424,11 @@ impl<'a> Plan<'a> {
         Ok(columns)
     }
 
-    /// The statistics of rows `rows` folded, per variable marked for it.
-    fn totals(&self, rows: std::ops::Range<usize>) -> Vec<VariableTotals> {
-        let mut out = Vec::new();
-        for (v, layout) in self.variables.iter().filter(|(_, l)| l.totals) {
-            let cells = v.rows.get(rows.clone()).unwrap_or_default();
-            let stats = cells
-                .iter()
-                .flatten()
-                .filter_map(|c| c.digest.stats.as_ref());
-            if let Some(stats) = fold_stats(stats) {
-                out.push(VariableTotals::of(&layout.name, stats));
-            }
-        }
-        out
+    /// Whether the row groups carry variable `name`'s totals.
+    fn keeps_totals(&self, name: &str) -> bool {
+        self.variables
+            .iter()
+            .any(|(v, layout)| v.name == name && layout.totals)
     }
 
     /// Rows `rows` as one batch of the plan's schema.
@@ -690,13 +681,16 @@ pub(crate) fn value_column(kind: StatKind, values: &[Option<&Value>]) -> ArrayRe
     }
 }
 
-/// The bounds of row group `rows`, as a set manifest states a member's.
+/// The bounds of row group `rows`, as a set manifest states a member's, and
+/// the totals of the variables `keeps_totals` names, from the same fold.
 fn group_bounds(
     rows: std::ops::Range<usize>,
     variables: &[VariableRows],
     attributes: &[AttributeRows],
+    keeps_totals: impl Fn(&str) -> bool,
 ) -> Result<RowGroupBounds> {
     let mut summaries: Vec<VariableSummary> = Vec::new();
+    let mut totals: Vec<VariableTotals> = Vec::new();
     for v in variables {
         let cells = v.rows.get(rows.clone()).unwrap_or_default();
         let mut declared = Declared::default();
@@ -710,7 +704,11 @@ fn group_bounds(
             .iter()
             .flatten()
             .filter_map(|c| c.digest.stats.as_ref());
-        summaries.push(fold_variable(&v.name, &declared, stats)?);
+        let (summary, folded) = fold_variable(&v.name, &declared, stats)?;
+        summaries.push(summary);
+        if let Some(folded) = folded.filter(|_| keeps_totals(&v.name)) {
+            totals.push(VariableTotals::of(&v.name, folded));
+        }
     }
     let mut attribute_summaries: Vec<AttributeSummary> = Vec::new();
     for a in attributes {
@@ -728,7 +726,7 @@ fn group_bounds(
         rows: rows.len() as u64,
         variables: summaries,
         attributes: attribute_summaries,
-        totals: Vec::new(),
+        totals,
     })
 }
 

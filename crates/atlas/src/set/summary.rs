@@ -129,18 +129,19 @@ async fn variable_summary(
     declared: &Declared,
 ) -> Result<VariableSummary> {
     let rows = atlas.array_stats_by_dataset(live, name).await?;
-    fold_variable(name, declared, rows.iter().map(|r| &r.stats))
+    fold_variable(name, declared, rows.iter().map(|r| &r.stats)).map(|(summary, _)| summary)
 }
 
 /// One variable's summary over some datasets, from the statistics they
 /// recorded: counts summed, bounds folded when they are certain (see the
 /// module docs). The set manifest's member summaries and the dataset index's
-/// row-group bounds are both made here.
+/// row-group bounds are both made here. Beside the summary, the exact fold
+/// of the statistics it was made from (which the summary may widen).
 pub(crate) fn fold_variable<'a>(
     name: &str,
     declared: &Declared,
     stats: impl IntoIterator<Item = &'a ArrayStats>,
-) -> Result<VariableSummary> {
+) -> Result<(VariableSummary, Option<ArrayStats>)> {
     let mut recorded = 0usize;
     let folded = fold_stats(
         stats
@@ -160,7 +161,7 @@ pub(crate) fn fold_variable<'a>(
     })?;
     // One type and statistics from every declaring dataset, or no bounds.
     let certain = declared.dtypes.len() == 1 && recorded == declared.datasets;
-    let (min, max) = match folded {
+    let (min, max) = match &folded {
         Some(stats) if certain => bounds(
             stats
                 .min
@@ -173,14 +174,15 @@ pub(crate) fn fold_variable<'a>(
         ),
         _ => (None, None),
     };
-    Ok(VariableSummary {
+    let summary = VariableSummary {
         name: name.to_owned(),
         dtype,
         count,
         nulls,
         min,
         max,
-    })
+    };
+    Ok((summary, folded))
 }
 
 /// Which end of a range a bound is.
