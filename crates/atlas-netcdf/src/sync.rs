@@ -17,7 +17,7 @@ use std::sync::Arc;
 
 use atlas::{
     Access, Atlas, AtlasError, Attr, CommitOutcome, ErrorClass, IoError, IoErrorKind, Location,
-    OpenOptions, SetWriter, StorageOptions, WriterConfig,
+    OpenOptions, SetWriter, SmolStr, StorageOptions, WriterConfig,
 };
 use futures::StreamExt;
 
@@ -396,7 +396,7 @@ async fn read_holdings(
     };
     let generation = atlas.generation().unwrap_or(0);
     let names = atlas.dataset_names().await.map_err(SyncError::Set)?;
-    let text = |rows: Vec<(String, Attr)>| -> HashMap<String, String> {
+    let text = |rows: Vec<(SmolStr, Attr)>| -> HashMap<SmolStr, String> {
         rows.into_iter()
             .filter_map(|(name, attr)| match attr {
                 Attr::String(s) => Some((name, s)),

@@ -18,7 +18,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use atlas::testing::{CountingLayer, RequestStats};
-use atlas::{Access, Address, Location, Predicate, RecordBatch, TableOptions, TableStream};
+use atlas::{
+    Access, Address, Location, Predicate, RecordBatch, SmolStr, TableOptions, TableStream,
+};
 use atlas::{
     Atlas, AtlasError, AtlasWriter, CatalogueOptions, Codec, DType, Dataset, OpenOptions,
     QueryError, Region, SetWriter, StorageOptions, Timestamp, Value, VerifyOptions, WriteGuarantee,
@@ -575,7 +577,7 @@ impl Collection {
 
     /// Statistics of `array` per live dataset declaring it: name, ordinal
     /// (within its member, in a set), stats.
-    pub async fn stats_by_dataset(&self, array: &str) -> Result<Vec<(String, u32, Stats)>> {
+    pub async fn stats_by_dataset(&self, array: &str) -> Result<Vec<(SmolStr, u32, Stats)>> {
         let rows = self.set.array_stats_by_dataset(array).await?;
         // Each live dataset's dtype of `array`, in one pass (rows name live datasets).
         let dtypes: HashMap<String, DType> = self
@@ -588,7 +590,7 @@ impl Collection {
         Ok(rows
             .into_iter()
             .map(|row| {
-                let dtype = dtypes.get(&row.dataset).unwrap_or(&DType::Binary);
+                let dtype = dtypes.get(row.dataset.as_str()).unwrap_or(&DType::Binary);
                 let stats = stats_of(&row.stats, dtype);
                 (row.dataset, row.ordinal, stats)
             })
@@ -600,7 +602,7 @@ impl Collection {
         &self,
         key: &str,
         array: Option<&str>,
-    ) -> Result<Vec<(String, Attr)>> {
+    ) -> Result<Vec<(SmolStr, Attr)>> {
         Ok(self.set.attributes_by_dataset(array, key).await?)
     }
 

@@ -16,7 +16,8 @@
 use std::collections::HashMap;
 
 use atlas::{
-    AnyArray, ArrayData, Atlas, AtlasError, DType, Dataset, Order, Region, Timestamp, Value,
+    AnyArray, ArrayData, Atlas, AtlasError, DType, Dataset, Order, Region, SmolStr, Timestamp,
+    Value,
 };
 use futures::StreamExt;
 use ndarray::{Array1, Array2};
@@ -65,7 +66,7 @@ async fn array_shapes(set: &Atlas, array: &str, names: &[String]) -> core::Resul
         Err(AtlasError::ArrayNotFound { .. }) => Vec::new(),
         Err(e) => return Err(e.into()),
     };
-    let found: HashMap<String, (DType, Vec<u64>)> = rows
+    let found: HashMap<SmolStr, (DType, Vec<u64>)> = rows
         .into_iter()
         .map(|r| (r.dataset, (r.dtype, r.shape)))
         .collect();
@@ -78,7 +79,7 @@ async fn array_shapes(set: &Atlas, array: &str, names: &[String]) -> core::Resul
     };
     let mut first: Option<(&str, &DType)> = None;
     for name in names {
-        let Some((dtype, shape)) = found.get(name) else {
+        let Some((dtype, shape)) = found.get(name.as_str()) else {
             // Not declared here, or not live: a name that is not live fails as a read would.
             set.dataset(name).await?;
             out.shapes.push(None);
@@ -375,7 +376,7 @@ async fn places(set: &Atlas, arrays: &[String]) -> core::Result<HashMap<String, 
         };
         for row in rows {
             if let Some(slot) = out
-                .get_mut(&row.dataset)
+                .get_mut(row.dataset.as_str())
                 .and_then(|(_, blocks)| blocks.get_mut(i))
             {
                 *slot = row.first_block;

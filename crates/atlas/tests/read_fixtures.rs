@@ -462,9 +462,9 @@ async fn attributes_come_back_in_set_order_with_their_types() {
     assert_eq!(
         by_dataset,
         vec![
-            ("jan_2024".to_owned(), Attr::Int64(1)),
-            ("feb_2024".to_owned(), Attr::Int64(2)),
-            ("mar_2024".to_owned(), Attr::Int64(3)),
+            ("jan_2024".into(), Attr::Int64(1)),
+            ("feb_2024".into(), Attr::Int64(2)),
+            ("mar_2024".into(), Attr::Int64(3)),
         ]
     );
     let units = atlas

@@ -515,7 +515,7 @@ async fn statistics_layouts_and_attributes_across_10_000_datasets_open_one_segme
 
     let idx = atlas.attributes_by_dataset(None, "idx").await.unwrap();
     assert_eq!(idx.len(), n);
-    assert_eq!(idx[1234], (uniform_name(1234), Attr::Int64(1234)));
+    assert_eq!(idx[1234], (uniform_name(1234).into(), Attr::Int64(1234)));
     for view in atlas.datasets().await.unwrap().into_iter().take(100) {
         assert!(view.attribute("idx").await.unwrap().is_some());
     }
@@ -840,7 +840,7 @@ async fn statistics_and_attributes_come_from_the_footer_alone_and_the_open_after
     assert_eq!(units.len(), n);
     assert_eq!(
         units[4321],
-        (uniform_name(4321), atlas::Attr::String("K".into()))
+        (uniform_name(4321).into(), atlas::Attr::String("K".into()))
     );
     assert_eq!(atlas.segments_opened(), 0, "array-format opened nothing");
     assert_eq!(
@@ -929,7 +929,7 @@ async fn dataset_attributes_come_off_the_footer_each_with_its_own_value() {
     stats.reset();
     let idx = atlas.attributes_by_dataset(None, "idx").await.unwrap();
     let expected: Vec<_> = (0..n)
-        .map(|i| (uniform_name(i), atlas::Attr::Int64(i as i64)))
+        .map(|i| (uniform_name(i).into(), atlas::Attr::Int64(i as i64)))
         .collect();
     assert_eq!(idx, expected);
     assert_eq!(atlas.segments_opened(), 0, "array-format opened nothing");

@@ -44,7 +44,7 @@ pub async fn run(ctx: &Ctx, args: &AttrsArgs) -> CliResult {
     let mut table = Table::new(&["dataset", "type", &args.key]);
     for (dataset, value) in &rows {
         table.row(vec![
-            dataset.clone(),
+            dataset.to_string(),
             render::attr_type(value),
             render::attr(value),
         ]);

@@ -12,7 +12,9 @@ use std::sync::{Arc, Mutex};
 
 use arrow_array::cast::AsArray;
 use arrow_array::types::{Float64Type, Int64Type, TimestampNanosecondType, UInt32Type, UInt64Type};
-use arrow_array::{Array, ArrayRef, ArrowPrimitiveType, GenericListArray};
+use arrow_array::{
+    Array, ArrayRef, ArrowPrimitiveType, BinaryArray, GenericListArray, PrimitiveArray, StringArray,
+};
 use atlas_format::{CollectionFooter, DType, SchemaView, Timestamp};
 use atlas_io::{IoError, IoErrorKind, ReadParallelism, object_path, read_ranges, read_suffix};
 use bytes::Bytes;
@@ -558,21 +560,24 @@ impl LoadedIndex {
         (covered == live.count()).then(|| fold_stats(totals.iter().map(|t| t.stats())))
     }
 
-    /// The statistics of `variable` of each dataset of `live` declaring it,
-    /// in ordinal order, as (ordinal, declared type, statistics).
-    pub(crate) async fn stats(
+    /// One row per dataset of `live` declaring `variable`, in ordinal order,
+    /// made by `row` from its ordinal, declared type and statistics (`None`
+    /// where none are recorded); `row` returning `None` leaves the dataset
+    /// out. The caller's rows are built here, so nothing is copied twice.
+    pub(crate) async fn stats<T>(
         &self,
         member: &Member,
         variable: &IndexedVariable,
         live: &Live,
-    ) -> Result<Vec<(u32, DType, Option<ArrayStats>)>, IndexProblem> {
+        mut row: impl FnMut(u32, &DType, Option<ArrayStats>) -> Option<T>,
+    ) -> Result<Vec<T>, IndexProblem> {
         let mut names = vec![count_column(&variable.name), nulls_column(&variable.name)];
         names.extend(bound_columns(variable));
         let groups = self.groups_of(live);
         let columns = self.columns(member, &names, &groups).await?;
         let footer = member.footer();
         let mut declared = declared_array(footer, &variable.name);
-        let mut out = Vec::new();
+        let mut out = Vec::with_capacity(live.count());
         for (&g, arrays) in groups.iter().zip(&columns) {
             let first = self.first_of(g)?;
             let [count, nulls, bounds @ ..] = arrays.as_slice() else {
@@ -584,23 +589,26 @@ impl LoadedIndex {
             let nulls = nulls
                 .as_primitive_opt::<UInt64Type>()
                 .ok_or_else(wrong_type)?;
-            for (row, ordinal) in live_rows(first, count.len(), live) {
+            let bounds = bounds
+                .iter()
+                .map(|c| StatColumn::new(variable.kind, c, count.len()))
+                .collect::<Result<Vec<_>, _>>()?;
+            if nulls.len() != count.len() {
+                return Err(wrong_type());
+            }
+            for (at, ordinal) in live_rows(first, count.len(), live) {
                 let Some(dtype) = declared.of(ordinal) else {
                     continue;
                 };
-                let stats = if count.is_null(row) {
+                let stats = if count.is_null(at) {
                     None
                 } else {
-                    let min = bounds
-                        .first()
-                        .map(|c| value_at(variable.kind, c, row))
-                        .transpose()?
-                        .flatten();
+                    let min = bounds.first().and_then(|c| c.at(at));
                     let max = match bounds.get(1) {
-                        Some(c) => value_at(variable.kind, c, row)?,
+                        Some(c) => c.at(at),
                         None => min.clone(),
                     };
-                    if nulls.is_null(row) {
+                    if nulls.is_null(at) {
                         return Err(IndexProblem::Decode(format!(
                             "row {ordinal} has a count of {:?} but no null count",
                             variable.name
@@ -609,11 +617,11 @@ impl LoadedIndex {
                     Some(ArrayStats {
                         min,
                         max,
-                        null_count: nulls.value(row),
-                        row_count: count.value(row),
+                        null_count: nulls.value(at),
+                        row_count: count.value(at),
                     })
                 };
-                out.push((ordinal, dtype, stats));
+                out.extend(row(ordinal, &dtype, stats));
             }
         }
         Ok(out)
@@ -818,13 +826,15 @@ impl LoadedIndex {
     }
 
     /// Attribute `attribute` of each dataset of `live` declaring it, in
-    /// ordinal order.
-    pub(crate) async fn attributes(
+    /// ordinal order, one row each made by `row` from the dataset's ordinal
+    /// and value (`None` leaves the dataset out).
+    pub(crate) async fn attributes<T>(
         &self,
         member: &Member,
         attribute: &IndexedAttribute,
         live: &Live,
-    ) -> Result<Vec<(u32, Attr)>, IndexProblem> {
+        mut row: impl FnMut(u32, Attr) -> Option<T>,
+    ) -> Result<Vec<T>, IndexProblem> {
         let groups = self.groups_of(live);
         let columns = self
             .columns(member, std::slice::from_ref(&attribute.column), &groups)
@@ -836,17 +846,17 @@ impl LoadedIndex {
         for (&g, arrays) in groups.iter().zip(&columns) {
             let first = self.first_of(g)?;
             let column = arrays.first().ok_or_else(wrong_type)?;
-            for (row, ordinal) in live_rows(first, column.len(), live) {
+            for (at, ordinal) in live_rows(first, column.len(), live) {
                 if declares.of(ordinal).is_none() {
                     continue;
                 }
-                let attr = attr_at(&attribute.dtype, column, row)?.ok_or_else(|| {
+                let attr = attr_at(&attribute.dtype, column, at)?.ok_or_else(|| {
                     IndexProblem::Decode(format!(
                         "dataset {ordinal} declares {:?} but its cell is empty",
                         attribute.key
                     ))
                 })?;
-                out.push((ordinal, attr));
+                out.extend(row(ordinal, attr));
             }
         }
         Ok(out)
@@ -997,43 +1007,49 @@ fn slice_of(held: &[(Range<u64>, Bytes)], range: &Range<u64>) -> Result<Bytes, I
         })
 }
 
-/// A statistic of kind `kind` at `row` (`None` where the cell is empty).
-fn value_at(kind: StatKind, column: &ArrayRef, row: usize) -> Result<Option<Value>, IndexProblem> {
-    if row >= column.len() {
-        return Err(wrong_type());
+/// A bounds column of one row group, its Arrow type checked once against
+/// the variable's statistic kind.
+enum StatColumn<'a> {
+    Int(&'a PrimitiveArray<Int64Type>),
+    UInt(&'a PrimitiveArray<UInt64Type>),
+    Float(&'a PrimitiveArray<Float64Type>),
+    Timestamp(&'a PrimitiveArray<TimestampNanosecondType>),
+    Text(&'a StringArray),
+    Bytes(&'a BinaryArray),
+}
+
+impl<'a> StatColumn<'a> {
+    /// `column` read as statistics of kind `kind`; it must hold `rows` rows.
+    fn new(kind: StatKind, column: &'a ArrayRef, rows: usize) -> Result<Self, IndexProblem> {
+        if column.len() != rows {
+            return Err(wrong_type());
+        }
+        Ok(match kind {
+            StatKind::Int => Self::Int(column.as_primitive_opt().ok_or_else(wrong_type)?),
+            StatKind::UInt => Self::UInt(column.as_primitive_opt().ok_or_else(wrong_type)?),
+            StatKind::Float => Self::Float(column.as_primitive_opt().ok_or_else(wrong_type)?),
+            StatKind::Timestamp => {
+                Self::Timestamp(column.as_primitive_opt().ok_or_else(wrong_type)?)
+            }
+            StatKind::Text => Self::Text(column.as_string_opt().ok_or_else(wrong_type)?),
+            StatKind::Bytes => Self::Bytes(column.as_binary_opt().ok_or_else(wrong_type)?),
+        })
     }
-    if column.is_null(row) {
-        return Ok(None);
+
+    /// The statistic at `row`, a row [`StatColumn::new`] checked is there
+    /// (`None` where the cell is empty).
+    fn at(&self, row: usize) -> Option<Value> {
+        let valid = |column: &dyn Array| row < column.len() && !column.is_null(row);
+        Some(match self {
+            Self::Int(c) if valid(*c) => Value::Int(c.value(row)),
+            Self::UInt(c) if valid(*c) => Value::UInt(c.value(row)),
+            Self::Float(c) if valid(*c) => Value::Float(c.value(row)),
+            Self::Timestamp(c) if valid(*c) => Value::Timestamp(Timestamp(c.value(row))),
+            Self::Text(c) if valid(*c) => Value::Bytes(c.value(row).as_bytes().to_vec()),
+            Self::Bytes(c) if valid(*c) => Value::Bytes(c.value(row).to_vec()),
+            _ => return None,
+        })
     }
-    macro_rules! primitive {
-        ($t:ty) => {
-            column
-                .as_primitive_opt::<$t>()
-                .ok_or_else(wrong_type)?
-                .value(row)
-        };
-    }
-    Ok(Some(match kind {
-        StatKind::Int => Value::Int(primitive!(Int64Type)),
-        StatKind::UInt => Value::UInt(primitive!(UInt64Type)),
-        StatKind::Float => Value::Float(primitive!(Float64Type)),
-        StatKind::Timestamp => Value::Timestamp(Timestamp(primitive!(TimestampNanosecondType))),
-        StatKind::Text => Value::Bytes(
-            column
-                .as_string_opt::<i32>()
-                .ok_or_else(wrong_type)?
-                .value(row)
-                .as_bytes()
-                .to_vec(),
-        ),
-        StatKind::Bytes => Value::Bytes(
-            column
-                .as_binary_opt::<i32>()
-                .ok_or_else(wrong_type)?
-                .value(row)
-                .to_vec(),
-        ),
-    }))
 }
 
 /// An attribute of type `dtype` at `row` (`None` where the cell is empty).

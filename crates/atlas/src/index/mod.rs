@@ -124,17 +124,19 @@ impl Member {
     }
 
     /// The statistics of `array` for the datasets of `live` declaring it,
-    /// from the index when it holds them: (ordinal, declared type, stats).
-    /// `None`: ask the footers.
-    pub(crate) async fn indexed_stats(
+    /// from the index when it holds them, one row each made by `row` (see
+    /// [`LoadedIndex::stats`](load::LoadedIndex::stats)). `None`: ask the
+    /// footers.
+    pub(crate) async fn indexed_stats<T>(
         &self,
         live: &Live,
         array: &str,
-    ) -> Option<Vec<(u32, DType, Option<ArrayStats>)>> {
+        row: impl FnMut(u32, &DType, Option<ArrayStats>) -> Option<T>,
+    ) -> Option<Vec<T>> {
         let index = self.index().await?;
         let variable = index.meta.variable(array)?;
         index
-            .stats(self, variable, live)
+            .stats(self, variable, live, row)
             .await
             .map_err(|e| self.index_failed(&e))
             .ok()
@@ -170,16 +172,19 @@ impl Member {
     }
 
     /// Dataset attribute `key` of the datasets of `live` declaring it, from
-    /// the index when it holds it. `None`: ask the footers.
-    pub(crate) async fn indexed_attributes(
+    /// the index when it holds it, one row each made by `row` (see
+    /// [`LoadedIndex::attributes`](load::LoadedIndex::attributes)). `None`:
+    /// ask the footers.
+    pub(crate) async fn indexed_attributes<T>(
         &self,
         live: &Live,
         key: &str,
-    ) -> Option<Vec<(u32, Attr)>> {
+        row: impl FnMut(u32, Attr) -> Option<T>,
+    ) -> Option<Vec<T>> {
         let index = self.index().await?;
         let attribute = index.meta.attribute(key)?;
         index
-            .attributes(self, attribute, live)
+            .attributes(self, attribute, live, row)
             .await
             .map_err(|e| self.index_failed(&e))
             .ok()
@@ -266,13 +271,11 @@ pub(crate) async fn check(member: &Member) -> Option<std::result::Result<Vec<Str
                 .filter_map(|(o, _, at)| Some((*o, segment.as_ref()?.arrays().get(*at)?)))
                 .collect()
         });
-        let from_index = index.stats(member, variable, &all).await;
+        let from_index = index
+            .stats(member, variable, &all, |o, _, s| Some((o, s?)))
+            .await;
         match (from_index, &footers) {
             (Ok(indexed), Some(footers)) => {
-                let indexed: Vec<(u32, ArrayStats)> = indexed
-                    .into_iter()
-                    .filter_map(|(o, _, s)| Some((o, s?)))
-                    .collect();
                 let footers: Vec<(u32, ArrayStats)> = footers
                     .iter()
                     .filter_map(|(o, d)| Some((*o, d.stats.clone()?)))
@@ -323,7 +326,9 @@ pub(crate) async fn check(member: &Member) -> Option<std::result::Result<Vec<Str
     }
     let datasets = &member.footer().datasets;
     for attribute in &index.meta.attributes {
-        let from_index = index.attributes(member, attribute, &all).await;
+        let from_index = index
+            .attributes(member, attribute, &all, |o, a| Some((o, a)))
+            .await;
         let from_footers = member
             .attributes_by_dataset_from(&all, None, &attribute.key, Source::Footers)
             .await;

@@ -1,6 +1,7 @@
 //! What a query needs to know, fetched once: attribute columns and per-dataset
 //! statistics, one segment-footer read per variable, all at once.
 
+use smol_str::SmolStr;
 use std::collections::{BTreeSet, HashMap};
 
 use futures::future::try_join_all;
@@ -15,9 +16,9 @@ use crate::set::View;
 #[derive(Debug, Default)]
 pub(crate) struct Facts {
     /// Attribute key, then dataset name.
-    pub attrs: HashMap<String, HashMap<String, Attr>>,
+    pub attrs: HashMap<String, HashMap<SmolStr, Attr>>,
     /// Array name, then dataset name.
-    pub arrays: HashMap<String, HashMap<String, ArrayStats>>,
+    pub arrays: HashMap<String, HashMap<SmolStr, ArrayStats>>,
 }
 
 impl Facts {

@@ -3,6 +3,7 @@
 //! pass over it, without array-format's open and never a lookup per dataset.
 
 use atlas_format::{CollectionFooter, DATASETS_SEGMENT, DType, SchemaView};
+use smol_str::SmolStr;
 use std::sync::Arc;
 
 use atlas_segment::{ArrayDigest, ArrayStats, Attr, SegmentDigest};
@@ -127,11 +128,15 @@ impl Member {
         if let Some(folded) = self.indexed_totals(live, array).await {
             return Ok(folded);
         }
-        let rows = self.stats_rows(live, array, Source::Any).await?;
-        let Some((_, reference, _)) = rows.first() else {
+        let rows = self
+            .stats_rows(live, array, Source::Any, |_, dtype, stats| {
+                Some((dtype.clone(), stats))
+            })
+            .await?;
+        let Some((reference, _)) = rows.first() else {
             return Ok(None);
         };
-        Ok(fold_stats(rows.iter().filter_map(|(_, dtype, stats)| {
+        Ok(fold_stats(rows.iter().filter_map(|(dtype, stats)| {
             stats.as_ref().filter(|_| dtype == reference)
         })))
     }
@@ -158,19 +163,15 @@ impl Member {
         source: Source,
     ) -> Result<Vec<DatasetStats>> {
         let datasets = &self.footer().datasets;
-        Ok(self
-            .stats_rows(live, array, source)
-            .await?
-            .into_iter()
-            .filter_map(|(ordinal, _, stats)| {
-                let (name, _) = datasets.get_index(ordinal as usize)?;
-                Some(DatasetStats {
-                    dataset: name.to_string(),
-                    ordinal,
-                    stats: stats?,
-                })
+        self.stats_rows(live, array, source, |ordinal, _, stats| {
+            let (name, _) = datasets.get_index(ordinal as usize)?;
+            Some(DatasetStats {
+                dataset: name.clone(),
+                ordinal,
+                stats: stats?,
             })
-            .collect())
+        })
+        .await
     }
 
     /// Per live dataset declaring `array`, in ordinal order, from the index
@@ -181,7 +182,7 @@ impl Member {
         &self,
         live: &Live,
         array: &str,
-    ) -> Result<Option<Vec<(u32, String, DType, Vec<u64>, Option<u32>)>>> {
+    ) -> Result<Option<Vec<(u32, SmolStr, DType, Vec<u64>, Option<u32>)>>> {
         let datasets = &self.footer().datasets;
         let declared = declared_per_schema(self.footer(), |s| s.array(array).map(|m| m.dtype()));
         self.known_array(array, &declared)?;
@@ -189,32 +190,34 @@ impl Member {
             rows.into_iter()
                 .filter_map(|(ordinal, dtype, shape, block)| {
                     let (name, _) = datasets.get_index(ordinal as usize)?;
-                    Some((ordinal, name.to_string(), dtype, shape, block))
+                    Some((ordinal, name.clone(), dtype, shape, block))
                 })
                 .collect()
         }))
     }
 
-    /// Per live dataset declaring `array`, in ordinal order: its ordinal,
-    /// declared type and recorded statistics; from the index when `source`
-    /// allows and the index holds them, else from the segment's footer.
-    async fn stats_rows(
+    /// One row per live dataset declaring `array`, in ordinal order, made by
+    /// `row` from its ordinal, declared type and recorded statistics (`None`
+    /// leaves the dataset out); from the index when `source` allows and the
+    /// index holds them, else from the segment's footer.
+    async fn stats_rows<T>(
         &self,
         live: &Live,
         array: &str,
         source: Source,
-    ) -> Result<Vec<(u32, DType, Option<ArrayStats>)>> {
+        mut row: impl FnMut(u32, &DType, Option<ArrayStats>) -> Option<T>,
+    ) -> Result<Vec<T>> {
         if source == Source::Any {
             let declared =
                 declared_per_schema(self.footer(), |s| s.array(array).map(|m| m.dtype()));
             self.known_array(array, &declared)?;
-            if let Some(rows) = self.indexed_stats(live, array).await {
+            if let Some(rows) = self.indexed_stats(live, array, &mut row).await {
                 return Ok(rows);
             }
         }
         self.digest_rows(live, array, |_, info, ordinal, declared| {
             check_dtype(array, declared, &info.dtype, &info.name)?;
-            Ok(Some((ordinal, declared.clone(), info.stats.clone())))
+            Ok(row(ordinal, declared, info.stats.clone()))
         })
         .await
     }
@@ -247,7 +250,7 @@ impl Member {
         }
         self.digest_rows(live, array, |_, info, ordinal, _| {
             Ok(Some(DatasetBlock {
-                dataset: info.name.to_string(),
+                dataset: info.name.clone(),
                 ordinal,
                 first_block: info.first_block,
             }))
@@ -288,7 +291,7 @@ impl Member {
         self.digest_rows(live, array, |_, info, ordinal, declared| {
             check_dtype(array, declared, &info.dtype, &info.name)?;
             Ok(Some(DatasetShape {
-                dataset: info.name.to_string(),
+                dataset: info.name.clone(),
                 ordinal,
                 dtype: info.dtype.clone(),
                 shape: info.shape.to_vec(),
@@ -325,7 +328,7 @@ impl Member {
         &self,
         live: &Live,
         array: &str,
-        row: impl Fn(usize, &ArrayDigest, u32, &DType) -> Result<Option<T>>,
+        mut row: impl FnMut(usize, &ArrayDigest, u32, &DType) -> Result<Option<T>>,
     ) -> Result<Vec<T>> {
         let footer = self.footer();
         let declared = declared_per_schema(footer, |s| s.array(array).map(|m| m.dtype()));
@@ -380,7 +383,7 @@ impl Member {
         live: &Live,
         array: Option<&str>,
         key: &str,
-    ) -> Result<Vec<(String, Attr)>> {
+    ) -> Result<Vec<(SmolStr, Attr)>> {
         self.attributes_by_dataset_from(live, array, key, Source::Any)
             .await
     }
@@ -393,7 +396,7 @@ impl Member {
         array: Option<&str>,
         key: &str,
         source: Source,
-    ) -> Result<Vec<(String, Attr)>> {
+    ) -> Result<Vec<(SmolStr, Attr)>> {
         let footer = self.footer();
         let (segment_name, declared) = match array {
             None => (
@@ -417,16 +420,15 @@ impl Member {
         }
         if array.is_none()
             && source == Source::Any
-            && let Some(rows) = self.indexed_attributes(live, key).await
+            && let Some(rows) = self
+                .indexed_attributes(live, key, |ordinal, attr| {
+                    let (name, _) = footer.datasets.get_index(ordinal as usize)?;
+                    Some((name.clone(), attr))
+                })
+                .await
             && rows.len() == wanted.len()
         {
-            return Ok(rows
-                .into_iter()
-                .filter_map(|(ordinal, attr)| {
-                    let (name, _) = footer.datasets.get_index(ordinal as usize)?;
-                    Some((name.to_string(), attr))
-                })
-                .collect());
+            return Ok(rows);
         }
         let (digest, cells) = self
             .attribute_cells(segment_name, key)
@@ -441,7 +443,7 @@ impl Member {
                 "datasets declare attribute {key:?}, but segment {segment_name:?} stores it nowhere"
             ))
         })?;
-        let mut rows: Vec<(u32, String, Attr)> = Vec::with_capacity(wanted.len());
+        let mut rows: Vec<(u32, SmolStr, Attr)> = Vec::with_capacity(wanted.len());
         let mut finder = self.live_finder(live, &declared);
         for (info, cell) in digest.arrays().iter().zip(cells) {
             let Some((ordinal, dtype)) = finder.find(&info.name) else {
@@ -454,7 +456,7 @@ impl Member {
                 ))
             })?;
             check_attr_type(&attr, dtype, segment_name, &info.name, key)?;
-            rows.push((ordinal, info.name.to_string(), attr));
+            rows.push((ordinal, info.name.clone(), attr));
         }
         if rows.len() != wanted.len() {
             return Err(AtlasError::corrupt(format!(

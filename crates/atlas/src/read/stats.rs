@@ -4,6 +4,7 @@ use std::borrow::Borrow;
 
 use atlas_format::DType;
 use atlas_segment::ArrayStats;
+use smol_str::SmolStr;
 
 /// `stats` folded as the collection-wide questions fold them: element and
 /// null counts summed, least minimum, greatest maximum; `None` for none.
@@ -25,7 +26,7 @@ pub(crate) fn fold_stats<S: Borrow<ArrayStats>>(
 #[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub struct DatasetStats {
     /// The dataset's name.
-    pub dataset: String,
+    pub dataset: SmolStr,
     /// The dataset's ordinal.
     pub ordinal: u32,
     /// Its statistics of the array.
@@ -38,7 +39,7 @@ pub struct DatasetStats {
 #[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub struct DatasetBlock {
     /// The dataset's name.
-    pub dataset: String,
+    pub dataset: SmolStr,
     /// The dataset's ordinal.
     pub ordinal: u32,
     /// The lowest data block id its written chunks lie in (None: nothing
@@ -52,7 +53,7 @@ pub struct DatasetBlock {
 #[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub struct DatasetShape {
     /// The dataset's name.
-    pub dataset: String,
+    pub dataset: SmolStr,
     /// The dataset's ordinal.
     pub ordinal: u32,
     /// The array's element type, as its segment records it.

@@ -541,7 +541,7 @@ impl Atlas {
         &self,
         array: Option<&str>,
         key: &str,
-    ) -> Result<Vec<(String, Attr)>> {
+    ) -> Result<Vec<(SmolStr, Attr)>> {
         let views = match array {
             Some(array) => self.views_declaring(array).await?,
             None => self.views().await?,

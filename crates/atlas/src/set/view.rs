@@ -201,7 +201,7 @@ impl View {
         &self,
         array: Option<&str>,
         key: &str,
-    ) -> Result<Vec<(String, Attr)>> {
+    ) -> Result<Vec<(SmolStr, Attr)>> {
         self.member
             .attributes_by_dataset(&self.live(), array, key)
             .await
