@@ -6,7 +6,6 @@ use std::sync::Arc;
 
 use atlas_format::{ArrayMeta, DATASETS_SEGMENT, DType, DatasetSchema, SchemaView};
 use atlas_segment::{AnyArray, ArrayDigest, ArrayRef, ArrayStats, Attr, Element, Segment, Value};
-use smol_str::SmolStr;
 
 use super::member::{Member, Need};
 use super::region::{Region, Resolved};
@@ -43,7 +42,8 @@ pub struct ArrayLayout {
 #[derive(Clone)]
 pub struct Dataset {
     member: Member,
-    name: SmolStr,
+    // The name is the footer's, found by ordinal: a handle stays 16 bytes,
+    // so listing every dataset of a large container stays cheap.
     ordinal: u32,
     schema: u32,
 }
@@ -51,7 +51,7 @@ pub struct Dataset {
 impl std::fmt::Debug for Dataset {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Dataset")
-            .field("name", &self.name)
+            .field("name", &self.name())
             .field("ordinal", &self.ordinal)
             .field("schema", &self.schema)
             .finish()
@@ -59,10 +59,11 @@ impl std::fmt::Debug for Dataset {
 }
 
 impl Dataset {
-    pub(crate) fn new(member: Member, name: SmolStr, ordinal: u32, schema: u32) -> Self {
+    /// The handle of the dataset at `ordinal` of `member`'s footer, which
+    /// declares it with schema `schema`.
+    pub(crate) fn new(member: Member, ordinal: u32, schema: u32) -> Self {
         Self {
             member,
-            name,
             ordinal,
             schema,
         }
@@ -70,7 +71,11 @@ impl Dataset {
 
     /// The dataset's name.
     pub fn name(&self) -> &str {
-        &self.name
+        self.member
+            .footer()
+            .datasets
+            .get_index(self.ordinal as usize)
+            .map_or("", |(name, _)| name.as_str())
     }
 
     /// The dataset's ordinal: its position in the container, which never changes.
@@ -104,7 +109,7 @@ impl Dataset {
             Ok(())
         } else {
             Err(AtlasError::DatasetNotFound {
-                name: self.name.to_string(),
+                name: self.name().to_owned(),
             })
         }
     }
@@ -113,7 +118,7 @@ impl Dataset {
         self.schema()
             .array(array)
             .ok_or_else(|| AtlasError::ArrayNotFound {
-                dataset: Some(self.name.to_string()),
+                dataset: Some(self.name().to_owned()),
                 array: array.to_owned(),
             })
     }
@@ -123,7 +128,7 @@ impl Dataset {
         self.member.segment(array).await?.ok_or_else(|| {
             AtlasError::corrupt(format!(
                 "dataset {:?} declares array {array:?}, but the container has no segment for it",
-                self.name
+                self.name()
             ))
         })
     }
@@ -132,12 +137,12 @@ impl Dataset {
     /// [`Member::segment_holding`]).
     async fn segment_for(&self, array: &str, need: Need) -> Result<Arc<Segment>> {
         self.member
-            .segment_holding(array, &self.name, self.ordinal, need)
+            .segment_holding(array, self.name(), self.ordinal, need)
             .await?
             .ok_or_else(|| {
                 AtlasError::corrupt(format!(
                     "dataset {:?} declares array {array:?}, but the container has no segment for it",
-                    self.name
+                    self.name()
                 ))
             })
     }
@@ -146,8 +151,8 @@ impl Dataset {
     fn info<'s>(&self, meta: &ArrayMeta<'_>, segment: &'s Segment) -> Result<ArrayRef<'s>> {
         // Written from one task, a segment holds its datasets in ordinal order.
         let hint = usize::try_from(self.ordinal).unwrap_or(usize::MAX);
-        let info = segment.array_near(&self.name, hint)?;
-        check_dtype(meta.name(), meta.dtype(), &info.dtype(), &self.name)?;
+        let info = segment.array_near(self.name(), hint)?;
+        check_dtype(meta.name(), meta.dtype(), &info.dtype(), self.name())?;
         Ok(info)
     }
 
@@ -160,9 +165,9 @@ impl Dataset {
         self.ensure_live()?;
         let meta = self.declared(array)?;
         if let Some(digest) = self.member.placed_digest(array, self.ordinal).await
-            && digest.name == self.name.as_str()
+            && digest.name == self.name()
         {
-            check_dtype(meta.name(), meta.dtype(), &digest.dtype, &self.name)?;
+            check_dtype(meta.name(), meta.dtype(), &digest.dtype, self.name())?;
             return layout_of_digest(&digest);
         }
         let segment = self.segment_for(array, Need::Layout).await?;
@@ -195,7 +200,7 @@ impl Dataset {
             return Ok(Vec::new());
         }
         let segment = self.datasets_segment().await?;
-        stored_attrs(&segment, &self.name, schema.attributes())
+        stored_attrs(&segment, self.name(), schema.attributes())
     }
 
     /// Dataset-level attribute `key`; `None` without any request if the schema does not declare it.
@@ -209,7 +214,7 @@ impl Dataset {
             return Ok(None);
         };
         let segment = self.datasets_segment().await?;
-        stored_attr(&segment, &self.name, key, dtype).map(Some)
+        stored_attr(&segment, self.name(), key, dtype).map(Some)
     }
 
     /// Attributes of `array` in the order they were set. No request when it declares none.
@@ -224,7 +229,7 @@ impl Dataset {
             return Ok(Vec::new());
         }
         let segment = self.segment_of(array).await?;
-        stored_attrs(&segment, &self.name, meta.attributes())
+        stored_attrs(&segment, self.name(), meta.attributes())
     }
 
     /// Attribute `key` of `array`; `None` without any request if the schema does not declare it.
@@ -238,7 +243,7 @@ impl Dataset {
             return Ok(None);
         };
         let segment = self.segment_of(array).await?;
-        stored_attr(&segment, &self.name, key, dtype).map(Some)
+        stored_attr(&segment, self.name(), key, dtype).map(Some)
     }
 
     /// Reads `region` of `array` (e.g. [`Region::all()`], `[0..4]`,
@@ -346,7 +351,7 @@ impl Dataset {
         self.member.segment(DATASETS_SEGMENT).await?.ok_or_else(|| {
             AtlasError::corrupt(format!(
                 "dataset {:?} declares attributes, but the container has no {DATASETS_SEGMENT} segment",
-                self.name
+                self.name()
             ))
         })
     }

@@ -599,9 +599,9 @@ impl Member {
     }
 
     fn handle_at(&self, index: usize) -> Option<Dataset> {
-        let (name, &schema) = self.footer().datasets.get_index(index)?;
+        let (_, &schema) = self.footer().datasets.get_index(index)?;
         let ordinal = u32::try_from(index).ok()?;
-        Some(Dataset::new(self.clone(), name.clone(), ordinal, schema))
+        Some(Dataset::new(self.clone(), ordinal, schema))
     }
 
     /// Whether a live dataset has this name (no request).
