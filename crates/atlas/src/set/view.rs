@@ -28,7 +28,8 @@ pub(crate) struct View {
 /// length tells whether the list is still current.
 struct Names {
     stamp: usize,
-    names: Arc<[SmolStr]>,
+    // A Vec behind the Arc: the list built is kept without a second copy.
+    names: Arc<Vec<SmolStr>>,
 }
 
 impl View {
@@ -78,7 +79,7 @@ impl View {
     }
 
     /// The covered names, from the kept list while the mask is unchanged.
-    fn names(&self) -> Arc<[SmolStr]> {
+    fn names(&self) -> Arc<Vec<SmolStr>> {
         // The stamp is read before the list is built, so a delete racing
         // with the build leaves a stale stamp and the next call rebuilds.
         let stamp = self.member.mask().mask.len();
@@ -88,7 +89,7 @@ impl View {
             _ => {
                 let mut names = Vec::new();
                 self.member.push_names(&self.live(), &mut names);
-                let names: Arc<[SmolStr]> = names.into();
+                let names = Arc::new(names);
                 *kept = Some(Names {
                     stamp,
                     names: Arc::clone(&names),
