@@ -280,6 +280,13 @@ fn check_row_groups(meta: &IndexMeta, parquet: &ParquetMetaData) -> Result<(), I
     Ok(())
 }
 
+/// Fetched column chunks of one row group waiting to be decoded.
+struct Decoding {
+    group: usize,
+    leaves: Vec<usize>,
+    held: Vec<(Range<u64>, Bytes)>,
+}
+
 impl LoadedIndex {
     /// The leaf column of top-level column `name` (a list's one leaf).
     fn leaf(&self, name: &str) -> Result<usize, IndexProblem> {
@@ -342,24 +349,37 @@ impl LoadedIndex {
         leaves: &[usize],
         groups: &[usize],
     ) -> Result<Option<Vec<Vec<ArrayRef>>>, IndexProblem> {
+        let work: Vec<Decoding> = {
+            let chunks = self.chunks.lock().unwrap_or_else(|e| e.into_inner());
+            groups
+                .iter()
+                .filter_map(|&g| {
+                    let (leaves, held): (Vec<usize>, Vec<(Range<u64>, Bytes)>) = leaves
+                        .iter()
+                        .filter_map(|&l| match chunks.get(&(l, g)) {
+                            Some(Chunk::Fetched(range, bytes)) => {
+                                Some((l, (range.clone(), bytes.clone())))
+                            }
+                            _ => None,
+                        })
+                        .unzip();
+                    (!leaves.is_empty()).then_some(Decoding {
+                        group: g,
+                        leaves,
+                        held,
+                    })
+                })
+                .collect()
+        };
+        let decoded = self.decode_all(&work)?;
         let mut chunks = self.chunks.lock().unwrap_or_else(|e| e.into_inner());
+        for (done, arrays) in work.iter().zip(decoded) {
+            for (&l, array) in done.leaves.iter().zip(arrays) {
+                chunks.insert((l, done.group), Chunk::Decoded(array));
+            }
+        }
         let mut out = Vec::with_capacity(groups.len());
         for &g in groups {
-            let fetched: Vec<(usize, (Range<u64>, Bytes))> = leaves
-                .iter()
-                .filter_map(|&l| match chunks.get(&(l, g)) {
-                    Some(Chunk::Fetched(range, bytes)) => Some((l, (range.clone(), bytes.clone()))),
-                    _ => None,
-                })
-                .collect();
-            if !fetched.is_empty() {
-                let (to_decode, held): (Vec<usize>, Vec<(Range<u64>, Bytes)>) =
-                    fetched.into_iter().unzip();
-                let decoded = guarded(|| self.decode(&to_decode, &[g], &held))?;
-                for (l, array) in to_decode.iter().zip(decoded.into_iter().flatten()) {
-                    chunks.insert((*l, g), Chunk::Decoded(array));
-                }
-            }
             let row: Option<Vec<ArrayRef>> = leaves
                 .iter()
                 .map(|&l| match chunks.get(&(l, g)) {
@@ -373,6 +393,42 @@ impl LoadedIndex {
             }
         }
         Ok(Some(out))
+    }
+
+    /// Decodes each of `work`'s row groups (per group, one array per leaf).
+    /// With more than one core and more than one group, the later half is
+    /// decoded on a second thread meanwhile; should that thread not start,
+    /// it is decoded here after the first.
+    fn decode_all(&self, work: &[Decoding]) -> Result<Vec<Vec<ArrayRef>>, IndexProblem> {
+        let decode_part = |part: &[Decoding]| -> Result<Vec<Vec<ArrayRef>>, IndexProblem> {
+            part.iter()
+                .map(|d| {
+                    let mut groups = guarded(|| self.decode(&d.leaves, &[d.group], &d.held))?;
+                    groups
+                        .pop()
+                        .ok_or_else(|| IndexProblem::Decode("a row group did not decode".into()))
+                })
+                .collect()
+        };
+        let cores = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
+        if cores < 2 || work.len() < 2 {
+            return decode_part(work);
+        }
+        let (first, later) = work.split_at(work.len() / 2);
+        std::thread::scope(|scope| {
+            let beside = std::thread::Builder::new()
+                .name("atlas-index-decode".into())
+                .spawn_scoped(scope, || decode_part(later));
+            let mut out = decode_part(first)?;
+            let later = match beside {
+                Ok(thread) => thread
+                    .join()
+                    .map_err(|_| IndexProblem::Decode("decoding the index stopped".into()))??,
+                Err(_) => decode_part(later)?,
+            };
+            out.extend(later);
+            Ok(out)
+        })
     }
 
     /// Reads columns `leaves` of row groups `groups` and keeps them,
