@@ -8,7 +8,7 @@ use smol_str::SmolStr;
 use std::collections::HashMap;
 use std::ops::Range;
 use std::panic::AssertUnwindSafe;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use arrow_array::cast::AsArray;
 use arrow_array::types::{Float64Type, Int64Type, TimestampNanosecondType, UInt32Type, UInt64Type};
@@ -280,6 +280,13 @@ fn check_row_groups(meta: &IndexMeta, parquet: &ParquetMetaData) -> Result<(), I
     Ok(())
 }
 
+/// The cores this process may use, asked once: the answer reads the
+/// cgroup's files, too slow to ask on every decode.
+fn cores() -> usize {
+    static CORES: OnceLock<usize> = OnceLock::new();
+    *CORES.get_or_init(|| std::thread::available_parallelism().map_or(1, std::num::NonZero::get))
+}
+
 /// Fetched column chunks of one row group waiting to be decoded.
 struct Decoding {
     group: usize,
@@ -349,30 +356,29 @@ impl LoadedIndex {
         leaves: &[usize],
         groups: &[usize],
     ) -> Result<Option<Vec<Vec<ArrayRef>>>, IndexProblem> {
-        let work: Vec<Decoding> = {
-            let chunks = self.chunks.lock().unwrap_or_else(|e| e.into_inner());
-            groups
-                .iter()
-                .filter_map(|&g| {
-                    let (leaves, held): (Vec<usize>, Vec<(Range<u64>, Bytes)>) = leaves
-                        .iter()
-                        .filter_map(|&l| match chunks.get(&(l, g)) {
-                            Some(Chunk::Fetched(range, bytes)) => {
-                                Some((l, (range.clone(), bytes.clone())))
-                            }
-                            _ => None,
-                        })
-                        .unzip();
-                    (!leaves.is_empty()).then_some(Decoding {
-                        group: g,
-                        leaves,
-                        held,
-                    })
-                })
-                .collect()
-        };
-        let decoded = self.decode_all(&work)?;
+        // The lock is held while decoding, so that concurrent readers of one
+        // row group wait for its one decode instead of decoding it each.
         let mut chunks = self.chunks.lock().unwrap_or_else(|e| e.into_inner());
+        let work: Vec<Decoding> = groups
+            .iter()
+            .filter_map(|&g| {
+                let (leaves, held): (Vec<usize>, Vec<(Range<u64>, Bytes)>) = leaves
+                    .iter()
+                    .filter_map(|&l| match chunks.get(&(l, g)) {
+                        Some(Chunk::Fetched(range, bytes)) => {
+                            Some((l, (range.clone(), bytes.clone())))
+                        }
+                        _ => None,
+                    })
+                    .unzip();
+                (!leaves.is_empty()).then_some(Decoding {
+                    group: g,
+                    leaves,
+                    held,
+                })
+            })
+            .collect();
+        let decoded = self.decode_all(&work)?;
         for (done, arrays) in work.iter().zip(decoded) {
             for (&l, array) in done.leaves.iter().zip(arrays) {
                 chunks.insert((l, done.group), Chunk::Decoded(array));
@@ -410,8 +416,7 @@ impl LoadedIndex {
                 })
                 .collect()
         };
-        let cores = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
-        if cores < 2 || work.len() < 2 {
+        if work.len() < 2 || cores() < 2 {
             return decode_part(work);
         }
         let (first, later) = work.split_at(work.len() / 2);
