@@ -859,9 +859,7 @@ fn encode_groups(
         }
         Ok((chunks, bounds))
     };
-    let threads = std::thread::available_parallelism()
-        .map_or(1, |n| n.get())
-        .clamp(1, ENCODE_THREADS);
+    let threads = super::cores().clamp(1, ENCODE_THREADS);
     let per_thread = groups.len().div_ceil(threads).max(1);
     std::thread::scope(|scope| {
         let mut shares = groups.chunks(per_thread).enumerate().map(|(i, share)| {
@@ -875,12 +873,23 @@ fn encode_groups(
             }
         });
         let here = shares.next();
-        let others: Vec<_> = shares.map(|share| scope.spawn(share)).collect();
+        // A share whose thread does not start is encoded here afterwards.
+        let others: Vec<_> = shares
+            .map(|share| {
+                let thread = std::thread::Builder::new()
+                    .name("atlas-index-encode".into())
+                    .spawn_scoped(scope, share);
+                (share, thread)
+            })
+            .collect();
         let mut encoded = here.map_or(Ok(Vec::new()), |share| share())?;
-        for other in others {
-            let more = other.join().map_err(|_| {
-                AtlasError::corrupt("an index encoding thread panicked".to_owned())
-            })??;
+        for (share, thread) in others {
+            let more = match thread {
+                Ok(thread) => thread.join().map_err(|_| {
+                    AtlasError::corrupt("an index encoding thread panicked".to_owned())
+                })??,
+                Err(_) => share()?,
+            };
             encoded.extend(more);
         }
         Ok(encoded)

@@ -25,6 +25,7 @@ use parquet::arrow::push_decoder::ParquetPushDecoderBuilder;
 use parquet::file::metadata::{ParquetMetaData, ParquetMetaDataReader};
 
 use super::checksum::{self, ChecksumError};
+use super::cores;
 use super::meta::{
     CHECKSUMS_SINCE, IndexMeta, IndexedAttribute, IndexedVariable, META_KEY, MetaError, Places,
     StatKind, block_column, bound_columns, chunk_shape_column, chunks_column, count_column,
@@ -70,7 +71,7 @@ pub(crate) struct LoadedIndex {
     parquet: Arc<ParquetMetaData>,
     /// Its Arrow schema, worked out on the first decode and kept for the
     /// next ones.
-    arrow: std::sync::OnceLock<ArrowReaderMetadata>,
+    arrow: OnceLock<ArrowReaderMetadata>,
     path: String,
     /// Column chunks fetched, by (leaf column, row group).
     chunks: Mutex<HashMap<(usize, usize), Chunk>>,
@@ -209,7 +210,7 @@ pub(crate) async fn load(member: &Member) -> Result<Option<LoadedIndex>, IndexPr
     Ok(Some(LoadedIndex {
         meta,
         parquet: Arc::new(parquet),
-        arrow: std::sync::OnceLock::new(),
+        arrow: OnceLock::new(),
         path,
         chunks: Mutex::default(),
         chunk_crc32c,
@@ -278,13 +279,6 @@ fn check_row_groups(meta: &IndexMeta, parquet: &ParquetMetaData) -> Result<(), I
         )));
     }
     Ok(())
-}
-
-/// The cores this process may use, asked once: the answer reads the
-/// cgroup's files, too slow to ask on every decode.
-fn cores() -> usize {
-    static CORES: OnceLock<usize> = OnceLock::new();
-    *CORES.get_or_init(|| std::thread::available_parallelism().map_or(1, std::num::NonZero::get))
 }
 
 /// Fetched column chunks of one row group waiting to be decoded.

@@ -198,6 +198,13 @@ impl Member {
     }
 }
 
+/// The cores this process may use, asked once: the answer reads the
+/// cgroup's files, too slow to ask on every decode.
+fn cores() -> usize {
+    static CORES: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *CORES.get_or_init(|| std::thread::available_parallelism().map_or(1, std::num::NonZero::get))
+}
+
 /// `views` with the datasets of every index row group whose bounds rule
 /// `predicate` out hidden as well, so a question reads only the rest. Views
 /// of containers without an index come back unchanged.
