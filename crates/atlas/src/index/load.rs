@@ -15,7 +15,7 @@ use arrow_array::types::{Float64Type, Int64Type, TimestampNanosecondType, UInt32
 use arrow_array::{
     Array, ArrayRef, ArrowPrimitiveType, BinaryArray, GenericListArray, PrimitiveArray, StringArray,
 };
-use atlas_format::{CollectionFooter, DType, SchemaView, Timestamp};
+use atlas_format::{DType, Timestamp};
 use atlas_io::{IoError, IoErrorKind, ReadParallelism, object_path, read_ranges, read_suffix};
 use bytes::Bytes;
 use parquet::DecodeResult;
@@ -32,7 +32,7 @@ use super::meta::{
     nulls_column, shape_column,
 };
 use crate::read::fold_stats;
-use crate::read::{Live, Member};
+use crate::read::{Live, Member, declared_array, declared_by, declared_per_schema};
 use crate::{ArrayStats, Attr, Value};
 use atlas_segment::{ArrayDigest, ChunkPlace};
 
@@ -631,7 +631,7 @@ impl LoadedIndex {
         let groups = self.groups_of(live);
         let columns = self.columns(member, &names, &groups).await?;
         let footer = member.footer();
-        let mut declared = declared_array(footer, &variable.name);
+        let declared = declared_array(footer, &variable.name);
         let mut out = Vec::with_capacity(live.count());
         for (&g, arrays) in groups.iter().zip(&columns) {
             let first = self.first_of(g)?;
@@ -652,7 +652,7 @@ impl LoadedIndex {
                 return Err(wrong_type());
             }
             for (at, ordinal) in live_rows(first, count.len(), live) {
-                let Some(dtype) = declared.of(ordinal) else {
+                let Some(dtype) = declared_by(footer, &declared, ordinal) else {
                     continue;
                 };
                 let stats = if count.is_null(at) {
@@ -676,7 +676,7 @@ impl LoadedIndex {
                         row_count: count.value(at),
                     })
                 };
-                out.extend(row(ordinal, &dtype, stats));
+                out.extend(row(ordinal, dtype, stats));
             }
         }
         Ok(out)
@@ -696,7 +696,7 @@ impl LoadedIndex {
         let groups = self.groups_of(live);
         let columns = self.columns(member, &names, &groups).await?;
         let footer = member.footer();
-        let mut declared = declared_array(footer, &variable.name);
+        let declared = declared_array(footer, &variable.name);
         let mut out = Vec::new();
         for (&g, arrays) in groups.iter().zip(&columns) {
             let first = self.first_of(g)?;
@@ -711,7 +711,7 @@ impl LoadedIndex {
                 return Err(wrong_type());
             }
             for (row, ordinal) in live_rows(first, shapes.len(), live) {
-                let Some(dtype) = declared.of(ordinal) else {
+                let Some(dtype) = declared_by(footer, &declared, ordinal) else {
                     continue;
                 };
                 let Some(shape) = shapes.row(row)? else {
@@ -721,7 +721,7 @@ impl LoadedIndex {
                     )));
                 };
                 let block = (!blocks.is_null(row)).then(|| blocks.value(row));
-                out.push((ordinal, dtype, shape.to_vec(), block));
+                out.push((ordinal, dtype.clone(), shape.to_vec(), block));
             }
         }
         Ok(out)
@@ -826,14 +826,14 @@ impl LoadedIndex {
             }
         };
         let footer = member.footer();
-        let mut declared = declared_array(footer, &variable.name);
+        let declared = declared_array(footer, &variable.name);
         let dims: Arc<[String]> = places.dimension_names.as_slice().into();
         let mut out = Vec::with_capacity(rows.len());
         for row in rows {
             let Some(ordinal) = u32::try_from(row).ok().and_then(|r| first.checked_add(r)) else {
                 break;
             };
-            if declared.of(ordinal).is_none() {
+            if declared_by(footer, &declared, ordinal).is_none() {
                 continue;
             }
             let Some((name, _)) = footer.datasets.get_index(ordinal as usize) else {
@@ -894,15 +894,14 @@ impl LoadedIndex {
         let columns = self
             .columns(member, std::slice::from_ref(&attribute.column), &groups)
             .await?;
-        let mut declares = PerSchema::new(member.footer(), |s| {
-            s.attribute_dtype(&attribute.key).map(|_| ())
-        });
+        let footer = member.footer();
+        let declares = declared_per_schema(footer, |s| s.attribute_dtype(&attribute.key));
         let mut out = Vec::with_capacity(live.count());
         for (&g, arrays) in groups.iter().zip(&columns) {
             let first = self.first_of(g)?;
             let column = arrays.first().ok_or_else(wrong_type)?;
             for (at, ordinal) in live_rows(first, column.len(), live) {
-                if declares.of(ordinal).is_none() {
+                if declared_by(footer, &declares, ordinal).is_none() {
                     continue;
                 }
                 let attr = attr_at(&attribute.dtype, column, at)?.ok_or_else(|| {
@@ -983,44 +982,6 @@ fn live_rows(first: u32, rows: usize, live: &Live) -> impl Iterator<Item = (usiz
     (0..rows)
         .map_while(move |row| Some((row, first.checked_add(u32::try_from(row).ok()?)?)))
         .filter(move |&(_, ordinal)| live.contains(ordinal))
-}
-
-/// What each dataset's schema says of one array or attribute, looked up
-/// once per distinct schema (a container has a handful; a question walks
-/// every dataset).
-struct PerSchema<'f, T> {
-    footer: &'f CollectionFooter,
-    /// By schema index: `None` until looked up.
-    known: Vec<Option<Option<T>>>,
-    ask: Box<dyn Fn(SchemaView<'f>) -> Option<T> + 'f>,
-}
-
-impl<'f, T: Clone> PerSchema<'f, T> {
-    fn new(footer: &'f CollectionFooter, ask: impl Fn(SchemaView<'f>) -> Option<T> + 'f) -> Self {
-        PerSchema {
-            footer,
-            known: vec![None; footer.schema_pool.len()],
-            ask: Box::new(ask),
-        }
-    }
-
-    /// What dataset `ordinal`'s schema says (`None`: nothing, or no such
-    /// dataset or schema).
-    fn of(&mut self, ordinal: u32) -> Option<T> {
-        let (_, &schema) = self.footer.datasets.get_index(ordinal as usize)?;
-        let slot = self.known.get_mut(schema as usize)?;
-        if let Some(known) = slot {
-            return known.clone();
-        }
-        let answer = self.footer.schema_view(schema).and_then(&self.ask);
-        *slot = Some(answer.clone());
-        answer
-    }
-}
-
-/// The type each dataset declares array `name` with, if it declares it.
-fn declared_array<'f>(footer: &'f CollectionFooter, name: &'f str) -> PerSchema<'f, DType> {
-    PerSchema::new(footer, move |s| s.array(name).map(|m| m.dtype().clone()))
 }
 
 /// Ranges sorted and joined where at most [`COALESCE_GAP`] bytes lie between

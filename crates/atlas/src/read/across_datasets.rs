@@ -38,6 +38,25 @@ pub(crate) fn declared_per_schema<'f>(
         .collect()
 }
 
+/// Per schema (by pool index), the type it declares array `name` with, if any.
+pub(crate) fn declared_array<'f>(
+    footer: &'f CollectionFooter,
+    name: &str,
+) -> Vec<Option<&'f DType>> {
+    declared_per_schema(footer, |s| s.array(name).map(|m| m.dtype()))
+}
+
+/// What dataset `ordinal`'s schema declares, per `declared` (by schema, as
+/// [`declared_per_schema`] makes it); `None` as well for no such dataset.
+pub(crate) fn declared_by<'f>(
+    footer: &CollectionFooter,
+    declared: &[Option<&'f DType>],
+    ordinal: u32,
+) -> Option<&'f DType> {
+    let (_, &schema) = footer.datasets.get_index(ordinal as usize)?;
+    declared.get(schema as usize).copied().flatten()
+}
+
 /// Finds a segment's arrays among the live datasets declaring something,
 /// name by name in segment order. A segment holds its datasets in ordinal
 /// order when one task wrote it, so each name is first compared with the
@@ -90,12 +109,9 @@ impl Member {
     /// The declared types of the live datasets whose schema declares something
     /// (per `declared`), in ordinal order.
     fn live_declaring<'f>(&'f self, live: &Live, declared: &[Option<&'f DType>]) -> Vec<&'f DType> {
-        let datasets = &self.footer().datasets;
+        let footer = self.footer();
         live.ordinals()
-            .filter_map(|o| {
-                let (_, &schema) = datasets.get_index(o as usize)?;
-                *declared.get(schema as usize)?
-            })
+            .filter_map(|o| declared_by(footer, declared, o))
             .collect()
     }
 
@@ -123,7 +139,7 @@ impl Member {
     /// [`AtlasError::CorruptSegment`] when the segment's footer is damaged, [`AtlasError::Io`] when
     /// storage fails.
     pub(crate) async fn array_stats(&self, live: &Live, array: &str) -> Result<Option<ArrayStats>> {
-        let declared = declared_per_schema(self.footer(), |s| s.array(array).map(|m| m.dtype()));
+        let declared = declared_array(self.footer(), array);
         self.known_array(array, &declared)?;
         if let Some(folded) = self.indexed_totals(live, array).await {
             return Ok(folded);
@@ -184,7 +200,7 @@ impl Member {
         array: &str,
     ) -> Result<Option<Vec<(u32, SmolStr, DType, Vec<u64>, Option<u32>)>>> {
         let datasets = &self.footer().datasets;
-        let declared = declared_per_schema(self.footer(), |s| s.array(array).map(|m| m.dtype()));
+        let declared = declared_array(self.footer(), array);
         self.known_array(array, &declared)?;
         Ok(self.indexed_layouts(live, array).await.map(|rows| {
             rows.into_iter()
@@ -208,8 +224,7 @@ impl Member {
         mut row: impl FnMut(u32, &DType, Option<ArrayStats>) -> Option<T>,
     ) -> Result<Vec<T>> {
         if source == Source::Any {
-            let declared =
-                declared_per_schema(self.footer(), |s| s.array(array).map(|m| m.dtype()));
+            let declared = declared_array(self.footer(), array);
             self.known_array(array, &declared)?;
             if let Some(rows) = self.indexed_stats(live, array, &mut row).await {
                 return Ok(rows);
@@ -331,7 +346,7 @@ impl Member {
         mut row: impl FnMut(usize, &ArrayDigest, u32, &DType) -> Result<Option<T>>,
     ) -> Result<Vec<T>> {
         let footer = self.footer();
-        let declared = declared_per_schema(footer, |s| s.array(array).map(|m| m.dtype()));
+        let declared = declared_array(footer, array);
         self.known_array(array, &declared)?;
         let wanted = self.live_declaring(live, &declared).len();
         if wanted == 0 {
@@ -404,7 +419,7 @@ impl Member {
                 declared_per_schema(footer, |s| s.attribute_dtype(key)),
             ),
             Some(array) => {
-                let arrays = declared_per_schema(footer, |s| s.array(array).map(|m| m.dtype()));
+                let arrays = declared_array(footer, array);
                 self.known_array(array, &arrays)?;
                 (
                     array,

@@ -27,7 +27,7 @@ mod member;
 mod region;
 mod stats;
 
-pub(crate) use across_datasets::{Source, declared_per_schema};
+pub(crate) use across_datasets::{Source, declared_array, declared_by, declared_per_schema};
 pub use dataset::{ArrayLayout, Dataset};
 pub use delete::DeleteOutcome;
 pub use many::Order;

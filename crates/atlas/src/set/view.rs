@@ -8,7 +8,9 @@ use std::sync::{Arc, Mutex};
 use smol_str::SmolStr;
 
 use crate::error::{AtlasError, Result};
-use crate::read::{DatasetBlock, DatasetShape, DatasetStats, Live, Member, declared_per_schema};
+use crate::read::{
+    DatasetBlock, DatasetShape, DatasetStats, Live, Member, declared_array, declared_by,
+};
 use crate::{ArrayStats, Attr, Dataset};
 
 /// A member with the ordinals newer members replace hidden. Cheap to clone;
@@ -131,16 +133,13 @@ impl View {
     /// Whether a dataset this view covers declares `array`: stops at the first.
     pub(crate) fn declares_array(&self, array: &str) -> bool {
         let footer = self.member.footer();
-        let declaring = declared_per_schema(footer, |s| s.array(array).map(|m| m.dtype()));
+        let declaring = declared_array(footer, array);
         if declaring.iter().all(Option::is_none) {
             return false;
         }
-        self.live().ordinals().any(|o| {
-            footer
-                .datasets
-                .get_index(o as usize)
-                .is_some_and(|(_, &schema)| matches!(declaring.get(schema as usize), Some(Some(_))))
-        })
+        self.live()
+            .ordinals()
+            .any(|o| declared_by(footer, &declaring, o).is_some())
     }
 
     /// The ordinal of `name` if this view covers it.
