@@ -5,11 +5,12 @@
 //! box") is a table with one row per measurement, not one array per dataset.
 //! [`Atlas::table`](crate::Atlas::table) builds it:
 //! the datasets are picked as [`Atlas::select`](crate::Atlas::select) picks them, every segment
-//! footer involved is read up front (so the schema, the row count and any
-//! dimension mismatch are known before a value is read), then the values come
-//! through [`Atlas::read_many`](crate::Atlas::read_many)'s machinery, one stream per array, and are cut
-//! into batches as they arrive. At most one batch is held besides the reads in
-//! flight.
+//! involved is made ready for a sweep and every layout is looked at up front
+//! (so the schema, the row count and any dimension mismatch are known before
+//! a value is read), then each dataset's arrays are read together, a bounded
+//! number of datasets ahead and in table order, through the segments'
+//! shared block cache, and cut into batches as they arrive. At most one
+//! batch is held besides the reads in flight.
 
 use std::collections::{HashMap, HashSet};
 use std::pin::Pin;
@@ -25,14 +26,16 @@ use arrow_array::{ArrayRef, DictionaryArray, RecordBatch, StringArray};
 use arrow_schema::{DataType, Field as ArrowField, Schema, SchemaRef, TimeUnit};
 use atlas_format::{DType, MemberEntry};
 use futures::stream::{self, BoxStream, Stream, StreamExt};
+use indexmap::IndexSet;
 use ndarray::ArrayD;
+use smallvec::SmallVec;
 
 use super::catalogue::{attribute_column, distinct, requested, selected};
 use super::error::QueryError;
 use super::eval::Declared;
 use super::predicate::Predicate;
 use crate::error::AtlasError;
-use crate::read::{Dataset, Member, Order, Region, read_many};
+use crate::read::{Dataset, Member, Region};
 use crate::set::View;
 use crate::{AnyArray, ArrayData, Attr, Value};
 
@@ -177,27 +180,38 @@ impl Stream for TableStream {
 /// Parts held in one run of [`Filler::parts`].
 const PARTS_PER_RUN: usize = 1024;
 
-/// What one dataset contributes.
+/// What one dataset contributes. Nothing of it is on the heap for
+/// datasets of rank two or less: a table over a million datasets holds
+/// one of these for each until the filler is past it.
 struct Part {
     dataset: Dataset,
-    /// Whether it declares each array.
-    has: Vec<bool>,
+    /// Which of the table's [`Kind`]s it is.
+    kind: usize,
     /// Length of each of its axes.
-    shape: Vec<u64>,
-    /// For each index column, which of its axes it is (`None`: it has no such axis).
-    axes: Vec<Option<usize>>,
+    shape: SmallVec<[u64; 2]>,
     /// Its rows: the product of `shape`.
     rows: u64,
-    /// Its value of each attribute column.
+    /// Its value of each attribute column (one shared empty list when
+    /// the table has none).
     attrs: Arc<[Option<Attr>]>,
 }
 
-/// A dataset with its arrays' shared dimensions, before the index columns are known.
-struct Sized {
-    dataset: Dataset,
+/// What the datasets of one layout share: which of the arrays they
+/// declare and the names of their axes. A collection of one convention has
+/// a handful, however many datasets it holds.
+#[derive(PartialEq, Eq, Hash)]
+struct Kind {
+    /// Whether it declares each array.
     has: Vec<bool>,
+    /// Its axes' names, in order.
     names: Vec<String>,
-    shape: Vec<u64>,
+}
+
+/// A [`Kind`] placed among the table's columns.
+struct PlacedKind {
+    has: Vec<bool>,
+    /// For each index column, which of its axes it is (`None`: it has no such axis).
+    axes: Vec<Option<usize>>,
 }
 
 /// The long table of the live datasets of `views` (in order) that the
@@ -290,82 +304,32 @@ pub(crate) async fn table_with(
     )
     .await?;
 
-    // Each dataset's layout: shared dimensions, its row count.
-    let mut index_names: Vec<String> = Vec::new();
-    let mut sized: Vec<Sized> = Vec::new();
+    // Each dataset's layout (shared dimensions, its row count) and kind.
+    // In runs, each let go once the filler is past it: what is still to
+    // add is held, not a slot for every dataset until the table is done.
+    let mut kinds: IndexSet<Kind> = IndexSet::new();
+    let mut parts: Vec<Vec<Part>> = Vec::new();
+    let mut total_rows: u64 = 0;
+    let mut wide = false;
+    let no_attrs: Arc<[Option<Attr>]> = Arc::from(Vec::new());
     for ds in rows {
         let has: Vec<bool> = arrays
             .iter()
             .map(|a| ds.schema().array(a).is_some())
             .collect();
-        let mut first: Option<(Vec<String>, Vec<u64>)> = None;
-        let mut differ = false;
-        let mut shapes: Vec<String> = Vec::new();
+        let mut first: Option<(Vec<String>, SmallVec<[u64; 2]>)> = None;
         for (array, _) in arrays.iter().zip(&has).filter(|(_, h)| **h) {
             let layout = ds.array_layout(array).await?;
             let names = axis_names(&layout.dimension_names, layout.shape.len());
-            shapes.push(format!(
-                "{array}({})",
-                names
-                    .iter()
-                    .zip(&layout.shape)
-                    .map(|(n, l)| format!("{n}={l}"))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ));
             match &first {
-                None => first = Some((names, layout.shape)),
-                Some((n, s)) => differ |= *n != names || *s != layout.shape,
+                None => first = Some((names, SmallVec::from_slice(&layout.shape))),
+                Some((n, s)) if *n == names && s.as_slice() == layout.shape.as_slice() => {}
+                Some(_) => return Err(dimensions_differ(&ds, &arrays, &has).await),
             }
-        }
-        if differ {
-            return Err(QueryError::DimensionsDiffer {
-                dataset: ds.name().to_owned(),
-                arrays: arrays
-                    .iter()
-                    .zip(&has)
-                    .filter(|(_, h)| **h)
-                    .map(|(a, _)| a.clone())
-                    .collect(),
-                shapes: shapes.join(", "),
-            });
         }
         let Some((names, shape)) = first else {
             continue; // none of the arrays: no rows
         };
-        for name in &names {
-            if !index_names.contains(name) {
-                index_names.push(name.clone());
-            }
-        }
-        sized.push(Sized {
-            dataset: ds,
-            has,
-            names,
-            shape,
-        });
-    }
-
-    // In runs, each let go once the filler is past it: what is still to
-    // add is held, not a slot for every dataset until the table is done.
-    let mut parts: Vec<Vec<Part>> = Vec::new();
-    let mut total_rows: u64 = 0;
-    let mut wide = false;
-    let mut everyone_has = vec![true; index_names.len()];
-    for Sized {
-        dataset,
-        has,
-        names,
-        shape,
-    } in sized
-    {
-        let axes: Vec<Option<usize>> = index_names
-            .iter()
-            .map(|n| names.iter().position(|m| m == n))
-            .collect();
-        for (all, axis) in everyone_has.iter_mut().zip(&axes) {
-            *all &= axis.is_some();
-        }
         wide |= shape.iter().any(|&l| l > u64::from(u32::MAX));
         let rows = shape
             .iter()
@@ -373,33 +337,61 @@ pub(crate) async fn table_with(
             .ok_or_else(|| {
                 AtlasError::corrupt(format!(
                     "dataset {:?}: element count of {shape:?} overflows",
-                    dataset.name()
+                    ds.name()
                 ))
             })?;
         total_rows = total_rows.saturating_add(rows);
-        let attrs: Arc<[Option<Attr>]> = attributes
-            .iter()
-            .map(|key| {
-                facts
-                    .attrs
-                    .get_mut(key)
-                    .and_then(|by_name| by_name.remove(dataset.name()))
-            })
-            .collect();
+        let attrs: Arc<[Option<Attr>]> = if attributes.is_empty() {
+            no_attrs.clone()
+        } else {
+            attributes
+                .iter()
+                .map(|key| {
+                    facts
+                        .attrs
+                        .get_mut(key)
+                        .and_then(|by_name| by_name.remove(ds.name()))
+                })
+                .collect()
+        };
+        let (kind, _) = kinds.insert_full(Kind { has, names });
         if parts.last().is_none_or(|run| run.len() >= PARTS_PER_RUN) {
             parts.push(Vec::with_capacity(PARTS_PER_RUN));
         }
         if let Some(run) = parts.last_mut() {
             run.push(Part {
-                dataset,
-                has,
+                dataset: ds,
+                kind,
                 shape,
-                axes,
                 rows,
                 attrs,
             });
         }
     }
+
+    // The index columns: every axis name, in the order datasets bring them.
+    let mut index_names: Vec<String> = Vec::new();
+    for kind in kinds.iter() {
+        for name in &kind.names {
+            if !index_names.contains(name) {
+                index_names.push(name.clone());
+            }
+        }
+    }
+    let everyone_has: Vec<bool> = index_names
+        .iter()
+        .map(|n| kinds.iter().all(|k| k.names.contains(n)))
+        .collect();
+    let kinds: Vec<PlacedKind> = kinds
+        .into_iter()
+        .map(|Kind { has, names }| PlacedKind {
+            has,
+            axes: index_names
+                .iter()
+                .map(|n| names.iter().position(|m| m == n))
+                .collect(),
+        })
+        .collect();
 
     // The schema, and the attribute columns' declared types.
     let taken: HashSet<&str> = arrays
@@ -453,25 +445,35 @@ pub(crate) async fn table_with(
     let schema = Arc::new(Schema::new(fields));
 
     let datasets = parts.iter().map(Vec::len).sum();
-    let reads: Vec<BoxStream<'static, (String, crate::Result<AnyArray>)>> = arrays
-        .iter()
-        .enumerate()
-        .map(|(i, array)| {
-            let mine: Vec<Dataset> = parts
-                .iter()
-                .flatten()
-                .filter(|p| p.has.get(i).copied().unwrap_or(false))
-                .map(|p| p.dataset.clone())
-                .collect();
-            read_many(
-                mine,
-                array,
-                Region::all(),
-                options.concurrency,
-                Order::AsGiven,
-            )
+    // One pipeline: each dataset's arrays read together, a bounded number
+    // of datasets ahead, in table order; a dataset's slot is let go as the
+    // filler takes its values.
+    let kinds: Arc<[PlacedKind]> = kinds.into();
+    let read_kinds = Arc::clone(&kinds);
+    let read_arrays: Arc<[String]> = arrays.clone().into();
+    let reads = stream::iter(parts.into_iter().flatten())
+        .map(move |part| {
+            let has = read_kinds
+                .get(part.kind)
+                .map(|k| k.has.clone())
+                .unwrap_or_default();
+            let arrays = Arc::clone(&read_arrays);
+            async move {
+                let reads = arrays.iter().zip(&has).map(|(array, has)| {
+                    let dataset = &part.dataset;
+                    async move {
+                        match has {
+                            true => Some(dataset.read_any(array, Region::all()).await),
+                            false => None,
+                        }
+                    }
+                });
+                let values = futures::future::join_all(reads).await;
+                (part, values)
+            }
         })
-        .collect();
+        .buffered(options.concurrency)
+        .boxed();
     let builder = BatchBuilder::new(
         schema.clone(),
         options.rows_per_batch,
@@ -482,7 +484,7 @@ pub(crate) async fn table_with(
         attr_dtypes,
     )?;
     let filler = Filler {
-        parts: parts.into_iter().flatten(),
+        kinds,
         reads,
         builder,
         done: false,
@@ -558,6 +560,36 @@ fn column_type(dtype: &DType) -> Option<DataType> {
     })
 }
 
+/// The error for dataset `ds`, whose arrays (those of `arrays` it declares,
+/// as `has` says) differ in their axes: each with its axes, as read again.
+async fn dimensions_differ(ds: &Dataset, arrays: &[String], has: &[bool]) -> QueryError {
+    let declared: Vec<String> = arrays
+        .iter()
+        .zip(has)
+        .filter(|(_, h)| **h)
+        .map(|(a, _)| a.clone())
+        .collect();
+    let mut shapes: Vec<String> = Vec::new();
+    for array in &declared {
+        let layout = match ds.array_layout(array).await {
+            Ok(layout) => layout,
+            Err(e) => return e.into(),
+        };
+        let names = axis_names(&layout.dimension_names, layout.shape.len());
+        let axes: Vec<String> = names
+            .iter()
+            .zip(&layout.shape)
+            .map(|(n, l)| format!("{n}={l}"))
+            .collect();
+        shapes.push(format!("{array}({})", axes.join(", ")));
+    }
+    QueryError::DimensionsDiffer {
+        dataset: ds.name().to_owned(),
+        arrays: declared,
+        shapes: shapes.join(", "),
+    }
+}
+
 /// The names of `rank` axes: as recorded, or `dim_0`, `dim_1`, ... when the
 /// segment records none (or not one per axis).
 fn axis_names(recorded: &[String], rank: usize) -> Vec<String> {
@@ -568,11 +600,16 @@ fn axis_names(recorded: &[String], rank: usize) -> Vec<String> {
     }
 }
 
-/// The datasets still to add, the value streams, and the batch being filled.
+/// A dataset still to add, with what reading each array of the table gave
+/// (`None` where it declares no such array).
+type PartRead = (Part, Vec<Option<crate::Result<AnyArray>>>);
+
+/// The datasets still to add with their values, and the batch being filled.
 struct Filler {
-    parts: std::iter::Flatten<std::vec::IntoIter<Vec<Part>>>,
-    /// One [`read_many`] stream per array, over the parts declaring it, in order.
-    reads: Vec<BoxStream<'static, (String, crate::Result<AnyArray>)>>,
+    /// What the parts' kinds say of the table's columns.
+    kinds: Arc<[PlacedKind]>,
+    /// The parts in table order, each with its values.
+    reads: BoxStream<'static, PartRead>,
     builder: BatchBuilder,
     done: bool,
 }
@@ -585,13 +622,14 @@ impl Filler {
             return None;
         }
         loop {
-            let Some(part) = self.parts.next() else {
+            let Some((part, read)) = self.reads.next().await else {
                 self.done = true;
                 return self.builder.finish_rest().map(|last| (vec![last], self));
             };
-            let made = match self.values_of(&part).await {
-                Ok(values) => self.builder.add(&part, &values),
-                Err(e) => Err(e),
+            let made = match (self.kinds.get(part.kind), values_of(&part, read)) {
+                (Some(kind), Ok(values)) => self.builder.add(&part, &kind.axes, &values),
+                (None, _) => Err(AtlasError::corrupt("a dataset of no kind").into()),
+                (_, Err(e)) => Err(e),
             };
             match made {
                 Ok(batches) if batches.is_empty() => {}
@@ -603,44 +641,35 @@ impl Filler {
             }
         }
     }
+}
 
-    /// The next result of each stream of an array `part` declares: its values.
-    async fn values_of(&mut self, part: &Part) -> Result<Vec<Option<Values>>, QueryError> {
-        let mut values = Vec::with_capacity(part.has.len());
-        for (has, reads) in part.has.iter().zip(self.reads.iter_mut()) {
-            if !*has {
-                values.push(None);
-                continue;
-            }
-            let (name, result) = reads.next().await.ok_or_else(|| {
-                AtlasError::corrupt(format!(
-                    "the reads ended before dataset {:?}",
-                    part.dataset.name()
-                ))
-            })?;
-            if name != part.dataset.name() {
-                return Err(AtlasError::corrupt(format!(
-                    "read {name:?} where dataset {:?} was expected",
-                    part.dataset.name()
-                ))
-                .into());
-            }
-            let read = result?;
-            let fill = read.fill().and_then(Value::timestamp).map(|t| t.nanos());
-            let data = read.into_data();
-            if u64::try_from(data.len()).ok() != Some(part.rows) {
-                return Err(AtlasError::corrupt(format!(
-                    "dataset {:?}: read {} elements where the layout says {}",
-                    part.dataset.name(),
-                    data.len(),
-                    part.rows
-                ))
-                .into());
-            }
-            values.push(Some(Values { data, fill }));
+/// The values of `part`'s arrays as `read` gave them, checked against its
+/// layout.
+fn values_of(
+    part: &Part,
+    read: Vec<Option<crate::Result<AnyArray>>>,
+) -> Result<Vec<Option<Values>>, QueryError> {
+    let mut values = Vec::with_capacity(read.len());
+    for result in read {
+        let Some(result) = result else {
+            values.push(None);
+            continue;
+        };
+        let read = result?;
+        let fill = read.fill().and_then(Value::timestamp).map(|t| t.nanos());
+        let data = read.into_data();
+        if u64::try_from(data.len()).ok() != Some(part.rows) {
+            return Err(AtlasError::corrupt(format!(
+                "dataset {:?}: read {} elements where the layout says {}",
+                part.dataset.name(),
+                data.len(),
+                part.rows
+            ))
+            .into());
         }
-        Ok(values)
+        values.push(Some(Values { data, fill }));
     }
+    Ok(values)
 }
 
 /// One array of one dataset, as read.
@@ -732,6 +761,7 @@ impl BatchBuilder {
     fn add(
         &mut self,
         part: &Part,
+        axes: &[Option<usize>],
         values: &[Option<Values>],
     ) -> Result<Vec<RecordBatch>, QueryError> {
         let total = usize::try_from(part.rows).map_err(|_| {
@@ -752,7 +782,7 @@ impl BatchBuilder {
             let key = i32::try_from(self.names.len().saturating_sub(1))
                 .map_err(|_| AtlasError::invalid_use("more datasets in one batch than i32 keys"))?;
             self.keys.append_value_n(key, n);
-            for (column, axis) in self.index.iter_mut().zip(&part.axes) {
+            for (column, axis) in self.index.iter_mut().zip(axes) {
                 match axis {
                     None => column.append_nulls(n),
                     Some(axis) => column.append_positions(&part.shape, *axis, offset, end),
