@@ -121,7 +121,7 @@ pub use opendal::Operator;
 pub use smol_str::SmolStr;
 
 pub use error::{AtlasError, ErrorClass, ErrorReport, Result};
-pub use index::{IndexOptions, IndexReport};
+pub use index::{DEFAULT_INDEX_CACHE_BYTES, IndexOptions, IndexReport};
 pub use location::{Access, Address, Location, Scheme, StorageOptions};
 pub use query::{
     ArrowError, CatalogueOptions, CmpOp, DEFAULT_ROWS_PER_BATCH, Field, ParseError, Predicate,

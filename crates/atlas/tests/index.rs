@@ -940,3 +940,59 @@ async fn concurrent_cold_reads_of_the_same_datasets_through_the_index_all_succee
         assert_eq!(x.first().copied(), Some(i), "{name}");
     }
 }
+
+#[tokio::test]
+async fn decoded_index_columns_stay_within_their_budget_and_come_back_without_a_request() {
+    let (op, stats, _) = counted_memory();
+    placed(&op, "c", 3000).await;
+    open(&op, "c", true)
+        .await
+        .write_index(&IndexOptions::default().rows_per_group(250))
+        .await
+        .unwrap();
+    let full = open(&op, "c", true).await;
+    let lean = Atlas::open(
+        (op.clone(), "c"),
+        &OpenOptions::default().index_cache_bytes(0),
+    )
+    .await
+    .unwrap();
+    // A loop over every dataset decodes the chunk places of all twelve row
+    // groups, one stretch at a time.
+    for atlas in [&full, &lean] {
+        for (i, d) in atlas.datasets().await.unwrap().iter().enumerate() {
+            let x = d
+                .read_array::<f32>("X", atlas::Region::all())
+                .await
+                .unwrap();
+            assert_eq!(x.as_slice().unwrap(), &[i as f32, 0.5, -1.0]);
+        }
+    }
+    let (kept_full, kept_lean) = (full.index_bytes_kept(), lean.index_bytes_kept());
+    assert!(kept_lean > 0, "the last question's columns are held");
+    assert!(
+        kept_lean.saturating_mul(4) <= kept_full,
+        "with no budget {kept_lean} bytes stay, with the default {kept_full}"
+    );
+    // Statistics decoded, then let go for chunk places, then asked again:
+    // decoded anew from the bytes kept, without a request.
+    let index = join("c", INDEX_FILE);
+    let first = lean.array_stats_by_dataset("X").await.unwrap();
+    let fetched = reads_of(&stats, &index);
+    let one = lean.datasets().await.unwrap().into_iter().nth(7).unwrap();
+    one.read_array::<f32>("X", atlas::Region::all())
+        .await
+        .unwrap();
+    let again = lean.array_stats_by_dataset("X").await.unwrap();
+    assert_eq!(
+        reads_of(&stats, &index),
+        fetched,
+        "no index byte is read twice"
+    );
+    same(&again, &first, "statistics decoded again");
+    same(
+        &again,
+        &full.array_stats_by_dataset("X").await.unwrap(),
+        "statistics under the default budget",
+    );
+}

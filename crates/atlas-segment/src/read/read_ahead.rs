@@ -124,7 +124,11 @@ impl<H: Clone> ReadAhead<H> {
         // them. A read that comes late for an earlier block finds it among
         // the decoded blocks a segment keeps (ours, or array-format's cache),
         // and if not, fetches its range directly.
-        while self.pieces.front().is_some_and(|(r, _)| r.end <= wanted.start) {
+        while self
+            .pieces
+            .front()
+            .is_some_and(|(r, _)| r.end <= wanted.start)
+        {
             self.pieces.pop_front();
         }
         let mut pieces = Vec::new();
@@ -589,7 +593,10 @@ mod tests {
         assert!(ahead.pieces.iter().all(|(r, _)| r.end > last.start));
         // The range just read is read again (another array of the same
         // block) from the pieces, without a fetch.
-        assert_eq!(read(&mut ahead, last.clone(), FAR, &whole()), (vec![], None));
+        assert_eq!(
+            read(&mut ahead, last.clone(), FAR, &whole()),
+            (vec![], None)
+        );
     }
 
     /// Whether the pieces kept are in order and do not overlap.

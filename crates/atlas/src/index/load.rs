@@ -73,19 +73,60 @@ pub(crate) struct LoadedIndex {
     /// next ones.
     arrow: OnceLock<ArrowReaderMetadata>,
     path: String,
-    /// Column chunks fetched, by (leaf column, row group).
-    chunks: Mutex<HashMap<(usize, usize), Chunk>>,
+    /// Column chunks fetched, by (leaf column, row group), and those decoded.
+    chunks: Mutex<Chunks>,
+    /// Most bytes of decoded columns kept between questions.
+    decoded_kept: usize,
     /// The CRC32C of every column chunk, row group by row group (`None`
     /// for an index of the first layout, which carries none).
     chunk_crc32c: Option<Vec<u32>>,
 }
 
 /// One column chunk of an index as fetched (its range in the file and its
-/// checked bytes), and once its row group is first asked for, decoded: a
-/// batch of reads fetches many row groups, each decoded when it is used.
-enum Chunk {
-    Fetched(Range<u64>, Bytes),
-    Decoded(ArrayRef),
+/// checked bytes) and, once its row group was asked for, decoded: a batch
+/// of reads fetches many row groups, each decoded when it is used. The
+/// fetched bytes stay, so a decoded column let go is decoded again without
+/// a request.
+struct Chunk {
+    range: Range<u64>,
+    bytes: Bytes,
+    decoded: Option<ArrayRef>,
+    /// The question that last asked for it (see [`Chunks::clock`]).
+    used: u64,
+}
+
+/// The column chunks a handle has fetched, and how much of them it holds
+/// decoded.
+#[derive(Default)]
+struct Chunks {
+    cells: HashMap<(usize, usize), Chunk>,
+    /// Arrow memory of the decoded columns held.
+    decoded: usize,
+    /// Counts the questions asked of the chunks.
+    clock: u64,
+}
+
+impl Chunks {
+    /// Lets decoded columns go, those asked for longest ago first, until at
+    /// most `kept` bytes are held or only those of question `now` are left.
+    fn trim(&mut self, kept: usize, now: u64) {
+        while self.decoded > kept {
+            let oldest = self
+                .cells
+                .iter_mut()
+                .filter(|(_, c)| c.decoded.is_some() && c.used < now)
+                .min_by_key(|(_, c)| c.used)
+                .map(|(_, c)| c);
+            let Some(chunk) = oldest else {
+                break;
+            };
+            let size = chunk
+                .decoded
+                .take()
+                .map_or(0, |a| a.get_array_memory_size());
+            self.decoded = self.decoded.saturating_sub(size);
+        }
+    }
 }
 
 impl std::fmt::Debug for LoadedIndex {
@@ -213,6 +254,7 @@ pub(crate) async fn load(member: &Member) -> Result<Option<LoadedIndex>, IndexPr
         arrow: OnceLock::new(),
         path,
         chunks: Mutex::default(),
+        decoded_kept: member.inner().index_cache_bytes,
         chunk_crc32c,
     }))
 }
@@ -289,6 +331,14 @@ struct Decoding {
 }
 
 impl LoadedIndex {
+    /// Arrow memory of the decoded columns held between questions.
+    pub(crate) fn decoded_bytes(&self) -> usize {
+        self.chunks
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .decoded
+    }
+
     /// The leaf column of top-level column `name` (a list's one leaf).
     fn leaf(&self, name: &str) -> Result<usize, IndexProblem> {
         self.parquet
@@ -328,7 +378,7 @@ impl LoadedIndex {
             groups
                 .iter()
                 .copied()
-                .filter(|&g| leaves.iter().any(|&l| !chunks.contains_key(&(l, g))))
+                .filter(|&g| leaves.iter().any(|&l| !chunks.cells.contains_key(&(l, g))))
                 .collect()
         };
         if missing.is_empty() {
@@ -353,14 +403,16 @@ impl LoadedIndex {
         // The lock is held while decoding, so that concurrent readers of one
         // row group wait for its one decode instead of decoding it each.
         let mut chunks = self.chunks.lock().unwrap_or_else(|e| e.into_inner());
+        chunks.clock = chunks.clock.saturating_add(1);
+        let now = chunks.clock;
         let work: Vec<Decoding> = groups
             .iter()
             .filter_map(|&g| {
                 let (leaves, held): (Vec<usize>, Vec<(Range<u64>, Bytes)>) = leaves
                     .iter()
-                    .filter_map(|&l| match chunks.get(&(l, g)) {
-                        Some(Chunk::Fetched(range, bytes)) => {
-                            Some((l, (range.clone(), bytes.clone())))
+                    .filter_map(|&l| match chunks.cells.get(&(l, g)) {
+                        Some(c) if c.decoded.is_none() => {
+                            Some((l, (c.range.clone(), c.bytes.clone())))
                         }
                         _ => None,
                     })
@@ -373,26 +425,34 @@ impl LoadedIndex {
             })
             .collect();
         let decoded = self.decode_all(&work)?;
+        let mut added = 0usize;
         for (done, arrays) in work.iter().zip(decoded) {
             for (&l, array) in done.leaves.iter().zip(arrays) {
-                chunks.insert((l, done.group), Chunk::Decoded(array));
+                if let Some(chunk) = chunks.cells.get_mut(&(l, done.group)) {
+                    added = added.saturating_add(array.get_array_memory_size());
+                    chunk.decoded = Some(array);
+                }
             }
         }
+        chunks.decoded = chunks.decoded.saturating_add(added);
         let mut out = Vec::with_capacity(groups.len());
+        let mut complete = true;
         for &g in groups {
             let row: Option<Vec<ArrayRef>> = leaves
                 .iter()
-                .map(|&l| match chunks.get(&(l, g)) {
-                    Some(Chunk::Decoded(array)) => Some(Arc::clone(array)),
-                    _ => None,
+                .map(|&l| {
+                    let chunk = chunks.cells.get_mut(&(l, g))?;
+                    chunk.used = now;
+                    chunk.decoded.clone()
                 })
                 .collect();
             match row {
                 Some(row) => out.push(row),
-                None => return Ok(None),
+                None => complete = false,
             }
         }
-        Ok(Some(out))
+        chunks.trim(self.decoded_kept, now);
+        Ok(complete.then_some(out))
     }
 
     /// Decodes each of `work`'s row groups (per group, one array per leaf).
@@ -486,7 +546,12 @@ impl LoadedIndex {
             .collect::<Result<Vec<_>, IndexProblem>>()?;
         let mut kept = self.chunks.lock().unwrap_or_else(|e| e.into_inner());
         for (cell, bytes, range) in fetched {
-            kept.entry(cell).or_insert(Chunk::Fetched(range, bytes));
+            kept.cells.entry(cell).or_insert(Chunk {
+                range,
+                bytes,
+                decoded: None,
+                used: 0,
+            });
         }
         Ok(())
     }

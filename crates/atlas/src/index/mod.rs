@@ -29,6 +29,13 @@ pub(crate) use build::{DatasetAttributes, WrittenAttributes};
 pub use build::{IndexOptions, IndexReport};
 pub(crate) use load::{IndexProbe, LoadedIndex};
 
+/// Bytes of decoded index columns a container's handle keeps between
+/// questions unless [`OpenOptions::index_cache_bytes`](crate::OpenOptions::index_cache_bytes)
+/// says otherwise: the statistics and chunk places of a few variables over
+/// about 100 000 datasets. Past it, the columns asked for longest ago are
+/// let go (and decoded again from the bytes kept if asked for).
+pub const DEFAULT_INDEX_CACHE_BYTES: usize = 16 << 20;
+
 use crate::error::Result;
 use crate::query::Predicate;
 use crate::read::fold_stats;

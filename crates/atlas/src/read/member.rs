@@ -36,6 +36,7 @@ pub struct OpenOptions {
     pub(crate) storage: StorageOptions,
     pub(crate) read_parallelism: Option<ReadParallelism>,
     pub(crate) dataset_index: bool,
+    pub(crate) index_cache_bytes: usize,
 }
 
 impl Default for OpenOptions {
@@ -51,6 +52,7 @@ impl Default for OpenOptions {
             storage: StorageOptions::default(),
             read_parallelism: None,
             dataset_index: true,
+            index_cache_bytes: crate::DEFAULT_INDEX_CACHE_BYTES,
         }
     }
 }
@@ -95,6 +97,17 @@ impl OpenOptions {
     /// as from a container without an index; the answers are the same.
     pub fn dataset_index(mut self, use_it: bool) -> Self {
         self.dataset_index = use_it;
+        self
+    }
+
+    /// Sets the bytes of decoded dataset-index columns a container's handle
+    /// keeps between questions (default
+    /// [`DEFAULT_INDEX_CACHE_BYTES`](crate::DEFAULT_INDEX_CACHE_BYTES)),
+    /// those asked for longest ago let go first. The columns one question
+    /// needs are held while it runs, whatever this says; the bytes fetched
+    /// stay, so a column let go is decoded again without a request.
+    pub fn index_cache_bytes(mut self, bytes: usize) -> Self {
+        self.index_cache_bytes = bytes;
         self
     }
 
@@ -240,6 +253,8 @@ pub(crate) struct Inner {
     pub(crate) footer_crc32c: u32,
     /// Whether questions may use the dataset index ([`OpenOptions::dataset_index`]).
     pub(crate) use_index: bool,
+    /// Decoded index columns kept between questions ([`OpenOptions::index_cache_bytes`]).
+    pub(crate) index_cache_bytes: usize,
     /// The dataset index, once looked for (`None`: none usable).
     pub(crate) index: tokio::sync::OnceCell<Option<Arc<crate::index::LoadedIndex>>>,
     /// The index's tail as read beside the open, until its first use takes it.
@@ -435,6 +450,7 @@ impl Member {
                 segments,
                 footer_crc32c: opened.footer_crc32c,
                 use_index: options.dataset_index,
+                index_cache_bytes: options.index_cache_bytes,
                 index: tokio::sync::OnceCell::new(),
                 index_probe: std::sync::Mutex::new(opened.index_probe),
                 views_in_making: std::sync::Mutex::default(),
@@ -663,6 +679,17 @@ impl Member {
     /// body): tolerated, logged, and listed here.
     pub fn mask_warnings(&self) -> Vec<String> {
         self.mask().warnings.clone()
+    }
+
+    /// Arrow memory of the decoded dataset-index columns this handle keeps
+    /// between questions: at most
+    /// [`OpenOptions::index_cache_bytes`], however many datasets its
+    /// questions and loops went over (0 before the index is first used).
+    pub fn index_bytes_kept(&self) -> usize {
+        match self.inner.index.get() {
+            Some(Some(index)) => index.decoded_bytes(),
+            _ => 0,
+        }
     }
 
     /// Segments opened so far: each is opened once, on first use, and kept.

@@ -225,6 +225,12 @@ impl Atlas {
         self.opened().map(Member::blocks_decoded).sum()
     }
 
+    /// Arrow memory of the decoded dataset-index columns kept, over every
+    /// open member (see [`Member::index_bytes_kept`]).
+    pub fn index_bytes_kept(&self) -> usize {
+        self.opened().map(Member::index_bytes_kept).sum()
+    }
+
     /// Arrays held in views made from the dataset index's chunk places,
     /// over every open member (see [`Member::arrays_in_views`]).
     pub fn arrays_in_views(&self) -> usize {
