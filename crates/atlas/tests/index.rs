@@ -645,6 +645,16 @@ async fn placed(op: &Operator, prefix: &str, n: usize) {
     writer.finish().await.unwrap();
 }
 
+/// [`placed`], its index rewritten with `rows` datasets a row group.
+async fn placed_in_groups(op: &Operator, prefix: &str, n: usize, rows: usize) {
+    placed(op, prefix, n).await;
+    open(op, prefix, true)
+        .await
+        .write_index(&IndexOptions::default().rows_per_group(rows))
+        .await
+        .unwrap();
+}
+
 #[tokio::test]
 async fn a_cold_read_takes_the_chunk_places_from_the_index_and_reads_no_segment_footer() {
     let (op, stats, _) = counted_memory();
@@ -694,12 +704,7 @@ async fn a_cold_read_takes_the_chunk_places_from_the_index_and_reads_no_segment_
 #[tokio::test]
 async fn every_dataset_reads_the_same_through_the_index_places_as_through_the_footer() {
     let (op, stats, _) = counted_memory();
-    placed(&op, "c", 3000).await;
-    open(&op, "c", true)
-        .await
-        .write_index(&IndexOptions::default().rows_per_group(1000))
-        .await
-        .unwrap();
+    placed_in_groups(&op, "c", 3000, 1000).await;
     let with = open(&op, "c", true).await;
     stats.reset();
     let index = join("c", INDEX_FILE);
@@ -944,12 +949,7 @@ async fn concurrent_cold_reads_of_the_same_datasets_through_the_index_all_succee
 #[tokio::test]
 async fn decoded_index_columns_stay_within_their_budget_and_come_back_without_a_request() {
     let (op, stats, _) = counted_memory();
-    placed(&op, "c", 3000).await;
-    open(&op, "c", true)
-        .await
-        .write_index(&IndexOptions::default().rows_per_group(250))
-        .await
-        .unwrap();
+    placed_in_groups(&op, "c", 3000, 250).await;
     let full = open(&op, "c", true).await;
     let lean = Atlas::open(
         (op.clone(), "c"),

@@ -181,8 +181,9 @@ impl Stream for TableStream {
 const PARTS_PER_RUN: usize = 1024;
 
 /// What one dataset contributes. Nothing of it is on the heap for
-/// datasets of rank two or less: a table over a million datasets holds
-/// one of these for each until the filler is past it.
+/// datasets of rank two or less in a table without attribute columns: a
+/// table over a million datasets holds one of these for each until the
+/// filler is past it.
 struct Part {
     dataset: Dataset,
     /// Which of the table's [`Kind`]s it is.
@@ -453,13 +454,11 @@ pub(crate) async fn table_with(
     let read_arrays: Arc<[String]> = arrays.clone().into();
     let reads = stream::iter(parts.into_iter().flatten())
         .map(move |part| {
-            let has = read_kinds
-                .get(part.kind)
-                .map(|k| k.has.clone())
-                .unwrap_or_default();
+            let kinds = Arc::clone(&read_kinds);
             let arrays = Arc::clone(&read_arrays);
             async move {
-                let reads = arrays.iter().zip(&has).map(|(array, has)| {
+                let has = kinds.get(part.kind).map_or(&[][..], |k| &k.has[..]);
+                let reads = arrays.iter().zip(has).map(|(array, has)| {
                     let dataset = &part.dataset;
                     async move {
                         match has {
