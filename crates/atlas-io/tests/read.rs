@@ -218,3 +218,27 @@ async fn fs_reports_no_etag_and_simulates_suffix_reads() {
     assert!(!cap.write_with_if_match);
     assert!(cap.write_with_if_not_exists);
 }
+
+#[tokio::test]
+async fn a_local_read_owns_a_buffer_of_its_own_size_after_a_large_one() {
+    // OpenDAL's fs service as published pools its read buffers: a small
+    // read after a large one came back as a view into the large buffer,
+    // which the pool kept besides. Held for long (a tail, an index page),
+    // a few bytes kept a megabyte alive.
+    let dir = tempfile::tempdir().unwrap();
+    let op = atlas_io::fs_operator(dir.path()).unwrap();
+    let whole = data(2 << 20);
+    op.write("f", whole.clone()).await.unwrap();
+    let large = read_range(&op, "f", 0..1 << 20).await.unwrap();
+    assert_eq!(large.len(), 1 << 20);
+    drop(large);
+    for _ in 0..3 {
+        let small = read_range(&op, "f", 10..110).await.unwrap();
+        assert_eq!(small, whole.slice(10..110));
+        let owned = match small.try_into_mut() {
+            Ok(owned) => owned,
+            Err(_) => panic!("the bytes of a read share their buffer with something else"),
+        };
+        assert_eq!(owned.capacity(), 100, "a read holds more than it read");
+    }
+}
