@@ -298,6 +298,25 @@ fn parse_options(args: &[String]) -> Result<Options> {
     Ok(o)
 }
 
+/// Every allocation of this program counted on its way to the system
+/// allocator, so a step can read the peak of its live heap
+/// ([`heap_peak_since`]).
+#[global_allocator]
+static HEAP: &peakmem_alloc::PeakMemAlloc<std::alloc::System> = &peakmem_alloc::INSTRUMENTED_SYSTEM;
+
+/// Starts a heap-peak measurement: from here, live bytes count from zero.
+fn reset_heap_peak() {
+    use peakmem_alloc::PeakMemAllocTrait;
+    HEAP.reset_peak_memory();
+}
+
+/// The most bytes live at once since [`reset_heap_peak`], beyond what was
+/// live then (the allocator's own count: no freed buffer it keeps, no code).
+fn heap_peak_since() -> u64 {
+    use peakmem_alloc::PeakMemAllocTrait;
+    HEAP.get_peak_memory() as u64
+}
+
 fn runtime() -> Result<tokio::runtime::Runtime> {
     Ok(tokio::runtime::Builder::new_multi_thread()
         .enable_all()

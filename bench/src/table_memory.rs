@@ -8,7 +8,10 @@
 //! peak also counts the pages of this program's code that the read runs
 //! for the first time (read in from disk, shared and reclaimable: about
 //! 20 MB of a 40 MB table), so the line gives the anonymous memory's peak
-//! too (`RssAnon`, sampled every millisecond), which is what the read holds.
+//! too (`RssAnon`, sampled every millisecond), and the live heap's peak
+//! (every allocation counted, so exact): what the read holds at its worst,
+//! without what the allocator keeps of buffers already freed, which the
+//! anonymous peak includes.
 //! Run it on a collection `atlas-bench` wrote (e.g. `WORK/ours-profiles-1`).
 
 use std::path::Path;
@@ -45,12 +48,14 @@ async fn measure(dir: &Path, arrays: &[String], options: &OpenOptions) -> Result
     let anon_before_kib = crate::rss_anon_kib();
     crate::reset_peak();
     let anon = AnonPeak::start();
+    crate::reset_heap_peak();
     let started = Instant::now();
     let stream = atlas
         .table(&TableOptions::new(arrays.iter().cloned()))
         .await?;
     let batches: Vec<atlas::RecordBatch> = stream.try_collect().await?;
     let wall = started.elapsed();
+    let heap_growth = crate::heap_peak_since();
     let peak_kib = crate::vm_hwm_kib();
     let anon_peak_kib = anon.finish();
     let rows: usize = batches.iter().map(atlas::RecordBatch::num_rows).sum();
@@ -66,7 +71,8 @@ async fn measure(dir: &Path, arrays: &[String], options: &OpenOptions) -> Result
     let ratio = |b: u64| b as f64 / table.max(1) as f64;
     println!(
         "table of {} over {} datasets: {rows} rows, {:.1} MiB of Arrow; resident peak grew {:.1} MiB \
-         ({:.2}x the table), anonymous memory {:.1} MiB ({:.2}x) in {:.0} ms",
+         ({:.2}x the table), anonymous memory {:.1} MiB ({:.2}x), live heap {:.1} MiB ({:.2}x) \
+         in {:.0} ms",
         arrays.join(","),
         atlas.dataset_count().await?,
         mib(table as u64),
@@ -74,6 +80,8 @@ async fn measure(dir: &Path, arrays: &[String], options: &OpenOptions) -> Result
         ratio(growth),
         mib(anon_growth),
         ratio(anon_growth),
+        mib(heap_growth),
+        ratio(heap_growth),
         wall.as_secs_f64() * 1e3
     );
     drop(batches);
