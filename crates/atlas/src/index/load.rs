@@ -108,13 +108,28 @@ struct Chunks {
 
 impl Chunks {
     /// Lets decoded columns go, those asked for longest ago first, until at
-    /// most `kept` bytes are held or only those of question `now` are left.
+    /// most `kept` bytes are held. Whatever `kept` says, the columns of
+    /// question `now` stay, and so does the row group each column was last
+    /// asked for: a loop over the datasets asks for it again with the next
+    /// dataset, and would otherwise decode a whole row group per read.
     fn trim(&mut self, kept: usize, now: u64) {
+        if self.decoded <= kept {
+            return;
+        }
+        let mut newest: HashMap<usize, u64> = HashMap::new();
+        for (&(column, _), c) in &self.cells {
+            if c.decoded.is_some() {
+                let last = newest.entry(column).or_default();
+                *last = (*last).max(c.used);
+            }
+        }
         while self.decoded > kept {
             let oldest = self
                 .cells
                 .iter_mut()
-                .filter(|(_, c)| c.decoded.is_some() && c.used < now)
+                .filter(|((column, _), c)| {
+                    c.decoded.is_some() && c.used < now && newest.get(column) != Some(&c.used)
+                })
                 .min_by_key(|(_, c)| c.used)
                 .map(|(_, c)| c);
             let Some(chunk) = oldest else {
@@ -1182,4 +1197,62 @@ fn attr_at(dtype: &DType, column: &ArrayRef, row: usize) -> Result<Option<Attr>,
         ),
         _ => return Err(wrong_type()),
     }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use arrow_array::UInt32Array;
+
+    fn decoded(used: u64) -> Chunk {
+        let values: ArrayRef = Arc::new(UInt32Array::from(vec![7u32; 256]));
+        Chunk {
+            range: 0..1,
+            bytes: Bytes::new(),
+            decoded: Some(values),
+            used,
+        }
+    }
+
+    #[test]
+    fn with_no_budget_the_row_group_each_column_was_last_asked_for_stays_decoded() {
+        // Two columns (two variables' chunk places) asked for in turn, as a
+        // loop reading both arrays of every dataset asks: row group 0 of
+        // each, then row group 1 of each.
+        let mut chunks = Chunks::default();
+        for ((column, group), used) in [((0, 0), 1), ((1, 0), 2), ((0, 1), 3), ((1, 1), 4)] {
+            let chunk = decoded(used);
+            chunks.decoded += chunk
+                .decoded
+                .as_ref()
+                .map_or(0, |a| a.get_array_memory_size());
+            chunks.cells.insert((column, group), chunk);
+        }
+        let one = chunks.decoded / 4;
+        chunks.trim(0, 5);
+        let held: Vec<(usize, usize)> = {
+            let mut held: Vec<_> = chunks
+                .cells
+                .iter()
+                .filter(|(_, c)| c.decoded.is_some())
+                .map(|(k, _)| *k)
+                .collect();
+            held.sort_unstable();
+            held
+        };
+        assert_eq!(held, [(0, 1), (1, 1)]);
+        assert_eq!(chunks.decoded, 2 * one);
+        // Within a budget, older row groups stay too.
+        let mut roomy = Chunks::default();
+        for (key, used) in [((0, 0), 1), ((0, 1), 2)] {
+            let chunk = decoded(used);
+            roomy.decoded += chunk
+                .decoded
+                .as_ref()
+                .map_or(0, |a| a.get_array_memory_size());
+            roomy.cells.insert(key, chunk);
+        }
+        roomy.trim(usize::MAX, 3);
+        assert!(roomy.cells.values().all(|c| c.decoded.is_some()));
+    }
 }

@@ -104,8 +104,10 @@ impl OpenOptions {
     /// keeps between questions (default
     /// [`DEFAULT_INDEX_CACHE_BYTES`](crate::DEFAULT_INDEX_CACHE_BYTES)),
     /// those asked for longest ago let go first. The columns one question
-    /// needs are held while it runs, whatever this says; the bytes fetched
-    /// stay, so a column let go is decoded again without a request.
+    /// needs are held while it runs, and each column's row group asked for
+    /// last stays (a loop over the datasets asks for it again), whatever
+    /// this says; the bytes fetched stay, so a column let go is decoded
+    /// again without a request.
     pub fn index_cache_bytes(mut self, bytes: usize) -> Self {
         self.index_cache_bytes = bytes;
         self
