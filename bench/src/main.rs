@@ -13,7 +13,7 @@
 //! atlas-bench commits [--writers 1,4,16] [--batch 1,4] [--seconds 5] [--latency 20ms]
 //! atlas-bench ingest [--files 2000] [--jobs 8] [--latency 20ms] [--faults 50]
 //! atlas-bench sync [--profiles 10000] [--jobs 4] [--max-datasets N] [--latency 20ms]
-//! atlas-bench table-memory DIR [ARRAY,ARRAY...]
+//! atlas-bench table-memory DIR [ARRAY,ARRAY...] [--no-index] [--index-cache BYTES]
 //! atlas-bench reads DIR [--latency 20ms] [--bandwidth 100MB/s] [--rounds N]
 //! ```
 //!
@@ -298,23 +298,33 @@ fn parse_options(args: &[String]) -> Result<Options> {
     Ok(o)
 }
 
-/// Every allocation of this program counted on its way to the system
-/// allocator, so a step can read the peak of its live heap
-/// ([`heap_peak_since`]).
+/// With feature `heap-peak`, every allocation of this program counted on
+/// its way to the system allocator, so a step can read the peak of its live
+/// heap ([`heap_peak_since`]).
+#[cfg(feature = "heap-peak")]
 #[global_allocator]
 static HEAP: &peakmem_alloc::PeakMemAlloc<std::alloc::System> = &peakmem_alloc::INSTRUMENTED_SYSTEM;
 
 /// Starts a heap-peak measurement: from here, live bytes count from zero.
 fn reset_heap_peak() {
-    use peakmem_alloc::PeakMemAllocTrait;
-    HEAP.reset_peak_memory();
+    #[cfg(feature = "heap-peak")]
+    {
+        use peakmem_alloc::PeakMemAllocTrait;
+        HEAP.reset_peak_memory();
+    }
 }
 
 /// The most bytes live at once since [`reset_heap_peak`], beyond what was
-/// live then (the allocator's own count: no freed buffer it keeps, no code).
-fn heap_peak_since() -> u64 {
-    use peakmem_alloc::PeakMemAllocTrait;
-    HEAP.get_peak_memory() as u64
+/// live then (the allocator's own count: no freed buffer it keeps, no
+/// code); `None` without feature `heap-peak`.
+fn heap_peak_since() -> Option<u64> {
+    #[cfg(feature = "heap-peak")]
+    {
+        use peakmem_alloc::PeakMemAllocTrait;
+        Some(HEAP.get_peak_memory() as u64)
+    }
+    #[cfg(not(feature = "heap-peak"))]
+    None
 }
 
 fn runtime() -> Result<tokio::runtime::Runtime> {

@@ -1,5 +1,5 @@
-//! `atlas-bench table-memory DIR [ARRAY,ARRAY...] [--no-index]`: the long table of
-//! arrays (default `PRES,TEMP,PSAL`) over every dataset of the collection at
+//! `atlas-bench table-memory DIR [ARRAY,ARRAY...] [--no-index] [--index-cache BYTES]`:
+//! the long table of arrays (default `PRES,TEMP,PSAL`) over every dataset of the collection at
 //! DIR, built as `to_arrow` builds it (`Atlas::table`, every batch kept), and
 //! what that cost in memory: the growth of this process's resident peak
 //! (`VmHWM`, reset just before) against the Arrow memory of the table it
@@ -8,8 +8,10 @@
 //! peak also counts the pages of this program's code that the read runs
 //! for the first time (read in from disk, shared and reclaimable: about
 //! 20 MB of a 40 MB table), so the line gives the anonymous memory's peak
-//! too (`RssAnon`, sampled every millisecond), and the live heap's peak
-//! (every allocation counted, so exact): what the read holds at its worst,
+//! too (`RssAnon`, sampled every millisecond), and, built with feature
+//! `heap-peak`, the live heap's peak (every allocation counted, so exact;
+//! the count slows allocation, so it is off for the other steps): what the
+//! read holds at its worst,
 //! without what the allocator keeps of buffers already freed, which the
 //! anonymous peak includes.
 //! Run it on a collection `atlas-bench` wrote (e.g. `WORK/ours-profiles-1`).
@@ -24,22 +26,35 @@ use futures::TryStreamExt;
 
 use crate::error::{BenchError, Result};
 
-/// Runs the measurement on `args` (`DIR [ARRAYS]`) and prints one line.
+/// Runs the measurement on `args` (`DIR [ARRAYS] [--no-index]
+/// [--index-cache BYTES]`) and prints one line.
 pub fn run(args: &[String]) -> Result {
-    let use_index = !args.iter().any(|a| a == "--no-index");
-    let mut args = args.iter().filter(|a| *a != "--no-index");
-    let dir = args.next().ok_or_else(|| {
-        BenchError::Usage("table-memory DIR [ARRAY,ARRAY...] [--no-index]".into())
-    })?;
-    let arrays: Vec<String> = args
+    let usage = || BenchError::Usage(USAGE.into());
+    let mut options = OpenOptions::default();
+    let mut positional = Vec::new();
+    let mut args = args.iter();
+    while let Some(arg) = args.next() {
+        match arg.as_str() {
+            "--no-index" => options = options.dataset_index(false),
+            "--index-cache" => {
+                let bytes = args.next().and_then(|b| b.parse().ok()).ok_or_else(usage)?;
+                options = options.index_cache_bytes(bytes);
+            }
+            _ => positional.push(arg.as_str()),
+        }
+    }
+    let mut positional = positional.into_iter();
+    let dir = positional.next().ok_or_else(usage)?;
+    let arrays: Vec<String> = positional
         .next()
-        .map_or("PRES,TEMP,PSAL", String::as_str)
+        .unwrap_or("PRES,TEMP,PSAL")
         .split(',')
         .map(str::to_owned)
         .collect();
-    let options = OpenOptions::default().dataset_index(use_index);
     crate::runtime()?.block_on(measure(Path::new(dir), &arrays, &options))
 }
+
+const USAGE: &str = "table-memory DIR [ARRAY,ARRAY...] [--no-index] [--index-cache BYTES]";
 
 async fn measure(dir: &Path, arrays: &[String], options: &OpenOptions) -> Result {
     let atlas = Atlas::open(dir, options).await?;
@@ -69,10 +84,13 @@ async fn measure(dir: &Path, arrays: &[String], options: &OpenOptions) -> Result
         .saturating_mul(1024);
     let mib = |b: u64| b as f64 / (1 << 20) as f64;
     let ratio = |b: u64| b as f64 / table.max(1) as f64;
+    let heap = heap_growth.map_or_else(
+        || "live heap not counted (feature heap-peak)".to_owned(),
+        |b| format!("live heap {:.1} MiB ({:.2}x)", mib(b), ratio(b)),
+    );
     println!(
         "table of {} over {} datasets: {rows} rows, {:.1} MiB of Arrow; resident peak grew {:.1} MiB \
-         ({:.2}x the table), anonymous memory {:.1} MiB ({:.2}x), live heap {:.1} MiB ({:.2}x) \
-         in {:.0} ms",
+         ({:.2}x the table), anonymous memory {:.1} MiB ({:.2}x), {heap} in {:.0} ms",
         arrays.join(","),
         atlas.dataset_count().await?,
         mib(table as u64),
@@ -80,8 +98,6 @@ async fn measure(dir: &Path, arrays: &[String], options: &OpenOptions) -> Result
         ratio(growth),
         mib(anon_growth),
         ratio(anon_growth),
-        mib(heap_growth),
-        ratio(heap_growth),
         wall.as_secs_f64() * 1e3
     );
     drop(batches);
