@@ -684,9 +684,9 @@ impl Member {
     }
 
     /// Arrow memory of the decoded dataset-index columns this handle keeps
-    /// between questions: at most
-    /// [`OpenOptions::index_cache_bytes`], however many datasets its
-    /// questions and loops went over (0 before the index is first used).
+    /// between questions: at most [`OpenOptions::index_cache_bytes`] and
+    /// the row group each column was last asked for, however many datasets
+    /// its questions and loops went over (0 before the index is first used).
     pub fn index_bytes_kept(&self) -> usize {
         match self.inner.index.get() {
             Some(Some(index)) => index.decoded_bytes(),
