@@ -11,9 +11,8 @@
 //! too (`RssAnon`, sampled every millisecond), and, built with feature
 //! `heap-peak`, the live heap's peak (every allocation counted, so exact;
 //! the count slows allocation, so it is off for the other steps): what the
-//! read holds at its worst,
-//! without what the allocator keeps of buffers already freed, which the
-//! anonymous peak includes.
+//! read holds at its worst, without what the allocator keeps of buffers
+//! already freed, which the anonymous peak includes.
 //! Run it on a collection `atlas-bench` wrote (e.g. `WORK/ours-profiles-1`).
 
 use std::path::Path;

@@ -974,8 +974,9 @@ async fn decoded_index_columns_stay_within_their_budget_and_come_back_without_a_
         kept_lean.saturating_mul(4) <= kept_full,
         "with no budget {kept_lean} bytes stay, with the default {kept_full}"
     );
-    // Statistics decoded, then let go for chunk places, then asked again:
-    // decoded anew from the bytes kept, without a request.
+    // The chunk places of dataset 7's row group were let go while the loop
+    // went on, and the statistics are asked twice: what is decoded again
+    // comes from the bytes kept, without a request.
     let index = join("c", INDEX_FILE);
     let first = lean.array_stats_by_dataset("X").await.unwrap();
     let fetched = reads_of(&stats, &index);
