@@ -695,26 +695,32 @@ impl LoadedIndex {
         (covered == live.count()).then(|| fold_stats(totals.iter().map(|t| t.stats())))
     }
 
-    /// One row per dataset of `live` declaring `variable`, in ordinal order,
-    /// made by `row` from its ordinal, declared type and statistics (`None`
-    /// where none are recorded); `row` returning `None` leaves the dataset
-    /// out. The caller's rows are built here, so nothing is copied twice.
+    /// One row per dataset of `live` declaring `variable`, in ordinal order:
+    /// laid out by `lay` from its ordinal and declared type while the
+    /// statistics columns are fetched (`None` leaves the dataset out), then
+    /// completed by `fill` with its statistics (`None` where none are
+    /// recorded; `false` drops the row). The caller's rows are built here, so
+    /// nothing is copied twice.
     pub(crate) async fn stats<T>(
         &self,
         member: &Member,
         variable: &IndexedVariable,
         live: &Live,
-        mut row: impl FnMut(u32, &DType, Option<ArrayStats>) -> Option<T>,
+        mut lay: impl FnMut(u32, &DType) -> Option<T>,
+        mut fill: impl FnMut(&mut T, Option<ArrayStats>) -> bool,
     ) -> Result<Vec<T>, IndexProblem> {
         let mut names = vec![count_column(&variable.name), nulls_column(&variable.name)];
         names.extend(bound_columns(variable));
         let groups = self.groups_of(live);
-        let columns = self.columns(member, &names, &groups).await?;
         let footer = member.footer();
         let declared = declared_array(footer, &variable.name);
-        let mut out = Vec::with_capacity(live.count());
+        let (columns, mut laid) = self
+            .columns_laying_out(member, &names, &groups, live, |ordinal| {
+                lay(ordinal, declared_by(footer, &declared, ordinal)?)
+            })
+            .await?;
+        let mut per_group = Vec::with_capacity(columns.len());
         for (&g, arrays) in groups.iter().zip(&columns) {
-            let first = self.first_of(g)?;
             let [count, nulls, bounds @ ..] = arrays.as_slice() else {
                 return Err(IndexProblem::Decode("missing statistics columns".into()));
             };
@@ -724,42 +730,44 @@ impl LoadedIndex {
             let nulls = nulls
                 .as_primitive_opt::<UInt64Type>()
                 .ok_or_else(wrong_type)?;
-            let bounds = bounds
-                .iter()
-                .map(|c| StatColumn::new(variable.kind, c, count.len()))
-                .collect::<Result<Vec<_>, _>>()?;
-            if nulls.len() != count.len() {
+            let rows = self.rows_of(g)?;
+            if count.len() != rows || nulls.len() != rows {
                 return Err(wrong_type());
             }
-            for (at, ordinal) in live_rows(first, count.len(), live) {
-                let Some(dtype) = declared_by(footer, &declared, ordinal) else {
-                    continue;
-                };
-                let stats = if count.is_null(at) {
-                    None
-                } else {
-                    let min = bounds.first().and_then(|c| c.at(at));
-                    let max = match bounds.get(1) {
-                        Some(c) => c.at(at),
-                        None => min.clone(),
-                    };
-                    if nulls.is_null(at) {
-                        return Err(IndexProblem::Decode(format!(
-                            "row {ordinal} has a count of {:?} but no null count",
-                            variable.name
-                        )));
-                    }
-                    Some(ArrayStats {
-                        min,
-                        max,
-                        null_count: nulls.value(at),
-                        row_count: count.value(at),
-                    })
-                };
-                out.extend(row(ordinal, dtype, stats));
-            }
+            let bounds = bounds
+                .iter()
+                .map(|c| StatColumn::new(variable.kind, c, rows))
+                .collect::<Result<Vec<_>, _>>()?;
+            per_group.push((count, nulls, bounds));
         }
-        Ok(out)
+        let mut keep = Vec::with_capacity(laid.rows.len());
+        for (out, &(group, at)) in laid.rows.iter_mut().zip(&laid.cells) {
+            let (count, nulls, bounds) = per_group.get(group).ok_or_else(wrong_type)?;
+            let stats = if count.is_null(at) {
+                None
+            } else {
+                let min = bounds.first().and_then(|c| c.at(at));
+                let max = match bounds.get(1) {
+                    Some(c) => c.at(at),
+                    None => min.clone(),
+                };
+                if nulls.is_null(at) {
+                    return Err(IndexProblem::Decode(format!(
+                        "row {} has a count of {:?} but no null count",
+                        self.ordinal_at(&groups, group, at),
+                        variable.name
+                    )));
+                }
+                Some(ArrayStats {
+                    min,
+                    max,
+                    null_count: nulls.value(at),
+                    row_count: count.value(at),
+                })
+            };
+            keep.push(fill(out, stats));
+        }
+        Ok(laid.keep(&keep))
     }
 
     /// The shape and first block of `variable` of each dataset of `live`
@@ -961,39 +969,115 @@ impl LoadedIndex {
     }
 
     /// Attribute `attribute` of each dataset of `live` declaring it, in
-    /// ordinal order, one row each made by `row` from the dataset's ordinal
-    /// and value (`None` leaves the dataset out).
+    /// ordinal order: one row each laid out by `lay` from the dataset's
+    /// ordinal while the column is fetched (`None` leaves the dataset out),
+    /// then completed by `fill` with its value.
     pub(crate) async fn attributes<T>(
         &self,
         member: &Member,
         attribute: &IndexedAttribute,
         live: &Live,
-        mut row: impl FnMut(u32, Attr) -> Option<T>,
+        mut lay: impl FnMut(u32) -> Option<T>,
+        mut fill: impl FnMut(&mut T, Attr),
     ) -> Result<Vec<T>, IndexProblem> {
         let groups = self.groups_of(live);
-        let columns = self
-            .columns(member, std::slice::from_ref(&attribute.column), &groups)
-            .await?;
         let footer = member.footer();
         let declares = declared_per_schema(footer, |s| s.attribute_dtype(&attribute.key));
-        let mut out = Vec::with_capacity(live.count());
+        let (columns, mut laid) = self
+            .columns_laying_out(
+                member,
+                std::slice::from_ref(&attribute.column),
+                &groups,
+                live,
+                |ordinal| {
+                    declared_by(footer, &declares, ordinal)?;
+                    lay(ordinal)
+                },
+            )
+            .await?;
+        let mut per_group = Vec::with_capacity(columns.len());
         for (&g, arrays) in groups.iter().zip(&columns) {
-            let first = self.first_of(g)?;
             let column = arrays.first().ok_or_else(wrong_type)?;
-            for (at, ordinal) in live_rows(first, column.len(), live) {
-                if declared_by(footer, &declares, ordinal).is_none() {
-                    continue;
+            if column.len() != self.rows_of(g)? {
+                return Err(wrong_type());
+            }
+            per_group.push(column);
+        }
+        for (out, &(group, at)) in laid.rows.iter_mut().zip(&laid.cells) {
+            let column = per_group.get(group).ok_or_else(wrong_type)?;
+            let attr = attr_at(&attribute.dtype, column, at)?.ok_or_else(|| {
+                IndexProblem::Decode(format!(
+                    "dataset {} declares {:?} but its cell is empty",
+                    self.ordinal_at(&groups, group, at),
+                    attribute.key
+                ))
+            })?;
+            fill(out, attr);
+        }
+        Ok(laid.rows)
+    }
+
+    /// [`columns`](Self::columns), and meanwhile, while those of them not
+    /// fetched before are on their way, the rows of a question laid out:
+    /// one per dataset of `live` in `groups`, made by `lay` from its ordinal
+    /// (`None` leaves it out). Nothing the rows start with needs the index's
+    /// bytes (names, declared types), so that work costs no time of its own
+    /// on a store with latency.
+    async fn columns_laying_out<T>(
+        &self,
+        member: &Member,
+        names: &[String],
+        groups: &[usize],
+        live: &Live,
+        lay: impl FnMut(u32) -> Option<T>,
+    ) -> Result<(Vec<Vec<ArrayRef>>, Laid<T>), IndexProblem> {
+        // `join` polls the fetch first, so its reads are sent before the
+        // rows are laid out.
+        let (columns, laid) = futures::join!(self.columns(member, names, groups), async {
+            self.lay_out(groups, live, lay)
+        });
+        Ok((columns?, laid?))
+    }
+
+    /// The rows `lay` makes for the datasets of `live` in `groups`, in
+    /// ordinal order, with the cell each one's values are in.
+    fn lay_out<T>(
+        &self,
+        groups: &[usize],
+        live: &Live,
+        mut lay: impl FnMut(u32) -> Option<T>,
+    ) -> Result<Laid<T>, IndexProblem> {
+        let mut laid = Laid {
+            rows: Vec::with_capacity(live.count()),
+            cells: Vec::with_capacity(live.count()),
+        };
+        for (at_group, &g) in groups.iter().enumerate() {
+            for (at, ordinal) in live_rows(self.first_of(g)?, self.rows_of(g)?, live) {
+                if let Some(row) = lay(ordinal) {
+                    laid.rows.push(row);
+                    laid.cells.push((at_group, at));
                 }
-                let attr = attr_at(&attribute.dtype, column, at)?.ok_or_else(|| {
-                    IndexProblem::Decode(format!(
-                        "dataset {ordinal} declares {:?} but its cell is empty",
-                        attribute.key
-                    ))
-                })?;
-                out.extend(row(ordinal, attr));
             }
         }
-        Ok(out)
+        Ok(laid)
+    }
+
+    /// The ordinal of row `at` of the `group`th of `groups`, for messages.
+    fn ordinal_at(&self, groups: &[usize], group: usize, at: usize) -> String {
+        groups
+            .get(group)
+            .and_then(|&g| self.meta.row_groups.get(g))
+            .and_then(|g| g.first.checked_add(u64::try_from(at).ok()?))
+            .map_or_else(|| "?".to_owned(), |o| o.to_string())
+    }
+
+    /// How many rows row group `group` holds.
+    fn rows_of(&self, group: usize) -> Result<usize, IndexProblem> {
+        self.meta
+            .row_groups
+            .get(group)
+            .and_then(|g| usize::try_from(g.rows).ok())
+            .ok_or_else(|| IndexProblem::Inconsistent(format!("no row group {group}")))
     }
 
     fn first_of(&self, group: usize) -> Result<u32, IndexProblem> {
@@ -1002,6 +1086,24 @@ impl LoadedIndex {
             .get(group)
             .and_then(|g| u32::try_from(g.first).ok())
             .ok_or_else(|| IndexProblem::Inconsistent(format!("no row group {group}")))
+    }
+}
+
+/// A question's rows as laid out before the index columns are at hand, and
+/// where each row's cells are: (position among the question's row groups,
+/// row in that group).
+struct Laid<T> {
+    rows: Vec<T>,
+    cells: Vec<(usize, usize)>,
+}
+
+impl<T> Laid<T> {
+    /// The rows whose flag in `keep` (one per row, in order) is set.
+    fn keep(self, keep: &[bool]) -> Vec<T> {
+        let mut rows = self.rows;
+        let mut flags = keep.iter();
+        rows.retain(|_| flags.next().copied().unwrap_or(false));
+        rows
     }
 }
 

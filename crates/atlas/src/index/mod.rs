@@ -131,19 +131,21 @@ impl Member {
     }
 
     /// The statistics of `array` for the datasets of `live` declaring it,
-    /// from the index when it holds them, one row each made by `row` (see
+    /// from the index when it holds them, one row each laid out by `lay`
+    /// and completed by `fill` (see
     /// [`LoadedIndex::stats`](load::LoadedIndex::stats)). `None`: ask the
     /// footers.
     pub(crate) async fn indexed_stats<T>(
         &self,
         live: &Live,
         array: &str,
-        row: impl FnMut(u32, &DType, Option<ArrayStats>) -> Option<T>,
+        lay: impl FnMut(u32, &DType) -> Option<T>,
+        fill: impl FnMut(&mut T, Option<ArrayStats>) -> bool,
     ) -> Option<Vec<T>> {
         let index = self.index().await?;
         let variable = index.meta.variable(array)?;
         index
-            .stats(self, variable, live, row)
+            .stats(self, variable, live, lay, fill)
             .await
             .map_err(|e| self.index_failed(&e))
             .ok()
@@ -179,19 +181,21 @@ impl Member {
     }
 
     /// Dataset attribute `key` of the datasets of `live` declaring it, from
-    /// the index when it holds it, one row each made by `row` (see
+    /// the index when it holds it, one row each laid out by `lay` and
+    /// completed by `fill` (see
     /// [`LoadedIndex::attributes`](load::LoadedIndex::attributes)). `None`:
     /// ask the footers.
     pub(crate) async fn indexed_attributes<T>(
         &self,
         live: &Live,
         key: &str,
-        row: impl FnMut(u32, Attr) -> Option<T>,
+        lay: impl FnMut(u32) -> Option<T>,
+        fill: impl FnMut(&mut T, Attr),
     ) -> Option<Vec<T>> {
         let index = self.index().await?;
         let attribute = index.meta.attribute(key)?;
         index
-            .attributes(self, attribute, live, row)
+            .attributes(self, attribute, live, lay, fill)
             .await
             .map_err(|e| self.index_failed(&e))
             .ok()
@@ -286,10 +290,23 @@ pub(crate) async fn check(member: &Member) -> Option<std::result::Result<Vec<Str
                 .collect()
         });
         let from_index = index
-            .stats(member, variable, &all, |o, _, s| Some((o, s?)))
+            .stats(
+                member,
+                variable,
+                &all,
+                |o, _| Some((o, None)),
+                |row, s| {
+                    row.1 = s;
+                    row.1.is_some()
+                },
+            )
             .await;
         match (from_index, &footers) {
             (Ok(indexed), Some(footers)) => {
+                let indexed: Vec<(u32, ArrayStats)> = indexed
+                    .into_iter()
+                    .filter_map(|(o, s)| Some((o, s?)))
+                    .collect();
                 let footers: Vec<(u32, ArrayStats)> = footers
                     .iter()
                     .filter_map(|(o, d)| Some((*o, d.stats.clone()?)))
@@ -341,7 +358,13 @@ pub(crate) async fn check(member: &Member) -> Option<std::result::Result<Vec<Str
     let datasets = &member.footer().datasets;
     for attribute in &index.meta.attributes {
         let from_index = index
-            .attributes(member, attribute, &all, |o, a| Some((o, a)))
+            .attributes(
+                member,
+                attribute,
+                &all,
+                |o| Some((o, Attr::Bool(false))),
+                |row, a| row.1 = a,
+            )
             .await;
         let from_footers = member
             .attributes_by_dataset_from(&all, None, &attribute.key, Source::Footers)

@@ -145,9 +145,16 @@ impl Member {
             return Ok(folded);
         }
         let rows = self
-            .stats_rows(live, array, Source::Any, |_, dtype, stats| {
-                Some((dtype.clone(), stats))
-            })
+            .stats_rows(
+                live,
+                array,
+                Source::Any,
+                |_, dtype| Some((dtype.clone(), None)),
+                |row, stats| {
+                    row.1 = stats;
+                    true
+                },
+            )
             .await?;
         let Some((reference, _)) = rows.first() else {
             return Ok(None);
@@ -179,14 +186,32 @@ impl Member {
         source: Source,
     ) -> Result<Vec<DatasetStats>> {
         let datasets = &self.footer().datasets;
-        self.stats_rows(live, array, source, |ordinal, _, stats| {
-            let (name, _) = datasets.get_index(ordinal as usize)?;
-            Some(DatasetStats {
-                dataset: name.clone(),
-                ordinal,
-                stats: stats?,
-            })
-        })
+        self.stats_rows(
+            live,
+            array,
+            source,
+            |ordinal, _| {
+                let (name, _) = datasets.get_index(ordinal as usize)?;
+                Some(DatasetStats {
+                    dataset: name.clone(),
+                    ordinal,
+                    // In place until `fill` has the dataset's own.
+                    stats: ArrayStats {
+                        min: None,
+                        max: None,
+                        null_count: 0,
+                        row_count: 0,
+                    },
+                })
+            },
+            |row, stats| match stats {
+                Some(stats) => {
+                    row.stats = stats;
+                    true
+                }
+                None => false,
+            },
+        )
         .await
     }
 
@@ -212,27 +237,32 @@ impl Member {
         }))
     }
 
-    /// One row per live dataset declaring `array`, in ordinal order, made by
-    /// `row` from its ordinal, declared type and recorded statistics (`None`
-    /// leaves the dataset out); from the index when `source` allows and the
-    /// index holds them, else from the segment's footer.
+    /// One row per live dataset declaring `array`, in ordinal order, laid
+    /// out by `lay` from its ordinal and declared type (`None` leaves the
+    /// dataset out) and completed by `fill` with its recorded statistics
+    /// (`false` drops the row); from the index when `source` allows and the
+    /// index holds them, else from the segment's footer. In two steps so
+    /// that, through the index, the rows are laid out while its bytes are on
+    /// their way.
     async fn stats_rows<T>(
         &self,
         live: &Live,
         array: &str,
         source: Source,
-        mut row: impl FnMut(u32, &DType, Option<ArrayStats>) -> Option<T>,
+        mut lay: impl FnMut(u32, &DType) -> Option<T>,
+        mut fill: impl FnMut(&mut T, Option<ArrayStats>) -> bool,
     ) -> Result<Vec<T>> {
         if source == Source::Any {
             let declared = declared_array(self.footer(), array);
             self.known_array(array, &declared)?;
-            if let Some(rows) = self.indexed_stats(live, array, &mut row).await {
+            if let Some(rows) = self.indexed_stats(live, array, &mut lay, &mut fill).await {
                 return Ok(rows);
             }
         }
         self.digest_rows(live, array, |_, info, ordinal, declared| {
             check_dtype(array, declared, &info.dtype, &info.name)?;
-            Ok(row(ordinal, declared, info.stats.clone()))
+            Ok(lay(ordinal, declared)
+                .and_then(|mut row| fill(&mut row, info.stats.clone()).then_some(row)))
         })
         .await
     }
@@ -436,10 +466,16 @@ impl Member {
         if array.is_none()
             && source == Source::Any
             && let Some(rows) = self
-                .indexed_attributes(live, key, |ordinal, attr| {
-                    let (name, _) = footer.datasets.get_index(ordinal as usize)?;
-                    Some((name.clone(), attr))
-                })
+                .indexed_attributes(
+                    live,
+                    key,
+                    |ordinal| {
+                        let (name, _) = footer.datasets.get_index(ordinal as usize)?;
+                        // The value is in place until `fill` has the dataset's own.
+                        Some((name.clone(), Attr::Bool(false)))
+                    },
+                    |row, attr| row.1 = attr,
+                )
                 .await
             && rows.len() == wanted.len()
         {
