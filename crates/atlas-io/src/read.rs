@@ -26,8 +26,9 @@ pub const DEFAULT_MAX_CONCURRENCY: usize = 16;
 /// Largest read-ahead window under [`ReadParallelism::default`]: 32 MiB.
 pub const DEFAULT_MAX_READ_AHEAD: u64 = 32 * 1024 * 1024;
 /// Largest read-ahead window on local disk ([`ReadParallelism::for_scheme`]
-/// of `fs`): 1 MiB.
-pub const LOCAL_MAX_READ_AHEAD: u64 = 1024 * 1024;
+/// of `fs`): 512 KiB. A local read costs no round trip, so a window ahead
+/// saves little and holds memory for each segment a walk reads at once.
+pub const LOCAL_MAX_READ_AHEAD: u64 = 512 * 1024;
 
 /// How a big read is split into ranged GETs fetched concurrently.
 ///
