@@ -28,8 +28,8 @@ use super::checksum::{self, ChecksumError};
 use super::cores;
 use super::meta::{
     CHECKSUMS_SINCE, IndexMeta, IndexedAttribute, IndexedVariable, META_KEY, MetaError, Places,
-    StatKind, block_column, bound_columns, chunk_shape_column, chunks_column, count_column,
-    nulls_column, shape_column,
+    RowGroupBounds, StatKind, block_column, bound_columns, chunk_shape_column, chunks_column,
+    count_column, nulls_column, shape_column,
 };
 use crate::read::fold_stats;
 use crate::read::{Live, Member, declared_array, declared_by, declared_per_schema};
@@ -1066,26 +1066,29 @@ impl LoadedIndex {
     fn ordinal_at(&self, groups: &[usize], group: usize, at: usize) -> String {
         groups
             .get(group)
-            .and_then(|&g| self.meta.row_groups.get(g))
+            .and_then(|&g| self.row_group(g).ok())
             .and_then(|g| g.first.checked_add(u64::try_from(at).ok()?))
             .map_or_else(|| "?".to_owned(), |o| o.to_string())
     }
 
     /// How many rows row group `group` holds.
     fn rows_of(&self, group: usize) -> Result<usize, IndexProblem> {
-        self.meta
-            .row_groups
-            .get(group)
-            .and_then(|g| usize::try_from(g.rows).ok())
-            .ok_or_else(|| IndexProblem::Inconsistent(format!("no row group {group}")))
+        let rows = self.row_group(group)?.rows;
+        usize::try_from(rows).map_err(|_| bad_row_group(group))
     }
 
+    /// The ordinal of row group `group`'s first row.
     fn first_of(&self, group: usize) -> Result<u32, IndexProblem> {
+        let first = self.row_group(group)?.first;
+        u32::try_from(first).map_err(|_| bad_row_group(group))
+    }
+
+    /// What the index's own metadata says of row group `group`.
+    fn row_group(&self, group: usize) -> Result<&RowGroupBounds, IndexProblem> {
         self.meta
             .row_groups
             .get(group)
-            .and_then(|g| u32::try_from(g.first).ok())
-            .ok_or_else(|| IndexProblem::Inconsistent(format!("no row group {group}")))
+            .ok_or_else(|| bad_row_group(group))
     }
 }
 
@@ -1182,6 +1185,11 @@ fn coalesce(mut ranges: Vec<Range<u64>>) -> Vec<Range<u64>> {
         }
     }
     out
+}
+
+/// A row group the index's metadata does not have, or cannot hold.
+fn bad_row_group(group: usize) -> IndexProblem {
+    IndexProblem::Inconsistent(format!("no row group {group}"))
 }
 
 fn wrong_type() -> IndexProblem {

@@ -301,7 +301,7 @@ pub(crate) async fn check(member: &Member) -> Option<std::result::Result<Vec<Str
                 |o, _| Some((o, None)),
                 |row, s| {
                     row.1 = s;
-                    row.1.is_some()
+                    true
                 },
             )
             .await;
