@@ -32,6 +32,13 @@ use opendal::{Buffer, BytesRange, Capability, Metadata, OperationContext};
 
 /// How the simulated object store behaves: a fixed wait before each read or
 /// stat, then the bytes at a fixed rate. Zero for both is the plain store.
+///
+/// A request's bytes are due at deadlines counted from its start (its
+/// first byte `latency` after it, each later byte at `bandwidth`), not
+/// after one wait and then another: the timer rounds each wait up to its
+/// tick (a millisecond in tokio), and a request should pay that once, not
+/// once per wait. The local store is asked first, within the latency, so
+/// its own time is not added to the simulated one.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct Simulation {
     /// Wait before the first byte of every read and stat.
@@ -186,26 +193,34 @@ impl Meter {
         InFlight {
             meter: self.clone(),
             traced,
+            started: tokio::time::Instant::now(),
+            received: 0,
         }
     }
 
-    async fn first_byte(&self) {
+    /// Waits until `flight`'s first byte is due.
+    async fn first_byte(&self, flight: &InFlight) {
         if !self.sim.latency.is_zero() {
-            tokio::time::sleep(self.sim.latency).await;
+            tokio::time::sleep_until(flight.started + self.sim.latency).await;
         }
     }
 
-    async fn received(&self, bytes: u64, flight: Option<&InFlight>) {
+    /// Counts `bytes` more of a response and waits until they are due
+    /// (`flight`: the request they belong to, `None` once it has ended).
+    async fn received(&self, bytes: u64, flight: Option<&mut InFlight>) {
         {
             let mut s = self.lock();
             s.reading.bytes_read += bytes;
-            if let Some(entry) = s.traced(flight.and_then(|f| f.traced)) {
+            if let Some(entry) = s.traced(flight.as_ref().and_then(|f| f.traced)) {
                 entry.2 += bytes;
             }
         }
-        let wait = self.sim.transfer(bytes);
-        if !wait.is_zero() {
-            tokio::time::sleep(wait).await;
+        if let Some(flight) = flight
+            && self.sim.is_active()
+        {
+            flight.received = flight.received.saturating_add(bytes);
+            let due = flight.started + self.sim.latency + self.sim.transfer(flight.received);
+            tokio::time::sleep_until(due).await;
         }
     }
 
@@ -223,6 +238,10 @@ struct InFlight {
     meter: Meter,
     /// The reset it started after and its place in the timeline, if traced.
     traced: Option<(Instant, usize)>,
+    /// When it was sent: its bytes are due from then.
+    started: tokio::time::Instant,
+    /// Bytes of its response so far.
+    received: u64,
 }
 
 impl Drop for InFlight {
@@ -306,9 +325,10 @@ impl Service for MeterService {
         path: &str,
         args: OpStat,
     ) -> opendal::Result<RpStat> {
-        let _flight = self.meter.begin(true);
-        self.meter.first_byte().await;
-        self.inner.stat(ctx, path, args).await
+        let flight = self.meter.begin(true);
+        let stat = self.inner.stat(ctx, path, args).await;
+        self.meter.first_byte(&flight).await;
+        stat
     }
 
     fn read(
@@ -395,8 +415,9 @@ impl oio::Read for MeterReader {
         range: BytesRange,
     ) -> opendal::Result<(RpRead, Box<dyn oio::ReadStreamDyn>)> {
         let flight = self.meter.begin(false);
-        self.meter.first_byte().await;
-        let (rp, stream) = oio::Read::open(&self.inner, range).await?;
+        let opened = oio::Read::open(&self.inner, range).await;
+        self.meter.first_byte(&flight).await;
+        let (rp, stream) = opened?;
         let stream = MeterStream {
             inner: stream,
             meter: self.meter.clone(),
@@ -406,10 +427,17 @@ impl oio::Read for MeterReader {
     }
 
     async fn read(&self, range: BytesRange) -> opendal::Result<(RpRead, Buffer)> {
-        let flight = self.meter.begin(false);
-        self.meter.first_byte().await;
-        let (rp, buf) = oio::Read::read(&self.inner, range).await?;
-        self.meter.received(buf.len() as u64, Some(&flight)).await;
+        let mut flight = self.meter.begin(false);
+        let (rp, buf) = match oio::Read::read(&self.inner, range).await {
+            Ok(read) => read,
+            Err(e) => {
+                self.meter.first_byte(&flight).await;
+                return Err(e);
+            }
+        };
+        self.meter
+            .received(buf.len() as u64, Some(&mut flight))
+            .await;
         Ok((rp, buf))
     }
 }
@@ -428,7 +456,7 @@ impl oio::ReadStream for MeterStream {
             self.flight = None;
         } else {
             let bytes = buf.len() as u64;
-            self.meter.received(bytes, self.flight.as_ref()).await;
+            self.meter.received(bytes, self.flight.as_mut()).await;
         }
         Ok(buf)
     }
@@ -516,20 +544,31 @@ impl ObjectStore for MeteredStore {
         options: GetOptions,
     ) -> object_store::Result<GetResult> {
         let head = options.head;
-        let flight = self.meter.begin(head);
-        self.meter.first_byte().await;
-        let result = self.inner.get_opts(location, options).await?;
-        if head {
-            return Ok(result);
-        }
+        let mut flight = self.meter.begin(head);
+        let result = self.inner.get_opts(location, options).await;
+        let result = match result {
+            Ok(result) if !head => result,
+            other => {
+                self.meter.first_byte(&flight).await;
+                return other;
+            }
+        };
         // Take the whole body here, so the request is in flight until its last byte.
         let (meta, range, attributes) = (
             result.meta.clone(),
             result.range.clone(),
             result.attributes.clone(),
         );
-        let body = result.bytes().await?;
-        self.meter.received(body.len() as u64, Some(&flight)).await;
+        let body = match result.bytes().await {
+            Ok(body) => body,
+            Err(e) => {
+                self.meter.first_byte(&flight).await;
+                return Err(e);
+            }
+        };
+        self.meter
+            .received(body.len() as u64, Some(&mut flight))
+            .await;
         let body: object_store::Result<Bytes> = Ok(body);
         Ok(GetResult {
             payload: GetResultPayload::Stream(Box::pin(stream::once(async move { body }))),
@@ -650,6 +689,31 @@ mod tests {
         assert_eq!((r.writes, r.bytes_written), (1, 1000));
         assert_eq!((r.reads, r.stats, r.bytes_read), (1, 1, 300));
         assert_eq!(r.waves, 2);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_response_in_pieces_is_due_at_its_latency_plus_its_bytes_time() {
+        // 20 ms, then 1 000 bytes at 1 MB/s: four pieces of 250 bytes are
+        // due at 20.25, 20.5, 20.75 and 21 ms from the request's start. A
+        // wait per piece, each rounded up to the timer's millisecond, would
+        // end at 24 ms.
+        let meter = Meter::new(Simulation {
+            latency: Duration::from_millis(20),
+            bandwidth: Some(1e6),
+        });
+        let start = tokio::time::Instant::now();
+        let mut flight = meter.begin(false);
+        meter.first_byte(&flight).await;
+        for _ in 0..4 {
+            meter.received(250, Some(&mut flight)).await;
+        }
+        drop(flight);
+        let took = start.elapsed();
+        assert!(
+            took >= Duration::from_millis(21) && took < Duration::from_millis(22),
+            "{took:?}"
+        );
+        assert_eq!(meter.reading().bytes_read, 1000);
     }
 
     #[test]
