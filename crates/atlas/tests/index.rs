@@ -11,8 +11,8 @@ mod read_support;
 use std::collections::BTreeSet;
 
 use atlas::{
-    ArrayStats, Atlas, AtlasWriter, CatalogueOptions, INDEX_FILE, IndexOptions, OpenOptions,
-    Predicate, Value, WriterConfig,
+    ArrayStats, Atlas, AtlasWriter, Attr, CatalogueOptions, INDEX_FILE, IndexOptions, OpenOptions,
+    Predicate, Region, SetWriter, Value, WriterConfig, member_id,
 };
 use opendal::Operator;
 use read_support::{FIXTURES, counted_memory, join, load_fixture, memory, reads_of};
@@ -145,6 +145,107 @@ async fn queries_through_the_index_select_what_the_footers_select() {
             "{text}"
         );
     }
+}
+
+/// Commits a member of the set at `(op, prefix)` holding one dataset per
+/// `(name, cycle)`: a `TEMP` profile whose length and values follow from
+/// both, a scalar `LATITUDE` and a `cycle` attribute.
+async fn append_member(op: &Operator, prefix: &str, n: u64, datasets: &[(&str, i64)]) -> String {
+    let ms = 1_700_000_000_000 + i64::try_from(n).unwrap();
+    let config = WriterConfig::default().created_unix_ms(ms);
+    let mut set = SetWriter::create((op.clone(), prefix), &config)
+        .await
+        .unwrap();
+    let id = member_id(ms, n);
+    let member = set.add_member(&id).await.unwrap();
+    for &(name, cycle) in datasets {
+        let len = 2 + usize::try_from(cycle).unwrap() % 5;
+        let temp: Vec<f32> = (0..len).map(|i| cycle as f32 * 3.0 + i as f32).collect();
+        let mut ds = member.writer().add_dataset(name).unwrap();
+        ds.define_array::<f32>("TEMP", &["N_LEVELS"], &[len as u64], None, Some(99999.0))
+            .unwrap();
+        ds.write_array("TEMP", &[0], ndarray::ArrayView1::from(&temp).into_dyn())
+            .unwrap();
+        ds.define_array::<f64>("LATITUDE", &[], &[], None, None)
+            .unwrap();
+        ds.write_array(
+            "LATITUDE",
+            &[],
+            ndarray::arr0(cycle as f64 * 7.5 - 40.0).view().into_dyn(),
+        )
+        .unwrap();
+        ds.set_attribute("cycle", cycle).unwrap();
+        ds.finish().await.unwrap();
+    }
+    set.finish_member(member).await.unwrap();
+    set.commit().await.unwrap();
+    id
+}
+
+#[tokio::test]
+async fn a_set_with_replaced_and_deleted_names_answers_through_its_indexes_as_through_the_footers()
+{
+    let op = atlas_io::CasMemory::new().operator();
+    let first: Vec<(String, i64)> = (0..12).map(|i| (format!("p{i:02}"), i)).collect();
+    let first: Vec<(&str, i64)> = first.iter().map(|(n, c)| (n.as_str(), *c)).collect();
+    let old = append_member(&op, "argo", 1, &first).await;
+    // The second member replaces p01, p04 and p07 with other values and
+    // shapes, and adds p12.
+    let new = append_member(
+        &op,
+        "argo",
+        2,
+        &[("p01", 21), ("p04", 24), ("p07", 27), ("p12", 12)],
+    )
+    .await;
+    // One replaced name, one name never replaced, and one name only the new
+    // member holds are deleted.
+    open(&op, "argo", true)
+        .await
+        .delete_datasets(&["p04", "p09", "p12"])
+        .await
+        .unwrap();
+
+    let with = open(&op, "argo", true).await;
+    let without = open(&op, "argo", false).await;
+    for id in [&old, &new] {
+        assert!(with.member(id).await.unwrap().has_index().await, "{id}");
+        assert!(!without.member(id).await.unwrap().has_index().await, "{id}");
+    }
+    assert_same_answers(&with, &without, "set").await;
+    let names = with.dataset_names().await.unwrap();
+    assert_eq!(names.len(), 10);
+    assert!(
+        !names
+            .iter()
+            .any(|n| ["p04", "p09", "p12"].contains(&n.as_str()))
+    );
+    for text in [
+        "LATITUDE > 0",
+        "TEMP.max > 60",
+        "cycle >= 20 or LATITUDE < -30",
+    ] {
+        let p = Predicate::parse(text).unwrap();
+        let selected = with.select(&p).await.unwrap();
+        assert_eq!(selected, without.select(&p).await.unwrap(), "{text}");
+        assert!(!selected.is_empty(), "{text}");
+    }
+    // The replaced names answer with the newer copy's values.
+    let cycles = with.attributes_by_dataset(None, "cycle").await.unwrap();
+    assert!(
+        cycles.contains(&("p01".into(), Attr::Int64(21))),
+        "{cycles:?}"
+    );
+    let temp = with
+        .dataset("p01")
+        .await
+        .unwrap()
+        .read_array::<f32>("TEMP", Region::all())
+        .await
+        .unwrap()
+        .into_raw_vec_and_offset()
+        .0;
+    assert_eq!(temp, [63.0, 64.0, 65.0]);
 }
 
 #[tokio::test]
