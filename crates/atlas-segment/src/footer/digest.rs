@@ -150,12 +150,13 @@ impl SegmentDigest {
     /// The digest of a segment already open.
     pub(crate) fn of_segment(segment: &Segment) -> Self {
         let first_blocks = segment.first_blocks().iter().copied();
+        let mut dims = SharedDims::default();
         Self {
             segment: segment.name().to_owned(),
             arrays: segment
                 .arrays()
                 .zip(first_blocks.chain(std::iter::repeat(None)))
-                .map(|(a, first_block)| a.digest(first_block))
+                .map(|(a, first_block)| a.digest(first_block, &mut dims))
                 .collect(),
             problems: segment.problems().clone(),
             blocks: segment.block_places(),
@@ -182,9 +183,38 @@ impl SegmentDigest {
     }
 }
 
+/// Axis names as the digests of one segment's arrays hold them: one
+/// allocation shared by consecutive arrays that name their axes alike, as
+/// a segment's arrays mostly do, instead of one per array.
+#[derive(Debug, Default)]
+pub(crate) struct SharedDims(Option<Arc<[String]>>);
+
+impl SharedDims {
+    /// `names`, as the previous array's when they are the same.
+    pub(crate) fn of<'a, I>(&mut self, names: I) -> Arc<[String]>
+    where
+        I: IntoIterator<Item = &'a str>,
+        I::IntoIter: Clone,
+    {
+        let names = names.into_iter();
+        if let Some(last) = &self.0
+            && last.iter().map(String::as_str).eq(names.clone())
+        {
+            return Arc::clone(last);
+        }
+        let dims: Arc<[String]> = names.map(str::to_owned).collect();
+        self.0 = Some(Arc::clone(&dims));
+        dims
+    }
+}
+
 /// The digest of one archived array (already validated), whose written
-/// chunks start in block `first_block`.
-pub(crate) fn digest_of(array: &ArchivedArrayMeta, first_block: Option<u32>) -> ArrayDigest {
+/// chunks start in block `first_block`; its axis names from `dims`.
+pub(crate) fn digest_of(
+    array: &ArchivedArrayMeta,
+    first_block: Option<u32>,
+    dims: &mut SharedDims,
+) -> ArrayDigest {
     ArrayDigest {
         name: SmolStr::new(array.name.as_str()),
         dtype: dtype_from_archived(&array.dtype),
@@ -196,12 +226,7 @@ pub(crate) fn digest_of(array: &ArchivedArrayMeta, first_block: Option<u32>) -> 
             .map(|n| u64::from(n.to_native()))
             .collect(),
         chunk_shape: array.chunk_shape.iter().map(|n| n.to_native()).collect(),
-        dimension_names: array
-            .dimension_names
-            .iter()
-            .map(|n| n.as_str().to_owned())
-            .collect::<Vec<_>>()
-            .into(),
+        dimension_names: dims.of(array.dimension_names.iter().map(|n| n.as_str())),
         fill: rkyv::deserialize::<Option<array_format::FillValue>, rkyv::rancor::Error>(
             &array.fill_value,
         )

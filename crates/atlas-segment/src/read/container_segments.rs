@@ -35,7 +35,7 @@ use crate::compat::error_kinds::KindTrackingStore;
 use crate::error::SegmentError;
 use crate::footer::attributes;
 use crate::footer::digest::{
-    ArrayDigest, BlockPlace, SegmentDigest, block_metas, block_places, digest_of,
+    ArrayDigest, BlockPlace, SegmentDigest, SharedDims, block_metas, block_places, digest_of,
 };
 use crate::footer::lookup::{self, Miss};
 use crate::footer::tail::{
@@ -274,13 +274,15 @@ impl ContainerSegments {
                 return Ok(Arc::new(SegmentDigest::of_segment(segment)));
             }
             let tail = self.read_footer(range).await?;
-            let (validated, arrays) = validate::validate_footer_collecting(
-                &tail, range.len, digest_of,
-            )
-            .map_err(|problem| SegmentError::Footer {
-                segment: range.name.clone(),
-                problem,
-            })?;
+            let mut dims = SharedDims::default();
+            let (validated, arrays) =
+                validate::validate_footer_collecting(&tail, range.len, |array, first_block| {
+                    digest_of(array, first_block, &mut dims)
+                })
+                .map_err(|problem| SegmentError::Footer {
+                    segment: range.name.clone(),
+                    problem,
+                })?;
             let blocks = block_places(validated.archive.footer().blocks.as_slice());
             let data_end = range
                 .len

@@ -31,7 +31,7 @@ use smallvec::SmallVec;
 
 use crate::footer::archive::{FooterArchive, NameIndex};
 use crate::footer::attributes;
-use crate::footer::digest::{ArrayDigest, BlockPlace, block_places, digest_of};
+use crate::footer::digest::{ArrayDigest, BlockPlace, SharedDims, block_places, digest_of};
 use crate::footer::schema::ArchivedArrayMeta;
 use crate::footer::validate::{ArrayProblem, Checked, ValidatedFooter};
 use crate::read::blocks::{BlockSource, ChunkTable};
@@ -679,10 +679,11 @@ impl<'a> ArrayRef<'a> {
         }
     }
 
-    /// The array's digest, its written chunks starting in block `first_block`.
-    pub(crate) fn digest(&self, first_block: Option<u32>) -> ArrayDigest {
+    /// The array's digest, its written chunks starting in block
+    /// `first_block`, its axis names from `dims`.
+    pub(crate) fn digest(&self, first_block: Option<u32>, dims: &mut SharedDims) -> ArrayDigest {
         match self.record {
-            Record::Archived(meta) => digest_of(meta, first_block),
+            Record::Archived(meta) => digest_of(meta, first_block, dims),
             Record::Placed(digest, _) => digest.clone(),
         }
     }

@@ -37,7 +37,7 @@ use tokio::io::AsyncWriteExt;
 
 use atlas_io::IoErrorKind;
 
-use crate::footer::digest::{ArrayDigest, BlockPlace, ChunkPlace};
+use crate::footer::digest::{ArrayDigest, BlockPlace, ChunkPlace, SharedDims};
 use crate::footer::schema;
 use crate::footer::tail::{ARRF_MAGIC, ARRF_TRAILER_LEN};
 use crate::types::element::Element;
@@ -699,7 +699,7 @@ impl Pack {
 
 /// What a reader of `arrays`, a footer's, would digest of each.
 fn digests_of(arrays: &[schema::ArrayMeta]) -> Vec<ArrayDigest> {
-    let mut last_dims: Option<Arc<[String]>> = None;
+    let mut dims = SharedDims::default();
     arrays
         .iter()
         .map(|array| ArrayDigest {
@@ -709,14 +709,7 @@ fn digests_of(arrays: &[schema::ArrayMeta]) -> Vec<ArrayDigest> {
             first_block: array.chunks.iter().map(|c| c.address.block_id.0).min(),
             shape: array.shape.iter().map(|&n| u64::from(n)).collect(),
             chunk_shape: array.chunk_shape.as_slice().into(),
-            dimension_names: match &last_dims {
-                Some(dims) if **dims == *array.dimension_names => Arc::clone(dims),
-                _ => {
-                    let dims: Arc<[String]> = array.dimension_names.as_slice().into();
-                    last_dims = Some(Arc::clone(&dims));
-                    dims
-                }
-            },
+            dimension_names: dims.of(array.dimension_names.iter().map(String::as_str)),
             fill: array.fill_value.as_ref().map(fill_from_stored),
             chunks: array
                 .chunks

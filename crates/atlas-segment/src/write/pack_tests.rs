@@ -637,3 +637,46 @@ fn array_near_finds_the_array_whatever_the_hint_and_learns_a_views_shift() {
         assert!(matches!(err, SegmentError::Corrupt { .. }), "{err:?}");
     });
 }
+
+#[test]
+fn digests_share_the_axis_names_of_consecutive_arrays_that_name_them_alike() {
+    let array = |shape: Vec<u64>| Spec {
+        kind: 9,
+        shape,
+        chunk: None,
+        fill: None,
+        seed: 1,
+        attrs: Vec::new(),
+        reversed: false,
+    };
+    // Axes named d0, d0, then d0 d1, then d0 again.
+    let specs = [
+        array(vec![3]),
+        array(vec![4]),
+        array(vec![2, 2]),
+        array(vec![5]),
+    ];
+    let (bytes, written) = finished(&specs, 1 << 20, false, true);
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let (segments, range) = one_segment(&bytes).await;
+        // Read off the footer alone, then from the segment once it is open.
+        let from_footer = segments.digest(0, &range).await.unwrap();
+        let opened = segments.get(0, &range).await.unwrap();
+        let from_segment = crate::SegmentDigest::of_segment(&opened);
+        for (what, digest) in [
+            ("writer", &written),
+            ("footer", &*from_footer),
+            ("segment", &from_segment),
+        ] {
+            let dims: Vec<&std::sync::Arc<[String]>> =
+                digest.arrays().iter().map(|a| &a.dimension_names).collect();
+            assert!(std::sync::Arc::ptr_eq(dims[0], dims[1]), "{what}");
+            assert!(!std::sync::Arc::ptr_eq(dims[1], dims[2]), "{what}");
+            assert_eq!(**dims[2], ["d0".to_owned(), "d1".to_owned()], "{what}");
+            assert_eq!(dims[3], dims[0], "{what}");
+        }
+    });
+}
