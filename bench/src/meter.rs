@@ -224,6 +224,21 @@ impl Meter {
         }
     }
 
+    /// `result`, once it is due: an error at the first byte, else when the
+    /// last of its `bytes` has arrived.
+    async fn answered<T, E>(
+        &self,
+        flight: &mut InFlight,
+        result: Result<T, E>,
+        bytes: impl FnOnce(&T) -> u64,
+    ) -> Result<T, E> {
+        match &result {
+            Ok(answer) => self.received(bytes(answer), Some(flight)).await,
+            Err(_) => self.first_byte(flight).await,
+        }
+        result
+    }
+
     fn wrote(&self, bytes: u64) {
         self.lock().reading.bytes_written += bytes;
     }
@@ -428,17 +443,10 @@ impl oio::Read for MeterReader {
 
     async fn read(&self, range: BytesRange) -> opendal::Result<(RpRead, Buffer)> {
         let mut flight = self.meter.begin(false);
-        let (rp, buf) = match oio::Read::read(&self.inner, range).await {
-            Ok(read) => read,
-            Err(e) => {
-                self.meter.first_byte(&flight).await;
-                return Err(e);
-            }
-        };
+        let read = oio::Read::read(&self.inner, range).await;
         self.meter
-            .received(buf.len() as u64, Some(&mut flight))
-            .await;
-        Ok((rp, buf))
+            .answered(&mut flight, read, |(_, buf)| buf.len() as u64)
+            .await
     }
 }
 
@@ -559,16 +567,11 @@ impl ObjectStore for MeteredStore {
             result.range.clone(),
             result.attributes.clone(),
         );
-        let body = match result.bytes().await {
-            Ok(body) => body,
-            Err(e) => {
-                self.meter.first_byte(&flight).await;
-                return Err(e);
-            }
-        };
-        self.meter
-            .received(body.len() as u64, Some(&mut flight))
-            .await;
+        let body = result.bytes().await;
+        let body = self
+            .meter
+            .answered(&mut flight, body, |body| body.len() as u64)
+            .await?;
         let body: object_store::Result<Bytes> = Ok(body);
         Ok(GetResult {
             payload: GetResultPayload::Stream(Box::pin(stream::once(async move { body }))),

@@ -236,16 +236,9 @@ async fn a_set_with_replaced_and_deleted_names_answers_through_its_indexes_as_th
         cycles.contains(&("p01".into(), Attr::Int64(21))),
         "{cycles:?}"
     );
-    let temp = with
-        .dataset("p01")
-        .await
-        .unwrap()
-        .read_array::<f32>("TEMP", Region::all())
-        .await
-        .unwrap()
-        .into_raw_vec_and_offset()
-        .0;
-    assert_eq!(temp, [63.0, 64.0, 65.0]);
+    let p01 = with.dataset("p01").await.unwrap();
+    let temp = p01.read_array::<f32>("TEMP", Region::all()).await.unwrap();
+    assert_eq!(temp.as_slice(), Some(&[63.0, 64.0, 65.0][..]));
 }
 
 #[tokio::test]
