@@ -293,7 +293,7 @@ def main():
         with open(os.path.join(outdir, f"{name}.xarray.json"), "w") as f:
             json.dump(describe(path), f, indent=1, sort_keys=True)
             f.write("\n")
-        # The orders netCDF gives (tests/conventions.rs hard-codes them).
+        # The orders netCDF gives (tests/it/conventions.rs hard-codes them).
         with netCDF4.Dataset(path) as ds:
             print(f"{name}: global {ds.ncattrs()}")
             for var in ds.variables.values():

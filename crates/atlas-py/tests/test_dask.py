@@ -126,7 +126,7 @@ def test_partitions_are_contiguous_runs_covering_every_dataset_once(many):
 
 def test_thousands_of_profiles_are_as_many_tasks_as_blocks_not_datasets(many):
     # That `partitions` reads segment footers only, no block, is asserted by
-    # request counts in crates/atlas/tests/read_requests.rs
+    # request counts in crates/atlas/tests/it/read_requests.rs
     # (blocks_by_dataset_come_from_the_footer_alone_and_group_neighbours).
     c = atlasds.Collection.open(many)
     parts = c.partitions(["TEMP"])
