@@ -8,10 +8,10 @@ use crate::common;
 use std::time::Duration;
 
 use atlas::{Atlas, AtlasError, IoErrorKind, VerifyOptions};
-use common::s;
+use common::{KillSchedule, s};
 
 const PROFILES: usize = 200;
-const KILLS: u64 = 50;
+const KILLS: u32 = 50;
 
 fn rt() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_current_thread()
@@ -39,7 +39,8 @@ fn a_writer_killed_at_any_point_leaves_nothing_that_opens_or_the_whole_collectio
     let span = full_write_time(root.path());
     let rt = rt();
     let (mut absent, mut complete) = (0, 0);
-    for i in 0..KILLS {
+    let mut schedule = KillSchedule::new(span, KILLS, 2.0);
+    while let Some((i, delay)) = schedule.next(absent, complete) {
         let dir = root.path().join(format!("c{i}"));
         let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("atlas"))
             .args(["-q", "demo", s(&dir), "--count", &PROFILES.to_string()])
@@ -47,8 +48,7 @@ fn a_writer_killed_at_any_point_leaves_nothing_that_opens_or_the_whole_collectio
             .stderr(std::process::Stdio::null())
             .spawn()
             .unwrap();
-        // Kill points spread evenly from the start to twice the usual end.
-        std::thread::sleep(span.mul_f64(2.0 * i as f64 / KILLS as f64));
+        std::thread::sleep(delay);
         let _ = child.kill();
         let _ = child.wait();
         match rt.block_on(Atlas::open(&dir, &atlas::OpenOptions::default())) {
@@ -67,14 +67,15 @@ fn a_writer_killed_at_any_point_leaves_nothing_that_opens_or_the_whole_collectio
             }
         }
     }
-    let leftovers = (0..KILLS)
+    let kills = absent + complete;
+    let leftovers = (0..kills)
         .filter(|i| {
             std::fs::read_dir(root.path().join(format!("c{i}/.atlas-tmp")))
                 .is_ok_and(|mut d| d.next().is_some())
         })
         .count();
     eprintln!(
-        "{KILLS} kills: {absent} absent, {complete} complete, {leftovers} with temp files left"
+        "{kills} kills: {absent} absent, {complete} complete, {leftovers} with temp files left"
     );
     // Both outcomes happen, so the kill points did cover the write.
     assert!(

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use atlas::{Atlas, AtlasError, IoErrorKind, StorageOptions, VerifyOptions};
 use atlas_testkit::{ACCESS_KEY, FaultPlan, FaultProxy, REGION, S3Server, SECRET_KEY};
-use common::{atlas_on_s3, eight_racing_rm, json_by, live_names_by};
+use common::{KillSchedule, atlas_on_s3, eight_racing_rm, json_by, live_names_by};
 use serde_json::{Value as Json, json};
 
 /// Runs `atlas --json ARGS` against the server; panics with stderr if it fails.
@@ -109,7 +109,8 @@ fn a_writer_killed_on_s3_leaves_nothing_that_opens_or_the_whole_collection() {
     let rt = rt();
     let storage = storage(endpoint);
     let (mut absent, mut complete) = (0, 0);
-    for i in 0..KILLS {
+    let mut schedule = KillSchedule::new(span, KILLS, 1.5);
+    while let Some((i, delay)) = schedule.next(absent, complete) {
         let url = url(&format!("kill{i}"));
         let mut child = atlas_on_s3(endpoint)
             .args(["-q", "demo", &url, "--count", &count])
@@ -117,8 +118,7 @@ fn a_writer_killed_on_s3_leaves_nothing_that_opens_or_the_whole_collection() {
             .stderr(Stdio::null())
             .spawn()
             .unwrap();
-        // Kill points spread evenly from the start to 1.5 times the usual end.
-        std::thread::sleep(span.mul_f64(1.5 * f64::from(i) / f64::from(KILLS)));
+        std::thread::sleep(delay);
         let _ = child.kill();
         let _ = child.wait();
         match rt.block_on(Atlas::open(
@@ -141,7 +141,8 @@ fn a_writer_killed_on_s3_leaves_nothing_that_opens_or_the_whole_collection() {
         }
     }
     eprintln!(
-        "{KILLS} kills on S3 over {:.1} s writes: {absent} absent, {complete} complete",
+        "{} kills on S3 over {:.1} s writes: {absent} absent, {complete} complete",
+        absent + complete,
         span.as_secs_f64()
     );
     assert!(

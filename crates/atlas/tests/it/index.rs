@@ -888,10 +888,16 @@ async fn a_loop_over_the_datasets_finds_the_next_stretchs_view_made_before_it_ge
         held > held_by_the_loop,
         "no view beyond the loop's own {held_by_the_loop} arrays was made ahead"
     );
-    assert_eq!(
-        stats.read_log().len(),
-        reads,
-        "a view made ahead costs no request"
+    // A view made ahead costs no request: it is made from the chunk
+    // columns the second read fetched. The one read that may still land
+    // now is that read's send of the data region's front (from byte
+    // `HEADER_LEN`), a task of its own that a busy machine starts late.
+    let late: Vec<_> = stats.read_log().split_off(reads);
+    assert!(
+        late.iter()
+            .all(|r| r.path == join("c", "data.atlas")
+                && r.range.offset() == atlas_format::HEADER_LEN),
+        "a view made ahead costs no request, but these were made: {late:?}"
     );
     // Reading on through it gives every value, each stretch's view made
     // once: no more index reads, and no more views than the loop needs.

@@ -233,3 +233,69 @@ pub fn write_nc(path: &Path, temp: &[f32], cycle: i32) {
     std::fs::create_dir_all(path.parent().unwrap()).unwrap();
     std::fs::write(path, h).unwrap();
 }
+
+/// When to kill each of a run of writers, so that the kills cover a write
+/// that took `span` when timed alone: `planned` kills spread evenly from the
+/// start to `stretch` times `span`. The other tests load the machine
+/// unevenly, so a write may take much more or less than the one timed:
+/// while the kills have not yet left both a collection that is absent and
+/// one that is complete, up to 8 more follow, at once (for an absent one)
+/// or ever later, up to 30 times `span` (for a complete one).
+pub struct KillSchedule {
+    span: std::time::Duration,
+    planned: u32,
+    stretch: f64,
+    later: std::time::Duration,
+    made: u32,
+}
+
+impl KillSchedule {
+    pub fn new(span: std::time::Duration, planned: u32, stretch: f64) -> Self {
+        Self {
+            span,
+            planned,
+            stretch,
+            later: span.mul_f64(stretch),
+            made: 0,
+        }
+    }
+
+    /// The next kill's number and how long after its writer's start it
+    /// comes, given the outcomes so far; `None` when the run is done.
+    pub fn next(&mut self, absent: u32, complete: u32) -> Option<(u32, std::time::Duration)> {
+        let delay = if self.made < self.planned {
+            self.span
+                .mul_f64(self.stretch * f64::from(self.made) / f64::from(self.planned))
+        } else if self.made >= self.planned + 8 || (absent > 0 && complete > 0) {
+            return None;
+        } else if absent == 0 {
+            std::time::Duration::ZERO
+        } else {
+            self.later = self.later.mul_f64(2.0).min(self.span.mul_f64(30.0));
+            self.later
+        };
+        self.made += 1;
+        Some((self.made - 1, delay))
+    }
+}
+
+#[test]
+fn a_kill_schedule_goes_on_later_and_later_while_no_kill_left_a_complete_write() {
+    use std::time::Duration;
+    let span = Duration::from_millis(100);
+    let mut schedule = KillSchedule::new(span, 2, 1.5);
+    let planned: Vec<_> = (0..2).filter_map(|_| schedule.next(0, 0)).collect();
+    assert_eq!(planned, [(0, Duration::ZERO), (1, span.mul_f64(0.75))]);
+    // Every kill so far left nothing: each next one comes later, up to 30
+    // times the span, and at most 8 more come.
+    let extra: Vec<_> = std::iter::from_fn(|| schedule.next(2, 0)).collect();
+    let delays: Vec<u64> = extra.iter().map(|(_, d)| d.as_millis() as u64).collect();
+    assert_eq!(delays, [300, 600, 1200, 2400, 3000, 3000, 3000, 3000]);
+    assert_eq!(extra.last().map(|(i, _)| *i), Some(9));
+    // Once both outcomes are seen the run ends; an absent one missing is
+    // sought with a kill at once.
+    let mut schedule = KillSchedule::new(span, 1, 1.5);
+    assert_eq!(schedule.next(0, 0), Some((0, Duration::ZERO)));
+    assert_eq!(schedule.next(0, 1), Some((1, Duration::ZERO)));
+    assert_eq!(schedule.next(1, 1), None);
+}
