@@ -22,15 +22,9 @@ pub fn rt() -> &'static tokio::runtime::Runtime {
     })
 }
 
+/// A root no other test or run uses: [`s3_support::unique`](crate::s3_support::unique)'s prefix.
 pub fn unique(test: &str) -> String {
-    format!(
-        "/{test}-{}-{}/",
-        std::process::id(),
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap()
-            .as_nanos()
-    )
+    format!("/{}/", crate::s3_support::unique(test))
 }
 
 pub fn name(i: usize) -> String {
